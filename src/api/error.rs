@@ -1,0 +1,287 @@
+//! The one place where S3 error codes and HTTP statuses are decided.
+
+use std::borrow::Cow;
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+/// The S3 error codes Strata emits, each with the HTTP status AWS uses for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum S3ErrorCode {
+    AccessDenied,
+    AuthorizationHeaderMalformed,
+    AuthorizationQueryParametersError,
+    BadDigest,
+    BucketAlreadyOwnedByYou,
+    BucketNotEmpty,
+    EntityTooLarge,
+    EntityTooSmall,
+    IncompleteBody,
+    InternalError,
+    InvalidAccessKeyId,
+    InvalidArgument,
+    InvalidBucketName,
+    InvalidDigest,
+    InvalidLocationConstraint,
+    InvalidPart,
+    InvalidPartOrder,
+    InvalidRange,
+    InvalidRequest,
+    KeyTooLongError,
+    MalformedXML,
+    MetadataTooLarge,
+    MethodNotAllowed,
+    MissingContentLength,
+    NoSuchBucket,
+    NoSuchKey,
+    NoSuchUpload,
+    NotImplemented,
+    PreconditionFailed,
+    RequestTimeTooSkewed,
+    SignatureDoesNotMatch,
+    SlowDown,
+    ServiceUnavailable,
+    InsufficientStorage,
+    XAmzContentSHA256Mismatch,
+}
+
+impl S3ErrorCode {
+    /// The code as it appears in the `<Code>` element.
+    pub fn as_str(self) -> &'static str {
+        use S3ErrorCode::*;
+        match self {
+            AccessDenied => "AccessDenied",
+            AuthorizationHeaderMalformed => "AuthorizationHeaderMalformed",
+            AuthorizationQueryParametersError => "AuthorizationQueryParametersError",
+            BadDigest => "BadDigest",
+            BucketAlreadyOwnedByYou => "BucketAlreadyOwnedByYou",
+            BucketNotEmpty => "BucketNotEmpty",
+            EntityTooLarge => "EntityTooLarge",
+            EntityTooSmall => "EntityTooSmall",
+            IncompleteBody => "IncompleteBody",
+            InternalError => "InternalError",
+            InvalidAccessKeyId => "InvalidAccessKeyId",
+            InvalidArgument => "InvalidArgument",
+            InvalidBucketName => "InvalidBucketName",
+            InvalidDigest => "InvalidDigest",
+            InvalidLocationConstraint => "InvalidLocationConstraint",
+            InvalidPart => "InvalidPart",
+            InvalidPartOrder => "InvalidPartOrder",
+            InvalidRange => "InvalidRange",
+            InvalidRequest => "InvalidRequest",
+            KeyTooLongError => "KeyTooLongError",
+            MalformedXML => "MalformedXML",
+            MetadataTooLarge => "MetadataTooLarge",
+            MethodNotAllowed => "MethodNotAllowed",
+            MissingContentLength => "MissingContentLength",
+            NoSuchBucket => "NoSuchBucket",
+            NoSuchKey => "NoSuchKey",
+            NoSuchUpload => "NoSuchUpload",
+            NotImplemented => "NotImplemented",
+            PreconditionFailed => "PreconditionFailed",
+            RequestTimeTooSkewed => "RequestTimeTooSkewed",
+            SignatureDoesNotMatch => "SignatureDoesNotMatch",
+            SlowDown => "SlowDown",
+            ServiceUnavailable => "ServiceUnavailable",
+            InsufficientStorage => "XStrataStorageFull",
+            XAmzContentSHA256Mismatch => "XAmzContentSHA256Mismatch",
+        }
+    }
+
+    /// The HTTP status AWS answers with for this code.
+    pub fn status(self) -> StatusCode {
+        use S3ErrorCode::*;
+        match self {
+            AccessDenied | InvalidAccessKeyId | RequestTimeTooSkewed | SignatureDoesNotMatch => {
+                StatusCode::FORBIDDEN
+            }
+            NoSuchBucket | NoSuchKey | NoSuchUpload => StatusCode::NOT_FOUND,
+            BucketAlreadyOwnedByYou | BucketNotEmpty => StatusCode::CONFLICT,
+            InvalidRange => StatusCode::RANGE_NOT_SATISFIABLE,
+            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            MissingContentLength => StatusCode::LENGTH_REQUIRED,
+            PreconditionFailed => StatusCode::PRECONDITION_FAILED,
+            NotImplemented => StatusCode::NOT_IMPLEMENTED,
+            InternalError => StatusCode::INTERNAL_SERVER_ERROR,
+            SlowDown | ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            InsufficientStorage => StatusCode::INSUFFICIENT_STORAGE,
+            AuthorizationHeaderMalformed
+            | AuthorizationQueryParametersError
+            | BadDigest
+            | EntityTooLarge
+            | EntityTooSmall
+            | IncompleteBody
+            | InvalidArgument
+            | InvalidBucketName
+            | InvalidDigest
+            | InvalidLocationConstraint
+            | InvalidPart
+            | InvalidPartOrder
+            | InvalidRequest
+            | KeyTooLongError
+            | MalformedXML
+            | MetadataTooLarge
+            | XAmzContentSHA256Mismatch => StatusCode::BAD_REQUEST,
+        }
+    }
+}
+
+/// An error as the client sees it: code, message and the resource it concerns.
+#[derive(Debug, Clone)]
+pub struct S3Error {
+    pub code: S3ErrorCode,
+    pub message: Cow<'static, str>,
+    pub resource: Option<String>,
+    /// Request id, filled in by the router just before rendering.
+    pub request_id: Option<String>,
+}
+
+impl S3Error {
+    pub fn new(code: S3ErrorCode, message: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            resource: None,
+            request_id: None,
+        }
+    }
+
+    /// The error with AWS's default message for its code.
+    pub fn from_code(code: S3ErrorCode) -> Self {
+        Self::new(code, default_message(code))
+    }
+
+    pub fn with_resource(mut self, resource: impl Into<String>) -> Self {
+        self.resource = Some(resource.into());
+        self
+    }
+
+    /// Wraps this error in an `io::Error` so that it can travel inside a body stream and be
+    /// recovered intact by [`S3Error::from_io`].
+    pub fn into_io(self) -> std::io::Error {
+        std::io::Error::other(self)
+    }
+
+    /// Recovers an S3 error carried by an `io::Error` made with [`S3Error::into_io`].
+    pub fn from_io(err: &std::io::Error) -> Option<S3Error> {
+        err.get_ref()
+            .and_then(|inner| inner.downcast_ref::<S3Error>())
+            .cloned()
+    }
+
+    /// Renders the S3 `<Error>` document.
+    pub fn to_xml(&self) -> String {
+        let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>");
+        xml.push_str(self.code.as_str());
+        xml.push_str("</Code><Message>");
+        xml.push_str(&escape(&self.message));
+        xml.push_str("</Message>");
+        if let Some(resource) = &self.resource {
+            xml.push_str("<Resource>");
+            xml.push_str(&escape(resource));
+            xml.push_str("</Resource>");
+        }
+        if let Some(id) = &self.request_id {
+            xml.push_str("<RequestId>");
+            xml.push_str(&escape(id));
+            xml.push_str("</RequestId>");
+        }
+        xml.push_str("</Error>");
+        xml
+    }
+}
+
+impl std::fmt::Display for S3Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code.as_str(), self.message)
+    }
+}
+
+impl std::error::Error for S3Error {}
+
+impl IntoResponse for S3Error {
+    fn into_response(self) -> Response {
+        let status = self.code.status();
+        let mut builder = Response::builder()
+            .status(status)
+            .header("content-type", "application/xml");
+        if let Some(id) = &self.request_id {
+            builder = builder.header("x-amz-request-id", id.as_str());
+        }
+        // HEAD responses carry no body; hyper drops it, the status tells the client.
+        builder
+            .body(axum::body::Body::from(self.to_xml()))
+            .expect("static header names are valid")
+    }
+}
+
+fn escape(text: &str) -> String {
+    quick_xml::escape::escape(text).into_owned()
+}
+
+fn default_message(code: S3ErrorCode) -> &'static str {
+    use S3ErrorCode::*;
+    match code {
+        AccessDenied => "Access Denied",
+        AuthorizationHeaderMalformed => "The authorization header is malformed.",
+        AuthorizationQueryParametersError => "Error parsing the X-Amz-Credential parameter.",
+        BadDigest => "The Content-MD5 you specified did not match what we received.",
+        BucketAlreadyOwnedByYou => {
+            "Your previous request to create the named bucket succeeded and you already own it."
+        }
+        BucketNotEmpty => "The bucket you tried to delete is not empty",
+        EntityTooLarge => "Your proposed upload exceeds the maximum allowed object size.",
+        EntityTooSmall => "Your proposed upload is smaller than the minimum allowed object size.",
+        IncompleteBody => "You did not provide the number of bytes specified by the Content-Length HTTP header.",
+        InternalError => "We encountered an internal error. Please try again.",
+        InvalidAccessKeyId => "The AWS Access Key Id you provided does not exist in our records.",
+        InvalidArgument => "Invalid Argument",
+        InvalidBucketName => "The specified bucket is not valid.",
+        InvalidDigest => "The Content-MD5 you specified is not valid.",
+        InvalidLocationConstraint => "The specified location constraint is not valid for this server's region.",
+        InvalidPart => "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.",
+        InvalidPartOrder => "The list of parts was not in ascending order. Parts must be ordered by part number.",
+        InvalidRange => "The requested range is not satisfiable",
+        InvalidRequest => "Invalid Request",
+        KeyTooLongError => "Your key is too long",
+        MalformedXML => "The XML you provided was not well-formed or did not validate against our published schema.",
+        MetadataTooLarge => "Your metadata headers exceed the maximum allowed metadata size.",
+        MethodNotAllowed => "The specified method is not allowed against this resource.",
+        MissingContentLength => "You must provide the Content-Length HTTP header.",
+        NoSuchBucket => "The specified bucket does not exist",
+        NoSuchKey => "The specified key does not exist.",
+        NoSuchUpload => "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
+        NotImplemented => "A header or query you provided implies functionality that is not implemented.",
+        PreconditionFailed => "At least one of the pre-conditions you specified did not hold",
+        RequestTimeTooSkewed => "The difference between the request time and the server's time is too large.",
+        SignatureDoesNotMatch => "The request signature we calculated does not match the signature you provided. Check your key and signing method.",
+        SlowDown => "Please reduce your request rate.",
+        ServiceUnavailable => "The service is unavailable: not enough drives are online to serve this request. Please try again.",
+        InsufficientStorage => "Storage backend has reached its minimum free drive threshold. Please delete a few objects to proceed.",
+        XAmzContentSHA256Mismatch => "The provided 'x-amz-content-sha256' header does not match what was computed.",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_xml_is_s3_shaped() {
+        let mut err = S3Error::from_code(S3ErrorCode::NoSuchKey).with_resource("/b/k&1");
+        err.request_id = Some("ID1".into());
+        assert_eq!(
+            err.to_xml(),
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchKey</Code>\
+             <Message>The specified key does not exist.</Message><Resource>/b/k&amp;1</Resource>\
+             <RequestId>ID1</RequestId></Error>"
+        );
+        assert_eq!(err.code.status(), StatusCode::NOT_FOUND);
+    }
+
+    #[test]
+    fn s3_error_survives_a_trip_through_io_error() {
+        let io = S3Error::from_code(S3ErrorCode::BadDigest).into_io();
+        assert_eq!(S3Error::from_io(&io).unwrap().code, S3ErrorCode::BadDigest);
+    }
+}

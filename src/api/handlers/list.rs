@@ -1,0 +1,182 @@
+//! ListObjects (V1) and ListObjectsV2.
+
+use axum::response::Response;
+use base64::Engine;
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+
+use super::bucket::owner;
+use super::{bucket_name, Request};
+use crate::api::error::{S3Error, S3ErrorCode};
+use crate::api::headers::iso8601;
+use crate::api::{xml, xml_response};
+use crate::object::{ListEntry, ListPage, ListQuery};
+
+const MAX_KEYS: usize = 1000;
+
+/// `encoding-type=url` escapes everything but unreserved characters and '/'.
+const URL_ENCODING: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~')
+    .remove(b'/');
+
+struct Encoder(bool);
+
+impl Encoder {
+    fn from(request: &Request<'_>) -> Result<Self, S3Error> {
+        match request.query.get("encoding-type") {
+            None => Ok(Self(false)),
+            Some(t) if t.eq_ignore_ascii_case("url") => Ok(Self(true)),
+            Some(_) => Err(S3Error::new(
+                S3ErrorCode::InvalidArgument,
+                "Invalid Encoding Method specified in Request",
+            )),
+        }
+    }
+
+    fn apply(&self, value: &str) -> String {
+        if self.0 {
+            utf8_percent_encode(value, URL_ENCODING).to_string()
+        } else {
+            value.to_string()
+        }
+    }
+
+    fn name(&self) -> Option<String> {
+        self.0.then(|| "url".to_string())
+    }
+}
+
+fn max_keys(request: &Request<'_>) -> Result<usize, S3Error> {
+    match request.query.get("max-keys") {
+        None => Ok(MAX_KEYS),
+        Some(v) => v
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .map(|n| (n as usize).min(MAX_KEYS))
+            .ok_or_else(|| {
+                S3Error::new(
+                    S3ErrorCode::InvalidArgument,
+                    "max-keys must be a non-negative integer",
+                )
+            }),
+    }
+}
+
+fn contents(
+    request: &Request<'_>,
+    page: &ListPage,
+    encoder: &Encoder,
+    with_owner: bool,
+) -> (Vec<xml::Object>, Vec<xml::CommonPrefix>) {
+    let mut objects = Vec::new();
+    let mut prefixes = Vec::new();
+    for entry in &page.entries {
+        match entry {
+            ListEntry::Object { key, record } => objects.push(xml::Object {
+                key: encoder.apply(key),
+                last_modified: iso8601(record.modified_ms),
+                etag: format!("\"{}\"", record.etag),
+                size: record.size,
+                owner: with_owner.then(|| owner(request)),
+                storage_class: "STANDARD".into(),
+            }),
+            ListEntry::CommonPrefix(prefix) => prefixes.push(xml::CommonPrefix {
+                prefix: encoder.apply(prefix),
+            }),
+        }
+    }
+    (objects, prefixes)
+}
+
+pub async fn list_objects_v2(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
+    let name = bucket_name(bucket)?;
+    let encoder = Encoder::from(&request)?;
+    let token = request.query.get("continuation-token").map(str::to_string);
+    let start_after = request.query.get("start-after").map(str::to_string);
+    let after = match &token {
+        Some(token) => Some(decode_token(token)?),
+        None => start_after.clone(),
+    };
+    let query = ListQuery {
+        prefix: request.query.get("prefix").unwrap_or("").to_string(),
+        delimiter: request.query.get("delimiter").map(str::to_string),
+        after,
+        max_keys: max_keys(&request)?,
+    };
+    let page = request.state.store.list_objects(&name, &query).await?;
+    let fetch_owner = request.query.get("fetch-owner") == Some("true");
+    let (objects, prefixes) = contents(&request, &page, &encoder, fetch_owner);
+    let next = page
+        .truncated
+        .then(|| page.entries.last().map(|e| encode_token(e.name())))
+        .flatten();
+    let doc = xml::ListBucketResultV2 {
+        xmlns: (),
+        name: bucket.to_string(),
+        prefix: encoder.apply(&query.prefix),
+        delimiter: query.delimiter.as_deref().map(|d| encoder.apply(d)),
+        max_keys: query.max_keys,
+        key_count: page.entries.len(),
+        is_truncated: page.truncated,
+        continuation_token: token,
+        next_continuation_token: next,
+        start_after: start_after.map(|s| encoder.apply(&s)),
+        encoding_type: encoder.name(),
+        contents: objects,
+        common_prefixes: prefixes,
+    };
+    Ok(xml_response(xml::render("ListBucketResult", &doc)))
+}
+
+pub async fn list_objects_v1(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
+    let name = bucket_name(bucket)?;
+    let encoder = Encoder::from(&request)?;
+    let marker = request.query.get("marker").unwrap_or("").to_string();
+    let query = ListQuery {
+        prefix: request.query.get("prefix").unwrap_or("").to_string(),
+        delimiter: request.query.get("delimiter").map(str::to_string),
+        after: (!marker.is_empty()).then(|| marker.clone()),
+        max_keys: max_keys(&request)?,
+    };
+    let page = request.state.store.list_objects(&name, &query).await?;
+    let (objects, prefixes) = contents(&request, &page, &encoder, true);
+    // S3 gives NextMarker only when a delimiter was used; clients use the last key otherwise.
+    let next_marker = (page.truncated && query.delimiter.is_some())
+        .then(|| page.entries.last().map(|e| encoder.apply(e.name())))
+        .flatten();
+    let doc = xml::ListBucketResultV1 {
+        xmlns: (),
+        name: bucket.to_string(),
+        prefix: encoder.apply(&query.prefix),
+        marker: encoder.apply(&marker),
+        next_marker,
+        max_keys: query.max_keys,
+        delimiter: query.delimiter.as_deref().map(|d| encoder.apply(d)),
+        is_truncated: page.truncated,
+        encoding_type: encoder.name(),
+        contents: objects,
+        common_prefixes: prefixes,
+    };
+    Ok(xml_response(xml::render("ListBucketResult", &doc)))
+}
+
+/// Continuation tokens are opaque to clients: the base64 of where the page ended.
+fn encode_token(after: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(after)
+}
+
+fn decode_token(token: &str) -> Result<String, S3Error> {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .ok_or_else(|| {
+            S3Error::new(
+                S3ErrorCode::InvalidArgument,
+                "The continuation token provided is incorrect",
+            )
+        })
+}

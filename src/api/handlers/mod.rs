@@ -1,0 +1,97 @@
+//! One handler per S3 operation: read the request, call the object layer, render.
+
+mod bucket;
+mod list;
+mod multipart;
+mod object;
+
+use std::sync::Arc;
+
+use axum::http::HeaderMap;
+use axum::response::Response;
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+
+use super::error::{S3Error, S3ErrorCode};
+use super::router::{Endpoint, Query};
+use super::AppState;
+use crate::body::{ByteStream, TrailerSlot};
+use crate::object::{BucketName, ObjectKey};
+
+/// A request as handlers see it, authenticated and with its body verified as it streams.
+pub struct Request<'a> {
+    pub state: &'a AppState,
+    pub headers: &'a HeaderMap,
+    pub query: Query,
+    pub body: ByteStream,
+    pub trailers: Arc<TrailerSlot>,
+    /// The decoded length of an `aws-chunked` body.
+    pub decoded_length: Option<u64>,
+}
+
+/// Largest XML request body read into memory (a CompleteMultipartUpload of 10,000 parts).
+const MAX_XML_BODY: usize = 2 << 20;
+
+impl Request<'_> {
+    /// Reads a small request body (XML) into memory, refusing more than `MAX_XML_BODY`.
+    pub async fn small_body(&mut self) -> Result<Bytes, S3Error> {
+        let mut out = BytesMut::new();
+        while let Some(chunk) = self.body.next().await {
+            let chunk = chunk.map_err(|e| {
+                S3Error::from_io(&e)
+                    .unwrap_or_else(|| S3Error::from_code(S3ErrorCode::IncompleteBody))
+            })?;
+            if out.len() + chunk.len() > MAX_XML_BODY {
+                return Err(S3Error::new(
+                    S3ErrorCode::MalformedXML,
+                    "The XML you provided was too large.",
+                ));
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok(out.freeze())
+    }
+}
+
+fn bucket_name(name: &str) -> Result<BucketName, S3Error> {
+    Ok(BucketName::parse(name)?)
+}
+
+fn object_key(key: &str) -> Result<ObjectKey, S3Error> {
+    Ok(ObjectKey::parse(key)?)
+}
+
+/// Runs the handler of an endpoint.
+pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, S3Error> {
+    use Endpoint::*;
+    match endpoint {
+        ListBuckets => bucket::list_buckets(request).await,
+        CreateBucket { bucket } => bucket::create_bucket(request, &bucket).await,
+        HeadBucket { bucket } => bucket::head_bucket(request, &bucket).await,
+        DeleteBucket { bucket } => bucket::delete_bucket(request, &bucket).await,
+        GetBucketLocation { bucket } => bucket::get_bucket_location(request, &bucket).await,
+        ListObjectsV1 { bucket } => list::list_objects_v1(request, &bucket).await,
+        ListObjectsV2 { bucket } => list::list_objects_v2(request, &bucket).await,
+        PutObject { bucket, key } => object::put_object(request, &bucket, &key).await,
+        GetObject { bucket, key } => object::get_object(request, &bucket, &key, true).await,
+        HeadObject { bucket, key } => object::get_object(request, &bucket, &key, false).await,
+        DeleteObject { bucket, key } => object::delete_object(request, &bucket, &key).await,
+        CreateMultipartUpload { bucket, key } => multipart::create(request, &bucket, &key).await,
+        UploadPart {
+            bucket,
+            key,
+            upload_id,
+            part_number,
+        } => multipart::upload_part(request, &bucket, &key, &upload_id, &part_number).await,
+        CompleteMultipartUpload {
+            bucket,
+            key,
+            upload_id,
+        } => multipart::complete(request, &bucket, &key, &upload_id).await,
+        AbortMultipartUpload {
+            bucket,
+            key,
+            upload_id,
+        } => multipart::abort(request, &bucket, &key, &upload_id).await,
+    }
+}

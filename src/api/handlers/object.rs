@@ -1,0 +1,191 @@
+//! Object operations: PUT, GET, HEAD, DELETE.
+
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use super::{bucket_name, object_key, Request};
+use crate::api::error::{S3Error, S3ErrorCode};
+use crate::api::headers::{self, ConditionFailure};
+use crate::object::{GetOptions, PutOptions};
+
+/// Largest single PUT, as in S3.
+const MAX_PUT_SIZE: u64 = 5 << 30;
+
+/// Headers that ask for features this server does not have; ignoring them would silently
+/// store something other than what the client asked for.
+const UNSUPPORTED_PUT_HEADERS: &[&str] = &[
+    "x-amz-server-side-encryption",
+    "x-amz-server-side-encryption-customer-algorithm",
+    "x-amz-object-lock-mode",
+    "x-amz-object-lock-legal-hold",
+    "x-amz-tagging",
+    "x-amz-website-redirect-location",
+    "if-match",
+    "if-none-match",
+];
+
+/// The announced size of a request body: Content-Length, or the decoded length of an
+/// `aws-chunked` body.
+pub fn body_length(request: &Request<'_>) -> Result<u64, S3Error> {
+    let length = match request.decoded_length {
+        Some(length) => length,
+        None => headers::header(request.headers, "content-length")
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| S3Error::from_code(S3ErrorCode::MissingContentLength))?,
+    };
+    if length > MAX_PUT_SIZE {
+        return Err(S3Error::from_code(S3ErrorCode::EntityTooLarge));
+    }
+    Ok(length)
+}
+
+/// Refuses headers that name features this server does not implement.
+pub fn refuse_unsupported(request: &Request<'_>) -> Result<(), S3Error> {
+    if let Some(name) = UNSUPPORTED_PUT_HEADERS
+        .iter()
+        .find(|name| request.headers.contains_key(**name))
+    {
+        return Err(S3Error::new(
+            S3ErrorCode::NotImplemented,
+            format!("Strata does not implement the {name} header yet."),
+        ));
+    }
+    if let Some(acl) = headers::header(request.headers, "x-amz-acl") {
+        if acl != "private" {
+            return Err(S3Error::new(
+                S3ErrorCode::NotImplemented,
+                "Strata does not implement ACLs; only x-amz-acl: private is accepted.",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What a PUT or UploadPart stores beside the data, from its headers.
+pub fn put_options(request: &Request<'_>) -> Result<PutOptions, S3Error> {
+    Ok(PutOptions {
+        content_type: headers::header(request.headers, "content-type").map(str::to_string),
+        user_meta: headers::user_metadata(request.headers)?,
+        headers: headers::stored_headers(request.headers),
+        content_md5: headers::content_md5(request.headers)?,
+        checksum: headers::expected_checksum(request.headers, &request.trailers)?,
+    })
+}
+
+pub async fn put_object(
+    request: Request<'_>,
+    bucket: &str,
+    key: &str,
+) -> Result<Response, S3Error> {
+    let bucket = bucket_name(bucket)?;
+    let key = object_key(key)?;
+    refuse_unsupported(&request)?;
+    body_length(&request)?;
+    let options = put_options(&request)?;
+    let record = request
+        .state
+        .store
+        .put_object(&bucket, &key, request.body, options)
+        .await?;
+    let mut response = StatusCode::OK.into_response();
+    let out = response.headers_mut();
+    out.insert("etag", quoted(&record.etag));
+    if let Some(checksum) = &record.checksum {
+        if let Ok(value) = HeaderValue::from_str(&checksum.value) {
+            out.insert(checksum.algorithm.header_name(), value);
+        }
+    }
+    Ok(response)
+}
+
+pub fn quoted(etag: &str) -> HeaderValue {
+    HeaderValue::from_str(&format!("\"{etag}\"")).expect("etags are hex")
+}
+
+/// GET (with a body) and HEAD (without).
+pub async fn get_object(
+    request: Request<'_>,
+    bucket: &str,
+    key: &str,
+    with_body: bool,
+) -> Result<Response, S3Error> {
+    let bucket = bucket_name(bucket)?;
+    let key = object_key(key)?;
+    let range = headers::byte_range(request.headers);
+    let store = &request.state.store;
+    let (record, range, body) = if with_body {
+        let got = store
+            .get_object(&bucket, &key, GetOptions { range })
+            .await?;
+        (got.record, got.range, Some(got.body))
+    } else {
+        let record = store.head_object(&bucket, &key).await?;
+        let range = range.map(|r| r.resolve(record.size)).transpose()?;
+        (record, range, None)
+    };
+
+    let with_checksum = range.is_none()
+        && headers::header(request.headers, "x-amz-checksum-mode")
+            .is_some_and(|m| m.eq_ignore_ascii_case("enabled"));
+    let mut response = Response::new(Body::empty());
+    *response.headers_mut() = headers::object_headers(&record, with_checksum);
+
+    match headers::check_conditions(request.headers, &record.etag, headers::modified(&record)) {
+        Ok(()) => {}
+        Err(ConditionFailure::NotModified) => {
+            *response.status_mut() = StatusCode::NOT_MODIFIED;
+            return Ok(response);
+        }
+        Err(ConditionFailure::PreconditionFailed) => {
+            return Err(S3Error::from_code(S3ErrorCode::PreconditionFailed));
+        }
+    }
+    apply_response_overrides(&request, &mut response);
+
+    let (start, end) = range.unwrap_or((0, record.size));
+    let out = response.headers_mut();
+    out.insert("content-length", HeaderValue::from(end - start));
+    if range.is_some() {
+        *response.status_mut() = StatusCode::PARTIAL_CONTENT;
+        let content_range = format!("bytes {}-{}/{}", start, end - 1, record.size);
+        response.headers_mut().insert(
+            "content-range",
+            HeaderValue::from_str(&content_range).expect("digits"),
+        );
+    }
+    if let Some(body) = body {
+        *response.body_mut() = Body::from_stream(body);
+    }
+    Ok(response)
+}
+
+/// `response-content-type` and friends override the stored headers of a GET.
+fn apply_response_overrides(request: &Request<'_>, response: &mut Response) {
+    const OVERRIDES: &[(&str, &str)] = &[
+        ("response-content-type", "content-type"),
+        ("response-content-language", "content-language"),
+        ("response-expires", "expires"),
+        ("response-cache-control", "cache-control"),
+        ("response-content-disposition", "content-disposition"),
+        ("response-content-encoding", "content-encoding"),
+    ];
+    for (param, header) in OVERRIDES {
+        if let Some(value) = request.query.get(param) {
+            if let Ok(value) = HeaderValue::from_str(value) {
+                response.headers_mut().insert(*header, value);
+            }
+        }
+    }
+}
+
+pub async fn delete_object(
+    request: Request<'_>,
+    bucket: &str,
+    key: &str,
+) -> Result<Response, S3Error> {
+    let bucket = bucket_name(bucket)?;
+    let key = object_key(key)?;
+    request.state.store.delete_object(&bucket, &key).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}

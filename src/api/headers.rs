@@ -1,0 +1,348 @@
+//! Reading S3 request headers into object-layer options, and writing object headers back.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use axum::http::{HeaderMap, HeaderValue};
+use base64::Engine;
+
+use super::error::{S3Error, S3ErrorCode};
+use crate::body::TrailerSlot;
+use crate::object::{ByteRange, ChecksumAlgorithm, ExpectedChecksum, ObjectRecord};
+
+/// S3's limit on user metadata (names and values of `x-amz-meta-*`).
+const MAX_USER_METADATA: usize = 2048;
+
+/// Standard headers stored with an object and returned with it.
+const STORED_HEADERS: &[&str] = &[
+    "content-encoding",
+    "content-disposition",
+    "content-language",
+    "cache-control",
+    "expires",
+];
+
+pub fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// `x-amz-meta-*` headers, names lower-cased without the prefix.
+pub fn user_metadata(headers: &HeaderMap) -> Result<Vec<(String, String)>, S3Error> {
+    let mut meta = Vec::new();
+    let mut size = 0;
+    for (name, value) in headers {
+        if let Some(short) = name.as_str().strip_prefix("x-amz-meta-") {
+            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            size += short.len() + value.len();
+            meta.push((short.to_string(), value));
+        }
+    }
+    if size > MAX_USER_METADATA {
+        return Err(S3Error::from_code(S3ErrorCode::MetadataTooLarge));
+    }
+    meta.sort();
+    Ok(meta)
+}
+
+/// Content headers kept with the object.
+pub fn stored_headers(headers: &HeaderMap) -> Vec<(String, String)> {
+    STORED_HEADERS
+        .iter()
+        .filter_map(|name| header(headers, name).map(|v| (name.to_string(), v.to_string())))
+        .collect()
+}
+
+/// `Content-MD5`: base64 of 16 bytes, else `InvalidDigest`.
+pub fn content_md5(headers: &HeaderMap) -> Result<Option<[u8; 16]>, S3Error> {
+    let Some(value) = headers.get("content-md5") else {
+        return Ok(None);
+    };
+    base64::engine::general_purpose::STANDARD
+        .decode(value.as_bytes())
+        .ok()
+        .and_then(|bytes| <[u8; 16]>::try_from(bytes).ok())
+        .map(Some)
+        .ok_or_else(|| S3Error::from_code(S3ErrorCode::InvalidDigest))
+}
+
+/// The flexible checksum a request announces: a `x-amz-checksum-*` header, or one named in
+/// `x-amz-trailer` whose value follows the body.
+pub fn expected_checksum(
+    headers: &HeaderMap,
+    trailers: &Arc<TrailerSlot>,
+) -> Result<Option<ExpectedChecksum>, S3Error> {
+    let algorithms = [
+        ChecksumAlgorithm::Crc32,
+        ChecksumAlgorithm::Crc32c,
+        ChecksumAlgorithm::Crc64Nvme,
+        ChecksumAlgorithm::Sha1,
+        ChecksumAlgorithm::Sha256,
+    ];
+    for algorithm in algorithms {
+        if let Some(value) = header(headers, algorithm.header_name()) {
+            if !algorithm.is_valid_value(value) {
+                return Err(S3Error::new(
+                    S3ErrorCode::InvalidRequest,
+                    format!("Value for {} header is invalid.", algorithm.header_name()),
+                ));
+            }
+            return Ok(Some(ExpectedChecksum::Value(algorithm, value.to_string())));
+        }
+    }
+    if let Some(trailer) = header(headers, "x-amz-trailer") {
+        let name = trailer.trim().to_ascii_lowercase();
+        let algorithm = algorithms
+            .into_iter()
+            .find(|a| a.header_name() == name)
+            .ok_or_else(|| {
+                S3Error::new(
+                    S3ErrorCode::InvalidRequest,
+                    format!("Unsupported x-amz-trailer {trailer:?}"),
+                )
+            })?;
+        return Ok(Some(ExpectedChecksum::Trailer(algorithm, trailers.clone())));
+    }
+    Ok(None)
+}
+
+/// The checksum algorithm named at CreateMultipartUpload.
+pub fn checksum_algorithm(headers: &HeaderMap) -> Result<Option<ChecksumAlgorithm>, S3Error> {
+    header(headers, "x-amz-checksum-algorithm")
+        .map(|name| {
+            ChecksumAlgorithm::parse(name).ok_or_else(|| {
+                S3Error::new(
+                    S3ErrorCode::InvalidRequest,
+                    format!("Checksum algorithm {name:?} is not supported"),
+                )
+            })
+        })
+        .transpose()
+}
+
+/// `Range: bytes=…`. A header that is not a single valid byte range is ignored, as S3 does.
+pub fn byte_range(headers: &HeaderMap) -> Option<ByteRange> {
+    let spec = header(headers, "range")?.trim().strip_prefix("bytes=")?;
+    if spec.contains(',') {
+        return None;
+    }
+    let (first, last) = spec.split_once('-')?;
+    match (first.trim(), last.trim()) {
+        ("", n) => n.parse().ok().map(ByteRange::Suffix),
+        (f, "") => f
+            .parse()
+            .ok()
+            .map(|first| ByteRange::From { first, last: None }),
+        (f, l) => {
+            let (first, last): (u64, u64) = (f.parse().ok()?, l.parse().ok()?);
+            (first <= last).then_some(ByteRange::From {
+                first,
+                last: Some(last),
+            })
+        }
+    }
+}
+
+/// Last-modified time of a record.
+pub fn modified(record: &ObjectRecord) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_millis(record.modified_ms.max(0) as u64)
+}
+
+/// ISO 8601 with milliseconds, as S3 listings show times.
+pub fn iso8601(ms: i64) -> String {
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    t.format(time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    ))
+    .expect("fixed format")
+}
+
+/// The headers that describe an object in GET and HEAD responses.
+pub fn object_headers(record: &ObjectRecord, with_checksum: bool) -> HeaderMap {
+    let mut out = HeaderMap::new();
+    let mut set = |name: &'static str, value: &str| {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            out.insert(name, v);
+        }
+    };
+    set("etag", &format!("\"{}\"", record.etag));
+    set("last-modified", &httpdate::fmt_http_date(modified(record)));
+    set(
+        "content-type",
+        record
+            .content_type
+            .as_deref()
+            .unwrap_or("binary/octet-stream"),
+    );
+    set("accept-ranges", "bytes");
+    if with_checksum {
+        if let Some(checksum) = &record.checksum {
+            set(checksum.algorithm.header_name(), &checksum.value);
+            let kind = if checksum.value.contains('-') {
+                "COMPOSITE"
+            } else {
+                "FULL_OBJECT"
+            };
+            set("x-amz-checksum-type", kind);
+        }
+    }
+    for (name, value) in &record.headers {
+        if let (Ok(name), Ok(value)) = (
+            axum::http::HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            out.insert(name, value);
+        }
+    }
+    for (name, value) in &record.user_meta {
+        if let (Ok(name), Ok(value)) = (
+            axum::http::HeaderName::from_bytes(format!("x-amz-meta-{name}").as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            out.insert(name, value);
+        }
+    }
+    out
+}
+
+/// Why a conditional GET or HEAD does not return the object.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ConditionFailure {
+    NotModified,
+    PreconditionFailed,
+}
+
+/// Evaluates If-Match, If-Unmodified-Since, If-None-Match and If-Modified-Since in the
+/// order and with the precedence RFC 9110 and S3 give them.
+pub fn check_conditions(
+    headers: &HeaderMap,
+    etag: &str,
+    modified: SystemTime,
+) -> Result<(), ConditionFailure> {
+    let matches = |list: &str| {
+        list.split(',')
+            .map(|t| t.trim().trim_start_matches("W/").trim_matches('"'))
+            .any(|t| t == "*" || t == etag)
+    };
+    let date = |name| header(headers, name).and_then(|v| httpdate::parse_http_date(v).ok());
+    // HTTP dates have whole seconds.
+    let modified_secs = modified
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let secs = |t: SystemTime| {
+        t.duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+    };
+
+    if let Some(list) = header(headers, "if-match") {
+        if !matches(list) {
+            return Err(ConditionFailure::PreconditionFailed);
+        }
+    } else if let Some(since) = date("if-unmodified-since") {
+        if modified_secs > secs(since) {
+            return Err(ConditionFailure::PreconditionFailed);
+        }
+    }
+    if let Some(list) = header(headers, "if-none-match") {
+        if matches(list) {
+            return Err(ConditionFailure::NotModified);
+        }
+    } else if let Some(since) = date("if-modified-since") {
+        if modified_secs <= secs(since) {
+            return Err(ConditionFailure::NotModified);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn ranges_parse_or_are_ignored() {
+        let r = |v: &str| byte_range(&headers(&[("range", v)]));
+        assert_eq!(
+            r("bytes=0-9"),
+            Some(ByteRange::From {
+                first: 0,
+                last: Some(9)
+            })
+        );
+        assert_eq!(
+            r("bytes=5-"),
+            Some(ByteRange::From {
+                first: 5,
+                last: None
+            })
+        );
+        assert_eq!(r("bytes=-7"), Some(ByteRange::Suffix(7)));
+        assert_eq!(r("bytes=9-1"), None);
+        assert_eq!(r("bytes=0-1,4-5"), None);
+        assert_eq!(r("items=0-1"), None);
+        assert_eq!(r("bytes=a-b"), None);
+    }
+
+    #[test]
+    fn content_md5_must_be_16_bytes_of_base64() {
+        assert_eq!(
+            content_md5(&headers(&[("content-md5", "1B2M2Y8AsgTpgAmY7PhCfg==")])).unwrap(),
+            Some(
+                hex::decode("d41d8cd98f00b204e9800998ecf8427e")
+                    .unwrap()
+                    .try_into()
+                    .unwrap()
+            )
+        );
+        for bad in ["nope", "AAAA"] {
+            let err = content_md5(&headers(&[("content-md5", bad)])).unwrap_err();
+            assert_eq!(err.code, S3ErrorCode::InvalidDigest);
+        }
+    }
+
+    #[test]
+    fn conditions_follow_precedence() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let before = httpdate::fmt_http_date(t - Duration::from_secs(10));
+        let after = httpdate::fmt_http_date(t + Duration::from_secs(10));
+        let check = |pairs: &[(&'static str, &str)]| check_conditions(&headers(pairs), "abc", t);
+        use ConditionFailure::*;
+        assert_eq!(check(&[]), Ok(()));
+        assert_eq!(check(&[("if-match", "\"abc\"")]), Ok(()));
+        assert_eq!(check(&[("if-match", "\"x\", \"abc\"")]), Ok(()));
+        assert_eq!(check(&[("if-match", "\"x\"")]), Err(PreconditionFailed));
+        assert_eq!(check(&[("if-none-match", "\"abc\"")]), Err(NotModified));
+        assert_eq!(check(&[("if-none-match", "*")]), Err(NotModified));
+        assert_eq!(check(&[("if-modified-since", &after)]), Err(NotModified));
+        assert_eq!(check(&[("if-modified-since", &before)]), Ok(()));
+        assert_eq!(
+            check(&[("if-unmodified-since", &before)]),
+            Err(PreconditionFailed)
+        );
+        // If-Match wins over a failing If-Unmodified-Since, as S3 documents.
+        assert_eq!(
+            check(&[("if-match", "abc"), ("if-unmodified-since", &before)]),
+            Ok(())
+        );
+        // If-None-Match wins over If-Modified-Since.
+        assert_eq!(
+            check(&[("if-none-match", "\"x\""), ("if-modified-since", &after)]),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn times_render_with_milliseconds() {
+        assert_eq!(iso8601(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+    }
+}

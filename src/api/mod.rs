@@ -1,0 +1,157 @@
+//! The S3 protocol: routing, authentication, XML and S3 errors. It turns each request into
+//! a typed [`router::Endpoint`], authenticates it once on one code path for every operation,
+//! calls the object layer and renders the answer. It knows nothing of shards or drives.
+
+pub mod auth;
+pub mod error;
+mod handlers;
+mod headers;
+pub mod router;
+mod xml;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::HeaderValue;
+use axum::response::{IntoResponse, Response};
+use futures::TryStreamExt;
+
+use crate::body::{ByteStream, TrailerSlot};
+use crate::erasure::ErasureError;
+use crate::object::{ObjectError, ObjectStore};
+use error::{S3Error, S3ErrorCode};
+
+/// What every request handler can reach.
+pub struct AppState {
+    pub store: Arc<ObjectStore>,
+    pub keyring: auth::Keyring,
+    /// Name shown as the owner of buckets and objects (the root user).
+    pub owner: String,
+}
+
+/// The HTTP service: every request goes through [`handle`].
+pub fn router(state: Arc<AppState>) -> axum::Router {
+    axum::Router::new().fallback(handle).with_state(state)
+}
+
+async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let started = Instant::now();
+    let request_id = format!("{:016X}", rand::random::<u64>());
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let (operation, result) = dispatch(&state, request).await;
+    let mut response = match result {
+        Ok(response) => response,
+        Err(mut err) => {
+            err.request_id = Some(request_id.clone());
+            if err.resource.is_none() {
+                err.resource = Some(path.clone());
+            }
+            if err.code == S3ErrorCode::InternalError {
+                tracing::error!(%request_id, error = %err, "internal error");
+            }
+            err.into_response()
+        }
+    };
+    let headers = response.headers_mut();
+    headers.insert(
+        "x-amz-request-id",
+        HeaderValue::from_str(&request_id).expect("hex is a valid header"),
+    );
+    headers.insert("server", HeaderValue::from_static("Strata"));
+    tracing::info!(
+        %request_id,
+        %method,
+        %path,
+        operation,
+        status = response.status().as_u16(),
+        millis = started.elapsed().as_millis() as u64,
+        "request"
+    );
+    response
+}
+
+async fn dispatch(state: &AppState, request: Request) -> (&'static str, Result<Response, S3Error>) {
+    let (parts, body) = request.into_parts();
+    let now = time::OffsetDateTime::now_utc();
+    let auth = match auth::authenticate(
+        &parts.method,
+        &parts.uri,
+        &parts.headers,
+        &state.keyring,
+        now,
+    ) {
+        Ok(Some(auth)) => auth,
+        Ok(None) => {
+            return (
+                "Anonymous",
+                Err(S3Error::from_code(S3ErrorCode::AccessDenied)),
+            )
+        }
+        Err(err) => return ("Unauthenticated", Err(err)),
+    };
+    let endpoint = match router::parse(&parts.method, &parts.uri, &parts.headers) {
+        Ok(endpoint) => endpoint,
+        Err(err) => return ("NotImplemented", Err(err)),
+    };
+    let trailers = Arc::new(TrailerSlot::default());
+    let raw: ByteStream = Box::pin(body.into_data_stream().map_err(std::io::Error::other));
+    let body = auth::verified_body(raw, &auth, trailers.clone());
+    let request = handlers::Request {
+        state,
+        headers: &parts.headers,
+        query: router::Query::parse(parts.uri.query()),
+        body,
+        trailers,
+        decoded_length: auth.decoded_length,
+    };
+    let name = endpoint.name();
+    (name, handlers::call(endpoint, request).await)
+}
+
+/// A 200 response with an XML document.
+fn xml_response(body: String) -> Response {
+    ([("content-type", "application/xml")], Body::from(body)).into_response()
+}
+
+impl From<ObjectError> for S3Error {
+    fn from(err: ObjectError) -> Self {
+        use S3ErrorCode as C;
+        match err {
+            ObjectError::NoSuchBucket => S3Error::from_code(C::NoSuchBucket),
+            ObjectError::BucketExists => S3Error::from_code(C::BucketAlreadyOwnedByYou),
+            ObjectError::BucketNotEmpty => S3Error::from_code(C::BucketNotEmpty),
+            ObjectError::InvalidBucketName(_) => S3Error::from_code(C::InvalidBucketName),
+            ObjectError::NoSuchKey => S3Error::from_code(C::NoSuchKey),
+            ObjectError::KeyTooLong => S3Error::from_code(C::KeyTooLongError),
+            ObjectError::NoSuchUpload => S3Error::from_code(C::NoSuchUpload),
+            ObjectError::InvalidPart => S3Error::from_code(C::InvalidPart),
+            ObjectError::InvalidPartOrder => S3Error::from_code(C::InvalidPartOrder),
+            ObjectError::EntityTooSmall(_) => S3Error::from_code(C::EntityTooSmall),
+            ObjectError::EntityTooLarge => S3Error::from_code(C::EntityTooLarge),
+            ObjectError::BadDigest => S3Error::from_code(C::BadDigest),
+            ObjectError::ChecksumMismatch(algorithm) => S3Error::new(
+                C::BadDigest,
+                format!(
+                    "The {} you specified did not match the calculated checksum.",
+                    algorithm.header_name()
+                ),
+            ),
+            ObjectError::InvalidRange(_) => S3Error::from_code(C::InvalidRange),
+            ObjectError::InvalidArgument(message) => S3Error::new(C::InvalidArgument, message),
+            ObjectError::Erasure(ErasureError::ReadQuorum | ErasureError::WriteQuorum { .. }) => {
+                S3Error::from_code(C::ServiceUnavailable)
+            }
+            ObjectError::Erasure(ErasureError::DriveFull) => {
+                S3Error::from_code(C::InsufficientStorage)
+            }
+            ObjectError::Erasure(ErasureError::Body(io)) => {
+                S3Error::from_io(&io).unwrap_or_else(|| S3Error::from_code(C::IncompleteBody))
+            }
+            ObjectError::Erasure(other) => S3Error::new(C::InternalError, other.to_string()),
+            ObjectError::Internal(message) => S3Error::new(C::InternalError, message),
+        }
+    }
+}

@@ -1,0 +1,407 @@
+//! Turns method + path + query + headers into a typed S3 operation.
+
+use axum::http::{HeaderMap, Method, Uri};
+use percent_encoding::percent_decode_str;
+
+use super::error::{S3Error, S3ErrorCode};
+
+/// The S3 operations Strata serves. Everything else is `NotImplemented`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    ListBuckets,
+    CreateBucket {
+        bucket: String,
+    },
+    HeadBucket {
+        bucket: String,
+    },
+    DeleteBucket {
+        bucket: String,
+    },
+    GetBucketLocation {
+        bucket: String,
+    },
+    ListObjectsV1 {
+        bucket: String,
+    },
+    ListObjectsV2 {
+        bucket: String,
+    },
+    PutObject {
+        bucket: String,
+        key: String,
+    },
+    GetObject {
+        bucket: String,
+        key: String,
+    },
+    HeadObject {
+        bucket: String,
+        key: String,
+    },
+    DeleteObject {
+        bucket: String,
+        key: String,
+    },
+    CreateMultipartUpload {
+        bucket: String,
+        key: String,
+    },
+    UploadPart {
+        bucket: String,
+        key: String,
+        upload_id: String,
+        part_number: String,
+    },
+    CompleteMultipartUpload {
+        bucket: String,
+        key: String,
+        upload_id: String,
+    },
+    AbortMultipartUpload {
+        bucket: String,
+        key: String,
+        upload_id: String,
+    },
+}
+
+impl Endpoint {
+    /// The operation name, for logs and metrics.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Endpoint::ListBuckets => "ListBuckets",
+            Endpoint::CreateBucket { .. } => "CreateBucket",
+            Endpoint::HeadBucket { .. } => "HeadBucket",
+            Endpoint::DeleteBucket { .. } => "DeleteBucket",
+            Endpoint::GetBucketLocation { .. } => "GetBucketLocation",
+            Endpoint::ListObjectsV1 { .. } => "ListObjects",
+            Endpoint::ListObjectsV2 { .. } => "ListObjectsV2",
+            Endpoint::PutObject { .. } => "PutObject",
+            Endpoint::GetObject { .. } => "GetObject",
+            Endpoint::HeadObject { .. } => "HeadObject",
+            Endpoint::DeleteObject { .. } => "DeleteObject",
+            Endpoint::CreateMultipartUpload { .. } => "CreateMultipartUpload",
+            Endpoint::UploadPart { .. } => "UploadPart",
+            Endpoint::CompleteMultipartUpload { .. } => "CompleteMultipartUpload",
+            Endpoint::AbortMultipartUpload { .. } => "AbortMultipartUpload",
+        }
+    }
+}
+
+/// Decoded query parameters, in order.
+#[derive(Debug, Clone, Default)]
+pub struct Query(Vec<(String, String)>);
+
+impl Query {
+    pub fn parse(raw: Option<&str>) -> Self {
+        let decode = |s: &str| percent_decode_str(s).decode_utf8_lossy().into_owned();
+        Query(
+            raw.unwrap_or("")
+                .split('&')
+                .filter(|p| !p.is_empty())
+                .map(|pair| match pair.split_once('=') {
+                    Some((k, v)) => (decode(k), decode(v)),
+                    None => (decode(pair), String::new()),
+                })
+                .collect(),
+        )
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.0.iter().any(|(k, _)| k == name)
+    }
+
+    /// Parameters that are neither signing parameters nor in `allowed`.
+    fn unknown<'a>(&'a self, allowed: &'a [&str]) -> impl Iterator<Item = &'a str> + 'a {
+        self.0.iter().map(|(k, _)| k.as_str()).filter(move |k| {
+            !allowed.contains(k)
+                && !k.to_ascii_lowercase().starts_with("x-amz-")
+                && *k != "x-id"
+                && !k.starts_with("response-")
+        })
+    }
+}
+
+const LIST_V2_PARAMS: &[&str] = &[
+    "list-type",
+    "prefix",
+    "delimiter",
+    "max-keys",
+    "continuation-token",
+    "start-after",
+    "encoding-type",
+    "fetch-owner",
+];
+const LIST_V1_PARAMS: &[&str] = &["prefix", "delimiter", "max-keys", "marker", "encoding-type"];
+
+/// Parses a request into an endpoint (path-style addressing: `/bucket/key`).
+pub fn parse(method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<Endpoint, S3Error> {
+    let path = percent_decode_str(uri.path()).decode_utf8().map_err(|_| {
+        S3Error::new(
+            S3ErrorCode::InvalidArgument,
+            "the request path is not valid UTF-8",
+        )
+    })?;
+    let path = path.strip_prefix('/').unwrap_or(&path);
+    let (bucket, key) = match path.split_once('/') {
+        Some((b, k)) => (b.to_string(), k.to_string()),
+        None => (path.to_string(), String::new()),
+    };
+    let query = Query::parse(uri.query());
+    let copy = headers.contains_key("x-amz-copy-source");
+    let not_implemented = || {
+        let what = query
+            .0
+            .first()
+            .map(|(k, _)| format!("the '{k}' subresource"))
+            .unwrap_or_else(|| format!("{method} on this resource"));
+        Err(S3Error::new(
+            S3ErrorCode::NotImplemented,
+            format!("Strata does not implement {what} yet."),
+        ))
+    };
+    let only = |allowed: &[&str], endpoint: Endpoint| {
+        if query.unknown(allowed).next().is_some() {
+            not_implemented()
+        } else {
+            Ok(endpoint)
+        }
+    };
+
+    if bucket.is_empty() {
+        return match *method {
+            Method::GET => only(&[], Endpoint::ListBuckets),
+            _ => not_implemented(),
+        };
+    }
+    if key.is_empty() {
+        return match *method {
+            Method::PUT => only(&[], Endpoint::CreateBucket { bucket }),
+            Method::HEAD => only(&[], Endpoint::HeadBucket { bucket }),
+            Method::DELETE => only(&[], Endpoint::DeleteBucket { bucket }),
+            Method::GET if query.has("location") => {
+                only(&["location"], Endpoint::GetBucketLocation { bucket })
+            }
+            Method::GET if query.get("list-type") == Some("2") => {
+                only(LIST_V2_PARAMS, Endpoint::ListObjectsV2 { bucket })
+            }
+            Method::GET => only(LIST_V1_PARAMS, Endpoint::ListObjectsV1 { bucket }),
+            _ => not_implemented(),
+        };
+    }
+    let upload_id = query.get("uploadId").map(str::to_string);
+    match (method.clone(), upload_id) {
+        (Method::PUT, Some(upload_id)) if !copy => {
+            let part_number = query.get("partNumber").unwrap_or("").to_string();
+            only(
+                &["uploadId", "partNumber"],
+                Endpoint::UploadPart {
+                    bucket,
+                    key,
+                    upload_id,
+                    part_number,
+                },
+            )
+        }
+        (Method::PUT, None) if !copy => only(&[], Endpoint::PutObject { bucket, key }),
+        (Method::GET, None) => only(&[], Endpoint::GetObject { bucket, key }),
+        (Method::HEAD, None) => only(&[], Endpoint::HeadObject { bucket, key }),
+        (Method::DELETE, None) => only(&[], Endpoint::DeleteObject { bucket, key }),
+        (Method::DELETE, Some(upload_id)) => only(
+            &["uploadId"],
+            Endpoint::AbortMultipartUpload {
+                bucket,
+                key,
+                upload_id,
+            },
+        ),
+        (Method::POST, None) if query.has("uploads") => only(
+            &["uploads"],
+            Endpoint::CreateMultipartUpload { bucket, key },
+        ),
+        (Method::POST, Some(upload_id)) => only(
+            &["uploadId"],
+            Endpoint::CompleteMultipartUpload {
+                bucket,
+                key,
+                upload_id,
+            },
+        ),
+        _ => not_implemented(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route(method: Method, uri: &str) -> Result<Endpoint, S3Error> {
+        route_with(method, uri, HeaderMap::new())
+    }
+
+    fn route_with(method: Method, uri: &str, headers: HeaderMap) -> Result<Endpoint, S3Error> {
+        parse(&method, &uri.parse().unwrap(), &headers)
+    }
+
+    fn b() -> String {
+        "bucket".into()
+    }
+
+    #[test]
+    fn requests_map_to_endpoints() {
+        let k = || "photos/2006/puppy.jpg".to_string();
+        let table = [
+            (Method::GET, "/", Endpoint::ListBuckets),
+            (
+                Method::PUT,
+                "/bucket",
+                Endpoint::CreateBucket { bucket: b() },
+            ),
+            (
+                Method::HEAD,
+                "/bucket",
+                Endpoint::HeadBucket { bucket: b() },
+            ),
+            (
+                Method::DELETE,
+                "/bucket/",
+                Endpoint::DeleteBucket { bucket: b() },
+            ),
+            (
+                Method::GET,
+                "/bucket?location",
+                Endpoint::GetBucketLocation { bucket: b() },
+            ),
+            (
+                Method::GET,
+                "/bucket?list-type=2&prefix=a&max-keys=2",
+                Endpoint::ListObjectsV2 { bucket: b() },
+            ),
+            (
+                Method::GET,
+                "/bucket?marker=x",
+                Endpoint::ListObjectsV1 { bucket: b() },
+            ),
+            (
+                Method::PUT,
+                "/bucket/photos/2006/puppy.jpg",
+                Endpoint::PutObject {
+                    bucket: b(),
+                    key: k(),
+                },
+            ),
+            (
+                Method::GET,
+                "/bucket/photos/2006/puppy.jpg?x-id=GetObject",
+                Endpoint::GetObject {
+                    bucket: b(),
+                    key: k(),
+                },
+            ),
+            (
+                Method::HEAD,
+                "/bucket/photos/2006/puppy.jpg",
+                Endpoint::HeadObject {
+                    bucket: b(),
+                    key: k(),
+                },
+            ),
+            (
+                Method::DELETE,
+                "/bucket/photos/2006/puppy.jpg",
+                Endpoint::DeleteObject {
+                    bucket: b(),
+                    key: k(),
+                },
+            ),
+            (
+                Method::POST,
+                "/bucket/photos/2006/puppy.jpg?uploads",
+                Endpoint::CreateMultipartUpload {
+                    bucket: b(),
+                    key: k(),
+                },
+            ),
+            (
+                Method::PUT,
+                "/bucket/photos/2006/puppy.jpg?partNumber=2&uploadId=u1",
+                Endpoint::UploadPart {
+                    bucket: b(),
+                    key: k(),
+                    upload_id: "u1".into(),
+                    part_number: "2".into(),
+                },
+            ),
+            (
+                Method::POST,
+                "/bucket/photos/2006/puppy.jpg?uploadId=u1",
+                Endpoint::CompleteMultipartUpload {
+                    bucket: b(),
+                    key: k(),
+                    upload_id: "u1".into(),
+                },
+            ),
+            (
+                Method::DELETE,
+                "/bucket/photos/2006/puppy.jpg?uploadId=u1",
+                Endpoint::AbortMultipartUpload {
+                    bucket: b(),
+                    key: k(),
+                    upload_id: "u1".into(),
+                },
+            ),
+        ];
+        for (method, uri, expected) in table {
+            assert_eq!(
+                route(method.clone(), uri).unwrap(),
+                expected,
+                "{method} {uri}"
+            );
+        }
+    }
+
+    #[test]
+    fn keys_are_percent_decoded_and_keep_their_slashes() {
+        let got = route(Method::GET, "/bucket/a%20b/%2Bc//d%25").unwrap();
+        assert_eq!(
+            got,
+            Endpoint::GetObject {
+                bucket: b(),
+                key: "a b/+c//d%".into()
+            }
+        );
+        let got = route(Method::PUT, "/bucket/a/").unwrap();
+        assert_eq!(
+            got,
+            Endpoint::PutObject {
+                bucket: b(),
+                key: "a/".into()
+            }
+        );
+    }
+
+    #[test]
+    fn unsupported_requests_are_not_implemented() {
+        let mut copy = HeaderMap::new();
+        copy.insert("x-amz-copy-source", "/b/k".parse().unwrap());
+        for (method, uri, headers) in [
+            (Method::GET, "/bucket?acl", HeaderMap::new()),
+            (Method::PUT, "/bucket?versioning", HeaderMap::new()),
+            (Method::GET, "/bucket/key?tagging", HeaderMap::new()),
+            (Method::POST, "/bucket?delete", HeaderMap::new()),
+            (Method::GET, "/bucket?uploads", HeaderMap::new()),
+            (Method::PUT, "/bucket/key", copy),
+            (Method::POST, "/", HeaderMap::new()),
+        ] {
+            let err = route_with(method.clone(), uri, headers).unwrap_err();
+            assert_eq!(err.code, S3ErrorCode::NotImplemented, "{method} {uri}");
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! S3's XML documents as serde types: responses are rendered, requests parsed strictly.
+
+use serde::{Deserialize, Serialize};
+
+use super::error::{S3Error, S3ErrorCode};
+
+const XMLNS: &str = "http://s3.amazonaws.com/doc/2006-03-01/";
+
+/// Renders a response document with its XML declaration.
+pub fn render<T: Serialize>(root: &str, value: &T) -> String {
+    let body = quick_xml::se::to_string_with_root(root, value).expect("response types serialise");
+    format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{body}")
+}
+
+/// Parses a request document; anything that does not fit is `MalformedXML`.
+pub fn parse<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, S3Error> {
+    let text =
+        std::str::from_utf8(body).map_err(|_| S3Error::from_code(S3ErrorCode::MalformedXML))?;
+    quick_xml::de::from_str(text).map_err(|_| S3Error::from_code(S3ErrorCode::MalformedXML))
+}
+
+fn xmlns() -> &'static str {
+    XMLNS
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Owner {
+    #[serde(rename = "ID")]
+    pub id: String,
+    pub display_name: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ListAllMyBucketsResult {
+    #[serde(rename = "@xmlns", serialize_with = "ns")]
+    pub xmlns: (),
+    pub owner: Owner,
+    pub buckets: Buckets,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Buckets {
+    #[serde(rename = "Bucket")]
+    pub bucket: Vec<BucketEntry>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct BucketEntry {
+    pub name: String,
+    pub creation_date: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Object {
+    pub key: String,
+    pub last_modified: String,
+    #[serde(rename = "ETag")]
+    pub etag: String,
+    pub size: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
+    pub storage_class: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct CommonPrefix {
+    pub prefix: String,
+}
+
+/// ListObjectsV2's `ListBucketResult`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ListBucketResultV2 {
+    #[serde(rename = "@xmlns", serialize_with = "ns")]
+    pub xmlns: (),
+    pub name: String,
+    pub prefix: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delimiter: Option<String>,
+    pub max_keys: usize,
+    pub key_count: usize,
+    pub is_truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub continuation_token: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_continuation_token: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_after: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encoding_type: Option<String>,
+    pub contents: Vec<Object>,
+    pub common_prefixes: Vec<CommonPrefix>,
+}
+
+/// ListObjects (V1)'s `ListBucketResult`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ListBucketResultV1 {
+    #[serde(rename = "@xmlns", serialize_with = "ns")]
+    pub xmlns: (),
+    pub name: String,
+    pub prefix: String,
+    pub marker: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_marker: Option<String>,
+    pub max_keys: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delimiter: Option<String>,
+    pub is_truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encoding_type: Option<String>,
+    pub contents: Vec<Object>,
+    pub common_prefixes: Vec<CommonPrefix>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct InitiateMultipartUploadResult {
+    #[serde(rename = "@xmlns", serialize_with = "ns")]
+    pub xmlns: (),
+    pub bucket: String,
+    pub key: String,
+    pub upload_id: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct CompleteMultipartUploadResult {
+    #[serde(rename = "@xmlns", serialize_with = "ns")]
+    pub xmlns: (),
+    pub location: String,
+    pub bucket: String,
+    pub key: String,
+    #[serde(rename = "ETag")]
+    pub etag: String,
+    #[serde(rename = "ChecksumCRC32", skip_serializing_if = "Option::is_none")]
+    pub checksum_crc32: Option<String>,
+    #[serde(rename = "ChecksumCRC32C", skip_serializing_if = "Option::is_none")]
+    pub checksum_crc32c: Option<String>,
+    #[serde(rename = "ChecksumCRC64NVME", skip_serializing_if = "Option::is_none")]
+    pub checksum_crc64nvme: Option<String>,
+    #[serde(rename = "ChecksumSHA1", skip_serializing_if = "Option::is_none")]
+    pub checksum_sha1: Option<String>,
+    #[serde(rename = "ChecksumSHA256", skip_serializing_if = "Option::is_none")]
+    pub checksum_sha256: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LocationConstraint {
+    #[serde(rename = "@xmlns", serialize_with = "ns")]
+    pub xmlns: (),
+    #[serde(rename = "$text")]
+    pub region: String,
+}
+
+fn ns<S: serde::Serializer>(_: &(), s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(xmlns())
+}
+
+/// CompleteMultipartUpload request body.
+#[derive(Debug, Deserialize)]
+pub struct CompleteMultipartUpload {
+    #[serde(rename = "Part", default)]
+    pub parts: Vec<CompletedPartXml>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CompletedPartXml {
+    #[serde(rename = "PartNumber")]
+    pub part_number: u32,
+    #[serde(rename = "ETag")]
+    pub etag: String,
+}
+
+/// CreateBucket request body.
+#[derive(Debug, Deserialize)]
+pub struct CreateBucketConfiguration {
+    #[serde(rename = "LocationConstraint", default)]
+    pub location_constraint: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_v2_renders_like_s3() {
+        let doc = ListBucketResultV2 {
+            xmlns: (),
+            name: "b".into(),
+            prefix: "p/".into(),
+            delimiter: Some("/".into()),
+            max_keys: 1000,
+            key_count: 2,
+            is_truncated: false,
+            continuation_token: None,
+            next_continuation_token: None,
+            start_after: None,
+            encoding_type: None,
+            contents: vec![Object {
+                key: "p/a&b".into(),
+                last_modified: "2026-01-01T00:00:00.000Z".into(),
+                etag: "\"abc\"".into(),
+                size: 3,
+                owner: None,
+                storage_class: "STANDARD".into(),
+            }],
+            common_prefixes: vec![CommonPrefix {
+                prefix: "p/q/".into(),
+            }],
+        };
+        assert_eq!(
+            render("ListBucketResult", &doc),
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
+             <Name>b</Name><Prefix>p/</Prefix><Delimiter>/</Delimiter><MaxKeys>1000</MaxKeys>\
+             <KeyCount>2</KeyCount><IsTruncated>false</IsTruncated>\
+             <Contents><Key>p/a&amp;b</Key><LastModified>2026-01-01T00:00:00.000Z</LastModified>\
+             <ETag>\"abc\"</ETag><Size>3</Size><StorageClass>STANDARD</StorageClass></Contents>\
+             <CommonPrefixes><Prefix>p/q/</Prefix></CommonPrefixes></ListBucketResult>"
+        );
+    }
+
+    #[test]
+    fn location_renders_as_text() {
+        let doc = LocationConstraint {
+            xmlns: (),
+            region: "us-east-1".into(),
+        };
+        assert!(render("LocationConstraint", &doc).ends_with(
+            "<LocationConstraint xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">us-east-1</LocationConstraint>"
+        ));
+    }
+
+    #[test]
+    fn complete_multipart_upload_parses_the_aws_sample() {
+        let body = br#"<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
+              <Part><PartNumber>1</PartNumber><ETag>"a54357aff0632cce46d942af68356b38"</ETag></Part>
+              <Part><PartNumber>2</PartNumber><ETag>"0c78aef83f66abc1fa1e8477f296d394"</ETag></Part>
+            </CompleteMultipartUpload>"#;
+        let parsed: CompleteMultipartUpload = parse(body).unwrap();
+        assert_eq!(parsed.parts.len(), 2);
+        assert_eq!(parsed.parts[1].part_number, 2);
+        assert_eq!(parsed.parts[0].etag, "\"a54357aff0632cce46d942af68356b38\"");
+        let bad = parse::<CompleteMultipartUpload>(b"<CompleteMultipartUpload><Part>");
+        assert_eq!(bad.unwrap_err().code, S3ErrorCode::MalformedXML);
+        let bad = parse::<CompleteMultipartUpload>(
+            b"<CompleteMultipartUpload><Part><PartNumber>x</PartNumber><ETag>e</ETag></Part></CompleteMultipartUpload>",
+        );
+        assert_eq!(bad.unwrap_err().code, S3ErrorCode::MalformedXML);
+    }
+}

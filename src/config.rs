@@ -1,0 +1,132 @@
+//! Server configuration: command-line drive lists, erasure geometry, credentials.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+
+/// Credentials used when none are configured. They are public, so the server then listens
+/// only on loopback.
+pub const DEFAULT_ROOT_USER: &str = "strataadmin";
+pub const DEFAULT_ROOT_PASSWORD: &str = "strataadmin";
+
+/// Everything `strata server` needs to start.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub address: SocketAddr,
+    pub drives: Vec<PathBuf>,
+    pub data_shards: usize,
+    pub parity_shards: usize,
+    pub block_size: usize,
+    pub root_user: String,
+    pub root_password: String,
+    /// True when the root credentials are the built-in defaults.
+    pub default_credentials: bool,
+    pub region: String,
+}
+
+/// Expands MinIO-style ranges: `/data/d{1...9}` → `/data/d1` … `/data/d9`. Several ranges in
+/// one argument expand as a cross product.
+pub fn expand_drive_args(args: &[String]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut drives = Vec::new();
+    for arg in args {
+        for expanded in expand_ranges(arg)? {
+            drives.push(PathBuf::from(expanded));
+        }
+    }
+    Ok(drives)
+}
+
+fn expand_ranges(arg: &str) -> anyhow::Result<Vec<String>> {
+    let Some(open) = arg.find('{') else {
+        return Ok(vec![arg.to_string()]);
+    };
+    let close = arg[open..]
+        .find('}')
+        .map(|i| open + i)
+        .with_context(|| format!("unclosed '{{' in drive argument {arg:?}"))?;
+    let inner = &arg[open + 1..close];
+    let (from, to) = inner
+        .split_once("...")
+        .with_context(|| format!("expected {{N...M}} in drive argument {arg:?}"))?;
+    let width = if from.starts_with('0') { from.len() } else { 0 };
+    let from: u64 = from
+        .parse()
+        .with_context(|| format!("bad range start in {arg:?}"))?;
+    let to: u64 = to
+        .parse()
+        .with_context(|| format!("bad range end in {arg:?}"))?;
+    if from > to {
+        bail!("empty range {{{from}...{to}}} in drive argument {arg:?}");
+    }
+    let mut out = Vec::new();
+    for n in from..=to {
+        let head = format!("{}{:0width$}", &arg[..open], n, width = width);
+        for tail in expand_ranges(&arg[close + 1..])? {
+            out.push(format!("{head}{tail}"));
+        }
+    }
+    Ok(out)
+}
+
+/// Parses `--ec D+P`.
+pub fn parse_erasure(spec: &str) -> anyhow::Result<(usize, usize)> {
+    let (d, p) = spec
+        .split_once('+')
+        .with_context(|| format!("--ec must look like 6+3, got {spec:?}"))?;
+    let data: usize = d
+        .trim()
+        .parse()
+        .with_context(|| format!("bad data count in --ec {spec:?}"))?;
+    let parity: usize = p
+        .trim()
+        .parse()
+        .with_context(|| format!("bad parity count in --ec {spec:?}"))?;
+    if data == 0 || parity == 0 || parity > data || data + parity > 256 {
+        bail!("--ec {spec}: need 1 ≤ parity ≤ data and at most 256 drives per set");
+    }
+    Ok((data, parity))
+}
+
+/// Checks that the drive count forms whole erasure sets.
+pub fn check_drive_count(drives: usize, data: usize, parity: usize) -> anyhow::Result<usize> {
+    let set_size = data + parity;
+    if drives == 0 || drives % set_size != 0 {
+        bail!(
+            "{drives} drives given, but with --ec {data}+{parity} the drive count must be a \
+             multiple of {set_size} (each erasure set has {set_size} drives)"
+        );
+    }
+    Ok(drives / set_size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_expand_like_minio() {
+        let got = expand_drive_args(&["/d/x{1...3}".into(), "/e".into()]).unwrap();
+        let got: Vec<_> = got.iter().map(|p| p.display().to_string()).collect();
+        assert_eq!(got, ["/d/x1", "/d/x2", "/d/x3", "/e"]);
+        let got = expand_drive_args(&["/n{1...2}/d{01...02}".into()]).unwrap();
+        let got: Vec<_> = got.iter().map(|p| p.display().to_string()).collect();
+        assert_eq!(got, ["/n1/d01", "/n1/d02", "/n2/d01", "/n2/d02"]);
+        assert!(expand_drive_args(&["/d{3...1}".into()]).is_err());
+        assert!(expand_drive_args(&["/d{1..3}".into()]).is_err());
+    }
+
+    #[test]
+    fn erasure_specs_and_counts_are_checked() {
+        assert_eq!(parse_erasure("6+3").unwrap(), (6, 3));
+        assert!(parse_erasure("6").is_err());
+        assert!(parse_erasure("2+3").is_err());
+        assert!(parse_erasure("0+1").is_err());
+        assert_eq!(check_drive_count(18, 6, 3).unwrap(), 2);
+        let err = check_drive_count(8, 6, 3).unwrap_err().to_string();
+        assert!(
+            err.contains("8 drives") && err.contains("multiple of 9"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,184 @@
+//! An erasure set: stripes object data over its drives as data + parity shards, verifies
+//! bitrot checksums, reads and writes with quorum, and reconstructs lost shards.
+//!
+//! It knows nothing of S3: it moves blocks and opaque metadata records. Which records mean
+//! what is the object layer's business.
+
+mod bitrot;
+mod codec;
+pub mod quorum;
+mod read;
+mod write;
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use futures::future::join_all;
+use thiserror::Error;
+use uuid::Uuid;
+
+use crate::storage::{DataDir, Drive, DriveError, MetaOp, MetaTable};
+
+pub use bitrot::CHECKSUM_LEN;
+pub use codec::Codec;
+pub use read::{PartReader, ShardSource};
+pub use write::{Encoded, WriteOutcome};
+
+/// Erasure block size: the unit that is encoded, checksummed and read.
+pub const DEFAULT_BLOCK_SIZE: usize = 1 << 20;
+
+/// What can go wrong in an erasure set.
+#[derive(Debug, Error)]
+pub enum ErasureError {
+    /// Fewer drives than the read quorum could serve the data or agree on metadata.
+    #[error("not enough drives online to read (read quorum)")]
+    ReadQuorum,
+    /// Fewer drives than the write quorum took the write.
+    #[error("not enough drives took the write: {ok} of {needed} needed")]
+    WriteQuorum { ok: usize, needed: usize },
+    /// The write failed because drives are out of space.
+    #[error("drives are full")]
+    DriveFull,
+    /// The client's body stream failed (cut short, or a verification failed).
+    #[error("request body: {0}")]
+    Body(std::io::Error),
+    #[error("codec: {0}")]
+    Codec(String),
+}
+
+/// Per-drive outcome of a call made on every drive of a set.
+pub type DriveResults<T> = Vec<Result<T, DriveError>>;
+
+/// A set of `data + parity` drives; drive `i` stores shard `i` of every block.
+pub struct ErasureSet {
+    index: usize,
+    drives: Vec<Arc<dyn Drive>>,
+    codec: Arc<Codec>,
+    block_size: usize,
+}
+
+impl ErasureSet {
+    pub fn new(
+        index: usize,
+        drives: Vec<Arc<dyn Drive>>,
+        parity_shards: usize,
+        block_size: usize,
+    ) -> Result<Self, ErasureError> {
+        let codec = Codec::new(drives.len() - parity_shards, parity_shards)?;
+        Ok(Self {
+            index,
+            drives,
+            codec: Arc::new(codec),
+            block_size,
+        })
+    }
+
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    pub fn drives(&self) -> &[Arc<dyn Drive>] {
+        &self.drives
+    }
+
+    pub fn data_shards(&self) -> usize {
+        self.codec.data_shards()
+    }
+
+    pub fn parity_shards(&self) -> usize {
+        self.drives.len() - self.codec.data_shards()
+    }
+
+    pub fn block_size(&self) -> usize {
+        self.block_size
+    }
+
+    pub fn write_quorum(&self) -> usize {
+        quorum::write_quorum(self.data_shards(), self.parity_shards())
+    }
+
+    pub fn read_quorum(&self) -> usize {
+        quorum::read_quorum(self.data_shards())
+    }
+
+    /// Reads one metadata record from every drive.
+    pub async fn meta_get_all(
+        &self,
+        table: MetaTable,
+        key: &[u8],
+    ) -> DriveResults<Option<Vec<u8>>> {
+        join_all(self.drives.iter().map(|d| d.meta_get(table, key.to_vec()))).await
+    }
+
+    /// Applies a batch of metadata changes on each drive (`None`: leave that drive alone).
+    pub async fn meta_apply_each(&self, batches: Vec<Option<Vec<MetaOp>>>) -> DriveResults<()> {
+        join_all(
+            self.drives
+                .iter()
+                .zip(batches)
+                .map(|(drive, ops)| async move {
+                    match ops {
+                        Some(ops) => drive.meta_apply(ops).await,
+                        None => Err(DriveError::Offline(drive.label().to_string())),
+                    }
+                }),
+        )
+        .await
+    }
+
+    /// Applies the same metadata changes on every drive.
+    pub async fn meta_apply_all(&self, ops: Vec<MetaOp>) -> DriveResults<()> {
+        join_all(self.drives.iter().map(|d| d.meta_apply(ops.clone()))).await
+    }
+
+    /// Scans one table on every drive.
+    pub async fn meta_scan_all(
+        &self,
+        table: MetaTable,
+        start: Bound<Vec<u8>>,
+        prefix: &[u8],
+        limit: usize,
+    ) -> DriveResults<Vec<(Vec<u8>, Vec<u8>)>> {
+        join_all(
+            self.drives
+                .iter()
+                .map(|d| d.meta_scan(table, start.clone(), prefix.to_vec(), limit)),
+        )
+        .await
+    }
+
+    /// Moves staged shard files into their data folder on the drives that hold them.
+    /// Returns, per drive, whether it now has them.
+    pub async fn commit_staged(&self, staging: Uuid, holders: &[bool], dir: &DataDir) -> Vec<bool> {
+        join_all(
+            self.drives
+                .iter()
+                .zip(holders)
+                .map(|(drive, &holds)| async move {
+                    holds && drive.commit_staged(staging, dir).await.is_ok()
+                }),
+        )
+        .await
+    }
+
+    /// Removes a staging folder from every drive (best effort: a leftover is cleaned at start).
+    pub async fn remove_staged(&self, staging: Uuid) {
+        join_all(self.drives.iter().map(|d| d.remove_staged(staging))).await;
+    }
+
+    /// Deletes an object version's data folder from every drive (best effort: a drive that
+    /// misses it keeps an orphan, never a live object's data).
+    pub async fn delete_data_dir(&self, dir: &DataDir) {
+        join_all(self.drives.iter().map(|d| d.delete_data_dir(dir))).await;
+    }
+
+    /// Deletes some shard files of a data folder from every drive (best effort).
+    pub async fn delete_data_files(&self, dir: &DataDir, names: &[String]) {
+        join_all(self.drives.iter().map(|d| async move {
+            for name in names {
+                let _ = d.delete_data_file(dir, name).await;
+            }
+        }))
+        .await;
+    }
+}

@@ -1,0 +1,173 @@
+//! Reads: data shards first, parity only when a shard is missing, unreadable or corrupt.
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use futures::future::join_all;
+use futures::StreamExt;
+
+use super::bitrot::{self, CHECKSUM_LEN};
+use super::{Codec, ErasureError, ErasureSet};
+use crate::body::ByteStream;
+use crate::storage::{DataDir, DriveError, ShardReader};
+
+/// Blocks read ahead of the one being sent, so drive latency overlaps the network.
+const READ_AHEAD: usize = 2;
+
+/// Where one drive's shard chunks of a part can be read from.
+pub enum ShardSource {
+    /// Stored in the metadata record (small objects).
+    Inline(Bytes),
+    /// An open shard file.
+    File(Box<dyn ShardReader>),
+}
+
+impl ShardSource {
+    async fn read(&self, offset: u64, len: usize) -> Result<Bytes, DriveError> {
+        match self {
+            ShardSource::Inline(bytes) => {
+                let start = offset as usize;
+                bytes
+                    .get(start..start + len)
+                    .map(|_| bytes.slice(start..start + len))
+                    .ok_or(DriveError::ShortRead)
+            }
+            ShardSource::File(reader) => reader.read_at(offset, len).await,
+        }
+    }
+}
+
+/// Reads the blocks of one part (a shard file per drive, or inline chunks).
+pub struct PartReader {
+    codec: Arc<Codec>,
+    block_size: usize,
+    size: u64,
+    sources: Vec<Option<ShardSource>>,
+    labels: Vec<String>,
+    /// Drives that failed during this read: not asked again.
+    failed: Mutex<Vec<bool>>,
+}
+
+impl ErasureSet {
+    /// Opens the shard files of one part on the drives that hold it.
+    pub async fn open_shards(
+        &self,
+        dir: &DataDir,
+        file_name: &str,
+        holders: &[bool],
+    ) -> Vec<Option<ShardSource>> {
+        join_all(self.drives.iter().zip(holders).map(|(drive, &holds)| async move {
+            if !holds {
+                return None;
+            }
+            match drive.open_shard(dir, file_name).await {
+                Ok(reader) => Some(ShardSource::File(reader)),
+                Err(e) => {
+                    tracing::warn!(drive = drive.label(), error = %e, "shard file unavailable");
+                    None
+                }
+            }
+        }))
+        .await
+    }
+
+    /// A reader over one part of `size` bytes. Fails with [`ErasureError::ReadQuorum`] when
+    /// fewer drives than data shards can serve it.
+    pub fn part_reader(
+        &self,
+        size: u64,
+        sources: Vec<Option<ShardSource>>,
+    ) -> Result<PartReader, ErasureError> {
+        if size > 0 && sources.iter().flatten().count() < self.data_shards() {
+            return Err(ErasureError::ReadQuorum);
+        }
+        Ok(PartReader {
+            codec: self.codec.clone(),
+            block_size: self.block_size,
+            size,
+            failed: Mutex::new(vec![false; sources.len()]),
+            labels: self.drives.iter().map(|d| d.label().to_string()).collect(),
+            sources,
+        })
+    }
+}
+
+impl PartReader {
+    /// Reads and verifies block `index`, reconstructing it from parity when needed.
+    pub async fn read_block(&self, index: u64) -> Result<Bytes, ErasureError> {
+        let block_start = index * self.block_size as u64;
+        let block_len = (self.size - block_start).min(self.block_size as u64) as usize;
+        let chunk_len = CHECKSUM_LEN + self.codec.shard_len(block_len);
+        let offset = index * (CHECKSUM_LEN + self.codec.shard_len(self.block_size)) as u64;
+        let data_shards = self.codec.data_shards();
+
+        let mut shards: Vec<Option<Vec<u8>>> = vec![None; self.sources.len()];
+        let mut verified = 0;
+        // Data shards come first in drive order, so a healthy set never touches parity.
+        let mut candidates = {
+            let failed = self.failed.lock().expect("not poisoned");
+            (0..self.sources.len())
+                .filter(|&i| self.sources[i].is_some() && !failed[i])
+                .collect::<Vec<_>>()
+                .into_iter()
+        };
+        while verified < data_shards {
+            let batch: Vec<usize> = candidates.by_ref().take(data_shards - verified).collect();
+            if batch.is_empty() {
+                return Err(ErasureError::ReadQuorum);
+            }
+            let reads = join_all(batch.iter().map(|&i| {
+                let source = self.sources[i].as_ref().expect("candidate has a source");
+                source.read(offset, chunk_len)
+            }))
+            .await;
+            for (i, read) in batch.into_iter().zip(reads) {
+                let problem = match read {
+                    Ok(chunk) => match bitrot::verify(&chunk) {
+                        Some(shard) => {
+                            shards[i] = Some(shard.to_vec());
+                            verified += 1;
+                            continue;
+                        }
+                        None => "bitrot checksum mismatch".to_string(),
+                    },
+                    Err(e) => e.to_string(),
+                };
+                tracing::warn!(drive = %self.labels[i], block = index, %problem, "shard unreadable, reading parity");
+                self.failed.lock().expect("not poisoned")[i] = true;
+            }
+        }
+        if shards[..data_shards].iter().all(Option::is_some) {
+            return self.codec.decode_block(shards, block_len);
+        }
+        let codec = self.codec.clone();
+        tokio::task::spawn_blocking(move || codec.decode_block(shards, block_len))
+            .await
+            .map_err(|e| ErasureError::Codec(e.to_string()))?
+    }
+
+    /// Streams bytes `start..end` of the part.
+    pub fn stream_range(self: Arc<Self>, start: u64, end: u64) -> ByteStream {
+        if start >= end {
+            return Box::pin(futures::stream::empty());
+        }
+        let block_size = self.block_size as u64;
+        let blocks = (start / block_size)..=((end - 1) / block_size);
+        let stream = futures::stream::iter(blocks)
+            .map(move |index| {
+                let reader = self.clone();
+                async move {
+                    let block = reader
+                        .read_block(index)
+                        .await
+                        .map_err(std::io::Error::other)?;
+                    let block_start = index * block_size;
+                    let from = start.saturating_sub(block_start) as usize;
+                    let to = ((end - block_start) as usize).min(block.len());
+                    Ok(block.slice(from..to))
+                }
+            })
+            .buffered(READ_AHEAD);
+        Box::pin(stream)
+    }
+}

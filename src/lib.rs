@@ -1,0 +1,11 @@
+//! Strata: an S3-compatible object store that keeps data erasure-coded over local drives.
+
+pub mod api;
+pub mod body;
+pub mod config;
+pub mod deployment;
+pub mod erasure;
+pub mod lifecycle;
+pub mod object;
+pub mod server;
+pub mod storage;

@@ -1,0 +1,118 @@
+//! Buckets: a record on every drive of every set.
+
+use futures::future::join_all;
+
+use super::record::{self, BucketRecord};
+use super::{
+    agree, now_ms, read_agreed, require_write_quorum, Agreement, BucketName, ListQuery,
+    ObjectError, ObjectStore,
+};
+use crate::storage::{MetaOp, MetaTable};
+
+impl ObjectStore {
+    pub async fn create_bucket(&self, name: &BucketName) -> Result<BucketRecord, ObjectError> {
+        if self.find_bucket(name).await?.is_some() {
+            return Err(ObjectError::BucketExists);
+        }
+        let record = BucketRecord {
+            name: name.to_string(),
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            created_ms: now_ms(),
+        };
+        let op = MetaOp::Put {
+            table: MetaTable::Buckets,
+            key: name.as_str().as_bytes().to_vec(),
+            value: record::encode(&record),
+        };
+        let results = join_all(self.sets.iter().map(|s| s.meta_apply_all(vec![op.clone()]))).await;
+        for (set, results) in self.sets.iter().zip(&results) {
+            require_write_quorum(set, results)?;
+        }
+        Ok(record)
+    }
+
+    /// The bucket's record, or `NoSuchBucket`.
+    pub async fn bucket(&self, name: &BucketName) -> Result<BucketRecord, ObjectError> {
+        self.find_bucket(name)
+            .await?
+            .ok_or(ObjectError::NoSuchBucket)
+    }
+
+    async fn find_bucket(&self, name: &BucketName) -> Result<Option<BucketRecord>, ObjectError> {
+        // Every set holds every bucket; the first set answers for all.
+        let set = &self.sets[0];
+        let key = name.as_str().as_bytes();
+        match read_agreed(set, MetaTable::Buckets, key, |b: &BucketRecord| {
+            b.id.clone()
+        })
+        .await?
+        {
+            Agreement::Found { value, .. } => Ok(Some(value)),
+            Agreement::NotFound => Ok(None),
+        }
+    }
+
+    pub async fn list_buckets(&self) -> Result<Vec<BucketRecord>, ObjectError> {
+        let set = &self.sets[0];
+        let scans = set
+            .meta_scan_all(
+                MetaTable::Buckets,
+                std::ops::Bound::Unbounded,
+                &[],
+                usize::MAX,
+            )
+            .await;
+        let mut names: Vec<Vec<u8>> = scans
+            .iter()
+            .flatten()
+            .flat_map(|entries| entries.iter().map(|(k, _)| k.clone()))
+            .collect();
+        names.sort();
+        names.dedup();
+        let mut buckets = Vec::new();
+        for name in names {
+            let answers = scans
+                .iter()
+                .map(|scan| match scan {
+                    Ok(entries) => Ok(entries
+                        .iter()
+                        .find(|(k, _)| *k == name)
+                        .and_then(|(_, v)| record::decode::<BucketRecord>(v).ok())),
+                    Err(_) => Err(crate::storage::DriveError::Offline(String::new())),
+                })
+                .collect();
+            if let Agreement::Found { value, .. } = agree(set, answers, |b| b.id.clone())? {
+                buckets.push(value);
+            }
+        }
+        Ok(buckets)
+    }
+
+    pub async fn delete_bucket(&self, name: &BucketName) -> Result<(), ObjectError> {
+        self.bucket(name).await?;
+        let probe = ListQuery {
+            max_keys: 1,
+            ..ListQuery::default()
+        };
+        if !self.list_objects(name, &probe).await?.entries.is_empty() {
+            return Err(ObjectError::BucketNotEmpty);
+        }
+        let mut uploads_prefix = name.as_str().as_bytes().to_vec();
+        uploads_prefix.push(0);
+        let ops = vec![
+            MetaOp::Delete {
+                table: MetaTable::Buckets,
+                key: name.as_str().as_bytes().to_vec(),
+            },
+            MetaOp::DeletePrefix {
+                table: MetaTable::Uploads,
+                prefix: uploads_prefix,
+            },
+        ];
+        let results = join_all(self.sets.iter().map(|s| s.meta_apply_all(ops.clone()))).await;
+        for (set, results) in self.sets.iter().zip(&results) {
+            require_write_quorum(set, results)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,79 @@
+//! The commit step of a write: metadata changes applied on every drive of a set with write
+//! quorum, undone on the drives that took them when the quorum is missed.
+
+use futures::future::join_all;
+
+use super::{require_write_quorum, ObjectError};
+use crate::erasure::ErasureSet;
+use crate::storage::{MetaOp, MetaTable};
+
+/// What one drive held before a commit, for every key the commit touches.
+pub(crate) type Previous = Vec<(MetaTable, Vec<u8>, Option<Vec<u8>>)>;
+
+fn touched(ops: &[MetaOp]) -> Vec<(MetaTable, Vec<u8>)> {
+    ops.iter()
+        .filter_map(|op| match op {
+            MetaOp::Put { table, key, .. } | MetaOp::Delete { table, key } => {
+                Some((*table, key.clone()))
+            }
+            MetaOp::DeletePrefix { .. } => None,
+        })
+        .collect()
+}
+
+fn undo(previous: &Previous) -> Vec<MetaOp> {
+    previous
+        .iter()
+        .map(|(table, key, value)| match value {
+            Some(value) => MetaOp::Put {
+                table: *table,
+                key: key.clone(),
+                value: value.clone(),
+            },
+            None => MetaOp::Delete {
+                table: *table,
+                key: key.clone(),
+            },
+        })
+        .collect()
+}
+
+/// Applies `batches[i]` on drive `i` (undoable ops only: no prefix deletes). Returns what
+/// each drive held before (`None` for drives that could not be read), so the caller can
+/// clean up what the commit replaced. Must be called under the key's write lock.
+pub(crate) async fn commit(
+    set: &ErasureSet,
+    batches: Vec<Vec<MetaOp>>,
+) -> Result<Vec<Option<Previous>>, ObjectError> {
+    let previous: Vec<Option<Previous>> = join_all(set.drives().iter().zip(&batches).map(
+        |(drive, ops)| async move {
+            let mut held = Vec::new();
+            for (table, key) in touched(ops) {
+                let value = drive.meta_get(table, key.clone()).await.ok()?;
+                held.push((table, key, value));
+            }
+            Some(held)
+        },
+    ))
+    .await;
+    // A drive whose previous state could not be read cannot be rolled back: leave it out.
+    let batches = batches
+        .into_iter()
+        .zip(&previous)
+        .map(|(ops, prev)| prev.as_ref().map(|_| ops))
+        .collect();
+    let results = set.meta_apply_each(batches).await;
+    if let Err(e) = require_write_quorum(set, &results) {
+        let undos = results
+            .iter()
+            .zip(&previous)
+            .map(|(result, prev)| match (result, prev) {
+                (Ok(()), Some(prev)) => Some(undo(prev)),
+                _ => None,
+            })
+            .collect();
+        set.meta_apply_each(undos).await;
+        return Err(e);
+    }
+    Ok(previous)
+}

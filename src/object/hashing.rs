@@ -1,0 +1,95 @@
+//! Digests of a body computed on their own thread beside the encoding: MD5 alone runs at
+//! ~0.5 GB/s, so hashing inline would halve the speed of a single PUT.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use md5::{Digest, Md5};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::checksum::ChecksumAlgorithm;
+use super::{ObjectError, StoredChecksum};
+use crate::body::{ByteStream, TrailerSlot};
+
+/// Chunks queued to the hashing thread: bounded, so a slow hash slows the upload instead of
+/// buffering it.
+const HASH_QUEUE: usize = 64;
+
+/// The checksum a client announced for a body.
+#[derive(Debug, Clone)]
+pub enum ExpectedChecksum {
+    /// Sent up front in an `x-amz-checksum-*` header (base64).
+    Value(ChecksumAlgorithm, String),
+    /// Announced in `x-amz-trailer`; its value arrives after the body.
+    Trailer(ChecksumAlgorithm, Arc<TrailerSlot>),
+}
+
+impl ExpectedChecksum {
+    pub fn algorithm(&self) -> ChecksumAlgorithm {
+        match self {
+            ExpectedChecksum::Value(a, _) | ExpectedChecksum::Trailer(a, _) => *a,
+        }
+    }
+
+    /// Compares the computed value with the announced one.
+    pub fn check(&self, computed: &str) -> Result<StoredChecksum, ObjectError> {
+        let algorithm = self.algorithm();
+        let expected = match self {
+            ExpectedChecksum::Value(_, v) => Some(v.as_str()),
+            ExpectedChecksum::Trailer(_, slot) => slot.get(algorithm.header_name()),
+        };
+        match expected {
+            Some(v) if v == computed => Ok(StoredChecksum {
+                algorithm,
+                value: computed.to_string(),
+            }),
+            Some(_) => Err(ObjectError::ChecksumMismatch(algorithm)),
+            None => Err(ObjectError::InvalidArgument(format!(
+                "the {} checksum announced in x-amz-trailer was not sent",
+                algorithm.as_str()
+            ))),
+        }
+    }
+}
+
+/// What the hashing thread found once the body ended.
+pub struct BodyDigests {
+    pub md5: [u8; 16],
+    /// Base64 of the flexible checksum, when one was asked for.
+    pub checksum: Option<String>,
+}
+
+/// Passes `body` through unchanged while a blocking thread hashes a copy of every chunk.
+/// The digests are ready once the returned stream has been read to its end and dropped.
+pub fn tee(
+    body: ByteStream,
+    algorithm: Option<ChecksumAlgorithm>,
+) -> (ByteStream, JoinHandle<BodyDigests>) {
+    let (tx, mut rx) = mpsc::channel::<bytes::Bytes>(HASH_QUEUE);
+    let task = tokio::task::spawn_blocking(move || {
+        let mut md5 = Md5::new();
+        let mut checksum = algorithm.map(ChecksumAlgorithm::hasher);
+        while let Some(chunk) = rx.blocking_recv() {
+            md5.update(&chunk);
+            if let Some(hasher) = checksum.as_mut() {
+                hasher.update(&chunk);
+            }
+        }
+        BodyDigests {
+            md5: md5.finalize().into(),
+            checksum: checksum.map(|h| h.finish_base64()),
+        }
+    });
+    let stream = body.then(move |item| {
+        let tx = tx.clone();
+        async move {
+            if let Ok(chunk) = &item {
+                // The hashing thread only stops when every sender is gone.
+                let _ = tx.send(chunk.clone()).await;
+            }
+            item
+        }
+    });
+    (Box::pin(stream), task)
+}

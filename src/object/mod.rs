@@ -1,0 +1,208 @@
+//! S3 semantics over erasure sets: buckets, objects, multipart uploads and listings.
+//!
+//! This layer decides what a request means (which set holds a key, which version of a record
+//! the drives agree on, when a write is committed) and never touches files itself.
+
+mod bucket;
+pub mod checksum;
+mod commit;
+mod hashing;
+mod list;
+mod locks;
+mod multipart;
+mod names;
+mod object;
+mod record;
+
+use std::sync::Arc;
+
+use siphasher::sip::SipHasher24;
+use std::hash::Hasher;
+use thiserror::Error;
+
+use crate::erasure::{ErasureError, ErasureSet};
+use crate::storage::{DriveError, MetaTable};
+
+pub use checksum::ChecksumAlgorithm;
+pub use hashing::ExpectedChecksum;
+pub use list::{ListEntry, ListPage, ListQuery};
+pub use multipart::{CompletedPart, UploadOptions};
+pub use names::{BucketName, ObjectKey, MAX_KEY_LEN};
+pub use object::{ByteRange, GetOptions, GetResult, PutOptions};
+pub use record::{BucketRecord, ObjectRecord, StoredChecksum};
+
+use locks::NamespaceLocks;
+
+/// Objects up to this size live inline in the metadata records.
+pub const INLINE_LIMIT: usize = 128 * 1024;
+
+/// What S3 says went wrong, before it becomes an S3 error code in the API layer.
+#[derive(Debug, Error)]
+pub enum ObjectError {
+    #[error("no such bucket")]
+    NoSuchBucket,
+    #[error("bucket already exists")]
+    BucketExists,
+    #[error("bucket not empty")]
+    BucketNotEmpty,
+    #[error("invalid bucket name {0:?}")]
+    InvalidBucketName(String),
+    #[error("no such key")]
+    NoSuchKey,
+    #[error("key too long")]
+    KeyTooLong,
+    #[error("no such upload")]
+    NoSuchUpload,
+    #[error("invalid part")]
+    InvalidPart,
+    #[error("part list not in ascending order")]
+    InvalidPartOrder,
+    #[error("part {0} is smaller than 5 MiB")]
+    EntityTooSmall(u32),
+    #[error("object larger than allowed")]
+    EntityTooLarge,
+    #[error("Content-MD5 does not match the body")]
+    BadDigest,
+    #[error("{} checksum does not match the body", .0.as_str())]
+    ChecksumMismatch(ChecksumAlgorithm),
+    #[error("range not satisfiable for size {0}")]
+    InvalidRange(u64),
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    #[error(transparent)]
+    Erasure(#[from] ErasureError),
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+/// The object store: every erasure set of the deployment.
+pub struct ObjectStore {
+    sets: Vec<ErasureSet>,
+    placement_key: (u64, u64),
+    locks: NamespaceLocks,
+}
+
+impl ObjectStore {
+    /// `deployment_id` seeds key placement, so it must be the same on every start.
+    pub fn new(sets: Vec<ErasureSet>, deployment_id: &str) -> Arc<Self> {
+        let mut h = SipHasher24::new();
+        h.write(deployment_id.as_bytes());
+        let k0 = h.finish();
+        h.write_u8(1);
+        let k1 = h.finish();
+        Arc::new(Self {
+            sets,
+            placement_key: (k0, k1),
+            locks: NamespaceLocks::new(),
+        })
+    }
+
+    pub fn sets(&self) -> &[ErasureSet] {
+        &self.sets
+    }
+
+    /// The set that holds a key: a stable keyed hash of bucket and key.
+    fn set_for(&self, bucket: &BucketName, key: &ObjectKey) -> &ErasureSet {
+        let mut h = SipHasher24::new_with_keys(self.placement_key.0, self.placement_key.1);
+        h.write(bucket.as_str().as_bytes());
+        h.write_u8(b'/');
+        h.write(key.as_str().as_bytes());
+        &self.sets[(h.finish() % self.sets.len() as u64) as usize]
+    }
+}
+
+/// What the drives of a set said about one record.
+pub(crate) enum Agreement<T> {
+    /// A read quorum agrees on this value; `holders[i]` says whether drive `i` has it.
+    Found { value: T, holders: Vec<bool> },
+    /// Enough drives answered "not found" that the record cannot exist.
+    NotFound,
+}
+
+/// Reduces per-drive answers about one record to what a read quorum agrees on. Records are
+/// compared by `identity`; an absent record needs more definite "not found" answers than the
+/// drives a committed write may have missed.
+pub(crate) fn agree<T, I: PartialEq>(
+    set: &ErasureSet,
+    answers: Vec<Result<Option<T>, DriveError>>,
+    identity: impl Fn(&T) -> I,
+) -> Result<Agreement<T>, ObjectError> {
+    let n = answers.len();
+    let not_found = answers.iter().filter(|a| matches!(a, Ok(None))).count();
+    let values: Vec<Option<T>> = answers.into_iter().map(|a| a.ok().flatten()).collect();
+    let mut best: Option<(usize, usize)> = None; // (index, votes)
+    for (i, value) in values.iter().enumerate() {
+        let Some(value) = value else { continue };
+        let id = identity(value);
+        let votes = values
+            .iter()
+            .filter(|v| v.as_ref().is_some_and(|v| identity(v) == id))
+            .count();
+        if best.is_none_or(|(_, b)| votes > b) {
+            best = Some((i, votes));
+        }
+    }
+    if let Some((index, votes)) = best {
+        if votes >= set.read_quorum() {
+            let id = identity(values[index].as_ref().expect("best is present"));
+            let holders = values
+                .iter()
+                .map(|v| v.as_ref().is_some_and(|v| identity(v) == id))
+                .collect();
+            let mut values = values;
+            let value = values.swap_remove(index).expect("best is present");
+            return Ok(Agreement::Found { value, holders });
+        }
+    }
+    if not_found > n - set.read_quorum() {
+        return Ok(Agreement::NotFound);
+    }
+    Err(ErasureError::ReadQuorum.into())
+}
+
+/// Reads and decodes one record from every drive of a set and reduces the answers.
+pub(crate) async fn read_agreed<T, I: PartialEq>(
+    set: &ErasureSet,
+    table: MetaTable,
+    key: &[u8],
+    identity: impl Fn(&T) -> I,
+) -> Result<Agreement<T>, ObjectError>
+where
+    T: serde::de::DeserializeOwned,
+{
+    let answers = set
+        .meta_get_all(table, key)
+        .await
+        .into_iter()
+        .map(|a| a.map(|v| v.and_then(|bytes| record::decode::<T>(&bytes).ok())))
+        .collect();
+    agree(set, answers, identity)
+}
+
+/// Fails with the write-quorum error unless enough drives succeeded.
+pub(crate) fn require_write_quorum<T>(
+    set: &ErasureSet,
+    results: &[Result<T, DriveError>],
+) -> Result<(), ObjectError> {
+    let ok = crate::erasure::quorum::count_ok(results);
+    if ok >= set.write_quorum() {
+        return Ok(());
+    }
+    let full = results
+        .iter()
+        .filter(|r| matches!(r, Err(DriveError::Full)))
+        .count();
+    if full > set.drives().len() - set.write_quorum() {
+        return Err(ErasureError::DriveFull.into());
+    }
+    Err(ErasureError::WriteQuorum {
+        ok,
+        needed: set.write_quorum(),
+    }
+    .into())
+}
+
+/// Now, in Unix milliseconds.
+pub(crate) fn now_ms() -> i64 {
+    (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
+}

@@ -1,0 +1,401 @@
+//! Single objects: PUT, GET, HEAD and DELETE.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use uuid::Uuid;
+
+use super::commit::{commit, Previous};
+use super::hashing::{self, ExpectedChecksum};
+use super::record::{self, object_key, BucketRecord, ObjectRecord, PartInfo};
+use super::{
+    now_ms, read_agreed, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, INLINE_LIMIT,
+};
+use crate::body::ByteStream;
+use crate::erasure::{Encoded, ErasureError, ErasureSet, ShardSource};
+use crate::storage::{DataDir, MetaOp, MetaTable};
+
+/// What a PUT stores beside the data.
+#[derive(Debug, Default, Clone)]
+pub struct PutOptions {
+    pub content_type: Option<String>,
+    pub user_meta: Vec<(String, String)>,
+    pub headers: Vec<(String, String)>,
+    /// Content-MD5 sent by the client; the body must match it.
+    pub content_md5: Option<[u8; 16]>,
+    pub checksum: Option<ExpectedChecksum>,
+}
+
+/// A `Range: bytes=` request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ByteRange {
+    /// `bytes=first-` or `bytes=first-last` (inclusive).
+    From { first: u64, last: Option<u64> },
+    /// `bytes=-n`: the last n bytes.
+    Suffix(u64),
+}
+
+impl ByteRange {
+    /// The half-open byte span this range selects in an object of `size` bytes.
+    pub fn resolve(self, size: u64) -> Result<(u64, u64), ObjectError> {
+        match self {
+            ByteRange::From { first, last } if first < size => {
+                let end = last.map_or(size, |l| (l + 1).min(size));
+                Ok((first, end))
+            }
+            ByteRange::Suffix(n) if n > 0 && size > 0 => Ok((size.saturating_sub(n), size)),
+            _ => Err(ObjectError::InvalidRange(size)),
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct GetOptions {
+    pub range: Option<ByteRange>,
+}
+
+/// An object being read.
+pub struct GetResult {
+    pub record: ObjectRecord,
+    /// The selected span `start..end` when a range was asked for.
+    pub range: Option<(u64, u64)>,
+    pub body: ByteStream,
+}
+
+impl ObjectStore {
+    pub async fn put_object(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        body: ByteStream,
+        options: PutOptions,
+    ) -> Result<ObjectRecord, ObjectError> {
+        let bucket_record = self.bucket(bucket).await?;
+        let set = self.set_for(bucket, key);
+        let (body, digests) = hashing::tee(body, options.checksum.as_ref().map(|c| c.algorithm()));
+        let outcome = set.write_stream(body, "part.1", INLINE_LIMIT).await?;
+        let digests = digests
+            .await
+            .map_err(|e| ObjectError::Internal(e.to_string()))?;
+        let data_dir = DataDir {
+            bucket_id: bucket_record.id.clone(),
+            data_id: Uuid::new_v4(),
+        };
+
+        let verified = (|| {
+            if options.content_md5.is_some_and(|m| m != digests.md5) {
+                return Err(ObjectError::BadDigest);
+            }
+            match (&options.checksum, &digests.checksum) {
+                (Some(expected), Some(computed)) => expected.check(computed).map(Some),
+                _ => Ok(None),
+            }
+        })();
+        let checksum = match verified {
+            Ok(checksum) => checksum,
+            Err(e) => {
+                if let Encoded::Staged { staging, .. } = &outcome.encoded {
+                    set.remove_staged(*staging).await;
+                }
+                return Err(e);
+            }
+        };
+
+        let etag = hex::encode(digests.md5);
+        let mut record = ObjectRecord {
+            size: outcome.size,
+            etag: etag.clone(),
+            modified_ms: now_ms(),
+            data_id: data_dir.data_id,
+            content_type: options.content_type,
+            user_meta: options.user_meta,
+            headers: options.headers,
+            checksum: checksum.clone(),
+            data_shards: set.data_shards() as u8,
+            parity_shards: set.parity_shards() as u8,
+            block_size: set.block_size() as u32,
+            inline: false,
+            parts: Vec::new(),
+        };
+        let inline = match outcome.encoded {
+            Encoded::Inline(chunks) => {
+                record.inline = true;
+                Some(chunks)
+            }
+            Encoded::Staged { staging, holders } => {
+                place_staged(set, staging, &holders, &data_dir).await?;
+                record.parts.push(PartInfo {
+                    number: 1,
+                    size: outcome.size,
+                    etag,
+                    file: "part.1".into(),
+                    checksum,
+                });
+                None
+            }
+        };
+        let committed = self
+            .commit_version(set, &bucket_record, key, &record, inline, Vec::new())
+            .await;
+        if committed.is_err() && !record.inline {
+            set.delete_data_dir(&data_dir).await;
+        }
+        committed.map(|()| record)
+    }
+
+    /// Commits a new version of `key` on its set: the object record (and inline chunks) plus
+    /// `extra` changes on every drive, atomically per drive, then removes the data of the
+    /// version it replaced. On failure nothing changed; the caller owns the new data.
+    pub(crate) async fn commit_version(
+        &self,
+        set: &ErasureSet,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+        record: &ObjectRecord,
+        inline: Option<Vec<Bytes>>,
+        extra: Vec<MetaOp>,
+    ) -> Result<(), ObjectError> {
+        let db_key = object_key(&bucket.name, key.as_str());
+        let encoded = record::encode(record);
+        let batches = (0..set.drives().len())
+            .map(|i| {
+                let mut ops = vec![MetaOp::Put {
+                    table: MetaTable::Objects,
+                    key: db_key.clone(),
+                    value: encoded.clone(),
+                }];
+                ops.push(match &inline {
+                    Some(chunks) => MetaOp::Put {
+                        table: MetaTable::Inline,
+                        key: db_key.clone(),
+                        value: chunks[i].to_vec(),
+                    },
+                    None => MetaOp::Delete {
+                        table: MetaTable::Inline,
+                        key: db_key.clone(),
+                    },
+                });
+                ops.extend(extra.iter().cloned());
+                ops
+            })
+            .collect();
+        let previous = {
+            let _guard = self.locks.write(&bucket.name, key.as_str()).await;
+            commit(set, batches).await
+        };
+        if let Some(old) = replaced_record(&previous?, &db_key) {
+            if !old.inline && old.data_id != record.data_id {
+                set.delete_data_dir(&DataDir {
+                    bucket_id: bucket.id.clone(),
+                    data_id: old.data_id,
+                })
+                .await;
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn head_object(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+    ) -> Result<ObjectRecord, ObjectError> {
+        self.bucket(bucket).await?;
+        let set = self.set_for(bucket, key);
+        let _guard = self.locks.read(bucket.as_str(), key.as_str()).await;
+        let db_key = object_key(bucket.as_str(), key.as_str());
+        match read_agreed(set, MetaTable::Objects, &db_key, |r: &ObjectRecord| {
+            r.data_id
+        })
+        .await?
+        {
+            Agreement::Found { value, .. } => Ok(value),
+            Agreement::NotFound => Err(ObjectError::NoSuchKey),
+        }
+    }
+
+    pub async fn get_object(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        options: GetOptions,
+    ) -> Result<GetResult, ObjectError> {
+        let bucket_record = self.bucket(bucket).await?;
+        let set = self.set_for(bucket, key);
+        let db_key = object_key(bucket.as_str(), key.as_str());
+
+        // Shard files are opened under the read lock: an overwrite that commits afterwards
+        // deletes their names, but open files stay readable to the end of this GET.
+        let guard = self.locks.read(bucket.as_str(), key.as_str()).await;
+        let (record, holders) =
+            match read_agreed(set, MetaTable::Objects, &db_key, |r: &ObjectRecord| {
+                r.data_id
+            })
+            .await?
+            {
+                Agreement::Found { value, holders } => (value, holders),
+                Agreement::NotFound => return Err(ObjectError::NoSuchKey),
+            };
+        let range = options.range.map(|r| r.resolve(record.size)).transpose()?;
+        let (start, end) = range.unwrap_or((0, record.size));
+
+        let mut streams: Vec<ByteStream> = Vec::new();
+        if record.inline {
+            let chunks = set.meta_get_all(MetaTable::Inline, &db_key).await;
+            let sources = chunks
+                .into_iter()
+                .zip(&holders)
+                .map(|(chunk, &holds)| match chunk {
+                    Ok(Some(bytes)) if holds => Some(ShardSource::Inline(Bytes::from(bytes))),
+                    _ => None,
+                })
+                .collect();
+            let reader = Arc::new(set.part_reader(record.size, sources)?);
+            streams.push(reader.stream_range(start, end));
+        } else {
+            let dir = DataDir {
+                bucket_id: bucket_record.id.clone(),
+                data_id: record.data_id,
+            };
+            let mut part_start = 0u64;
+            for part in &record.parts {
+                let part_end = part_start + part.size;
+                if part_end > start && part_start < end {
+                    let sources = set.open_shards(&dir, &part.file, &holders).await;
+                    let reader = Arc::new(set.part_reader(part.size, sources)?);
+                    let from = start.max(part_start) - part_start;
+                    let to = end.min(part_end) - part_start;
+                    streams.push(reader.stream_range(from, to));
+                }
+                part_start = part_end;
+            }
+        }
+        drop(guard);
+
+        let mut body: ByteStream = Box::pin(futures::stream::iter(streams).flatten());
+        // Read the first block before answering, so that a read that cannot succeed is a
+        // clean error rather than a 200 cut short.
+        let first = body.next().await;
+        let body: ByteStream = match first {
+            None => Box::pin(futures::stream::empty()),
+            Some(Err(e)) => return Err(read_failure(e)),
+            Some(Ok(chunk)) => Box::pin(futures::stream::once(async { Ok(chunk) }).chain(body)),
+        };
+        Ok(GetResult {
+            record,
+            range,
+            body,
+        })
+    }
+
+    /// Deletes a key; deleting a missing key succeeds, as in S3.
+    pub async fn delete_object(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+    ) -> Result<(), ObjectError> {
+        let bucket_record = self.bucket(bucket).await?;
+        let set = self.set_for(bucket, key);
+        let db_key = object_key(bucket.as_str(), key.as_str());
+        let ops = vec![
+            MetaOp::Delete {
+                table: MetaTable::Objects,
+                key: db_key.clone(),
+            },
+            MetaOp::Delete {
+                table: MetaTable::Inline,
+                key: db_key.clone(),
+            },
+        ];
+        let previous = {
+            let _guard = self.locks.write(bucket.as_str(), key.as_str()).await;
+            commit(set, vec![ops; set.drives().len()]).await?
+        };
+        if let Some(old) = replaced_record(&previous, &db_key) {
+            if !old.inline {
+                set.delete_data_dir(&DataDir {
+                    bucket_id: bucket_record.id,
+                    data_id: old.data_id,
+                })
+                .await;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Moves staged shard files into the version's data folder; fails unless a write quorum
+/// of drives did so.
+pub(crate) async fn place_staged(
+    set: &ErasureSet,
+    staging: Uuid,
+    holders: &[bool],
+    dir: &DataDir,
+) -> Result<(), ObjectError> {
+    let placed = set.commit_staged(staging, holders, dir).await;
+    let ok = placed.iter().filter(|&&p| p).count();
+    if ok < set.write_quorum() {
+        set.remove_staged(staging).await;
+        set.delete_data_dir(dir).await;
+        return Err(ErasureError::WriteQuorum {
+            ok,
+            needed: set.write_quorum(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// The object record most drives held before a commit, if any.
+fn replaced_record(previous: &[Option<Previous>], db_key: &[u8]) -> Option<ObjectRecord> {
+    let mut candidates: Vec<ObjectRecord> = previous
+        .iter()
+        .flatten()
+        .filter_map(|held| {
+            held.iter()
+                .find(|(table, key, _)| *table == MetaTable::Objects && key == db_key)
+                .and_then(|(_, _, value)| value.as_ref())
+                .and_then(|bytes| record::decode::<ObjectRecord>(bytes).ok())
+        })
+        .collect();
+    candidates.sort_by_key(|r| r.data_id);
+    let mut best: Option<(ObjectRecord, usize)> = None;
+    for group in candidates.chunk_by(|a, b| a.data_id == b.data_id) {
+        if best.as_ref().is_none_or(|(_, n)| group.len() > *n) {
+            best = Some((group[0].clone(), group.len()));
+        }
+    }
+    best.map(|(record, _)| record)
+}
+
+/// Turns a failed first read into the error it stands for.
+fn read_failure(err: std::io::Error) -> ObjectError {
+    match err
+        .into_inner()
+        .map(|inner| inner.downcast::<ErasureError>())
+    {
+        Some(Ok(erasure)) => ObjectError::Erasure(*erasure),
+        Some(Err(other)) => ObjectError::Internal(other.to_string()),
+        None => ObjectError::Erasure(ErasureError::ReadQuorum),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_resolve_like_s3() {
+        let from = |first, last| ByteRange::From { first, last };
+        assert_eq!(from(0, Some(9)).resolve(100).unwrap(), (0, 10));
+        assert_eq!(from(90, Some(200)).resolve(100).unwrap(), (90, 100));
+        assert_eq!(from(10, None).resolve(100).unwrap(), (10, 100));
+        assert_eq!(ByteRange::Suffix(10).resolve(100).unwrap(), (90, 100));
+        assert_eq!(ByteRange::Suffix(500).resolve(100).unwrap(), (0, 100));
+        assert!(from(100, None).resolve(100).is_err());
+        assert!(from(0, None).resolve(0).is_err());
+        assert!(ByteRange::Suffix(0).resolve(100).is_err());
+        assert!(ByteRange::Suffix(5).resolve(0).is_err());
+    }
+}

@@ -1,0 +1,476 @@
+//! A drive that is a local folder: shard files on the filesystem, metadata in redb.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::ops::Bound;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use uuid::Uuid;
+
+use super::{DataDir, Drive, DriveError, Format, MetaOp, MetaTable, ShardReader, ShardWriter};
+
+const SYSTEM_DIR: &str = ".strata";
+const FORMAT_FILE: &str = "format.json";
+const META_FILE: &str = "meta.redb";
+const STAGING_DIR: &str = "tmp";
+const DATA_DIR: &str = "data";
+
+type Table = TableDefinition<'static, &'static [u8], &'static [u8]>;
+
+fn table(which: MetaTable) -> Table {
+    match which {
+        MetaTable::Buckets => TableDefinition::new("buckets"),
+        MetaTable::Objects => TableDefinition::new("objects"),
+        MetaTable::Inline => TableDefinition::new("inline"),
+        MetaTable::Uploads => TableDefinition::new("uploads"),
+        MetaTable::Parts => TableDefinition::new("parts"),
+    }
+}
+
+const ALL_TABLES: [MetaTable; 5] = [
+    MetaTable::Buckets,
+    MetaTable::Objects,
+    MetaTable::Inline,
+    MetaTable::Uploads,
+    MetaTable::Parts,
+];
+
+/// A drive folder on this machine.
+pub struct LocalDrive {
+    root: PathBuf,
+    label: String,
+    db: Arc<Database>,
+}
+
+impl LocalDrive {
+    /// Reads the format record of a drive folder, if it has one.
+    pub fn read_format(root: &Path) -> Result<Option<Format>, DriveError> {
+        match fs::read(root.join(SYSTEM_DIR).join(FORMAT_FILE)) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| DriveError::Database(format!("format.json: {e}"))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Writes the format record of a new drive, durably.
+    pub fn write_format(root: &Path, format: &Format) -> Result<(), DriveError> {
+        fs::create_dir_all(root)?;
+        let system = create_dir_durable(root, Path::new(SYSTEM_DIR))?;
+        let staged = system.join("format.json.tmp");
+        let mut file = File::create(&staged)?;
+        file.write_all(&serde_json::to_vec_pretty(format).expect("format serialises"))?;
+        file.sync_all()?;
+        fs::rename(&staged, system.join(FORMAT_FILE))?;
+        sync_dir(&system)?;
+        Ok(())
+    }
+
+    /// Opens a formatted drive: its metadata database, and an empty staging folder (leftovers
+    /// of writes interrupted by a crash are removed here).
+    pub fn open(root: &Path) -> Result<Self, DriveError> {
+        let system = root.join(SYSTEM_DIR);
+        let staging = system.join(STAGING_DIR);
+        if staging.exists() {
+            fs::remove_dir_all(&staging)?;
+        }
+        fs::create_dir_all(&staging)?;
+        create_dir_durable(root, Path::new(DATA_DIR))?;
+        let db = Database::create(system.join(META_FILE))
+            .map_err(|e| DriveError::Database(e.to_string()))?;
+        let txn = db.begin_write().map_err(db_err)?;
+        for which in ALL_TABLES {
+            txn.open_table(table(which)).map_err(db_err)?;
+        }
+        txn.commit().map_err(db_err)?;
+        Ok(Self {
+            root: root.to_path_buf(),
+            label: root.display().to_string(),
+            db: Arc::new(db),
+        })
+    }
+
+    fn staging_path(&self, staging: Uuid) -> PathBuf {
+        self.root
+            .join(SYSTEM_DIR)
+            .join(STAGING_DIR)
+            .join(staging.simple().to_string())
+    }
+
+    fn data_path(dir: &DataDir) -> PathBuf {
+        let id = dir.data_id.simple().to_string();
+        Path::new(DATA_DIR)
+            .join(&dir.bucket_id)
+            .join(&id[..2])
+            .join(id)
+    }
+
+    /// The drive answers only while its format record is in place: a folder that was removed
+    /// or replaced under a running server must not keep serving from open handles.
+    fn check_online(root: &Path, label: &str) -> Result<(), DriveError> {
+        if root.join(SYSTEM_DIR).join(FORMAT_FILE).exists() {
+            Ok(())
+        } else {
+            Err(DriveError::Offline(label.to_string()))
+        }
+    }
+
+    /// Runs blocking drive work on the blocking pool, after checking the drive is online.
+    async fn blocking<T, F>(&self, work: F) -> Result<T, DriveError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Path) -> Result<T, DriveError> + Send + 'static,
+    {
+        let root = self.root.clone();
+        let label = self.label.clone();
+        tokio::task::spawn_blocking(move || {
+            Self::check_online(&root, &label)?;
+            work(&root)
+        })
+        .await
+        .map_err(|e| DriveError::Io(std::io::Error::other(e)))?
+    }
+}
+
+fn db_err(err: impl std::fmt::Display) -> DriveError {
+    DriveError::Database(err.to_string())
+}
+
+/// fsyncs a folder so that the entries created or renamed in it survive power loss.
+fn sync_dir(dir: &Path) -> Result<(), DriveError> {
+    File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
+/// Creates `relative` under `root`, fsyncing the parent of every folder it creates, so that
+/// a file renamed into the new folder cannot vanish with its folder on power loss.
+fn create_dir_durable(root: &Path, relative: &Path) -> Result<PathBuf, DriveError> {
+    let mut current = root.to_path_buf();
+    for component in relative.components() {
+        let next = current.join(component);
+        match fs::create_dir(&next) {
+            Ok(()) => sync_dir(&current)?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e.into()),
+        }
+        current = next;
+    }
+    Ok(current)
+}
+
+struct LocalShardWriter {
+    file: Option<File>,
+}
+
+#[async_trait]
+impl ShardWriter for LocalShardWriter {
+    async fn write(&mut self, chunk: Bytes) -> Result<(), DriveError> {
+        let mut file = self.file.take().ok_or(DriveError::NotFound)?;
+        let (file, result) = tokio::task::spawn_blocking(move || {
+            let result = file.write_all(&chunk);
+            (file, result)
+        })
+        .await
+        .map_err(|e| DriveError::Io(std::io::Error::other(e)))?;
+        self.file = Some(file);
+        Ok(result?)
+    }
+
+    async fn finish(&mut self) -> Result<(), DriveError> {
+        let file = self.file.take().ok_or(DriveError::NotFound)?;
+        tokio::task::spawn_blocking(move || file.sync_data())
+            .await
+            .map_err(|e| DriveError::Io(std::io::Error::other(e)))??;
+        Ok(())
+    }
+}
+
+struct LocalShardReader {
+    file: Arc<File>,
+}
+
+#[async_trait]
+impl ShardReader for LocalShardReader {
+    async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes, DriveError> {
+        let file = self.file.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut buf = vec![0u8; len];
+            file.read_exact_at(&mut buf, offset)?;
+            Ok(Bytes::from(buf))
+        })
+        .await
+        .map_err(|e| DriveError::Io(std::io::Error::other(e)))?
+    }
+}
+
+#[async_trait]
+impl Drive for LocalDrive {
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    async fn create_staged_file(
+        &self,
+        staging: Uuid,
+        name: &str,
+    ) -> Result<Box<dyn ShardWriter>, DriveError> {
+        let dir = self.staging_path(staging);
+        let name = name.to_string();
+        let file = self
+            .blocking(move |_| {
+                fs::create_dir_all(&dir)?;
+                Ok(OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(dir.join(name))?)
+            })
+            .await?;
+        Ok(Box::new(LocalShardWriter { file: Some(file) }))
+    }
+
+    async fn commit_staged(&self, staging: Uuid, dir: &DataDir) -> Result<(), DriveError> {
+        let source = self.staging_path(staging);
+        let relative = Self::data_path(dir);
+        self.blocking(move |root| {
+            let dest = create_dir_durable(root, &relative)?;
+            for entry in fs::read_dir(&source)? {
+                let entry = entry?;
+                fs::rename(entry.path(), dest.join(entry.file_name()))?;
+            }
+            sync_dir(&dest)?;
+            fs::remove_dir_all(&source)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn remove_staged(&self, staging: Uuid) -> Result<(), DriveError> {
+        let path = self.staging_path(staging);
+        self.blocking(move |_| match fs::remove_dir_all(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        })
+        .await
+    }
+
+    async fn open_shard(
+        &self,
+        dir: &DataDir,
+        name: &str,
+    ) -> Result<Box<dyn ShardReader>, DriveError> {
+        let path = Self::data_path(dir).join(name);
+        let file = self
+            .blocking(move |root| Ok(File::open(root.join(path))?))
+            .await?;
+        Ok(Box::new(LocalShardReader {
+            file: Arc::new(file),
+        }))
+    }
+
+    async fn delete_data_dir(&self, dir: &DataDir) -> Result<(), DriveError> {
+        let path = Self::data_path(dir);
+        self.blocking(move |root| match fs::remove_dir_all(root.join(path)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        })
+        .await
+    }
+
+    async fn delete_data_file(&self, dir: &DataDir, name: &str) -> Result<(), DriveError> {
+        let path = Self::data_path(dir).join(name);
+        self.blocking(move |root| match fs::remove_file(root.join(path)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        })
+        .await
+    }
+
+    async fn meta_get(
+        &self,
+        which: MetaTable,
+        key: Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, DriveError> {
+        let db = self.db.clone();
+        self.blocking(move |_| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let t = txn.open_table(table(which)).map_err(db_err)?;
+            Ok(t.get(key.as_slice())
+                .map_err(db_err)?
+                .map(|v| v.value().to_vec()))
+        })
+        .await
+    }
+
+    async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<(), DriveError> {
+        let db = self.db.clone();
+        self.blocking(move |_| {
+            let txn = db.begin_write().map_err(db_err)?;
+            for op in ops {
+                match op {
+                    MetaOp::Put {
+                        table: which,
+                        key,
+                        value,
+                    } => {
+                        let mut t = txn.open_table(table(which)).map_err(db_err)?;
+                        t.insert(key.as_slice(), value.as_slice()).map_err(db_err)?;
+                    }
+                    MetaOp::Delete { table: which, key } => {
+                        let mut t = txn.open_table(table(which)).map_err(db_err)?;
+                        t.remove(key.as_slice()).map_err(db_err)?;
+                    }
+                    MetaOp::DeletePrefix {
+                        table: which,
+                        prefix,
+                    } => {
+                        let mut t = txn.open_table(table(which)).map_err(db_err)?;
+                        let keys: Vec<Vec<u8>> = t
+                            .range::<&[u8]>(prefix.as_slice()..)
+                            .map_err(db_err)?
+                            .map_while(|entry| entry.ok().map(|(k, _)| k.value().to_vec()))
+                            .take_while(|k| k.starts_with(&prefix))
+                            .collect();
+                        for key in keys {
+                            t.remove(key.as_slice()).map_err(db_err)?;
+                        }
+                    }
+                }
+            }
+            txn.commit().map_err(db_err)
+        })
+        .await
+    }
+
+    async fn meta_scan(
+        &self,
+        which: MetaTable,
+        start: Bound<Vec<u8>>,
+        prefix: Vec<u8>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
+        let db = self.db.clone();
+        self.blocking(move |_| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let t = txn.open_table(table(which)).map_err(db_err)?;
+            let start = match &start {
+                Bound::Included(k) => Bound::Included(k.as_slice()),
+                Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+                Bound::Unbounded => Bound::Included(prefix.as_slice()),
+            };
+            let mut out = Vec::new();
+            for entry in t
+                .range::<&[u8]>((start, Bound::Unbounded))
+                .map_err(db_err)?
+            {
+                let (k, v) = entry.map_err(db_err)?;
+                if !k.value().starts_with(&prefix) || out.len() >= limit {
+                    break;
+                }
+                out.push((k.value().to_vec(), v.value().to_vec()));
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn format() -> Format {
+        Format {
+            version: 1,
+            deployment_id: "d".into(),
+            set_index: 0,
+            drive_index: 0,
+            set_count: 1,
+            data_shards: 2,
+            parity_shards: 1,
+        }
+    }
+
+    #[tokio::test]
+    async fn staged_files_commit_into_the_data_dir() {
+        let root = tempfile::tempdir().unwrap();
+        LocalDrive::write_format(root.path(), &format()).unwrap();
+        let drive = LocalDrive::open(root.path()).unwrap();
+        let staging = Uuid::new_v4();
+        let mut w = drive.create_staged_file(staging, "part.1").await.unwrap();
+        w.write(Bytes::from_static(b"hello")).await.unwrap();
+        w.finish().await.unwrap();
+        let dir = DataDir {
+            bucket_id: "b".into(),
+            data_id: Uuid::new_v4(),
+        };
+        drive.commit_staged(staging, &dir).await.unwrap();
+        let r = drive.open_shard(&dir, "part.1").await.unwrap();
+        assert_eq!(&r.read_at(1, 3).await.unwrap()[..], b"ell");
+        assert!(matches!(r.read_at(3, 5).await, Err(DriveError::ShortRead)));
+        assert!(!drive.staging_path(staging).exists());
+    }
+
+    #[tokio::test]
+    async fn scans_stop_at_the_prefix_and_limit() {
+        let root = tempfile::tempdir().unwrap();
+        LocalDrive::write_format(root.path(), &format()).unwrap();
+        let drive = LocalDrive::open(root.path()).unwrap();
+        let put = |k: &str| MetaOp::Put {
+            table: MetaTable::Objects,
+            key: k.as_bytes().to_vec(),
+            value: vec![1],
+        };
+        drive
+            .meta_apply(vec![put("a/1"), put("a/2"), put("a/3"), put("b/1")])
+            .await
+            .unwrap();
+        let keys = |v: Vec<(Vec<u8>, Vec<u8>)>| {
+            v.into_iter()
+                .map(|(k, _)| String::from_utf8(k).unwrap())
+                .collect::<Vec<_>>()
+        };
+        let all = drive
+            .meta_scan(MetaTable::Objects, Bound::Unbounded, b"a/".to_vec(), 10)
+            .await
+            .unwrap();
+        assert_eq!(keys(all), ["a/1", "a/2", "a/3"]);
+        let page = drive
+            .meta_scan(
+                MetaTable::Objects,
+                Bound::Excluded(b"a/1".to_vec()),
+                b"a/".to_vec(),
+                1,
+            )
+            .await
+            .unwrap();
+        assert_eq!(keys(page), ["a/2"]);
+        drive
+            .meta_apply(vec![MetaOp::DeletePrefix {
+                table: MetaTable::Objects,
+                prefix: b"a/".to_vec(),
+            }])
+            .await
+            .unwrap();
+        let rest = drive
+            .meta_scan(MetaTable::Objects, Bound::Unbounded, Vec::new(), 10)
+            .await
+            .unwrap();
+        assert_eq!(keys(rest), ["b/1"]);
+    }
+
+    #[tokio::test]
+    async fn a_removed_drive_folder_goes_offline() {
+        let root = tempfile::tempdir().unwrap();
+        LocalDrive::write_format(root.path(), &format()).unwrap();
+        let drive = LocalDrive::open(root.path()).unwrap();
+        fs::remove_dir_all(root.path()).unwrap();
+        let got = drive.meta_get(MetaTable::Objects, b"k".to_vec()).await;
+        assert!(matches!(got, Err(DriveError::Offline(_))));
+    }
+}

@@ -1,0 +1,181 @@
+//! One drive: durable, atomic file and metadata operations, and nothing about S3.
+//!
+//! The object and erasure layers reach a drive only through the [`Drive`] trait, so a
+//! simulated drive (crash tests), a fault-injecting wrapper or a remote drive can stand in
+//! for [`LocalDrive`]. All blocking I/O of the server happens below this trait.
+
+mod error;
+mod format;
+mod local;
+
+use std::ops::Bound;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use uuid::Uuid;
+
+pub use error::DriveError;
+pub use format::Format;
+pub use local::LocalDrive;
+
+/// The tables of the per-drive metadata database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaTable {
+    /// Bucket name → bucket record.
+    Buckets,
+    /// Bucket + key → object record.
+    Objects,
+    /// Bucket + key → this drive's inline shard bytes of a small object.
+    Inline,
+    /// Upload id → multipart upload record.
+    Uploads,
+    /// Upload id + part number → part record.
+    Parts,
+}
+
+/// One change to the metadata database; a batch of them commits atomically.
+#[derive(Debug, Clone)]
+pub enum MetaOp {
+    Put {
+        table: MetaTable,
+        key: Vec<u8>,
+        value: Vec<u8>,
+    },
+    Delete {
+        table: MetaTable,
+        key: Vec<u8>,
+    },
+    /// Deletes every key that starts with the prefix.
+    DeletePrefix {
+        table: MetaTable,
+        prefix: Vec<u8>,
+    },
+}
+
+/// Where an object version's shard files live on a drive:
+/// `data/<bucket_id>/<first two hex digits of data_id>/<data_id>/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataDir {
+    pub bucket_id: String,
+    pub data_id: Uuid,
+}
+
+/// A shard file being written into a staging folder.
+#[async_trait]
+pub trait ShardWriter: Send {
+    async fn write(&mut self, chunk: Bytes) -> Result<(), DriveError>;
+    /// Makes the written bytes durable (fdatasync); the file is complete after this.
+    async fn finish(&mut self) -> Result<(), DriveError>;
+}
+
+/// An open shard file. Being open, it stays readable even if the object is overwritten and
+/// its folder deleted while a GET streams it.
+#[async_trait]
+pub trait ShardReader: Send + Sync {
+    /// Reads exactly `len` bytes at `offset`; a short file is [`DriveError::ShortRead`].
+    async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes, DriveError>;
+}
+
+/// One drive of an erasure set.
+#[async_trait]
+pub trait Drive: Send + Sync {
+    /// A human-readable name for logs and errors (the folder path).
+    fn label(&self) -> &str;
+
+    /// Creates `name` in the staging folder `staging` (creating the folder).
+    async fn create_staged_file(
+        &self,
+        staging: Uuid,
+        name: &str,
+    ) -> Result<Box<dyn ShardWriter>, DriveError>;
+    /// Moves every file of a staging folder into `dir` and makes the move durable (fsync of
+    /// the destination folder and of every folder it had to create), then removes the
+    /// staging folder.
+    async fn commit_staged(&self, staging: Uuid, dir: &DataDir) -> Result<(), DriveError>;
+    /// Removes a staging folder and everything in it.
+    async fn remove_staged(&self, staging: Uuid) -> Result<(), DriveError>;
+
+    async fn open_shard(
+        &self,
+        dir: &DataDir,
+        name: &str,
+    ) -> Result<Box<dyn ShardReader>, DriveError>;
+    /// Deletes a whole data folder (an object version's shards).
+    async fn delete_data_dir(&self, dir: &DataDir) -> Result<(), DriveError>;
+    /// Deletes one shard file from a data folder.
+    async fn delete_data_file(&self, dir: &DataDir, name: &str) -> Result<(), DriveError>;
+
+    async fn meta_get(&self, table: MetaTable, key: Vec<u8>)
+        -> Result<Option<Vec<u8>>, DriveError>;
+    /// Applies a batch of changes in one durable transaction.
+    async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<(), DriveError>;
+    /// Up to `limit` entries whose keys start with `prefix`, in key order, from `start`.
+    async fn meta_scan(
+        &self,
+        table: MetaTable,
+        start: Bound<Vec<u8>>,
+        prefix: Vec<u8>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError>;
+}
+
+/// Stands in for a drive that could not be opened: every call fails as offline.
+pub struct OfflineDrive {
+    label: String,
+}
+
+impl OfflineDrive {
+    pub fn new(label: impl Into<String>) -> Self {
+        Self {
+            label: label.into(),
+        }
+    }
+
+    fn offline(&self) -> DriveError {
+        DriveError::Offline(self.label.clone())
+    }
+}
+
+#[async_trait]
+impl Drive for OfflineDrive {
+    fn label(&self) -> &str {
+        &self.label
+    }
+    async fn create_staged_file(
+        &self,
+        _: Uuid,
+        _: &str,
+    ) -> Result<Box<dyn ShardWriter>, DriveError> {
+        Err(self.offline())
+    }
+    async fn commit_staged(&self, _: Uuid, _: &DataDir) -> Result<(), DriveError> {
+        Err(self.offline())
+    }
+    async fn remove_staged(&self, _: Uuid) -> Result<(), DriveError> {
+        Err(self.offline())
+    }
+    async fn open_shard(&self, _: &DataDir, _: &str) -> Result<Box<dyn ShardReader>, DriveError> {
+        Err(self.offline())
+    }
+    async fn delete_data_dir(&self, _: &DataDir) -> Result<(), DriveError> {
+        Err(self.offline())
+    }
+    async fn delete_data_file(&self, _: &DataDir, _: &str) -> Result<(), DriveError> {
+        Err(self.offline())
+    }
+    async fn meta_get(&self, _: MetaTable, _: Vec<u8>) -> Result<Option<Vec<u8>>, DriveError> {
+        Err(self.offline())
+    }
+    async fn meta_apply(&self, _: Vec<MetaOp>) -> Result<(), DriveError> {
+        Err(self.offline())
+    }
+    async fn meta_scan(
+        &self,
+        _: MetaTable,
+        _: Bound<Vec<u8>>,
+        _: Vec<u8>,
+        _: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
+        Err(self.offline())
+    }
+}
