@@ -91,7 +91,7 @@ pub fn parse_erasure(spec: &str) -> anyhow::Result<(usize, usize)> {
 /// Checks that the drive count forms whole erasure sets.
 pub fn check_drive_count(drives: usize, data: usize, parity: usize) -> anyhow::Result<usize> {
     let set_size = data + parity;
-    if drives == 0 || drives % set_size != 0 {
+    if drives == 0 || !drives.is_multiple_of(set_size) {
         bail!(
             "{drives} drives given, but with --ec {data}+{parity} the drive count must be a \
              multiple of {set_size} (each erasure set has {set_size} drives)"

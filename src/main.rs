@@ -73,7 +73,7 @@ fn server_config(
         config::expand_drive_args(&drives)?
     };
     config::check_drive_count(drives.len(), data_shards, parity_shards)?;
-    if block_size < 64 * 1024 || block_size > 64 << 20 {
+    if !(64 * 1024..=64 << 20).contains(&block_size) {
         anyhow::bail!("--block-size must be between 64 KiB and 64 MiB");
     }
     let user = std::env::var("STRATA_ROOT_USER")

@@ -11,7 +11,7 @@ mod list;
 mod locks;
 mod multipart;
 mod names;
-mod object;
+mod objects;
 mod record;
 
 use std::sync::Arc;
@@ -28,7 +28,7 @@ pub use hashing::ExpectedChecksum;
 pub use list::{ListEntry, ListPage, ListQuery};
 pub use multipart::{CompletedPart, UploadOptions};
 pub use names::{BucketName, ObjectKey, MAX_KEY_LEN};
-pub use object::{ByteRange, GetOptions, GetResult, PutOptions};
+pub use objects::{ByteRange, GetOptions, GetResult, PutOptions};
 pub use record::{BucketRecord, ObjectRecord, StoredChecksum};
 
 use locks::NamespaceLocks;

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::checksum::ChecksumAlgorithm;
 use super::commit::commit;
 use super::hashing;
-use super::object::place_staged;
+use super::objects::place_staged;
 use super::record::{
     self, part_key, parts_prefix, upload_key, ObjectRecord, PartInfo, PartRecord, StoredChecksum,
     UploadRecord,
