@@ -41,6 +41,7 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
     let request_id = format!("{:016X}", rand::random::<u64>());
     let method = request.method().clone();
     let path = request.uri().path().to_string();
+    let close_connection = expects_continue_without_body(request.headers());
     let (operation, result) = dispatch(&state, request).await;
     let mut response = match result {
         Ok(response) => response,
@@ -61,6 +62,9 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
         HeaderValue::from_str(&request_id).expect("hex is a valid header"),
     );
     headers.insert("server", HeaderValue::from_static("Strata"));
+    if close_connection {
+        headers.insert("connection", HeaderValue::from_static("close"));
+    }
     tracing::info!(
         %request_id,
         %method,
@@ -75,6 +79,21 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
 
 async fn dispatch(state: &AppState, request: Request) -> (&'static str, Result<Response, S3Error>) {
     let (parts, body) = request.into_parts();
+    let raw = SharedBody::new(body);
+    let (operation, result) = authenticated_dispatch(state, &parts, raw.clone()).await;
+    if result.is_err() {
+        // Clients send the whole body before they read the answer; closing on them mid-send
+        // turns a clean S3 error into a broken pipe.
+        raw.drain().await;
+    }
+    (operation, result)
+}
+
+async fn authenticated_dispatch(
+    state: &AppState,
+    parts: &axum::http::request::Parts,
+    raw: SharedBody,
+) -> (&'static str, Result<Response, S3Error>) {
     let now = time::OffsetDateTime::now_utc();
     let auth = match auth::authenticate(
         &parts.method,
@@ -97,8 +116,7 @@ async fn dispatch(state: &AppState, request: Request) -> (&'static str, Result<R
         Err(err) => return ("NotImplemented", Err(err)),
     };
     let trailers = Arc::new(TrailerSlot::default());
-    let raw: ByteStream = Box::pin(body.into_data_stream().map_err(std::io::Error::other));
-    let body = auth::verified_body(raw, &auth, trailers.clone());
+    let body = auth::verified_body(Box::pin(raw), &auth, trailers.clone());
     let request = handlers::Request {
         state,
         headers: &parts.headers,
@@ -109,6 +127,60 @@ async fn dispatch(state: &AppState, request: Request) -> (&'static str, Result<R
     };
     let name = endpoint.name();
     (name, handlers::call(endpoint, request).await)
+}
+
+/// Bytes of an unread request body read and dropped before an error answer; past this the
+/// connection is closed instead.
+const DRAIN_LIMIT: usize = 64 << 20;
+const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The raw request body, shared between the handler that reads it and the dispatcher that
+/// drains what the handler left unread.
+#[derive(Clone)]
+struct SharedBody(Arc<std::sync::Mutex<ByteStream>>);
+
+impl SharedBody {
+    fn new(body: Body) -> Self {
+        let stream: ByteStream = Box::pin(body.into_data_stream().map_err(std::io::Error::other));
+        Self(Arc::new(std::sync::Mutex::new(stream)))
+    }
+
+    async fn drain(&self) {
+        let mut drained = 0;
+        let _ = tokio::time::timeout(DRAIN_TIMEOUT, async {
+            while drained < DRAIN_LIMIT {
+                match futures::StreamExt::next(&mut self.clone()).await {
+                    Some(Ok(chunk)) => drained += chunk.len(),
+                    _ => break,
+                }
+            }
+        })
+        .await;
+    }
+}
+
+impl futures::Stream for SharedBody {
+    type Item = std::io::Result<bytes::Bytes>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.0.lock().expect("not poisoned").as_mut().poll_next(cx)
+    }
+}
+
+/// An empty body announced with `Expect: 100-continue` is answered without a `100 Continue`;
+/// some HTTP clients (botocore before 1.43.77) then misread the next response on the same
+/// connection, so that connection is closed.
+fn expects_continue_without_body(headers: &axum::http::HeaderMap) -> bool {
+    let expects = headers
+        .get("expect")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let empty = headers
+        .get("content-length")
+        .is_some_and(|v| v.as_bytes() == b"0");
+    expects && empty
 }
 
 /// A 200 response with an XML document.

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The project's test command: formatting, lints, unit and integration tests, the release
+# build, then the S3 compatibility suites against that build. Stops at the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+section() {
+    printf '\n========== %s ==========\n' "$*"
+}
+
+# rustfmt and clippy ship with the toolchain here; add them only if this one lacks them.
+ensure_component() {
+    local subcommand=$1 component=$2
+    if ! cargo "$subcommand" --version >/dev/null 2>&1; then
+        echo "cargo $subcommand is missing; installing the rustup component $component"
+        rustup component add "$component" || {
+            echo "error: could not add the rustup component $component" >&2
+            exit 1
+        }
+    fi
+}
+
+# A clean build gains nothing from incremental compilation; CI builds from scratch.
+if [[ "${CI:-}" == "true" ]]; then
+    export CARGO_INCREMENTAL=0
+fi
+
+section "toolchain"
+cargo --version
+rustc --version
+ensure_component fmt rustfmt
+ensure_component clippy clippy
+cargo fmt --version
+cargo clippy --version
+
+section "cargo fmt --check"
+cargo fmt --check
+
+section "cargo clippy --all-targets -- -D warnings"
+cargo clippy --all-targets -- -D warnings
+
+section "cargo test"
+cargo test
+
+section "cargo build --release --bin strata"
+cargo build --release --bin strata
+
+section "s3-compat-tests (boto3, minio, aws CLI)"
+# The suites test the binary just built, wherever cargo put it.
+target_dir="${CARGO_TARGET_DIR:-target}"
+[[ "$target_dir" == /* ]] || target_dir="$PWD/$target_dir"
+STRATA_BIN="$target_dir/release/strata" s3-compat-tests/run.sh

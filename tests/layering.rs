@@ -1,0 +1,93 @@
+//! The layers import downwards only (see ARCHITECTURE.md): a cheap check over the sources.
+
+use std::path::Path;
+
+fn sources(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(sources(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push((
+                path.display().to_string(),
+                std::fs::read_to_string(&path).unwrap(),
+            ));
+        }
+    }
+    out
+}
+
+fn assert_no_imports(layer: &str, forbidden: &[&str]) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src")
+        .join(layer);
+    let files = sources(&dir);
+    assert!(!files.is_empty(), "no sources under src/{layer}");
+    for (path, text) in files {
+        for line in text.lines().map(str::trim) {
+            if line.starts_with("//") {
+                continue;
+            }
+            for word in forbidden {
+                assert!(
+                    !line.contains(word),
+                    "{path} reaches an upper layer or the web stack: {line:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn storage_knows_nothing_above_it() {
+    assert_no_imports(
+        "storage",
+        &[
+            "crate::erasure",
+            "crate::object",
+            "crate::api",
+            "crate::lifecycle",
+            "axum",
+            "hyper",
+            "http::",
+        ],
+    );
+}
+
+#[test]
+fn erasure_knows_nothing_of_s3_or_http() {
+    assert_no_imports(
+        "erasure",
+        &[
+            "crate::object",
+            "crate::api",
+            "crate::lifecycle",
+            "axum",
+            "hyper",
+            "http::",
+        ],
+    );
+}
+
+#[test]
+fn object_layer_does_not_reach_up() {
+    assert_no_imports(
+        "object",
+        &["crate::api", "crate::lifecycle", "axum", "hyper"],
+    );
+}
+
+#[test]
+fn lifecycle_uses_only_the_object_layer() {
+    assert_no_imports(
+        "lifecycle",
+        &[
+            "crate::erasure",
+            "crate::storage",
+            "crate::api",
+            "axum",
+            "hyper",
+        ],
+    );
+}

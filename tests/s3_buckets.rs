@@ -1,0 +1,314 @@
+//! Bucket operations against the real server: create, head, list, delete, and their errors.
+
+mod common;
+
+use std::sync::OnceLock;
+
+use common::*;
+
+/// One server for the whole file: bucket tests use unique names and do not interfere.
+fn server() -> &'static TestServer {
+    static SERVER: OnceLock<TestServer> = OnceLock::new();
+    SERVER.get_or_init(TestServer::start)
+}
+
+#[tokio::test]
+async fn create_head_list_delete_bucket() {
+    let client = server().client();
+    let bucket = unique_bucket("lifecycle");
+
+    create_bucket(&client, &bucket).await;
+    ok(
+        client.head_bucket().bucket(&bucket).send().await,
+        "HeadBucket after create",
+    );
+
+    let list = ok(client.list_buckets().send().await, "ListBuckets");
+    let found = list
+        .buckets()
+        .iter()
+        .find(|b| b.name() == Some(bucket.as_str()))
+        .unwrap_or_else(|| panic!("ListBuckets does not show {bucket}: {list:?}"));
+    assert!(
+        found.creation_date().is_some(),
+        "ListBuckets entry has no CreationDate: {found:?}"
+    );
+
+    ok(
+        client.delete_bucket().bucket(&bucket).send().await,
+        "DeleteBucket",
+    );
+    assert_s3_status(
+        client.head_bucket().bucket(&bucket).send().await,
+        404,
+        "HeadBucket after delete",
+    );
+    let list = ok(
+        client.list_buckets().send().await,
+        "ListBuckets after delete",
+    );
+    assert!(
+        !list
+            .buckets()
+            .iter()
+            .any(|b| b.name() == Some(bucket.as_str())),
+        "ListBuckets still shows deleted {bucket}"
+    );
+}
+
+#[tokio::test]
+async fn list_buckets_shows_every_bucket() {
+    let client = server().client();
+    let names: Vec<String> = (0..3)
+        .map(|i| unique_bucket(&format!("sorted{i}")))
+        .collect();
+    for n in &names {
+        create_bucket(&client, n).await;
+    }
+    let list = ok(client.list_buckets().send().await, "ListBuckets");
+    let listed: Vec<String> = list
+        .buckets()
+        .iter()
+        .filter_map(|b| b.name().map(str::to_owned))
+        .collect();
+    for n in &names {
+        assert!(listed.contains(n), "ListBuckets misses {n}: {listed:?}");
+    }
+}
+
+#[tokio::test]
+async fn create_existing_bucket_is_bucket_already_owned_by_you() {
+    let client = server().client();
+    let bucket = unique_bucket("twice");
+    create_bucket(&client, &bucket).await;
+    assert_s3_error(
+        client.create_bucket().bucket(&bucket).send().await,
+        409,
+        "BucketAlreadyOwnedByYou",
+        "second CreateBucket",
+    );
+    // The bucket is still there and usable.
+    put(&client, &bucket, "k", b"still here").await;
+    assert_object(&client, &bucket, "k", b"still here").await;
+}
+
+#[tokio::test]
+async fn invalid_bucket_names_are_rejected() {
+    let client = server().client();
+    let long = "a".repeat(64);
+    let cases: &[(&str, &str)] = &[
+        ("ab", "shorter than 3 characters"),
+        (&long, "longer than 63 characters"),
+        ("Uppercase-bucket", "uppercase letters"),
+        ("under_score", "underscore"),
+        ("-leading-hyphen", "starts with a hyphen"),
+        ("trailing-hyphen-", "ends with a hyphen"),
+        (".leading-dot", "starts with a period"),
+        ("trailing-dot.", "ends with a period"),
+        ("double..dots", "two adjacent periods"),
+        ("192.168.5.4", "formatted as an IPv4 address"),
+        ("bang!bucket", "punctuation"),
+    ];
+    let mut failures = Vec::new();
+    for (name, why) in cases {
+        match client.create_bucket().bucket(*name).send().await {
+            Ok(_) => failures.push(format!("{name:?} ({why}): accepted")),
+            Err(e) => {
+                let (s, c) = (status_of(&e), code_of(&e));
+                if s != Some(400) || c.as_deref() != Some("InvalidBucketName") {
+                    failures.push(format!(
+                        "{name:?} ({why}): got status {s:?} code {c:?}, want 400 InvalidBucketName"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "bad bucket names:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[tokio::test]
+async fn reserved_bucket_name_prefixes_and_suffixes_are_rejected() {
+    // AWS naming rules: reserved prefixes `xn--`, `sthree-`, and suffixes `-s3alias`, `--ol-s3`.
+    let client = server().client();
+    let cases = [
+        "xn--bucket",
+        "sthree-bucket",
+        "bucket-s3alias",
+        "bucket--ol-s3",
+    ];
+    let mut failures = Vec::new();
+    for name in cases {
+        match client.create_bucket().bucket(name).send().await {
+            Ok(_) => failures.push(format!("{name:?}: accepted")),
+            Err(e) => {
+                let (s, c) = (status_of(&e), code_of(&e));
+                if s != Some(400) || c.as_deref() != Some("InvalidBucketName") {
+                    failures.push(format!("{name:?}: got status {s:?} code {c:?}"));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "reserved bucket names:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[tokio::test]
+async fn valid_edge_case_bucket_names_are_accepted() {
+    let client = server().client();
+    // 3 and 63 characters, periods and hyphens inside, leading digit. Unique per run because
+    // each test file has its own server and fresh drives.
+    let name63 = format!("x{}", "7".repeat(62));
+    let cases = [
+        "abc".to_string(),
+        name63,
+        "my.bucket-with.dots".to_string(),
+        "9lives".to_string(),
+    ];
+    for name in &cases {
+        ok(
+            client.create_bucket().bucket(name).send().await,
+            &format!("CreateBucket {name:?}"),
+        );
+        ok(
+            client.head_bucket().bucket(name).send().await,
+            &format!("HeadBucket {name:?}"),
+        );
+        put(&client, name, "obj", b"x").await;
+        assert_object(&client, name, "obj", b"x").await;
+    }
+}
+
+#[tokio::test]
+async fn operations_on_missing_bucket_are_no_such_bucket() {
+    let client = server().client();
+    let bucket = unique_bucket("missing");
+
+    assert_s3_status(
+        client.head_bucket().bucket(&bucket).send().await,
+        404,
+        "HeadBucket",
+    );
+    assert_s3_error(
+        client.get_object().bucket(&bucket).key("k").send().await,
+        404,
+        "NoSuchBucket",
+        "GetObject",
+    );
+    assert_s3_error(
+        client
+            .put_object()
+            .bucket(&bucket)
+            .key("k")
+            .body(b"data".to_vec().into())
+            .send()
+            .await,
+        404,
+        "NoSuchBucket",
+        "PutObject",
+    );
+    assert_s3_error(
+        client.list_objects_v2().bucket(&bucket).send().await,
+        404,
+        "NoSuchBucket",
+        "ListObjectsV2",
+    );
+    assert_s3_error(
+        client.delete_bucket().bucket(&bucket).send().await,
+        404,
+        "NoSuchBucket",
+        "DeleteBucket",
+    );
+    assert_s3_error(
+        client
+            .create_multipart_upload()
+            .bucket(&bucket)
+            .key("k")
+            .send()
+            .await,
+        404,
+        "NoSuchBucket",
+        "CreateMultipartUpload",
+    );
+    // The failed PUT must not have created the bucket.
+    let list = ok(client.list_buckets().send().await, "ListBuckets");
+    assert!(
+        !list
+            .buckets()
+            .iter()
+            .any(|b| b.name() == Some(bucket.as_str())),
+        "a failed PutObject created bucket {bucket}"
+    );
+}
+
+#[tokio::test]
+async fn delete_non_empty_bucket_is_bucket_not_empty() {
+    let client = server().client();
+    let bucket = unique_bucket("notempty");
+    create_bucket(&client, &bucket).await;
+    put(&client, &bucket, "dir/obj", b"content").await;
+
+    assert_s3_error(
+        client.delete_bucket().bucket(&bucket).send().await,
+        409,
+        "BucketNotEmpty",
+        "DeleteBucket with one object",
+    );
+    // Nothing was lost by the refused delete.
+    assert_object(&client, &bucket, "dir/obj", b"content").await;
+
+    ok(
+        client
+            .delete_object()
+            .bucket(&bucket)
+            .key("dir/obj")
+            .send()
+            .await,
+        "DeleteObject",
+    );
+    ok(
+        client.delete_bucket().bucket(&bucket).send().await,
+        "DeleteBucket once empty",
+    );
+    assert_s3_status(
+        client.head_bucket().bucket(&bucket).send().await,
+        404,
+        "HeadBucket after delete",
+    );
+}
+
+#[tokio::test]
+async fn recreated_bucket_is_empty() {
+    let client = server().client();
+    let bucket = unique_bucket("recreate");
+    create_bucket(&client, &bucket).await;
+    put(&client, &bucket, "gone", b"old").await;
+    ok(
+        client
+            .delete_object()
+            .bucket(&bucket)
+            .key("gone")
+            .send()
+            .await,
+        "DeleteObject",
+    );
+    ok(
+        client.delete_bucket().bucket(&bucket).send().await,
+        "DeleteBucket",
+    );
+    create_bucket(&client, &bucket).await;
+    let keys = list_all_keys(&client, &bucket, None).await;
+    assert!(keys.is_empty(), "recreated bucket lists old keys: {keys:?}");
+    assert_s3_error(
+        client.get_object().bucket(&bucket).key("gone").send().await,
+        404,
+        "NoSuchKey",
+        "GetObject in recreated bucket",
+    );
+}
