@@ -8,7 +8,7 @@ use crate::erasure::ErasureSet;
 use crate::storage::{MetaOp, MetaTable};
 
 /// What one drive held before a commit, for every key the commit touches.
-pub(crate) type Previous = Vec<(MetaTable, Vec<u8>, Option<Vec<u8>>)>;
+type Previous = Vec<(MetaTable, Vec<u8>, Option<Vec<u8>>)>;
 
 fn touched(ops: &[MetaOp]) -> Vec<(MetaTable, Vec<u8>)> {
     ops.iter()
@@ -38,17 +38,17 @@ fn undo(previous: &Previous) -> Vec<MetaOp> {
         .collect()
 }
 
-/// Applies `batches[i]` on drive `i` (undoable ops only: no prefix deletes). Returns what
-/// each drive held before (`None` for drives that could not be read), so the caller can
-/// clean up what the commit replaced. Must be called under the key's write lock.
+/// Applies `batches[i]` on drive `i` (`None`: leave the drive out; undoable ops only, no
+/// prefix deletes). When fewer than a write quorum of drives take their batch, the drives
+/// that did are put back as they were. Must be called under the key's write lock.
 pub(crate) async fn commit(
     set: &ErasureSet,
-    batches: Vec<Vec<MetaOp>>,
-) -> Result<Vec<Option<Previous>>, ObjectError> {
+    batches: Vec<Option<Vec<MetaOp>>>,
+) -> Result<(), ObjectError> {
     let previous: Vec<Option<Previous>> = join_all(set.drives().iter().zip(&batches).map(
         |(drive, ops)| async move {
             let mut held = Vec::new();
-            for (table, key) in touched(ops) {
+            for (table, key) in touched(ops.as_ref()?) {
                 let value = drive.meta_get(table, key.clone()).await.ok()?;
                 held.push((table, key, value));
             }
@@ -60,7 +60,7 @@ pub(crate) async fn commit(
     let batches = batches
         .into_iter()
         .zip(&previous)
-        .map(|(ops, prev)| prev.as_ref().map(|_| ops))
+        .map(|(ops, prev)| prev.as_ref().and(ops))
         .collect();
     let results = set.meta_apply_each(batches).await;
     if let Err(e) = require_write_quorum(set, &results) {
@@ -75,5 +75,5 @@ pub(crate) async fn commit(
         set.meta_apply_each(undos).await;
         return Err(e);
     }
-    Ok(previous)
+    Ok(())
 }

@@ -7,9 +7,10 @@ use std::ops::Bound;
 use futures::future::join_all;
 
 use super::record::{self, object_key, ObjectRecord};
-use super::{BucketName, ObjectError, ObjectStore};
-use crate::erasure::ErasureError;
-use crate::storage::MetaTable;
+use super::version::{agree_on_version, DriveRecords};
+use super::{Agreement, BucketName, ObjectError, ObjectStore};
+use crate::erasure::{DriveResults, ErasureError};
+use crate::storage::{DriveError, MetaTable};
 
 /// A byte that never occurs in UTF-8: appended to a prefix, it sorts after every key that
 /// starts with that prefix.
@@ -104,14 +105,18 @@ impl ObjectStore {
                     }
                 }
             }
-            let mut grouped: BTreeMap<&[u8], Vec<(usize, &[u8])>> = BTreeMap::new();
+            // Every copy of a key: (set, drive, record bytes).
+            let mut grouped: BTreeMap<&[u8], Vec<(usize, usize, &[u8])>> = BTreeMap::new();
             for (set_index, answers) in scans.iter().enumerate() {
-                for (key, value) in answers.iter().flatten().flatten() {
-                    if horizon.as_ref().is_none_or(|h| key <= h) {
-                        grouped
-                            .entry(key.as_slice())
-                            .or_default()
-                            .push((set_index, value.as_slice()));
+                for (drive_index, found) in answers.iter().enumerate() {
+                    for (key, value) in found.iter().flatten() {
+                        if horizon.as_ref().is_none_or(|h| key <= h) {
+                            grouped.entry(key.as_slice()).or_default().push((
+                                set_index,
+                                drive_index,
+                                value.as_slice(),
+                            ));
+                        }
                     }
                 }
             }
@@ -125,7 +130,7 @@ impl ObjectStore {
                     continue;
                 }
                 cursor = Bound::Excluded(db_key.to_vec());
-                let Some(record) = self.agreed_copy(&copies) else {
+                let Some(record) = self.agreed_copy(&scans, &copies) else {
                     continue;
                 };
                 let key = String::from_utf8_lossy(&db_key[base.len()..]).into_owned();
@@ -165,18 +170,32 @@ impl ObjectStore {
         Ok(ListPage { entries, truncated })
     }
 
-    /// The record a read quorum of the key's set agrees on, if any.
-    fn agreed_copy(&self, copies: &[(usize, &[u8])]) -> Option<ObjectRecord> {
-        let decoded: Vec<(usize, ObjectRecord)> = copies
+    /// The version of a listed key that a read quorum of its set agrees on, if any.
+    fn agreed_copy(
+        &self,
+        scans: &[DriveResults<Vec<(Vec<u8>, Vec<u8>)>>],
+        copies: &[(usize, usize, &[u8])],
+    ) -> Option<ObjectRecord> {
+        // A key lives in one set; copies elsewhere would be strays of an older layout.
+        let Some(&(set_index, _, _)) = copies.first() else {
+            return None;
+        };
+        let records: DriveRecords = scans[set_index]
             .iter()
-            .filter_map(|(set, bytes)| Some((*set, record::decode::<ObjectRecord>(bytes).ok()?)))
+            .enumerate()
+            .map(|(drive, scan)| match scan {
+                Err(_) => Err(DriveError::Offline(String::new())),
+                Ok(_) => Ok(copies
+                    .iter()
+                    .find(|(s, d, _)| *s == set_index && *d == drive)
+                    .and_then(|(_, _, bytes)| record::decode::<ObjectRecord>(bytes).ok())),
+            })
             .collect();
-        decoded.iter().find_map(|(set, candidate)| {
-            let votes = decoded
-                .iter()
-                .filter(|(s, r)| s == set && r.data_id == candidate.data_id)
-                .count();
-            (votes >= self.sets[*set].read_quorum()).then(|| candidate.clone())
-        })
+        // A key whose versions no read quorum agrees on is left out of the page, like a key
+        // whose GET would fail: one damaged key does not fail a whole listing.
+        match agree_on_version(&self.sets[set_index], &records) {
+            Ok(Agreement::Found { value, .. }) => Some(value),
+            _ => None,
+        }
     }
 }

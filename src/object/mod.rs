@@ -13,6 +13,7 @@ mod multipart;
 mod names;
 mod objects;
 mod record;
+mod version;
 
 use std::sync::Arc;
 

@@ -166,33 +166,33 @@ impl ObjectStore {
             info: info.clone(),
             modified_ms: now_ms(),
         };
+        let db_key = part_key(upload_id, number);
         let ops = vec![MetaOp::Put {
             table: MetaTable::Parts,
-            key: part_key(upload_id, number),
+            key: db_key.clone(),
             value: record::encode(&part),
         }];
         let lock_name = format!("{upload_id}/{number}");
-        let previous = {
-            let _guard = self.locks.write(bucket.as_str(), &lock_name).await;
-            commit(set, vec![ops; set.drives().len()]).await
-        };
-        let previous = match previous {
-            Ok(previous) => previous,
-            Err(e) => {
-                set.delete_data_files(&dir, std::slice::from_ref(&info.file))
-                    .await;
-                return Err(e);
-            }
-        };
-        let replaced: Vec<String> = previous
-            .iter()
+        let guard = self.locks.write(bucket.as_str(), &lock_name).await;
+        let mut replaced: Vec<String> = set
+            .meta_get_all(MetaTable::Parts, &db_key)
+            .await
+            .into_iter()
             .flatten()
             .flatten()
-            .filter_map(|(_, _, value)| value.as_ref())
-            .filter_map(|bytes| record::decode::<PartRecord>(bytes).ok())
+            .filter_map(|bytes| record::decode::<PartRecord>(&bytes).ok())
             .map(|p| p.info.file)
             .filter(|f| !f.is_empty() && *f != info.file)
             .collect();
+        replaced.sort();
+        replaced.dedup();
+        let committed = commit(set, vec![Some(ops); set.drives().len()]).await;
+        drop(guard);
+        if let Err(e) = committed {
+            set.delete_data_files(&dir, std::slice::from_ref(&info.file))
+                .await;
+            return Err(e);
+        }
         if !replaced.is_empty() {
             set.delete_data_files(&dir, &replaced).await;
         }
@@ -283,6 +283,7 @@ impl ObjectStore {
             block_size: set.block_size() as u32,
             inline: false,
             parts: parts.into_iter().filter(|p| p.size > 0).collect(),
+            superseded: None,
         };
         let mut extra = vec![MetaOp::Delete {
             table: MetaTable::Uploads,

@@ -6,12 +6,11 @@ use bytes::Bytes;
 use futures::StreamExt;
 use uuid::Uuid;
 
-use super::commit::{commit, Previous};
+use super::commit::commit;
 use super::hashing::{self, ExpectedChecksum};
-use super::record::{self, object_key, BucketRecord, ObjectRecord, PartInfo};
-use super::{
-    now_ms, read_agreed, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, INLINE_LIMIT,
-};
+use super::record::{self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo};
+use super::version::{agree_on_version, read_records, replaced_versions};
+use super::{now_ms, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, INLINE_LIMIT};
 use crate::body::ByteStream;
 use crate::erasure::{Encoded, ErasureError, ErasureSet, ShardSource};
 use crate::storage::{DataDir, MetaOp, MetaTable};
@@ -117,6 +116,7 @@ impl ObjectStore {
             block_size: set.block_size() as u32,
             inline: false,
             parts: Vec::new(),
+            superseded: None,
         };
         let inline = match outcome.encoded {
             Encoded::Inline(chunks) => {
@@ -146,7 +146,7 @@ impl ObjectStore {
 
     /// Commits a new version of `key` on its set: the object record (and inline chunks) plus
     /// `extra` changes on every drive, atomically per drive, then removes the data of the
-    /// version it replaced. On failure nothing changed; the caller owns the new data.
+    /// versions it replaced. On failure nothing changed; the caller owns the new data.
     pub(crate) async fn commit_version(
         &self,
         set: &ErasureSet,
@@ -157,43 +157,69 @@ impl ObjectStore {
         extra: Vec<MetaOp>,
     ) -> Result<(), ObjectError> {
         let db_key = object_key(&bucket.name, key.as_str());
-        let encoded = record::encode(record);
-        let batches = (0..set.drives().len())
-            .map(|i| {
-                let mut ops = vec![MetaOp::Put {
+        let guard = self.locks.write(&bucket.name, key.as_str()).await;
+        let current = read_records(set, &bucket.name, key.as_str()).await;
+        let batches = current
+            .iter()
+            .enumerate()
+            .map(|(i, held)| {
+                let held = held.as_ref().ok()?;
+                let mut new = record.clone();
+                let mut ops = Vec::new();
+                if let Some(mut previous) = held.clone() {
+                    // The version dropped from this drive now: its inline chunk can go.
+                    if let Some(dropped) = previous.superseded.take() {
+                        if dropped.inline && dropped.data_id != record.data_id {
+                            ops.push(MetaOp::Delete {
+                                table: MetaTable::Inline,
+                                key: inline_key(&bucket.name, key.as_str(), dropped.data_id),
+                            });
+                        }
+                    }
+                    new.superseded = Some(Box::new(previous));
+                }
+                ops.push(MetaOp::Put {
                     table: MetaTable::Objects,
                     key: db_key.clone(),
-                    value: encoded.clone(),
-                }];
-                ops.push(match &inline {
-                    Some(chunks) => MetaOp::Put {
-                        table: MetaTable::Inline,
-                        key: db_key.clone(),
-                        value: chunks[i].to_vec(),
-                    },
-                    None => MetaOp::Delete {
-                        table: MetaTable::Inline,
-                        key: db_key.clone(),
-                    },
+                    value: record::encode(&new),
                 });
+                if let Some(chunks) = &inline {
+                    ops.push(MetaOp::Put {
+                        table: MetaTable::Inline,
+                        key: inline_key(&bucket.name, key.as_str(), record.data_id),
+                        value: chunks[i].to_vec(),
+                    });
+                }
                 ops.extend(extra.iter().cloned());
-                ops
+                Some(ops)
             })
             .collect();
-        let previous = {
-            let _guard = self.locks.write(&bucket.name, key.as_str()).await;
-            commit(set, batches).await
-        };
-        if let Some(old) = replaced_record(&previous?, &db_key) {
-            if !old.inline && old.data_id != record.data_id {
-                set.delete_data_dir(&DataDir {
-                    bucket_id: bucket.id.clone(),
-                    data_id: old.data_id,
-                })
-                .await;
-            }
-        }
+        commit(set, batches).await?;
+        drop(guard);
+        self.delete_data(
+            set,
+            bucket,
+            replaced_versions(&current, Some(record.data_id)),
+        )
+        .await;
         Ok(())
+    }
+
+    /// Removes the shard files of versions no longer referenced as current (best effort: a
+    /// drive that misses it keeps an orphan, never a live object's data).
+    async fn delete_data(
+        &self,
+        set: &ErasureSet,
+        bucket: &BucketRecord,
+        versions: Vec<ObjectRecord>,
+    ) {
+        for version in versions.into_iter().filter(|v| !v.inline) {
+            set.delete_data_dir(&DataDir {
+                bucket_id: bucket.id.clone(),
+                data_id: version.data_id,
+            })
+            .await;
+        }
     }
 
     pub async fn head_object(
@@ -204,12 +230,8 @@ impl ObjectStore {
         self.bucket(bucket).await?;
         let set = self.set_for(bucket, key);
         let _guard = self.locks.read(bucket.as_str(), key.as_str()).await;
-        let db_key = object_key(bucket.as_str(), key.as_str());
-        match read_agreed(set, MetaTable::Objects, &db_key, |r: &ObjectRecord| {
-            r.data_id
-        })
-        .await?
-        {
+        let records = read_records(set, bucket.as_str(), key.as_str()).await;
+        match agree_on_version(set, &records)? {
             Agreement::Found { value, .. } => Ok(value),
             Agreement::NotFound => Err(ObjectError::NoSuchKey),
         }
@@ -223,26 +245,22 @@ impl ObjectStore {
     ) -> Result<GetResult, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
         let set = self.set_for(bucket, key);
-        let db_key = object_key(bucket.as_str(), key.as_str());
 
         // Shard files are opened under the read lock: an overwrite that commits afterwards
         // deletes their names, but open files stay readable to the end of this GET.
         let guard = self.locks.read(bucket.as_str(), key.as_str()).await;
-        let (record, holders) =
-            match read_agreed(set, MetaTable::Objects, &db_key, |r: &ObjectRecord| {
-                r.data_id
-            })
-            .await?
-            {
-                Agreement::Found { value, holders } => (value, holders),
-                Agreement::NotFound => return Err(ObjectError::NoSuchKey),
-            };
+        let records = read_records(set, bucket.as_str(), key.as_str()).await;
+        let (record, holders) = match agree_on_version(set, &records)? {
+            Agreement::Found { value, holders } => (value, holders),
+            Agreement::NotFound => return Err(ObjectError::NoSuchKey),
+        };
         let range = options.range.map(|r| r.resolve(record.size)).transpose()?;
         let (start, end) = range.unwrap_or((0, record.size));
 
         let mut streams: Vec<ByteStream> = Vec::new();
         if record.inline {
-            let chunks = set.meta_get_all(MetaTable::Inline, &db_key).await;
+            let chunk_key = inline_key(bucket.as_str(), key.as_str(), record.data_id);
+            let chunks = set.meta_get_all(MetaTable::Inline, &chunk_key).await;
             let sources = chunks
                 .into_iter()
                 .zip(&holders)
@@ -298,29 +316,32 @@ impl ObjectStore {
         let bucket_record = self.bucket(bucket).await?;
         let set = self.set_for(bucket, key);
         let db_key = object_key(bucket.as_str(), key.as_str());
-        let ops = vec![
-            MetaOp::Delete {
-                table: MetaTable::Objects,
-                key: db_key.clone(),
-            },
-            MetaOp::Delete {
-                table: MetaTable::Inline,
-                key: db_key.clone(),
-            },
-        ];
-        let previous = {
-            let _guard = self.locks.write(bucket.as_str(), key.as_str()).await;
-            commit(set, vec![ops; set.drives().len()]).await?
-        };
-        if let Some(old) = replaced_record(&previous, &db_key) {
-            if !old.inline {
-                set.delete_data_dir(&DataDir {
-                    bucket_id: bucket_record.id,
-                    data_id: old.data_id,
-                })
-                .await;
-            }
-        }
+        let guard = self.locks.write(bucket.as_str(), key.as_str()).await;
+        let current = read_records(set, bucket.as_str(), key.as_str()).await;
+        let batches = current
+            .iter()
+            .map(|held| {
+                let held = held.as_ref().ok()?;
+                let mut ops = vec![MetaOp::Delete {
+                    table: MetaTable::Objects,
+                    key: db_key.clone(),
+                }];
+                let versions = held
+                    .iter()
+                    .flat_map(|r| std::iter::once(r).chain(r.superseded.as_deref()));
+                for version in versions.filter(|v| v.inline) {
+                    ops.push(MetaOp::Delete {
+                        table: MetaTable::Inline,
+                        key: inline_key(bucket.as_str(), key.as_str(), version.data_id),
+                    });
+                }
+                Some(ops)
+            })
+            .collect();
+        commit(set, batches).await?;
+        drop(guard);
+        self.delete_data(set, &bucket_record, replaced_versions(&current, None))
+            .await;
         Ok(())
     }
 }
@@ -345,28 +366,6 @@ pub(crate) async fn place_staged(
         .into());
     }
     Ok(())
-}
-
-/// The object record most drives held before a commit, if any.
-fn replaced_record(previous: &[Option<Previous>], db_key: &[u8]) -> Option<ObjectRecord> {
-    let mut candidates: Vec<ObjectRecord> = previous
-        .iter()
-        .flatten()
-        .filter_map(|held| {
-            held.iter()
-                .find(|(table, key, _)| *table == MetaTable::Objects && key == db_key)
-                .and_then(|(_, _, value)| value.as_ref())
-                .and_then(|bytes| record::decode::<ObjectRecord>(bytes).ok())
-        })
-        .collect();
-    candidates.sort_by_key(|r| r.data_id);
-    let mut best: Option<(ObjectRecord, usize)> = None;
-    for group in candidates.chunk_by(|a, b| a.data_id == b.data_id) {
-        if best.as_ref().is_none_or(|(_, n)| group.len() > *n) {
-            best = Some((group[0].clone(), group.len()));
-        }
-    }
-    best.map(|(record, _)| record)
 }
 
 /// Turns a failed first read into the error it stands for.

@@ -87,6 +87,10 @@ pub struct ObjectRecord {
     pub inline: bool,
     /// The parts of the data, in order; empty for inline objects.
     pub parts: Vec<PartInfo>,
+    /// The version this one replaced on this drive, kept until the key is written again so
+    /// that a crash in the middle of a commit leaves the old version readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded: Option<Box<ObjectRecord>>,
 }
 
 /// A multipart upload in progress, stored on every drive of the key's set.
@@ -118,6 +122,15 @@ pub fn object_key(bucket: &str, key: &str) -> Vec<u8> {
     out.extend_from_slice(bucket.as_bytes());
     out.push(0);
     out.extend_from_slice(key.as_bytes());
+    out
+}
+
+/// Database key of an inline object's shard chunk on a drive: the object key, NUL, the
+/// version's data id.
+pub fn inline_key(bucket: &str, key: &str, data_id: Uuid) -> Vec<u8> {
+    let mut out = object_key(bucket, key);
+    out.push(0);
+    out.extend_from_slice(data_id.as_bytes());
     out
 }
 

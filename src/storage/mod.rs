@@ -25,7 +25,7 @@ pub enum MetaTable {
     Buckets,
     /// Bucket + key → object record.
     Objects,
-    /// Bucket + key → this drive's inline shard bytes of a small object.
+    /// Bucket + key + data id → this drive's inline shard chunk of a small object.
     Inline,
     /// Upload id → multipart upload record.
     Uploads,

@@ -1,0 +1,176 @@
+//! Which version of an object the drives of its set agree on.
+//!
+//! An overwrite commits drive by drive, so a crash in the middle leaves some drives with the
+//! new record and some with the old one. Each drive therefore keeps the version it replaced
+//! (`superseded`) until the key is written again: the old version then still has a copy on
+//! every drive, and a reader takes the newest version that a read quorum of drives holds.
+
+use super::record::{self, object_key, ObjectRecord};
+use super::{Agreement, ObjectError};
+use crate::erasure::{ErasureError, ErasureSet};
+use crate::storage::{DriveError, MetaTable};
+
+/// Each drive's record of a key, decoded.
+pub(crate) type DriveRecords = Vec<Result<Option<ObjectRecord>, DriveError>>;
+
+/// Reads a key's record from every drive of its set.
+pub(crate) async fn read_records(set: &ErasureSet, bucket: &str, key: &str) -> DriveRecords {
+    set.meta_get_all(MetaTable::Objects, &object_key(bucket, key))
+        .await
+        .into_iter()
+        .map(|answer| answer.map(|bytes| bytes.and_then(|b| record::decode(&b).ok())))
+        .collect()
+}
+
+/// The versions a drive's record vouches for: its current one and the one it replaced.
+fn versions(record: &ObjectRecord) -> impl Iterator<Item = &ObjectRecord> {
+    std::iter::once(record).chain(record.superseded.as_deref())
+}
+
+/// The newest version held by a read quorum of drives, with the drives that hold it.
+pub(crate) fn agree_on_version(
+    set: &ErasureSet,
+    records: &DriveRecords,
+) -> Result<Agreement<ObjectRecord>, ObjectError> {
+    let holders_of = |data_id| -> Vec<bool> {
+        records
+            .iter()
+            .map(|r| match r {
+                Ok(Some(record)) => versions(record).any(|v| v.data_id == data_id),
+                _ => false,
+            })
+            .collect()
+    };
+    let chosen = records
+        .iter()
+        .filter_map(|r| r.as_ref().ok().and_then(Option::as_ref))
+        .flat_map(versions)
+        .filter(|v| holders_of(v.data_id).iter().filter(|&&h| h).count() >= set.read_quorum())
+        .max_by_key(|v| (v.modified_ms, v.data_id));
+    if let Some(version) = chosen {
+        let mut value = version.clone();
+        value.superseded = None;
+        let holders = holders_of(value.data_id);
+        return Ok(Agreement::Found { value, holders });
+    }
+    let not_found = records.iter().filter(|r| matches!(r, Ok(None))).count();
+    if not_found > records.len() - set.read_quorum() {
+        return Ok(Agreement::NotFound);
+    }
+    Err(ErasureError::ReadQuorum.into())
+}
+
+/// The versions, other than `keep`, that drives held as current or superseded: their data
+/// can go once a newer version is committed.
+pub(crate) fn replaced_versions(
+    records: &DriveRecords,
+    keep: Option<uuid::Uuid>,
+) -> Vec<ObjectRecord> {
+    let mut out: Vec<ObjectRecord> = Vec::new();
+    for record in records.iter().flatten().flatten() {
+        for version in versions(record) {
+            if Some(version.data_id) != keep && !out.iter().any(|o| o.data_id == version.data_id) {
+                let mut version = version.clone();
+                version.superseded = None;
+                out.push(version);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::storage::{Drive, OfflineDrive};
+
+    fn set() -> ErasureSet {
+        let drives: Vec<Arc<dyn Drive>> = (0..9)
+            .map(|i| Arc::new(OfflineDrive::new(format!("d{i}"))) as Arc<dyn Drive>)
+            .collect();
+        ErasureSet::new(0, drives, 3, 1 << 20).unwrap()
+    }
+
+    fn version(modified_ms: i64) -> ObjectRecord {
+        ObjectRecord {
+            size: 1,
+            etag: format!("etag{modified_ms}"),
+            modified_ms,
+            data_id: uuid::Uuid::new_v4(),
+            content_type: None,
+            user_meta: vec![],
+            headers: vec![],
+            checksum: None,
+            data_shards: 6,
+            parity_shards: 3,
+            block_size: 1 << 20,
+            inline: true,
+            parts: vec![],
+            superseded: None,
+        }
+    }
+
+    fn over(new: &ObjectRecord, old: &ObjectRecord) -> ObjectRecord {
+        let mut record = new.clone();
+        record.superseded = Some(Box::new(old.clone()));
+        record
+    }
+
+    fn found(records: DriveRecords) -> Option<(ObjectRecord, usize)> {
+        match agree_on_version(&set(), &records).unwrap() {
+            Agreement::Found { value, holders } => {
+                Some((value, holders.iter().filter(|&&h| h).count()))
+            }
+            Agreement::NotFound => None,
+        }
+    }
+
+    #[test]
+    fn a_commit_cut_short_by_a_crash_leaves_the_old_version() {
+        let old = version(1);
+        let new = version(2);
+        for committed in 0..=9 {
+            let records = (0..9)
+                .map(|i| {
+                    Ok(Some(if i < committed {
+                        over(&new, &old)
+                    } else {
+                        old.clone()
+                    }))
+                })
+                .collect();
+            let (value, holders) = found(records).unwrap();
+            if committed >= 6 {
+                assert_eq!(value.data_id, new.data_id, "{committed} drives committed");
+                assert_eq!(holders, committed);
+            } else {
+                assert_eq!(value.data_id, old.data_id, "{committed} drives committed");
+                assert_eq!(holders, 9);
+            }
+            assert!(value.superseded.is_none());
+        }
+    }
+
+    #[test]
+    fn deletes_and_missing_quorum_are_told_apart() {
+        let old = version(1);
+        let some = |n: usize| -> DriveRecords {
+            (0..9).map(|i| Ok((i < n).then(|| old.clone()))).collect()
+        };
+        assert!(found(some(0)).is_none());
+        assert!(
+            found(some(5)).is_none(),
+            "a delete that reached 4 drives is a delete"
+        );
+        assert!(found(some(6)).is_some());
+        let mut offline = some(5);
+        offline[8] = Err(DriveError::Offline("d8".into()));
+        offline[7] = Err(DriveError::Offline("d7".into()));
+        assert!(matches!(
+            agree_on_version(&set(), &offline),
+            Err(ObjectError::Erasure(ErasureError::ReadQuorum))
+        ));
+    }
+}
