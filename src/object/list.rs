@@ -16,6 +16,12 @@ use crate::storage::{DriveError, MetaTable};
 /// starts with that prefix.
 const AFTER_ALL: u8 = 0xFF;
 
+/// A scanned database entry: key and record bytes.
+type Entry = (Vec<u8>, Vec<u8>);
+
+/// One drive's copy of a listed key: set index, drive index, record bytes.
+type Copy<'a> = (usize, usize, &'a [u8]);
+
 /// What to list.
 #[derive(Debug, Clone, Default)]
 pub struct ListQuery {
@@ -106,7 +112,7 @@ impl ObjectStore {
                 }
             }
             // Every copy of a key: (set, drive, record bytes).
-            let mut grouped: BTreeMap<&[u8], Vec<(usize, usize, &[u8])>> = BTreeMap::new();
+            let mut grouped: BTreeMap<&[u8], Vec<Copy<'_>>> = BTreeMap::new();
             for (set_index, answers) in scans.iter().enumerate() {
                 for (drive_index, found) in answers.iter().enumerate() {
                     for (key, value) in found.iter().flatten() {
@@ -173,13 +179,11 @@ impl ObjectStore {
     /// The version of a listed key that a read quorum of its set agrees on, if any.
     fn agreed_copy(
         &self,
-        scans: &[DriveResults<Vec<(Vec<u8>, Vec<u8>)>>],
-        copies: &[(usize, usize, &[u8])],
+        scans: &[DriveResults<Vec<Entry>>],
+        copies: &[Copy<'_>],
     ) -> Option<ObjectRecord> {
         // A key lives in one set; copies elsewhere would be strays of an older layout.
-        let Some(&(set_index, _, _)) = copies.first() else {
-            return None;
-        };
+        let &(set_index, _, _) = copies.first()?;
         let records: DriveRecords = scans[set_index]
             .iter()
             .enumerate()
