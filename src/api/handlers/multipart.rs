@@ -3,7 +3,7 @@
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::object::{body_length, put_options, quoted, refuse_unsupported};
+use super::object::{body_length, put_options, refuse_unsupported, stored_response};
 use super::{bucket_name, object_key, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::{headers, xml, xml_response};
@@ -63,16 +63,7 @@ pub async fn upload_part(
         .store
         .upload_part(&name, &object, upload_id, number, request.body, options)
         .await?;
-    let mut response = StatusCode::OK.into_response();
-    response.headers_mut().insert("etag", quoted(&part.etag));
-    if let Some(checksum) = &part.checksum {
-        if let Ok(value) = HeaderValue::from_str(&checksum.value) {
-            response
-                .headers_mut()
-                .insert(checksum.algorithm.header_name(), value);
-        }
-    }
-    Ok(response)
+    Ok(stored_response(&part.etag, part.checksum.as_ref()))
 }
 
 pub async fn complete(

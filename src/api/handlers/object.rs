@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use super::{bucket_name, object_key, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{self, ConditionFailure};
-use crate::object::{GetOptions, PutOptions};
+use crate::object::{GetOptions, PutOptions, StoredChecksum};
 
 /// Largest single PUT, as in S3.
 const MAX_PUT_SIZE: u64 = 5 << 30;
@@ -88,18 +88,23 @@ pub async fn put_object(
         .store
         .put_object(&bucket, &key, request.body, options)
         .await?;
+    Ok(stored_response(&record.etag, record.checksum.as_ref()))
+}
+
+/// The answer to a PUT or UploadPart: the ETag, and the checksum that was verified.
+pub fn stored_response(etag: &str, checksum: Option<&StoredChecksum>) -> Response {
     let mut response = StatusCode::OK.into_response();
     let out = response.headers_mut();
-    out.insert("etag", quoted(&record.etag));
-    if let Some(checksum) = &record.checksum {
+    out.insert("etag", quoted(etag));
+    if let Some(checksum) = checksum {
         if let Ok(value) = HeaderValue::from_str(&checksum.value) {
             out.insert(checksum.algorithm.header_name(), value);
         }
     }
-    Ok(response)
+    response
 }
 
-pub fn quoted(etag: &str) -> HeaderValue {
+fn quoted(etag: &str) -> HeaderValue {
     HeaderValue::from_str(&format!("\"{etag}\"")).expect("etags are hex")
 }
 
