@@ -24,10 +24,10 @@ const LOST: usize = 3;
 
 struct Fixture {
     codec: Codec,
-    block: Vec<u8>,
+    block: Bytes,
     /// Verified shards of `block`, as `decode_block` takes them: all, or the first `LOST` missing.
-    healthy_shards: Vec<Option<Vec<u8>>>,
-    degraded_shards: Vec<Option<Vec<u8>>>,
+    healthy_shards: Vec<Option<Bytes>>,
+    degraded_shards: Vec<Option<Bytes>>,
     /// The server's read path (bitrot verify, then join or reconstruct) over in-memory chunks.
     healthy: PartReader,
     degraded: PartReader,
@@ -39,12 +39,17 @@ impl Fixture {
         let codec = Codec::new(DATA, PARITY).expect("6+3 is a valid geometry");
         let mut block = vec![0u8; BLOCK];
         rand::rng().fill_bytes(&mut block);
-        let chunks = codec.encode_block(&block);
+        let block = Bytes::from(block);
+        let chunks: Vec<Bytes> = codec
+            .encode_block(&block)
+            .iter()
+            .map(|c| c.to_bytes())
+            .collect();
         let shards = |lost: usize| {
             chunks
                 .iter()
                 .enumerate()
-                .map(|(i, c)| (i >= lost).then(|| c[CHECKSUM_LEN..].to_vec()))
+                .map(|(i, c)| (i >= lost).then(|| c.slice(CHECKSUM_LEN..)))
                 .collect()
         };
         // A set of placeholder drives: the readers only touch the inline chunks given here.
@@ -90,7 +95,7 @@ fn erasure(c: &mut Criterion) {
     let mut dst = vec![0u8; BLOCK];
     // Shards are cloned (untimed) right before each decode, so they are hot in cache, as in
     // `read_block`, which has just verified and copied them.
-    let decode = |shards: &Vec<Option<Vec<u8>>>| {
+    let decode = |shards: &Vec<Option<Bytes>>| {
         let shards = shards.clone();
         timed(|| f.codec.decode_block(shards, BLOCK).expect("decodes"))
     };

@@ -38,36 +38,34 @@ impl Codec {
         block_len.div_ceil(self.data_shards)
     }
 
-    /// Encodes one block into one stored chunk per drive: checksum, then shard bytes.
-    pub fn encode_block(&self, block: &[u8]) -> Vec<Bytes> {
+    /// Encodes one block into one chunk per drive. Data shards are slices of the block
+    /// itself (only the last one is copied, to pad it), so encoding copies no data.
+    pub fn encode_block(&self, block: &Bytes) -> Vec<ShardChunk> {
         let shard_len = self.shard_len(block.len());
-        let mut chunks: Vec<BytesMut> = (0..self.total_shards())
+        let mut data: Vec<Bytes> = (0..self.data_shards)
             .map(|i| {
-                let mut chunk = BytesMut::zeroed(CHECKSUM_LEN + shard_len);
-                if i < self.data_shards {
-                    let start = (i * shard_len).min(block.len());
-                    let end = ((i + 1) * shard_len).min(block.len());
-                    chunk[CHECKSUM_LEN..CHECKSUM_LEN + end - start]
-                        .copy_from_slice(&block[start..end]);
+                let start = (i * shard_len).min(block.len());
+                let end = ((i + 1) * shard_len).min(block.len());
+                if end - start == shard_len {
+                    block.slice(start..end)
+                } else {
+                    let mut padded = BytesMut::zeroed(shard_len);
+                    padded[..end - start].copy_from_slice(&block[start..end]);
+                    padded.freeze()
                 }
-                chunk
             })
             .collect();
+        let mut parity: Vec<Vec<u8>> = vec![vec![0; shard_len]; self.parity_shards];
         if shard_len > 0 {
-            let (data, parity) = chunks.split_at_mut(self.data_shards);
-            let data: Vec<&[u8]> = data.iter().map(|c| &c[CHECKSUM_LEN..]).collect();
-            let mut parity: Vec<&mut [u8]> =
-                parity.iter_mut().map(|c| &mut c[CHECKSUM_LEN..]).collect();
             self.rs
                 .encode_sep(&data, &mut parity)
                 .expect("shards have equal, non-zero lengths");
         }
-        chunks
-            .into_iter()
-            .map(|mut chunk| {
-                let sum = bitrot::checksum(&chunk[CHECKSUM_LEN..]);
-                chunk[..CHECKSUM_LEN].copy_from_slice(&sum);
-                chunk.freeze()
+        data.extend(parity.into_iter().map(Bytes::from));
+        data.into_iter()
+            .map(|shard| ShardChunk {
+                checksum: bitrot::checksum(&shard),
+                shard,
             })
             .collect()
     }
@@ -76,16 +74,23 @@ impl Codec {
     /// Needs at least `data_shards` of them.
     pub fn decode_block(
         &self,
-        mut shards: Vec<Option<Vec<u8>>>,
+        shards: Vec<Option<Bytes>>,
         block_len: usize,
     ) -> Result<Bytes, ErasureError> {
-        if shards[..self.data_shards].iter().any(Option::is_none) {
-            self.rs
-                .reconstruct_data(&mut shards)
-                .map_err(|_| ErasureError::ReadQuorum)?;
-        }
         let mut block = BytesMut::with_capacity(block_len);
-        for shard in shards.into_iter().take(self.data_shards) {
+        if shards[..self.data_shards].iter().all(Option::is_some) {
+            for shard in shards.into_iter().take(self.data_shards).flatten() {
+                let take = (block_len - block.len()).min(shard.len());
+                block.extend_from_slice(&shard[..take]);
+            }
+            return Ok(block.freeze());
+        }
+        let mut owned: Vec<Option<Vec<u8>>> =
+            shards.into_iter().map(|s| s.map(|s| s.to_vec())).collect();
+        self.rs
+            .reconstruct_data(&mut owned)
+            .map_err(|_| ErasureError::ReadQuorum)?;
+        for shard in owned.into_iter().take(self.data_shards) {
             let shard = shard.expect("reconstructed");
             let take = (block_len - block.len()).min(shard.len());
             block.extend_from_slice(&shard[..take]);
@@ -94,18 +99,40 @@ impl Codec {
     }
 }
 
+/// One drive's part of an encoded block: the shard and its bitrot checksum. On a drive it
+/// is stored as the checksum followed by the shard.
+#[derive(Debug, Clone)]
+pub struct ShardChunk {
+    pub checksum: [u8; CHECKSUM_LEN],
+    pub shard: Bytes,
+}
+
+impl ShardChunk {
+    /// The chunk as stored: checksum, then shard bytes.
+    pub fn to_bytes(&self) -> Bytes {
+        let mut out = BytesMut::with_capacity(CHECKSUM_LEN + self.shard.len());
+        out.extend_from_slice(&self.checksum);
+        out.extend_from_slice(&self.shard);
+        out.freeze()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn payload(len: usize) -> Vec<u8> {
+    fn payload(len: usize) -> Bytes {
         (0..len).map(|i| (i * 31 % 251) as u8).collect()
     }
 
-    fn verified(chunks: &[Bytes]) -> Vec<Option<Vec<u8>>> {
+    fn verified(chunks: &[ShardChunk]) -> Vec<Option<Bytes>> {
         chunks
             .iter()
-            .map(|c| Some(bitrot::verify(c).expect("fresh chunk verifies").to_vec()))
+            .map(|c| {
+                let stored = c.to_bytes();
+                assert!(bitrot::verify(&stored).is_some(), "fresh chunk verifies");
+                Some(stored.slice(CHECKSUM_LEN..))
+            })
             .collect()
     }
 
@@ -115,6 +142,11 @@ mod tests {
         for len in [1, 5, 6, 7, 1000, 174_763, 1 << 20] {
             let block = payload(len);
             let chunks = codec.encode_block(&block);
+            for (i, chunk) in chunks.iter().take(6).enumerate() {
+                let start = (i * codec.shard_len(len)).min(len);
+                let end = ((i + 1) * codec.shard_len(len)).min(len);
+                assert_eq!(&chunk.shard[..end - start], &block[start..end]);
+            }
             assert_eq!(chunks.len(), 9);
             // Every combination of up to three lost shards.
             for mask in 0u32..(1 << 9) {

@@ -101,7 +101,7 @@ impl PartReader {
         let offset = index * (CHECKSUM_LEN + self.codec.shard_len(self.block_size)) as u64;
         let data_shards = self.codec.data_shards();
 
-        let mut shards: Vec<Option<Vec<u8>>> = vec![None; self.sources.len()];
+        let mut shards: Vec<Option<Bytes>> = vec![None; self.sources.len()];
         let mut verified = 0;
         // Data shards come first in drive order, so a healthy set never touches parity.
         let mut candidates = {
@@ -123,14 +123,12 @@ impl PartReader {
             .await;
             for (i, read) in batch.into_iter().zip(reads) {
                 let problem = match read {
-                    Ok(chunk) => match bitrot::verify(&chunk) {
-                        Some(shard) => {
-                            shards[i] = Some(shard.to_vec());
-                            verified += 1;
-                            continue;
-                        }
-                        None => "bitrot checksum mismatch".to_string(),
-                    },
+                    Ok(chunk) if bitrot::verify(&chunk).is_some() => {
+                        shards[i] = Some(chunk.slice(CHECKSUM_LEN..));
+                        verified += 1;
+                        continue;
+                    }
+                    Ok(_) => "bitrot checksum mismatch".to_string(),
                     Err(e) => e.to_string(),
                 };
                 tracing::warn!(drive = %self.labels[i], block = index, %problem, "shard unreadable, reading parity");

@@ -8,6 +8,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
+use super::codec::ShardChunk;
 use super::{Codec, ErasureError, ErasureSet};
 use crate::body::ByteStream;
 use crate::storage::{Drive, DriveError};
@@ -36,16 +37,17 @@ pub struct WriteOutcome {
 
 /// One drive's writer task, fed through a bounded queue.
 struct DriveFeed {
-    queue: Option<mpsc::Sender<Bytes>>,
+    queue: Option<mpsc::Sender<ShardChunk>>,
     task: JoinHandle<Result<(), DriveError>>,
 }
 
 fn start_feed(drive: Arc<dyn Drive>, staging: Uuid, name: String) -> DriveFeed {
-    let (queue, mut chunks) = mpsc::channel::<Bytes>(QUEUE_DEPTH);
+    let (queue, mut chunks) = mpsc::channel::<ShardChunk>(QUEUE_DEPTH);
     let task = tokio::spawn(async move {
         let mut writer = drive.create_staged_file(staging, &name).await?;
         while let Some(chunk) = chunks.recv().await {
-            writer.write(chunk).await?;
+            let checksum = Bytes::copy_from_slice(&chunk.checksum);
+            writer.write(vec![checksum, chunk.shard]).await?;
         }
         writer.finish().await
     });
@@ -55,7 +57,7 @@ fn start_feed(drive: Arc<dyn Drive>, staging: Uuid, name: String) -> DriveFeed {
     }
 }
 
-async fn encode(codec: &Arc<Codec>, block: Bytes) -> Vec<Bytes> {
+async fn encode(codec: &Arc<Codec>, block: Bytes) -> Vec<ShardChunk> {
     let codec = codec.clone();
     tokio::task::spawn_blocking(move || codec.encode_block(&block))
         .await
@@ -64,13 +66,15 @@ async fn encode(codec: &Arc<Codec>, block: Bytes) -> Vec<Bytes> {
 
 impl ErasureSet {
     /// Writes a stream as one shard file named `file_name` per drive, or inline when the
-    /// whole stream is at most `inline_limit` bytes. Nothing is visible until the caller
+    /// whole stream is at most `inline_limit` bytes. Every block also goes to `tap` (the
+    /// caller hashes them there, beside the encoding). Nothing is visible until the caller
     /// commits the staged files and the metadata; on error nothing is left behind.
     pub async fn write_stream(
         &self,
         mut body: ByteStream,
         file_name: &str,
         inline_limit: usize,
+        tap: mpsc::Sender<Bytes>,
     ) -> Result<WriteOutcome, ErasureError> {
         let mut block = BytesMut::with_capacity(self.block_size);
         let mut size = 0u64;
@@ -93,10 +97,12 @@ impl ErasureSet {
                     rest = &rest[take..];
                     if block.len() == self.block_size {
                         let full =
-                            std::mem::replace(&mut block, BytesMut::with_capacity(self.block_size));
+                            std::mem::replace(&mut block, BytesMut::with_capacity(self.block_size))
+                                .freeze();
+                        let _ = tap.send(full.clone()).await;
                         let feeds =
                             feeds.get_or_insert_with(|| self.start_feeds(staging, file_name));
-                        self.send_block(feeds, full.freeze()).await?;
+                        self.send_block(feeds, full).await?;
                     }
                 }
             }
@@ -111,27 +117,29 @@ impl ErasureSet {
             return Err(e);
         }
 
-        let Some(mut feeds) = feeds else {
-            if block.len() <= inline_limit {
-                let chunks = if block.is_empty() {
+        let last = block.freeze();
+        if !last.is_empty() {
+            let _ = tap.send(last.clone()).await;
+        }
+        drop(tap);
+        let mut feeds = match feeds {
+            Some(feeds) => feeds,
+            None if last.len() <= inline_limit => {
+                let chunks = if last.is_empty() {
                     vec![Bytes::new(); self.drives.len()]
                 } else {
-                    encode(&self.codec, block.freeze()).await
+                    let chunks = encode(&self.codec, last).await;
+                    chunks.iter().map(ShardChunk::to_bytes).collect()
                 };
                 return Ok(WriteOutcome {
                     size,
                     encoded: Encoded::Inline(chunks),
                 });
             }
-            let mut feeds = self.start_feeds(staging, file_name);
-            if let Err(e) = self.send_block(&mut feeds, block.freeze()).await {
-                self.abandon(feeds, staging).await;
-                return Err(e);
-            }
-            return self.finish(feeds, staging, size).await;
+            None => self.start_feeds(staging, file_name),
         };
-        if !block.is_empty() {
-            if let Err(e) = self.send_block(&mut feeds, block.freeze()).await {
+        if !last.is_empty() {
+            if let Err(e) = self.send_block(&mut feeds, last).await {
                 self.abandon(feeds, staging).await;
                 return Err(e);
             }

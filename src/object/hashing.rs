@@ -3,18 +3,18 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
+use bytes::Bytes;
 use md5::{Digest, Md5};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::checksum::ChecksumAlgorithm;
 use super::{ObjectError, StoredChecksum};
-use crate::body::{ByteStream, TrailerSlot};
+use crate::body::TrailerSlot;
 
-/// Chunks queued to the hashing thread: bounded, so a slow hash slows the upload instead of
+/// Blocks queued to the hashing thread: bounded, so a slow hash slows the upload instead of
 /// buffering it.
-const HASH_QUEUE: usize = 64;
+const HASH_QUEUE: usize = 2;
 
 /// The checksum a client announced for a body.
 #[derive(Debug, Clone)]
@@ -60,20 +60,19 @@ pub struct BodyDigests {
     pub checksum: Option<String>,
 }
 
-/// Passes `body` through unchanged while a blocking thread hashes a copy of every chunk.
-/// The digests are ready once the returned stream has been read to its end and dropped.
-pub fn tee(
-    body: ByteStream,
+/// Starts a blocking thread that hashes the blocks sent to it; the digests are ready once
+/// every sender is gone.
+pub fn start(
     algorithm: Option<ChecksumAlgorithm>,
-) -> (ByteStream, JoinHandle<BodyDigests>) {
-    let (tx, mut rx) = mpsc::channel::<bytes::Bytes>(HASH_QUEUE);
+) -> (mpsc::Sender<Bytes>, JoinHandle<BodyDigests>) {
+    let (tx, mut rx) = mpsc::channel::<Bytes>(HASH_QUEUE);
     let task = tokio::task::spawn_blocking(move || {
         let mut md5 = Md5::new();
         let mut checksum = algorithm.map(ChecksumAlgorithm::hasher);
-        while let Some(chunk) = rx.blocking_recv() {
-            md5.update(&chunk);
+        while let Some(block) = rx.blocking_recv() {
+            md5.update(&block);
             if let Some(hasher) = checksum.as_mut() {
-                hasher.update(&chunk);
+                hasher.update(&block);
             }
         }
         BodyDigests {
@@ -81,15 +80,5 @@ pub fn tee(
             checksum: checksum.map(|h| h.finish_base64()),
         }
     });
-    let stream = body.then(move |item| {
-        let tx = tx.clone();
-        async move {
-            if let Ok(chunk) = &item {
-                // The hashing thread only stops when every sender is gone.
-                let _ = tx.send(chunk.clone()).await;
-            }
-            item
-        }
-    });
-    (Box::pin(stream), task)
+    (tx, task)
 }

@@ -115,9 +115,9 @@ impl ObjectStore {
         // A fresh file name per upload of a part: a part sent twice at once can never mix
         // shards of both attempts.
         let file = format!("part.{number}.{}", Uuid::new_v4().simple());
-        let (body, digests) = hashing::tee(body, options.checksum.as_ref().map(|c| c.algorithm()));
+        let (tap, digests) = hashing::start(options.checksum.as_ref().map(|c| c.algorithm()));
         // Parts are never inline: they must end up in the upload's data folder.
-        let outcome = set.write_stream(body, &file, 0).await?;
+        let outcome = set.write_stream(body, &file, 0, tap).await?;
         let digests = digests
             .await
             .map_err(|e| ObjectError::Internal(e.to_string()))?;

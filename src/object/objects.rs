@@ -72,8 +72,8 @@ impl ObjectStore {
     ) -> Result<ObjectRecord, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
         let set = self.set_for(bucket, key);
-        let (body, digests) = hashing::tee(body, options.checksum.as_ref().map(|c| c.algorithm()));
-        let outcome = set.write_stream(body, "part.1", INLINE_LIMIT).await?;
+        let (tap, digests) = hashing::start(options.checksum.as_ref().map(|c| c.algorithm()));
+        let outcome = set.write_stream(body, "part.1", INLINE_LIMIT, tap).await?;
         let digests = digests
             .await
             .map_err(|e| ObjectError::Internal(e.to_string()))?;

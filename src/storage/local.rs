@@ -170,10 +170,10 @@ struct LocalShardWriter {
 
 #[async_trait]
 impl ShardWriter for LocalShardWriter {
-    async fn write(&mut self, chunk: Bytes) -> Result<(), DriveError> {
+    async fn write(&mut self, pieces: Vec<Bytes>) -> Result<(), DriveError> {
         let mut file = self.file.take().ok_or(DriveError::NotFound)?;
         let (file, result) = tokio::task::spawn_blocking(move || {
-            let result = file.write_all(&chunk);
+            let result = pieces.iter().try_for_each(|piece| file.write_all(piece));
             (file, result)
         })
         .await
@@ -403,7 +403,9 @@ mod tests {
         let drive = LocalDrive::open(root.path()).unwrap();
         let staging = Uuid::new_v4();
         let mut w = drive.create_staged_file(staging, "part.1").await.unwrap();
-        w.write(Bytes::from_static(b"hello")).await.unwrap();
+        w.write(vec![Bytes::from_static(b"he"), Bytes::from_static(b"llo")])
+            .await
+            .unwrap();
         w.finish().await.unwrap();
         let dir = DataDir {
             bucket_id: "b".into(),

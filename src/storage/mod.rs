@@ -63,7 +63,8 @@ pub struct DataDir {
 /// A shard file being written into a staging folder.
 #[async_trait]
 pub trait ShardWriter: Send {
-    async fn write(&mut self, chunk: Bytes) -> Result<(), DriveError>;
+    /// Appends the pieces, in order, in one blocking call.
+    async fn write(&mut self, pieces: Vec<Bytes>) -> Result<(), DriveError>;
     /// Makes the written bytes durable (fdatasync); the file is complete after this.
     async fn finish(&mut self) -> Result<(), DriveError>;
 }
