@@ -69,6 +69,8 @@ impl Fixture {
             root_password: "bench-password".into(),
             default_credentials: false,
             region: "us-east-1".into(),
+            stale_upload_expiry: Duration::from_secs(3600),
+            stale_upload_scan: Duration::from_secs(3600),
         };
         let deployment = strata::deployment::open(&config).expect("drives open");
         let store = ObjectStore::new(deployment.sets, &deployment.id);

@@ -23,7 +23,16 @@ pub struct ServerConfig {
     /// True when the root credentials are the built-in defaults.
     pub default_credentials: bool,
     pub region: String,
+    /// Multipart uploads older than this are aborted by the stale-upload cleaner.
+    pub stale_upload_expiry: std::time::Duration,
+    /// How often the stale-upload cleaner looks.
+    pub stale_upload_scan: std::time::Duration,
 }
+
+/// Default lifetime of an abandoned multipart upload: 7 days.
+pub const DEFAULT_STALE_UPLOAD_EXPIRY_SECS: u64 = 7 * 24 * 3600;
+/// Default pause between two stale-upload scans: one hour.
+pub const DEFAULT_STALE_UPLOAD_SCAN_SECS: u64 = 3600;
 
 /// Expands MinIO-style ranges: `/data/d{1...9}` → `/data/d1` … `/data/d9`. Several ranges in
 /// one argument expand as a cross product.

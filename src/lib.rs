@@ -1,6 +1,7 @@
 //! Strata: an S3-compatible object store that keeps data erasure-coded over local drives.
 
 pub mod api;
+pub mod background;
 pub mod body;
 pub mod config;
 pub mod deployment;

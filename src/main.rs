@@ -104,7 +104,25 @@ fn server_config(
         root_password,
         default_credentials,
         region: "us-east-1".into(),
+        stale_upload_expiry: seconds_from_env(
+            "STRATA_STALE_UPLOAD_EXPIRY_SECS",
+            config::DEFAULT_STALE_UPLOAD_EXPIRY_SECS,
+        )?,
+        stale_upload_scan: seconds_from_env(
+            "STRATA_STALE_UPLOAD_SCAN_SECS",
+            config::DEFAULT_STALE_UPLOAD_SCAN_SECS,
+        )?,
     })
+}
+
+fn seconds_from_env(name: &str, default: u64) -> anyhow::Result<std::time::Duration> {
+    let secs = match std::env::var(name) {
+        Ok(v) => v
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{name} must be a whole number of seconds, got {v:?}"))?,
+        Err(_) => default,
+    };
+    Ok(std::time::Duration::from_secs(secs))
 }
 
 fn run(config: ServerConfig) -> std::process::ExitCode {

@@ -6,6 +6,7 @@ use anyhow::{bail, Context};
 use tokio::net::TcpListener;
 
 use crate::api::{self, auth, AppState};
+use crate::background;
 use crate::config::ServerConfig;
 use crate::deployment;
 use crate::object::ObjectStore;
@@ -36,6 +37,11 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     };
     let set_count = deployment.sets.len();
     let store = ObjectStore::new(deployment.sets, &deployment.id);
+    background::spawn(background::StaleUploadCleaner {
+        store: store.clone(),
+        expiry: config.stale_upload_expiry,
+        interval: config.stale_upload_scan,
+    });
     let state = Arc::new(AppState {
         store,
         keyring: auth::Keyring::new(

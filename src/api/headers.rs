@@ -8,7 +8,7 @@ use base64::Engine;
 
 use super::error::{S3Error, S3ErrorCode};
 use crate::body::TrailerSlot;
-use crate::object::{ByteRange, ChecksumAlgorithm, ExpectedChecksum, ObjectRecord};
+use crate::object::{ByteRange, ChecksumAlgorithm, ExpectedChecksum, ObjectRecord, WriteCondition};
 
 /// S3's limit on user metadata (names and values of `x-amz-meta-*`).
 const MAX_USER_METADATA: usize = 2048;
@@ -178,12 +178,7 @@ pub fn object_headers(record: &ObjectRecord, with_checksum: bool) -> HeaderMap {
     if with_checksum {
         if let Some(checksum) = &record.checksum {
             set(checksum.algorithm.header_name(), &checksum.value);
-            let kind = if checksum.value.contains('-') {
-                "COMPOSITE"
-            } else {
-                "FULL_OBJECT"
-            };
-            set("x-amz-checksum-type", kind);
+            set("x-amz-checksum-type", checksum.kind.as_str());
         }
     }
     for (name, value) in &record.headers {
@@ -205,6 +200,20 @@ pub fn object_headers(record: &ObjectRecord, with_checksum: bool) -> HeaderMap {
     out
 }
 
+/// A conditional write: `If-None-Match: *` or `If-Match: <etag>`.
+pub fn write_condition(headers: &HeaderMap) -> Result<Option<WriteCondition>, S3Error> {
+    if let Some(value) = header(headers, "if-none-match") {
+        if value.trim() != "*" {
+            return Err(S3Error::new(
+                S3ErrorCode::NotImplemented,
+                "If-None-Match on a write only supports the value *.",
+            ));
+        }
+        return Ok(Some(WriteCondition::IfNoneMatch));
+    }
+    Ok(header(headers, "if-match").map(|etag| WriteCondition::IfMatch(etag.to_string())))
+}
+
 /// Why a conditional GET or HEAD does not return the object.
 #[derive(Debug, PartialEq, Eq)]
 pub enum ConditionFailure {
@@ -219,12 +228,31 @@ pub fn check_conditions(
     etag: &str,
     modified: SystemTime,
 ) -> Result<(), ConditionFailure> {
+    check_prefixed_conditions(headers, "", etag, modified)
+}
+
+/// The same conditions on a copy's source: `x-amz-copy-source-if-match` and friends.
+pub fn check_copy_source_conditions(
+    headers: &HeaderMap,
+    etag: &str,
+    modified: SystemTime,
+) -> Result<(), ConditionFailure> {
+    check_prefixed_conditions(headers, "x-amz-copy-source-", etag, modified)
+}
+
+fn check_prefixed_conditions(
+    headers: &HeaderMap,
+    prefix: &str,
+    etag: &str,
+    modified: SystemTime,
+) -> Result<(), ConditionFailure> {
+    let named = |name: &str| header(headers, &format!("{prefix}{name}"));
     let matches = |list: &str| {
         list.split(',')
             .map(|t| t.trim().trim_start_matches("W/").trim_matches('"'))
             .any(|t| t == "*" || t == etag)
     };
-    let date = |name| header(headers, name).and_then(|v| httpdate::parse_http_date(v).ok());
+    let date = |name| named(name).and_then(|v| httpdate::parse_http_date(v).ok());
     // HTTP dates have whole seconds.
     let modified_secs = modified
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -236,7 +264,7 @@ pub fn check_conditions(
             .unwrap_or(0)
     };
 
-    if let Some(list) = header(headers, "if-match") {
+    if let Some(list) = named("if-match") {
         if !matches(list) {
             return Err(ConditionFailure::PreconditionFailed);
         }
@@ -245,7 +273,7 @@ pub fn check_conditions(
             return Err(ConditionFailure::PreconditionFailed);
         }
     }
-    if let Some(list) = header(headers, "if-none-match") {
+    if let Some(list) = named("if-none-match") {
         if matches(list) {
             return Err(ConditionFailure::NotModified);
         }

@@ -212,6 +212,8 @@ impl From<ObjectError> for S3Error {
                 ),
             ),
             ObjectError::InvalidRange(_) => S3Error::from_code(C::InvalidRange),
+            ObjectError::InvalidPartNumber => S3Error::from_code(C::InvalidPartNumber),
+            ObjectError::PreconditionFailed => S3Error::from_code(C::PreconditionFailed),
             ObjectError::InvalidArgument(message) => S3Error::new(C::InvalidArgument, message),
             ObjectError::Erasure(ErasureError::ReadQuorum | ErasureError::WriteQuorum { .. }) => {
                 S3Error::from_code(C::ServiceUnavailable)

@@ -47,6 +47,20 @@ pub enum Endpoint {
         bucket: String,
         key: String,
     },
+    UploadPartCopy {
+        bucket: String,
+        key: String,
+        upload_id: String,
+        part_number: String,
+    },
+    ListParts {
+        bucket: String,
+        key: String,
+        upload_id: String,
+    },
+    ListMultipartUploads {
+        bucket: String,
+    },
     UploadPart {
         bucket: String,
         key: String,
@@ -82,6 +96,9 @@ impl Endpoint {
             Endpoint::DeleteObject { .. } => "DeleteObject",
             Endpoint::CreateMultipartUpload { .. } => "CreateMultipartUpload",
             Endpoint::UploadPart { .. } => "UploadPart",
+            Endpoint::UploadPartCopy { .. } => "UploadPartCopy",
+            Endpoint::ListParts { .. } => "ListParts",
+            Endpoint::ListMultipartUploads { .. } => "ListMultipartUploads",
             Endpoint::CompleteMultipartUpload { .. } => "CompleteMultipartUpload",
             Endpoint::AbortMultipartUpload { .. } => "AbortMultipartUpload",
         }
@@ -140,6 +157,15 @@ const LIST_V2_PARAMS: &[&str] = &[
     "fetch-owner",
 ];
 const LIST_V1_PARAMS: &[&str] = &["prefix", "delimiter", "max-keys", "marker", "encoding-type"];
+const LIST_UPLOADS_PARAMS: &[&str] = &[
+    "uploads",
+    "prefix",
+    "delimiter",
+    "key-marker",
+    "upload-id-marker",
+    "max-uploads",
+    "encoding-type",
+];
 
 /// Parses a request into an endpoint (path-style addressing: `/bucket/key`).
 pub fn parse(method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<Endpoint, S3Error> {
@@ -186,6 +212,10 @@ pub fn parse(method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<Endpoint
             Method::PUT => only(&[], Endpoint::CreateBucket { bucket }),
             Method::HEAD => only(&[], Endpoint::HeadBucket { bucket }),
             Method::DELETE => only(&[], Endpoint::DeleteBucket { bucket }),
+            Method::GET if query.has("uploads") => only(
+                LIST_UPLOADS_PARAMS,
+                Endpoint::ListMultipartUploads { bucket },
+            ),
             Method::GET if query.has("location") => {
                 only(&["location"], Endpoint::GetBucketLocation { bucket })
             }
@@ -197,22 +227,37 @@ pub fn parse(method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<Endpoint
         };
     }
     let upload_id = query.get("uploadId").map(str::to_string);
+    let part_number = query.get("partNumber").unwrap_or("").to_string();
     match (method.clone(), upload_id) {
-        (Method::PUT, Some(upload_id)) if !copy => {
-            let part_number = query.get("partNumber").unwrap_or("").to_string();
-            only(
-                &["uploadId", "partNumber"],
-                Endpoint::UploadPart {
-                    bucket,
-                    key,
-                    upload_id,
-                    part_number,
-                },
-            )
-        }
+        (Method::PUT, Some(upload_id)) if copy => only(
+            &["uploadId", "partNumber"],
+            Endpoint::UploadPartCopy {
+                bucket,
+                key,
+                upload_id,
+                part_number,
+            },
+        ),
+        (Method::PUT, Some(upload_id)) => only(
+            &["uploadId", "partNumber"],
+            Endpoint::UploadPart {
+                bucket,
+                key,
+                upload_id,
+                part_number,
+            },
+        ),
         (Method::PUT, None) if !copy => only(&[], Endpoint::PutObject { bucket, key }),
-        (Method::GET, None) => only(&[], Endpoint::GetObject { bucket, key }),
-        (Method::HEAD, None) => only(&[], Endpoint::HeadObject { bucket, key }),
+        (Method::GET, Some(upload_id)) => only(
+            &["uploadId", "max-parts", "part-number-marker"],
+            Endpoint::ListParts {
+                bucket,
+                key,
+                upload_id,
+            },
+        ),
+        (Method::GET, None) => only(&["partNumber"], Endpoint::GetObject { bucket, key }),
+        (Method::HEAD, None) => only(&["partNumber"], Endpoint::HeadObject { bucket, key }),
         (Method::DELETE, None) => only(&[], Endpoint::DeleteObject { bucket, key }),
         (Method::DELETE, Some(upload_id)) => only(
             &["uploadId"],
@@ -283,6 +328,28 @@ mod tests {
                 Method::GET,
                 "/bucket?list-type=2&prefix=a&max-keys=2",
                 Endpoint::ListObjectsV2 { bucket: b() },
+            ),
+            (
+                Method::GET,
+                "/bucket?uploads&prefix=p",
+                Endpoint::ListMultipartUploads { bucket: b() },
+            ),
+            (
+                Method::GET,
+                "/bucket/k?uploadId=u1&max-parts=2",
+                Endpoint::ListParts {
+                    bucket: b(),
+                    key: "k".into(),
+                    upload_id: "u1".into(),
+                },
+            ),
+            (
+                Method::GET,
+                "/bucket/k?partNumber=3",
+                Endpoint::GetObject {
+                    bucket: b(),
+                    key: "k".into(),
+                },
             ),
             (
                 Method::GET,
@@ -396,7 +463,6 @@ mod tests {
             (Method::PUT, "/bucket?versioning", HeaderMap::new()),
             (Method::GET, "/bucket/key?tagging", HeaderMap::new()),
             (Method::POST, "/bucket?delete", HeaderMap::new()),
-            (Method::GET, "/bucket?uploads", HeaderMap::new()),
             (Method::PUT, "/bucket/key", copy),
             (Method::POST, "/", HeaderMap::new()),
         ] {

@@ -138,16 +138,106 @@ pub struct CompleteMultipartUploadResult {
     pub key: String,
     #[serde(rename = "ETag")]
     pub etag: String,
+    #[serde(flatten)]
+    pub checksums: Checksums,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<String>,
+}
+
+/// The `Checksum*` elements of a part, one of which is set.
+#[derive(Debug, Default, Serialize)]
+pub struct Checksums {
     #[serde(rename = "ChecksumCRC32", skip_serializing_if = "Option::is_none")]
-    pub checksum_crc32: Option<String>,
+    pub crc32: Option<String>,
     #[serde(rename = "ChecksumCRC32C", skip_serializing_if = "Option::is_none")]
-    pub checksum_crc32c: Option<String>,
+    pub crc32c: Option<String>,
     #[serde(rename = "ChecksumCRC64NVME", skip_serializing_if = "Option::is_none")]
-    pub checksum_crc64nvme: Option<String>,
+    pub crc64nvme: Option<String>,
     #[serde(rename = "ChecksumSHA1", skip_serializing_if = "Option::is_none")]
-    pub checksum_sha1: Option<String>,
+    pub sha1: Option<String>,
     #[serde(rename = "ChecksumSHA256", skip_serializing_if = "Option::is_none")]
-    pub checksum_sha256: Option<String>,
+    pub sha256: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Part {
+    pub part_number: u32,
+    pub last_modified: String,
+    #[serde(rename = "ETag")]
+    pub etag: String,
+    pub size: u64,
+    #[serde(flatten)]
+    pub checksums: Checksums,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ListPartsResult {
+    #[serde(rename = "@xmlns", serialize_with = "ns")]
+    pub xmlns: (),
+    pub bucket: String,
+    pub key: String,
+    pub upload_id: String,
+    pub initiator: Owner,
+    pub owner: Owner,
+    pub storage_class: String,
+    pub part_number_marker: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_part_number_marker: Option<u32>,
+    pub max_parts: usize,
+    pub is_truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checksum_algorithm: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<String>,
+    pub part: Vec<Part>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Upload {
+    pub key: String,
+    pub upload_id: String,
+    pub initiator: Owner,
+    pub owner: Owner,
+    pub storage_class: String,
+    pub initiated: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ListMultipartUploadsResult {
+    #[serde(rename = "@xmlns", serialize_with = "ns")]
+    pub xmlns: (),
+    pub bucket: String,
+    pub key_marker: String,
+    pub upload_id_marker: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_key_marker: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_upload_id_marker: Option<String>,
+    pub prefix: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delimiter: Option<String>,
+    pub max_uploads: usize,
+    pub is_truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encoding_type: Option<String>,
+    pub upload: Vec<Upload>,
+    pub common_prefixes: Vec<CommonPrefix>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct CopyPartResult {
+    #[serde(rename = "@xmlns", serialize_with = "ns")]
+    pub xmlns: (),
+    pub last_modified: String,
+    #[serde(rename = "ETag")]
+    pub etag: String,
+    #[serde(flatten)]
+    pub checksums: Checksums,
 }
 
 #[derive(Debug, Serialize)]
@@ -253,5 +343,23 @@ mod tests {
             b"<CompleteMultipartUpload><Part><PartNumber>x</PartNumber><ETag>e</ETag></Part></CompleteMultipartUpload>",
         );
         assert_eq!(bad.unwrap_err().code, S3ErrorCode::MalformedXML);
+    }
+
+    #[test]
+    fn parts_render_their_one_checksum() {
+        let part = Part {
+            part_number: 2,
+            last_modified: "2026-01-01T00:00:00.000Z".into(),
+            etag: "\"e\"".into(),
+            size: 5,
+            checksums: Checksums {
+                crc32: Some("AAAAAA==".into()),
+                ..Checksums::default()
+            },
+        };
+        assert!(render("Part", &part).ends_with(
+            "<Part><PartNumber>2</PartNumber><LastModified>2026-01-01T00:00:00.000Z</LastModified>\
+             <ETag>\"e\"</ETag><Size>5</Size><ChecksumCRC32>AAAAAA==</ChecksumCRC32></Part>"
+        ));
     }
 }

@@ -85,6 +85,33 @@ impl ChecksumAlgorithm {
     }
 
     /// Checks that a client-supplied value is valid base64 of the right length.
+    /// Whether the checksum of a whole object can be combined from its parts' checksums
+    /// (S3's FULL_OBJECT type): true for the CRCs, false for the cryptographic hashes.
+    pub fn combinable(self) -> bool {
+        self.crc_algorithm().is_some()
+    }
+
+    fn crc_algorithm(self) -> Option<CrcAlgorithm> {
+        match self {
+            ChecksumAlgorithm::Crc32 => Some(CrcAlgorithm::Crc32IsoHdlc),
+            ChecksumAlgorithm::Crc32c => Some(CrcAlgorithm::Crc32Iscsi),
+            ChecksumAlgorithm::Crc64Nvme => Some(CrcAlgorithm::Crc64Nvme),
+            ChecksumAlgorithm::Sha1 | ChecksumAlgorithm::Sha256 => None,
+        }
+    }
+
+    /// The base64 CRC of `a ‖ b` from the base64 CRCs of `a` and `b` and the length of `b`.
+    pub fn combine_base64(self, a: &str, b: &str, b_len: u64) -> Option<String> {
+        let crc = self.crc_algorithm()?;
+        let width = self.digest_len();
+        let decode = |v: &str| -> Option<u64> {
+            let raw = BASE64.decode(v).ok().filter(|r| r.len() == width)?;
+            Some(raw.iter().fold(0u64, |acc, &byte| (acc << 8) | byte as u64))
+        };
+        let combined = crc_fast::checksum_combine(crc, decode(a)?, decode(b)?, b_len);
+        Some(BASE64.encode(&combined.to_be_bytes()[8 - width..]))
+    }
+
     pub fn is_valid_value(self, base64: &str) -> bool {
         BASE64
             .decode(base64)
@@ -93,6 +120,34 @@ impl ChecksumAlgorithm {
 }
 
 /// Incremental checksum of one algorithm.
+/// How the checksum of a multipart object is formed (S3's `ChecksumType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum ChecksumType {
+    /// The checksum of the whole body (every single PUT; CRCs of multipart objects on request).
+    #[default]
+    FullObject,
+    /// The checksum of the parts' checksums, shown with a `-N` suffix.
+    Composite,
+}
+
+impl ChecksumType {
+    /// From S3's names `FULL_OBJECT` and `COMPOSITE`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name.to_ascii_uppercase().as_str() {
+            "FULL_OBJECT" => Some(ChecksumType::FullObject),
+            "COMPOSITE" => Some(ChecksumType::Composite),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChecksumType::FullObject => "FULL_OBJECT",
+            ChecksumType::Composite => "COMPOSITE",
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct ChecksumHasher {
     algorithm: ChecksumAlgorithm,
@@ -228,5 +283,27 @@ mod tests {
         assert!(!Crc32c.is_valid_value("DUoRhQ"), "padding is required");
         assert!(!Sha256.is_valid_value("not base64!"));
         assert!(!Crc32.is_valid_value(""));
+    }
+
+    #[test]
+    fn crcs_of_parts_combine_into_the_crc_of_the_whole() {
+        let (a, b) = (b"hello ".as_slice(), b"world, and more".as_slice());
+        for algorithm in [
+            ChecksumAlgorithm::Crc32,
+            ChecksumAlgorithm::Crc32c,
+            ChecksumAlgorithm::Crc64Nvme,
+        ] {
+            let crc = |data: &[u8]| {
+                let mut h = algorithm.hasher();
+                h.update(data);
+                h.finish_base64()
+            };
+            let whole = crc(&[a, b].concat());
+            let combined = algorithm.combine_base64(&crc(a), &crc(b), b.len() as u64);
+            assert_eq!(combined.as_deref(), Some(whole.as_str()), "{algorithm:?}");
+        }
+        assert!(ChecksumAlgorithm::Sha256
+            .combine_base64("a", "b", 1)
+            .is_none());
     }
 }

@@ -8,7 +8,7 @@ use md5::{Digest, Md5};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::checksum::ChecksumAlgorithm;
+use super::checksum::{ChecksumAlgorithm, ChecksumType};
 use super::{ObjectError, StoredChecksum};
 use crate::body::TrailerSlot;
 
@@ -23,12 +23,17 @@ pub enum ExpectedChecksum {
     Value(ChecksumAlgorithm, String),
     /// Announced in `x-amz-trailer`; its value arrives after the body.
     Trailer(ChecksumAlgorithm, Arc<TrailerSlot>),
+    /// Not sent by the client, but needed (a part of an upload with a checksum algorithm):
+    /// computed and stored, nothing to compare.
+    Compute(ChecksumAlgorithm),
 }
 
 impl ExpectedChecksum {
     pub fn algorithm(&self) -> ChecksumAlgorithm {
         match self {
-            ExpectedChecksum::Value(a, _) | ExpectedChecksum::Trailer(a, _) => *a,
+            ExpectedChecksum::Value(a, _)
+            | ExpectedChecksum::Trailer(a, _)
+            | ExpectedChecksum::Compute(a) => *a,
         }
     }
 
@@ -38,11 +43,13 @@ impl ExpectedChecksum {
         let expected = match self {
             ExpectedChecksum::Value(_, v) => Some(v.as_str()),
             ExpectedChecksum::Trailer(_, slot) => slot.get(algorithm.header_name()),
+            ExpectedChecksum::Compute(_) => Some(computed),
         };
         match expected {
             Some(v) if v == computed => Ok(StoredChecksum {
                 algorithm,
                 value: computed.to_string(),
+                kind: ChecksumType::FullObject,
             }),
             Some(_) => Err(ObjectError::ChecksumMismatch(algorithm)),
             None => Err(ObjectError::InvalidArgument(format!(

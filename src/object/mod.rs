@@ -13,6 +13,8 @@ mod multipart;
 mod names;
 mod objects;
 mod record;
+mod span;
+mod uploads;
 mod version;
 
 use std::sync::Arc;
@@ -24,13 +26,15 @@ use thiserror::Error;
 use crate::erasure::{ErasureError, ErasureSet};
 use crate::storage::{DriveError, MetaTable};
 
-pub use checksum::ChecksumAlgorithm;
+pub use checksum::{ChecksumAlgorithm, ChecksumType};
 pub use hashing::ExpectedChecksum;
 pub use list::{ListEntry, ListPage, ListQuery};
-pub use multipart::{CompletedPart, UploadOptions};
+pub use multipart::{CompleteOptions, CompletedPart, PartsPage, UploadOptions};
 pub use names::{BucketName, ObjectKey, MAX_KEY_LEN};
-pub use objects::{ByteRange, GetOptions, GetResult, PutOptions};
+pub use objects::{GetOptions, GetResult, PutOptions, WriteCondition};
 pub use record::{BucketRecord, ObjectRecord, StoredChecksum};
+pub use span::{ByteRange, ReadSpan};
+pub use uploads::{UploadEntry, UploadQuery, UploadsPage};
 
 use locks::NamespaceLocks;
 
@@ -66,6 +70,10 @@ pub enum ObjectError {
     BadDigest,
     #[error("{} checksum does not match the body", .0.as_str())]
     ChecksumMismatch(ChecksumAlgorithm),
+    #[error("precondition failed")]
+    PreconditionFailed,
+    #[error("part number beyond the object's parts")]
+    InvalidPartNumber,
     #[error("range not satisfiable for size {0}")]
     InvalidRange(u64),
     #[error("invalid argument: {0}")]
@@ -80,7 +88,12 @@ pub enum ObjectError {
 pub struct ObjectStore {
     sets: Vec<ErasureSet>,
     placement_key: (u64, u64),
+    /// Object keys: held by readers of metadata and by commits.
     locks: NamespaceLocks,
+    /// Multipart uploads: read by part commits, written by completion and abort.
+    upload_locks: NamespaceLocks,
+    /// Part numbers of an upload: a part sent twice commits once at a time.
+    part_locks: NamespaceLocks,
 }
 
 impl ObjectStore {
@@ -95,6 +108,8 @@ impl ObjectStore {
             sets,
             placement_key: (k0, k1),
             locks: NamespaceLocks::new(),
+            upload_locks: NamespaceLocks::new(),
+            part_locks: NamespaceLocks::new(),
         })
     }
 
@@ -204,6 +219,6 @@ pub(crate) fn require_write_quorum<T>(
 }
 
 /// Now, in Unix milliseconds.
-pub(crate) fn now_ms() -> i64 {
+pub fn now_ms() -> i64 {
     (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
 }

@@ -1,5 +1,10 @@
 //! Multipart uploads: parts are erasure-coded straight into the upload's data folder, which
 //! becomes the object's at completion, so completing copies no data.
+//!
+//! Locking: a part commits under a read lock on its upload and a write lock on its part
+//! number, so different parts commit side by side and a part sent twice at once commits
+//! once at a time; completion and abort take the upload's write lock, so no part can slip in
+//! between the moment they read the parts and the moment they remove the upload.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -8,10 +13,10 @@ use base64::Engine;
 use md5::{Digest, Md5};
 use uuid::Uuid;
 
-use super::checksum::ChecksumAlgorithm;
+use super::checksum::{ChecksumAlgorithm, ChecksumType};
 use super::commit::commit;
-use super::hashing;
-use super::objects::place_staged;
+use super::hashing::ExpectedChecksum;
+use super::objects::{place_staged, write_verified, NewVersion, WriteCondition};
 use super::record::{
     self, part_key, parts_prefix, upload_key, ObjectRecord, PartInfo, PartRecord, StoredChecksum,
     UploadRecord,
@@ -36,6 +41,8 @@ pub struct UploadOptions {
     pub user_meta: Vec<(String, String)>,
     pub headers: Vec<(String, String)>,
     pub checksum_algorithm: Option<ChecksumAlgorithm>,
+    /// `x-amz-checksum-type`; S3's default is COMPOSITE (FULL_OBJECT for CRC64NVME).
+    pub checksum_type: Option<ChecksumType>,
 }
 
 /// A part as listed in CompleteMultipartUpload.
@@ -43,6 +50,23 @@ pub struct UploadOptions {
 pub struct CompletedPart {
     pub number: u32,
     pub etag: String,
+}
+
+/// What CompleteMultipartUpload asks for.
+#[derive(Debug, Clone, Default)]
+pub struct CompleteOptions {
+    pub parts: Vec<CompletedPart>,
+    pub condition: Option<WriteCondition>,
+    /// The whole object's checksum as the client computed it, to be checked.
+    pub checksum: Option<(ChecksumAlgorithm, String)>,
+}
+
+/// One page of ListParts.
+#[derive(Debug, Clone)]
+pub struct PartsPage {
+    pub upload: UploadRecord,
+    pub parts: Vec<PartRecord>,
+    pub truncated: bool,
 }
 
 impl ObjectStore {
@@ -53,8 +77,31 @@ impl ObjectStore {
         options: UploadOptions,
     ) -> Result<String, ObjectError> {
         self.bucket(bucket).await?;
+        let checksum_type = match (options.checksum_algorithm, options.checksum_type) {
+            (Some(a), Some(ChecksumType::FullObject)) if !a.combinable() => {
+                return Err(ObjectError::InvalidArgument(format!(
+                    "The FULL_OBJECT checksum type cannot be used with the {} checksum algorithm.",
+                    a.as_str()
+                )))
+            }
+            (Some(ChecksumAlgorithm::Crc64Nvme), Some(ChecksumType::Composite)) => {
+                return Err(ObjectError::InvalidArgument(
+                    "The COMPOSITE checksum type cannot be used with the CRC64NVME checksum algorithm."
+                        .into(),
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(ObjectError::InvalidArgument(
+                    "x-amz-checksum-type needs x-amz-checksum-algorithm".into(),
+                ))
+            }
+            (_, Some(kind)) => kind,
+            (Some(ChecksumAlgorithm::Crc64Nvme), None) => ChecksumType::FullObject,
+            (_, None) => ChecksumType::Composite,
+        };
         let set = self.set_for(bucket, key);
-        let upload_id = Uuid::new_v4().simple().to_string();
+        // Time-ordered ids list the uploads of one key in the order they were started.
+        let upload_id = Uuid::now_v7().simple().to_string();
         let record = UploadRecord {
             bucket: bucket.to_string(),
             key: key.to_string(),
@@ -64,6 +111,7 @@ impl ObjectStore {
             user_meta: options.user_meta,
             headers: options.headers,
             checksum_algorithm: options.checksum_algorithm,
+            checksum_type,
         };
         let results = set
             .meta_apply_all(vec![MetaOp::Put {
@@ -76,7 +124,7 @@ impl ObjectStore {
         Ok(upload_id)
     }
 
-    async fn upload(
+    pub(crate) async fn upload(
         &self,
         set: &ErasureSet,
         bucket: &BucketName,
@@ -102,7 +150,7 @@ impl ObjectStore {
         upload_id: &str,
         number: u32,
         body: ByteStream,
-        options: PutOptions,
+        mut options: PutOptions,
     ) -> Result<PartInfo, ObjectError> {
         if !(1..=MAX_PART_NUMBER).contains(&number) {
             return Err(ObjectError::InvalidArgument(
@@ -112,68 +160,64 @@ impl ObjectStore {
         let bucket_record = self.bucket(bucket).await?;
         let set = self.set_for(bucket, key);
         let upload = self.upload(set, bucket, key, upload_id).await?;
+        // The object's checksum is made from its parts': every part gets one.
+        if options.checksum.is_none() {
+            options.checksum = upload.checksum_algorithm.map(ExpectedChecksum::Compute);
+        }
         // A fresh file name per upload of a part: a part sent twice at once can never mix
         // shards of both attempts.
         let file = format!("part.{number}.{}", Uuid::new_v4().simple());
-        let (tap, digests) = hashing::start(options.checksum.as_ref().map(|c| c.algorithm()));
         // Parts are never inline: they must end up in the upload's data folder.
-        let outcome = set.write_stream(body, &file, 0, tap).await?;
-        let digests = digests
-            .await
-            .map_err(|e| ObjectError::Internal(e.to_string()))?;
-        let staged = match outcome.encoded {
-            Encoded::Staged { staging, holders } => Some((staging, holders)),
-            Encoded::Inline(_) => None,
-        };
-        let checked = (|| {
-            if options.content_md5.is_some_and(|m| m != digests.md5) {
-                return Err(ObjectError::BadDigest);
-            }
-            match (&options.checksum, &digests.checksum) {
-                (Some(expected), Some(computed)) => expected.check(computed).map(Some),
-                _ => Ok(None),
-            }
-        })();
-        let checksum = match checked {
-            Ok(checksum) => checksum,
-            Err(e) => {
-                if let Some((staging, _)) = staged {
-                    set.remove_staged(staging).await;
-                }
-                return Err(e);
-            }
-        };
-
+        let written = write_verified(set, body, &file, 0, &options).await?;
         let dir = DataDir {
             bucket_id: bucket_record.id.clone(),
             data_id: upload.data_id,
         };
-        if let Some((staging, holders)) = &staged {
-            place_staged(set, *staging, holders, &dir).await?;
-        }
+        let stored_file = match written.outcome.encoded {
+            Encoded::Staged { staging, holders } => {
+                place_staged(set, staging, &holders, &dir).await?;
+                file
+            }
+            // An empty part has no shards.
+            Encoded::Inline(_) => String::new(),
+        };
         let info = PartInfo {
             number,
-            size: outcome.size,
-            etag: hex::encode(digests.md5),
-            file: if staged.is_some() {
-                file
-            } else {
-                String::new()
-            },
-            checksum,
+            size: written.outcome.size,
+            etag: hex::encode(written.md5),
+            file: stored_file,
+            checksum: written.checksum,
         };
+        self.commit_part(set, bucket, key, upload_id, &dir, &info)
+            .await?;
+        Ok(info)
+    }
+
+    async fn commit_part(
+        &self,
+        set: &ErasureSet,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        upload_id: &str,
+        dir: &DataDir,
+        info: &PartInfo,
+    ) -> Result<(), ObjectError> {
+        let db_key = part_key(upload_id, info.number);
         let part = PartRecord {
             info: info.clone(),
             modified_ms: now_ms(),
         };
-        let db_key = part_key(upload_id, number);
-        let ops = vec![MetaOp::Put {
-            table: MetaTable::Parts,
-            key: db_key.clone(),
-            value: record::encode(&part),
-        }];
-        let lock_name = format!("{upload_id}/{number}");
-        let guard = self.locks.write(bucket.as_str(), &lock_name).await;
+        let own_file = std::slice::from_ref(&info.file);
+        let _upload = self.upload_locks.read(bucket.as_str(), upload_id).await;
+        let _part = self
+            .part_locks
+            .write(upload_id, &info.number.to_string())
+            .await;
+        // Completed or aborted while the part streamed in: its data has nowhere to go.
+        if let Err(e) = self.upload(set, bucket, key, upload_id).await {
+            set.delete_data_files(dir, own_file).await;
+            return Err(e);
+        }
         let mut replaced: Vec<String> = set
             .meta_get_all(MetaTable::Parts, &db_key)
             .await
@@ -186,17 +230,19 @@ impl ObjectStore {
             .collect();
         replaced.sort();
         replaced.dedup();
-        let committed = commit(set, vec![Some(ops); set.drives().len()]).await;
-        drop(guard);
-        if let Err(e) = committed {
-            set.delete_data_files(&dir, std::slice::from_ref(&info.file))
-                .await;
+        let ops = vec![MetaOp::Put {
+            table: MetaTable::Parts,
+            key: db_key,
+            value: record::encode(&part),
+        }];
+        if let Err(e) = commit(set, vec![Some(ops); set.drives().len()]).await {
+            set.delete_data_files(dir, own_file).await;
             return Err(e);
         }
         if !replaced.is_empty() {
-            set.delete_data_files(&dir, &replaced).await;
+            set.delete_data_files(dir, &replaced).await;
         }
-        Ok(info)
+        Ok(())
     }
 
     /// The parts of an upload that a read quorum agrees on, by part number.
@@ -204,7 +250,7 @@ impl ObjectStore {
         &self,
         set: &ErasureSet,
         upload_id: &str,
-    ) -> Result<BTreeMap<u32, PartInfo>, ObjectError> {
+    ) -> Result<BTreeMap<u32, PartRecord>, ObjectError> {
         let prefix = parts_prefix(upload_id);
         let scans = set
             .meta_scan_all(
@@ -217,16 +263,20 @@ impl ObjectStore {
         if scans.iter().filter(|s| s.is_ok()).count() < set.read_quorum() {
             return Err(ErasureError::ReadQuorum.into());
         }
-        let mut copies: BTreeMap<u32, Vec<PartInfo>> = BTreeMap::new();
+        let mut copies: BTreeMap<u32, Vec<PartRecord>> = BTreeMap::new();
         for (_, value) in scans.iter().flatten().flatten() {
             if let Ok(part) = record::decode::<PartRecord>(value) {
-                copies.entry(part.info.number).or_default().push(part.info);
+                copies.entry(part.info.number).or_default().push(part);
             }
         }
         let mut parts = BTreeMap::new();
         for (number, copies) in copies {
             let agreed = copies.iter().find(|candidate| {
-                copies.iter().filter(|c| c.file == candidate.file).count() >= set.read_quorum()
+                copies
+                    .iter()
+                    .filter(|c| c.info.file == candidate.info.file)
+                    .count()
+                    >= set.read_quorum()
             });
             if let Some(part) = agreed {
                 parts.insert(number, part.clone());
@@ -235,16 +285,45 @@ impl ObjectStore {
         Ok(parts)
     }
 
+    /// ListParts: the parts after `marker`, at most `max`.
+    pub async fn list_parts(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        upload_id: &str,
+        marker: u32,
+        max: usize,
+    ) -> Result<PartsPage, ObjectError> {
+        self.bucket(bucket).await?;
+        let set = self.set_for(bucket, key);
+        let upload = self.upload(set, bucket, key, upload_id).await?;
+        let mut parts: Vec<PartRecord> = self
+            .stored_parts(set, upload_id)
+            .await?
+            .into_values()
+            .filter(|p| p.info.number > marker)
+            .collect();
+        let truncated = parts.len() > max;
+        parts.truncate(max);
+        Ok(PartsPage {
+            upload,
+            parts,
+            truncated,
+        })
+    }
+
     pub async fn complete_multipart_upload(
         &self,
         bucket: &BucketName,
         key: &ObjectKey,
         upload_id: &str,
-        requested: &[CompletedPart],
+        options: CompleteOptions,
     ) -> Result<ObjectRecord, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
         let set = self.set_for(bucket, key);
+        let _upload_lock = self.upload_locks.write(bucket.as_str(), upload_id).await;
         let upload = self.upload(set, bucket, key, upload_id).await?;
+        let requested = &options.parts;
         if requested.windows(2).any(|w| w[0].number >= w[1].number) {
             return Err(ObjectError::InvalidPartOrder);
         }
@@ -252,10 +331,10 @@ impl ObjectStore {
         let mut parts = Vec::with_capacity(requested.len());
         for wanted in requested {
             let part = stored.get(&wanted.number).ok_or(ObjectError::InvalidPart)?;
-            if part.etag != wanted.etag.trim_matches('"').to_ascii_lowercase() {
+            if part.info.etag != wanted.etag.trim_matches('"').to_ascii_lowercase() {
                 return Err(ObjectError::InvalidPart);
             }
-            parts.push(part.clone());
+            parts.push(part.info.clone());
         }
         if let Some(small) = parts[..parts.len().saturating_sub(1)]
             .iter()
@@ -263,26 +342,34 @@ impl ObjectStore {
         {
             return Err(ObjectError::EntityTooSmall(small.number));
         }
+        let checksum = object_checksum(&upload, &parts);
+        if let Some((algorithm, expected)) = &options.checksum {
+            let matches = checksum
+                .as_ref()
+                .is_some_and(|c| c.algorithm == *algorithm && c.value == *expected);
+            if !matches {
+                return Err(ObjectError::ChecksumMismatch(*algorithm));
+            }
+        }
 
         let mut md5s = Md5::new();
         for part in &parts {
             md5s.update(hex::decode(&part.etag).unwrap_or_default());
         }
-        let etag = format!("{}-{}", hex::encode(md5s.finalize()), parts.len());
         let record = ObjectRecord {
             size: parts.iter().map(|p| p.size).sum(),
-            etag,
+            etag: format!("{}-{}", hex::encode(md5s.finalize()), parts.len()),
             modified_ms: now_ms(),
             data_id: upload.data_id,
             content_type: upload.content_type.clone(),
             user_meta: upload.user_meta.clone(),
             headers: upload.headers.clone(),
-            checksum: composite_checksum(upload.checksum_algorithm, &parts),
+            checksum,
             data_shards: set.data_shards() as u8,
             parity_shards: set.parity_shards() as u8,
             block_size: set.block_size() as u32,
             inline: false,
-            parts: parts.into_iter().filter(|p| p.size > 0).collect(),
+            parts,
             superseded: None,
         };
         let mut extra = vec![MetaOp::Delete {
@@ -293,12 +380,23 @@ impl ObjectStore {
             table: MetaTable::Parts,
             key: part_key(upload_id, n),
         }));
-        self.commit_version(set, &bucket_record, key, &record, None, extra)
-            .await?;
+        self.commit_version(
+            set,
+            &bucket_record,
+            key,
+            NewVersion {
+                record: &record,
+                inline: None,
+                extra,
+                condition: options.condition.as_ref(),
+            },
+        )
+        .await?;
         let unused: Vec<String> = stored
             .values()
-            .filter(|p| !p.file.is_empty() && !record.parts.iter().any(|u| u.file == p.file))
-            .map(|p| p.file.clone())
+            .map(|p| &p.info.file)
+            .filter(|f| !f.is_empty() && !record.parts.iter().any(|u| u.file == **f))
+            .cloned()
             .collect();
         if !unused.is_empty() {
             let dir = DataDir {
@@ -318,6 +416,7 @@ impl ObjectStore {
     ) -> Result<(), ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
         let set = self.set_for(bucket, key);
+        let _upload_lock = self.upload_locks.write(bucket.as_str(), upload_id).await;
         let upload = self.upload(set, bucket, key, upload_id).await?;
         let results = set
             .meta_apply_all(vec![
@@ -341,23 +440,42 @@ impl ObjectStore {
     }
 }
 
-/// S3's COMPOSITE checksum of a multipart object: the checksum of the concatenated binary
-/// part checksums, with the part count appended.
-fn composite_checksum(
-    algorithm: Option<ChecksumAlgorithm>,
-    parts: &[PartInfo],
-) -> Option<StoredChecksum> {
-    let algorithm = algorithm?;
-    let mut hasher = algorithm.hasher();
-    for part in parts {
-        let value = &part.checksum.as_ref()?.value;
-        let raw = base64::engine::general_purpose::STANDARD
-            .decode(value)
-            .ok()?;
-        hasher.update(&raw);
-    }
+/// The checksum of a completed object, from its parts' checksums: COMPOSITE (the checksum
+/// of the concatenated binary part checksums, with the part count appended) or FULL_OBJECT
+/// (the CRCs of the parts combined into the CRC of the whole body).
+fn object_checksum(upload: &UploadRecord, parts: &[PartInfo]) -> Option<StoredChecksum> {
+    let algorithm = upload.checksum_algorithm?;
+    let values: Vec<&str> = parts
+        .iter()
+        .map(|p| {
+            p.checksum
+                .as_ref()
+                .filter(|c| c.algorithm == algorithm)
+                .map(|c| c.value.as_str())
+        })
+        .collect::<Option<_>>()?;
+    let value = match upload.checksum_type {
+        ChecksumType::Composite => {
+            let mut hasher = algorithm.hasher();
+            for value in values {
+                let raw = base64::engine::general_purpose::STANDARD
+                    .decode(value)
+                    .ok()?;
+                hasher.update(&raw);
+            }
+            format!("{}-{}", hasher.finish_base64(), parts.len())
+        }
+        ChecksumType::FullObject => {
+            let mut combined = algorithm.hasher().finish_base64();
+            for (value, part) in values.into_iter().zip(parts) {
+                combined = algorithm.combine_base64(&combined, value, part.size)?;
+            }
+            combined
+        }
+    };
     Some(StoredChecksum {
         algorithm,
-        value: format!("{}-{}", hasher.finish_base64(), parts.len()),
+        value,
+        kind: upload.checksum_type,
     })
 }

@@ -8,11 +8,15 @@ use uuid::Uuid;
 
 use super::commit::commit;
 use super::hashing::{self, ExpectedChecksum};
-use super::record::{self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo};
+use super::record::{
+    self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, StoredChecksum,
+};
 use super::version::{agree_on_version, read_records, replaced_versions};
-use super::{now_ms, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, INLINE_LIMIT};
+use super::{
+    now_ms, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, ReadSpan, INLINE_LIMIT,
+};
 use crate::body::ByteStream;
-use crate::erasure::{Encoded, ErasureError, ErasureSet, ShardSource};
+use crate::erasure::{Encoded, ErasureError, ErasureSet, ShardSource, WriteOutcome};
 use crate::storage::{DataDir, MetaOp, MetaTable};
 
 /// What a PUT stores beside the data.
@@ -24,34 +28,51 @@ pub struct PutOptions {
     /// Content-MD5 sent by the client; the body must match it.
     pub content_md5: Option<[u8; 16]>,
     pub checksum: Option<ExpectedChecksum>,
+    /// Commit only if the key's current state allows it.
+    pub condition: Option<WriteCondition>,
 }
 
-/// A `Range: bytes=` request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ByteRange {
-    /// `bytes=first-` or `bytes=first-last` (inclusive).
-    From { first: u64, last: Option<u64> },
-    /// `bytes=-n`: the last n bytes.
-    Suffix(u64),
+/// A conditional write, checked atomically with the commit: checkpoint writers use it so that
+/// two writers never clobber each other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteCondition {
+    /// `If-None-Match: *`: only create, never overwrite.
+    IfNoneMatch,
+    /// `If-Match: <etag>`: only replace this version.
+    IfMatch(String),
 }
 
-impl ByteRange {
-    /// The half-open byte span this range selects in an object of `size` bytes.
-    pub fn resolve(self, size: u64) -> Result<(u64, u64), ObjectError> {
-        match self {
-            ByteRange::From { first, last } if first < size => {
-                let end = last.map_or(size, |l| (l + 1).min(size));
-                Ok((first, end))
+impl WriteCondition {
+    fn check(&self, current: Option<&ObjectRecord>) -> Result<(), ObjectError> {
+        match (self, current) {
+            (WriteCondition::IfNoneMatch, None) => Ok(()),
+            (WriteCondition::IfNoneMatch, Some(_)) => Err(ObjectError::PreconditionFailed),
+            (WriteCondition::IfMatch(_), None) => Err(ObjectError::NoSuchKey),
+            (WriteCondition::IfMatch(etag), Some(record)) => {
+                let wanted = etag.trim().trim_start_matches("W/").trim_matches('"');
+                if wanted == "*" || wanted == record.etag {
+                    Ok(())
+                } else {
+                    Err(ObjectError::PreconditionFailed)
+                }
             }
-            ByteRange::Suffix(n) if n > 0 && size > 0 => Ok((size.saturating_sub(n), size)),
-            _ => Err(ObjectError::InvalidRange(size)),
         }
     }
 }
 
 #[derive(Debug, Default, Clone)]
 pub struct GetOptions {
-    pub range: Option<ByteRange>,
+    pub span: Option<ReadSpan>,
+}
+
+/// A version about to be committed.
+pub(crate) struct NewVersion<'a> {
+    pub record: &'a ObjectRecord,
+    /// Each drive's inline chunk, for small objects.
+    pub inline: Option<Vec<Bytes>>,
+    /// Other changes committed with it on every drive (e.g. removing the upload).
+    pub extra: Vec<MetaOp>,
+    pub condition: Option<&'a WriteCondition>,
 }
 
 /// An object being read.
@@ -72,36 +93,14 @@ impl ObjectStore {
     ) -> Result<ObjectRecord, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
         let set = self.set_for(bucket, key);
-        let (tap, digests) = hashing::start(options.checksum.as_ref().map(|c| c.algorithm()));
-        let outcome = set.write_stream(body, "part.1", INLINE_LIMIT, tap).await?;
-        let digests = digests
-            .await
-            .map_err(|e| ObjectError::Internal(e.to_string()))?;
+        let written = write_verified(set, body, "part.1", INLINE_LIMIT, &options).await?;
+        let (outcome, checksum) = (written.outcome, written.checksum);
         let data_dir = DataDir {
             bucket_id: bucket_record.id.clone(),
             data_id: Uuid::new_v4(),
         };
 
-        let verified = (|| {
-            if options.content_md5.is_some_and(|m| m != digests.md5) {
-                return Err(ObjectError::BadDigest);
-            }
-            match (&options.checksum, &digests.checksum) {
-                (Some(expected), Some(computed)) => expected.check(computed).map(Some),
-                _ => Ok(None),
-            }
-        })();
-        let checksum = match verified {
-            Ok(checksum) => checksum,
-            Err(e) => {
-                if let Encoded::Staged { staging, .. } = &outcome.encoded {
-                    set.remove_staged(*staging).await;
-                }
-                return Err(e);
-            }
-        };
-
-        let etag = hex::encode(digests.md5);
+        let etag = hex::encode(written.md5);
         let mut record = ObjectRecord {
             size: outcome.size,
             etag: etag.clone(),
@@ -136,7 +135,17 @@ impl ObjectStore {
             }
         };
         let committed = self
-            .commit_version(set, &bucket_record, key, &record, inline, Vec::new())
+            .commit_version(
+                set,
+                &bucket_record,
+                key,
+                NewVersion {
+                    record: &record,
+                    inline,
+                    extra: Vec::new(),
+                    condition: options.condition.as_ref(),
+                },
+            )
             .await;
         if committed.is_err() && !record.inline {
             set.delete_data_dir(&data_dir).await;
@@ -152,13 +161,24 @@ impl ObjectStore {
         set: &ErasureSet,
         bucket: &BucketRecord,
         key: &ObjectKey,
-        record: &ObjectRecord,
-        inline: Option<Vec<Bytes>>,
-        extra: Vec<MetaOp>,
+        version: NewVersion<'_>,
     ) -> Result<(), ObjectError> {
+        let NewVersion {
+            record,
+            inline,
+            extra,
+            condition,
+        } = version;
         let db_key = object_key(&bucket.name, key.as_str());
         let guard = self.locks.write(&bucket.name, key.as_str()).await;
         let current = read_records(set, &bucket.name, key.as_str()).await;
+        if let Some(condition) = condition {
+            let version = match agree_on_version(set, &current)? {
+                Agreement::Found { value, .. } => Some(value),
+                Agreement::NotFound => None,
+            };
+            condition.check(version.as_ref())?;
+        }
         let batches = current
             .iter()
             .enumerate()
@@ -254,7 +274,7 @@ impl ObjectStore {
             Agreement::Found { value, holders } => (value, holders),
             Agreement::NotFound => return Err(ObjectError::NoSuchKey),
         };
-        let range = options.range.map(|r| r.resolve(record.size)).transpose()?;
+        let range = options.span.map(|r| record.resolve_span(r)).transpose()?;
         let (start, end) = range.unwrap_or((0, record.size));
 
         let mut streams: Vec<ByteStream> = Vec::new();
@@ -346,6 +366,50 @@ impl ObjectStore {
     }
 }
 
+/// A body written to staging and checked against what the client announced.
+pub(crate) struct VerifiedWrite {
+    pub outcome: WriteOutcome,
+    pub md5: [u8; 16],
+    pub checksum: Option<StoredChecksum>,
+}
+
+/// Writes a body through an erasure set while a thread beside it hashes every block, then
+/// checks Content-MD5 and the flexible checksum; on a mismatch the staged data is removed.
+pub(crate) async fn write_verified(
+    set: &ErasureSet,
+    body: ByteStream,
+    file_name: &str,
+    inline_limit: usize,
+    options: &PutOptions,
+) -> Result<VerifiedWrite, ObjectError> {
+    let (tap, digests) = hashing::start(options.checksum.as_ref().map(|c| c.algorithm()));
+    let outcome = set.write_stream(body, file_name, inline_limit, tap).await?;
+    let digests = digests
+        .await
+        .map_err(|e| ObjectError::Internal(e.to_string()))?;
+    let checked = if options.content_md5.is_some_and(|m| m != digests.md5) {
+        Err(ObjectError::BadDigest)
+    } else {
+        match (&options.checksum, &digests.checksum) {
+            (Some(expected), Some(computed)) => expected.check(computed).map(Some),
+            _ => Ok(None),
+        }
+    };
+    match checked {
+        Ok(checksum) => Ok(VerifiedWrite {
+            outcome,
+            md5: digests.md5,
+            checksum,
+        }),
+        Err(e) => {
+            if let Encoded::Staged { staging, .. } = &outcome.encoded {
+                set.remove_staged(*staging).await;
+            }
+            Err(e)
+        }
+    }
+}
+
 /// Moves staged shard files into the version's data folder; fails unless a write quorum
 /// of drives did so.
 pub(crate) async fn place_staged(
@@ -377,24 +441,5 @@ fn read_failure(err: std::io::Error) -> ObjectError {
         Some(Ok(erasure)) => ObjectError::Erasure(*erasure),
         Some(Err(other)) => ObjectError::Internal(other.to_string()),
         None => ObjectError::Erasure(ErasureError::ReadQuorum),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ranges_resolve_like_s3() {
-        let from = |first, last| ByteRange::From { first, last };
-        assert_eq!(from(0, Some(9)).resolve(100).unwrap(), (0, 10));
-        assert_eq!(from(90, Some(200)).resolve(100).unwrap(), (90, 100));
-        assert_eq!(from(10, None).resolve(100).unwrap(), (10, 100));
-        assert_eq!(ByteRange::Suffix(10).resolve(100).unwrap(), (90, 100));
-        assert_eq!(ByteRange::Suffix(500).resolve(100).unwrap(), (0, 100));
-        assert!(from(100, None).resolve(100).is_err());
-        assert!(from(0, None).resolve(0).is_err());
-        assert!(ByteRange::Suffix(0).resolve(100).is_err());
-        assert!(ByteRange::Suffix(5).resolve(0).is_err());
     }
 }

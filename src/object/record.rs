@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::checksum::ChecksumAlgorithm;
+use super::checksum::{ChecksumAlgorithm, ChecksumType};
 use super::ObjectError;
 
 /// Format version written in front of every record.
@@ -43,6 +43,8 @@ pub struct StoredChecksum {
     pub algorithm: ChecksumAlgorithm,
     /// Base64 of the digest, as S3 shows it (with a `-N` suffix for composite checksums).
     pub value: String,
+    #[serde(default)]
+    pub kind: ChecksumType,
 }
 
 /// One part of an object's data: a shard file per drive.
@@ -107,6 +109,9 @@ pub struct UploadRecord {
     pub headers: Vec<(String, String)>,
     #[serde(default)]
     pub checksum_algorithm: Option<ChecksumAlgorithm>,
+    /// How the object's checksum is formed from the parts'.
+    #[serde(default)]
+    pub checksum_type: ChecksumType,
 }
 
 /// One uploaded part of a multipart upload.

@@ -21,6 +21,11 @@ const URL_ENCODING: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'~')
     .remove(b'/');
 
+/// A key or prefix as `encoding-type=url` shows it.
+pub fn url_encode(value: &str) -> String {
+    utf8_percent_encode(value, URL_ENCODING).to_string()
+}
+
 struct Encoder(bool);
 
 impl Encoder {
@@ -37,7 +42,7 @@ impl Encoder {
 
     fn apply(&self, value: &str) -> String {
         if self.0 {
-            utf8_percent_encode(value, URL_ENCODING).to_string()
+            url_encode(value)
         } else {
             value.to_string()
         }

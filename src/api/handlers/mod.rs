@@ -83,6 +83,18 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
             upload_id,
             part_number,
         } => multipart::upload_part(request, &bucket, &key, &upload_id, &part_number).await,
+        UploadPartCopy {
+            bucket,
+            key,
+            upload_id,
+            part_number,
+        } => multipart::upload_part_copy(request, &bucket, &key, &upload_id, &part_number).await,
+        ListParts {
+            bucket,
+            key,
+            upload_id,
+        } => multipart::list_parts(request, &bucket, &key, &upload_id).await,
+        ListMultipartUploads { bucket } => multipart::list_uploads(request, &bucket).await,
         CompleteMultipartUpload {
             bucket,
             key,

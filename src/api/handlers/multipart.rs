@@ -1,23 +1,39 @@
-//! The multipart calls that large uploads from every client need.
+//! Multipart uploads: create, upload (and copy) parts, list, complete, abort.
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+use super::bucket::owner;
 use super::object::{body_length, put_options, refuse_unsupported, stored_response};
 use super::{bucket_name, object_key, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
-use crate::api::{headers, xml, xml_response};
-use crate::object::{ChecksumAlgorithm, CompletedPart, UploadOptions};
+use crate::api::headers::{self, iso8601, ConditionFailure};
+use crate::api::{xml, xml_response};
+use crate::object::{
+    ByteRange, ChecksumAlgorithm, ChecksumType, CompleteOptions, CompletedPart, GetOptions,
+    ObjectKey, ReadSpan, StoredChecksum, UploadOptions, UploadQuery,
+};
+
+const MAX_PARTS_LISTED: usize = 1000;
+const MAX_UPLOADS_LISTED: usize = 1000;
 
 pub async fn create(request: Request<'_>, bucket: &str, key: &str) -> Result<Response, S3Error> {
     let name = bucket_name(bucket)?;
     let object = object_key(key)?;
     refuse_unsupported(&request)?;
+    let checksum_type = headers::header(request.headers, "x-amz-checksum-type")
+        .map(|t| {
+            ChecksumType::parse(t).ok_or_else(|| {
+                S3Error::new(S3ErrorCode::InvalidRequest, "Invalid x-amz-checksum-type")
+            })
+        })
+        .transpose()?;
     let options = UploadOptions {
         content_type: headers::header(request.headers, "content-type").map(str::to_string),
         user_meta: headers::user_metadata(request.headers)?,
         headers: headers::stored_headers(request.headers),
         checksum_algorithm: headers::checksum_algorithm(request.headers)?,
+        checksum_type,
     };
     let algorithm = options.checksum_algorithm;
     let upload_id = request
@@ -41,21 +57,25 @@ pub async fn create(request: Request<'_>, bucket: &str, key: &str) -> Result<Res
     Ok(response)
 }
 
+fn part_number(text: &str) -> Result<u32, S3Error> {
+    text.parse().map_err(|_| {
+        S3Error::new(
+            S3ErrorCode::InvalidArgument,
+            "Part number must be an integer between 1 and 10000, inclusive",
+        )
+    })
+}
+
 pub async fn upload_part(
     request: Request<'_>,
     bucket: &str,
     key: &str,
     upload_id: &str,
-    part_number: &str,
+    number: &str,
 ) -> Result<Response, S3Error> {
     let name = bucket_name(bucket)?;
     let object = object_key(key)?;
-    let number: u32 = part_number.parse().map_err(|_| {
-        S3Error::new(
-            S3ErrorCode::InvalidArgument,
-            "Part number must be an integer between 1 and 10000, inclusive",
-        )
-    })?;
+    let number = part_number(number)?;
     body_length(&request)?;
     let options = put_options(&request)?;
     let part = request
@@ -64,6 +84,129 @@ pub async fn upload_part(
         .upload_part(&name, &object, upload_id, number, request.body, options)
         .await?;
     Ok(stored_response(&part.etag, part.checksum.as_ref()))
+}
+
+/// `x-amz-copy-source: [/]bucket/key[?versionId=…]`, URL-encoded.
+fn copy_source(request: &Request<'_>) -> Result<(String, String), S3Error> {
+    let raw = headers::header(request.headers, "x-amz-copy-source").unwrap_or("");
+    let invalid = || S3Error::new(S3ErrorCode::InvalidArgument, "Invalid copy source");
+    let decoded = percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
+        .map_err(|_| invalid())?;
+    let (path, version) = match decoded.split_once("?versionId=") {
+        Some((path, version)) => (path.to_string(), Some(version.to_string())),
+        None => (decoded.into_owned(), None),
+    };
+    if version.is_some_and(|v| v != "null") {
+        return Err(S3Error::new(
+            S3ErrorCode::NotImplemented,
+            "Versioned copy sources are not implemented yet.",
+        ));
+    }
+    let path = path.strip_prefix('/').unwrap_or(&path);
+    let (bucket, key) = path.split_once('/').ok_or_else(invalid)?;
+    if key.is_empty() {
+        return Err(invalid());
+    }
+    Ok((bucket.to_string(), key.to_string()))
+}
+
+/// `x-amz-copy-source-range: bytes=first-last` (both required, as in S3).
+fn copy_range(request: &Request<'_>) -> Result<Option<ByteRange>, S3Error> {
+    let Some(value) = headers::header(request.headers, "x-amz-copy-source-range") else {
+        return Ok(None);
+    };
+    let invalid = || {
+        S3Error::new(
+            S3ErrorCode::InvalidArgument,
+            "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy",
+        )
+    };
+    let (first, last) = value
+        .trim()
+        .strip_prefix("bytes=")
+        .and_then(|r| r.split_once('-'))
+        .ok_or_else(invalid)?;
+    let (first, last): (u64, u64) = (
+        first.parse().map_err(|_| invalid())?,
+        last.parse().map_err(|_| invalid())?,
+    );
+    if first > last {
+        return Err(invalid());
+    }
+    Ok(Some(ByteRange::From {
+        first,
+        last: Some(last),
+    }))
+}
+
+pub async fn upload_part_copy(
+    request: Request<'_>,
+    bucket: &str,
+    key: &str,
+    upload_id: &str,
+    number: &str,
+) -> Result<Response, S3Error> {
+    let name = bucket_name(bucket)?;
+    let object = object_key(key)?;
+    let number = part_number(number)?;
+    let (source_bucket, source_key) = copy_source(&request)?;
+    let source_bucket = bucket_name(&source_bucket)?;
+    let source_key = ObjectKey::parse(&source_key)?;
+    let range = copy_range(&request)?;
+    let store = &request.state.store;
+    // The upload must exist before any source byte is read.
+    store.list_parts(&name, &object, upload_id, 0, 0).await?;
+    let source = store
+        .get_object(
+            &source_bucket,
+            &source_key,
+            GetOptions {
+                span: range.map(ReadSpan::Range),
+            },
+        )
+        .await?;
+    let modified = headers::modified(&source.record);
+    match headers::check_copy_source_conditions(request.headers, &source.record.etag, modified) {
+        Ok(()) => {}
+        // For a copy, a source that is "not modified" fails the precondition too.
+        Err(ConditionFailure::NotModified | ConditionFailure::PreconditionFailed) => {
+            return Err(S3Error::from_code(S3ErrorCode::PreconditionFailed));
+        }
+    }
+    let part = store
+        .upload_part(
+            &name,
+            &object,
+            upload_id,
+            number,
+            source.body,
+            Default::default(),
+        )
+        .await?;
+    let doc = xml::CopyPartResult {
+        xmlns: (),
+        last_modified: iso8601(crate::object::now_ms()),
+        etag: format!("\"{}\"", part.etag),
+        checksums: checksums(part.checksum.as_ref()),
+    };
+    Ok(xml_response(xml::render("CopyPartResult", &doc)))
+}
+
+/// The `Checksum*` element of a stored checksum.
+fn checksums(checksum: Option<&StoredChecksum>) -> xml::Checksums {
+    let mut out = xml::Checksums::default();
+    if let Some(checksum) = checksum {
+        let value = Some(checksum.value.clone());
+        match checksum.algorithm {
+            ChecksumAlgorithm::Crc32 => out.crc32 = value,
+            ChecksumAlgorithm::Crc32c => out.crc32c = value,
+            ChecksumAlgorithm::Crc64Nvme => out.crc64nvme = value,
+            ChecksumAlgorithm::Sha1 => out.sha1 = value,
+            ChecksumAlgorithm::Sha256 => out.sha256 = value,
+        }
+    }
+    out
 }
 
 pub async fn complete(
@@ -79,37 +222,39 @@ pub async fn complete(
     if parsed.parts.is_empty() {
         return Err(S3Error::from_code(S3ErrorCode::MalformedXML));
     }
-    let parts: Vec<CompletedPart> = parsed
-        .parts
-        .into_iter()
-        .map(|p| CompletedPart {
-            number: p.part_number,
-            etag: p.etag,
-        })
-        .collect();
+    // The whole object's checksum, when the client sends it to be checked.
+    let checksum = ChecksumAlgorithm::ALL.into_iter().find_map(|algorithm| {
+        headers::header(request.headers, algorithm.header_name())
+            .map(|value| (algorithm, value.to_string()))
+    });
+    let options = CompleteOptions {
+        parts: parsed
+            .parts
+            .into_iter()
+            .map(|p| CompletedPart {
+                number: p.part_number,
+                etag: p.etag,
+            })
+            .collect(),
+        condition: headers::write_condition(request.headers)?,
+        checksum,
+    };
     let record = request
         .state
         .store
-        .complete_multipart_upload(&name, &object, upload_id, &parts)
+        .complete_multipart_upload(&name, &object, upload_id, options)
         .await?;
-    let checksum = |algorithm| {
-        record
-            .checksum
-            .as_ref()
-            .filter(|c| c.algorithm == algorithm)
-            .map(|c| c.value.clone())
-    };
     let doc = xml::CompleteMultipartUploadResult {
         xmlns: (),
         location: format!("/{bucket}/{key}"),
         bucket: bucket.to_string(),
         key: key.to_string(),
         etag: format!("\"{}\"", record.etag),
-        checksum_crc32: checksum(ChecksumAlgorithm::Crc32),
-        checksum_crc32c: checksum(ChecksumAlgorithm::Crc32c),
-        checksum_crc64nvme: checksum(ChecksumAlgorithm::Crc64Nvme),
-        checksum_sha1: checksum(ChecksumAlgorithm::Sha1),
-        checksum_sha256: checksum(ChecksumAlgorithm::Sha256),
+        checksums: checksums(record.checksum.as_ref()),
+        checksum_type: record
+            .checksum
+            .as_ref()
+            .map(|c| c.kind.as_str().to_string()),
     };
     Ok(xml_response(xml::render(
         "CompleteMultipartUploadResult",
@@ -131,4 +276,147 @@ pub async fn abort(
         .abort_multipart_upload(&name, &object, upload_id)
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// A non-negative integer query parameter, capped at `max`.
+fn count_param(request: &Request<'_>, name: &str, max: usize) -> Result<usize, S3Error> {
+    match request.query.get(name) {
+        None => Ok(max),
+        Some(v) => v
+            .parse::<usize>()
+            .map(|n| n.min(max))
+            .map_err(|_| S3Error::new(S3ErrorCode::InvalidArgument, format!("Invalid {name}"))),
+    }
+}
+
+pub async fn list_parts(
+    request: Request<'_>,
+    bucket: &str,
+    key: &str,
+    upload_id: &str,
+) -> Result<Response, S3Error> {
+    let name = bucket_name(bucket)?;
+    let object = object_key(key)?;
+    let max = count_param(&request, "max-parts", MAX_PARTS_LISTED)?;
+    let marker = count_param(&request, "part-number-marker", 10_000)? as u32;
+    let marker = if request.query.has("part-number-marker") {
+        marker
+    } else {
+        0
+    };
+    let page = request
+        .state
+        .store
+        .list_parts(&name, &object, upload_id, marker, max)
+        .await?;
+    let doc = xml::ListPartsResult {
+        xmlns: (),
+        bucket: bucket.to_string(),
+        key: key.to_string(),
+        upload_id: upload_id.to_string(),
+        initiator: owner(&request),
+        owner: owner(&request),
+        storage_class: "STANDARD".into(),
+        part_number_marker: marker,
+        next_part_number_marker: page
+            .truncated
+            .then(|| page.parts.last().map(|p| p.info.number))
+            .flatten(),
+        max_parts: max,
+        is_truncated: page.truncated,
+        checksum_algorithm: page
+            .upload
+            .checksum_algorithm
+            .map(|a| a.as_str().to_string()),
+        checksum_type: page
+            .upload
+            .checksum_algorithm
+            .map(|_| page.upload.checksum_type.as_str().to_string()),
+        part: page
+            .parts
+            .iter()
+            .map(|p| xml::Part {
+                part_number: p.info.number,
+                last_modified: iso8601(p.modified_ms),
+                etag: format!("\"{}\"", p.info.etag),
+                size: p.info.size,
+                checksums: checksums(p.info.checksum.as_ref()),
+            })
+            .collect(),
+    };
+    Ok(xml_response(xml::render("ListPartsResult", &doc)))
+}
+
+pub async fn list_uploads(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
+    let name = bucket_name(bucket)?;
+    let encode_url = match request.query.get("encoding-type") {
+        None => false,
+        Some(t) if t.eq_ignore_ascii_case("url") => true,
+        Some(_) => {
+            return Err(S3Error::new(
+                S3ErrorCode::InvalidArgument,
+                "Invalid Encoding Method specified in Request",
+            ))
+        }
+    };
+    let encode = |v: &str| {
+        if encode_url {
+            super::list::url_encode(v)
+        } else {
+            v.to_string()
+        }
+    };
+    let query = UploadQuery {
+        prefix: request.query.get("prefix").unwrap_or("").to_string(),
+        delimiter: request.query.get("delimiter").map(str::to_string),
+        key_marker: request.query.get("key-marker").map(str::to_string),
+        upload_id_marker: request.query.get("upload-id-marker").map(str::to_string),
+        max_uploads: count_param(&request, "max-uploads", MAX_UPLOADS_LISTED)?,
+    };
+    let page = request
+        .state
+        .store
+        .list_multipart_uploads(&name, &query)
+        .await?;
+    let last = page.uploads.last();
+    let doc = xml::ListMultipartUploadsResult {
+        xmlns: (),
+        bucket: bucket.to_string(),
+        key_marker: encode(query.key_marker.as_deref().unwrap_or("")),
+        upload_id_marker: query.upload_id_marker.clone().unwrap_or_default(),
+        next_key_marker: page
+            .truncated
+            .then(|| last.map(|u| encode(&u.key)))
+            .flatten(),
+        next_upload_id_marker: page
+            .truncated
+            .then(|| last.map(|u| u.upload_id.clone()))
+            .flatten(),
+        prefix: encode(&query.prefix),
+        delimiter: query.delimiter.as_deref().map(encode),
+        max_uploads: query.max_uploads,
+        is_truncated: page.truncated,
+        encoding_type: encode_url.then(|| "url".to_string()),
+        upload: page
+            .uploads
+            .iter()
+            .map(|u| xml::Upload {
+                key: encode(&u.key),
+                upload_id: u.upload_id.clone(),
+                initiator: owner(&request),
+                owner: owner(&request),
+                storage_class: "STANDARD".into(),
+                initiated: iso8601(u.initiated_ms),
+            })
+            .collect(),
+        common_prefixes: page
+            .common_prefixes
+            .iter()
+            .map(|p| xml::CommonPrefix { prefix: encode(p) })
+            .collect(),
+    };
+    Ok(xml_response(xml::render(
+        "ListMultipartUploadsResult",
+        &doc,
+    )))
 }

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use super::{bucket_name, object_key, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{self, ConditionFailure};
-use crate::object::{GetOptions, PutOptions, StoredChecksum};
+use crate::object::{GetOptions, PutOptions, ReadSpan, StoredChecksum};
 
 /// Largest single PUT, as in S3.
 const MAX_PUT_SIZE: u64 = 5 << 30;
@@ -21,8 +21,6 @@ const UNSUPPORTED_PUT_HEADERS: &[&str] = &[
     "x-amz-object-lock-legal-hold",
     "x-amz-tagging",
     "x-amz-website-redirect-location",
-    "if-match",
-    "if-none-match",
 ];
 
 /// The announced size of a request body: Content-Length, or the decoded length of an
@@ -70,6 +68,7 @@ pub fn put_options(request: &Request<'_>) -> Result<PutOptions, S3Error> {
         headers: headers::stored_headers(request.headers),
         content_md5: headers::content_md5(request.headers)?,
         checksum: headers::expected_checksum(request.headers, &request.trailers)?,
+        condition: headers::write_condition(request.headers)?,
     })
 }
 
@@ -117,18 +116,19 @@ pub async fn get_object(
 ) -> Result<Response, S3Error> {
     let bucket = bucket_name(bucket)?;
     let key = object_key(key)?;
-    let range = headers::byte_range(request.headers);
+    let span = read_span(&request)?;
     let store = &request.state.store;
     let (record, range, body) = if with_body {
-        let got = store
-            .get_object(&bucket, &key, GetOptions { range })
-            .await?;
+        let got = store.get_object(&bucket, &key, GetOptions { span }).await?;
         (got.record, got.range, Some(got.body))
     } else {
         let record = store.head_object(&bucket, &key).await?;
-        let range = range.map(|r| r.resolve(record.size)).transpose()?;
+        let range = span.map(|s| record.resolve_span(s)).transpose()?;
         (record, range, None)
     };
+    // partNumber=1 of an object uploaded in one piece is the whole object, answered as such.
+    let part_asked = matches!(span, Some(ReadSpan::Part(_)));
+    let range = range.filter(|_| !part_asked || record.is_multipart());
 
     let with_checksum = range.is_none()
         && headers::header(request.headers, "x-amz-checksum-mode")
@@ -151,6 +151,12 @@ pub async fn get_object(
     let (start, end) = range.unwrap_or((0, record.size));
     let out = response.headers_mut();
     out.insert("content-length", HeaderValue::from(end - start));
+    if part_asked && record.is_multipart() {
+        out.insert(
+            "x-amz-mp-parts-count",
+            HeaderValue::from(record.parts.len()),
+        );
+    }
     if range.is_some() {
         *response.status_mut() = StatusCode::PARTIAL_CONTENT;
         let content_range = format!("bytes {}-{}/{}", start, end - 1, record.size);
@@ -163,6 +169,27 @@ pub async fn get_object(
         *response.body_mut() = Body::from_stream(body);
     }
     Ok(response)
+}
+
+/// What a GET or HEAD reads: a `Range` header or a `partNumber` (not both, as in S3).
+fn read_span(request: &Request<'_>) -> Result<Option<ReadSpan>, S3Error> {
+    let range = headers::byte_range(request.headers);
+    let Some(part) = request.query.get("partNumber") else {
+        return Ok(range.map(ReadSpan::Range));
+    };
+    if request.headers.contains_key("range") {
+        return Err(S3Error::new(
+            S3ErrorCode::InvalidRequest,
+            "Cannot specify both Range header and partNumber query parameter",
+        ));
+    }
+    match part.parse::<u32>() {
+        Ok(n) if (1..=10_000).contains(&n) => Ok(Some(ReadSpan::Part(n))),
+        _ => Err(S3Error::new(
+            S3ErrorCode::InvalidArgument,
+            "Part number must be an integer between 1 and 10000, inclusive",
+        )),
+    }
 }
 
 /// `response-content-type` and friends override the stored headers of a GET.
