@@ -28,6 +28,7 @@ pub enum S3ErrorCode {
     InvalidPartOrder,
     InvalidRange,
     InvalidRequest,
+    InvalidTag,
     KeyTooLongError,
     MalformedXML,
     MetadataTooLarge,
@@ -71,6 +72,7 @@ impl S3ErrorCode {
             InvalidPartOrder => "InvalidPartOrder",
             InvalidRange => "InvalidRange",
             InvalidRequest => "InvalidRequest",
+            InvalidTag => "InvalidTag",
             KeyTooLongError => "KeyTooLongError",
             MalformedXML => "MalformedXML",
             MetadataTooLarge => "MetadataTooLarge",
@@ -120,6 +122,7 @@ impl S3ErrorCode {
             | InvalidPart
             | InvalidPartOrder
             | InvalidRequest
+            | InvalidTag
             | KeyTooLongError
             | MalformedXML
             | MetadataTooLarge
@@ -246,6 +249,7 @@ fn default_message(code: S3ErrorCode) -> &'static str {
         InvalidPartOrder => "The list of parts was not in ascending order. Parts must be ordered by part number.",
         InvalidRange => "The requested range is not satisfiable",
         InvalidRequest => "Invalid Request",
+        InvalidTag => "The tag provided was not a valid tag.",
         KeyTooLongError => "Your key is too long",
         MalformedXML => "The XML you provided was not well-formed or did not validate against our published schema.",
         MetadataTooLarge => "Your metadata headers exceed the maximum allowed metadata size.",

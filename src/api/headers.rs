@@ -175,6 +175,9 @@ pub fn object_headers(record: &ObjectRecord, with_checksum: bool) -> HeaderMap {
             .unwrap_or("binary/octet-stream"),
     );
     set("accept-ranges", "bytes");
+    if !record.tags.is_empty() {
+        set("x-amz-tagging-count", &record.tags.len().to_string());
+    }
     if with_checksum {
         if let Some(checksum) = &record.checksum {
             set(checksum.algorithm.header_name(), &checksum.value);
@@ -198,6 +201,44 @@ pub fn object_headers(record: &ObjectRecord, with_checksum: bool) -> HeaderMap {
         }
     }
     out
+}
+
+/// S3's limits on object tags.
+const MAX_TAGS: usize = 10;
+const MAX_TAG_KEY: usize = 128;
+const MAX_TAG_VALUE: usize = 256;
+
+/// `x-amz-tagging: k1=v1&k2=v2` (URL-encoded), checked against S3's limits.
+pub fn tags(headers: &HeaderMap) -> Result<Vec<(String, String)>, S3Error> {
+    let Some(value) = header(headers, "x-amz-tagging") else {
+        return Ok(Vec::new());
+    };
+    let invalid = |why: &str| S3Error::new(S3ErrorCode::InvalidTag, why.to_string());
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(&s.replace('+', " "))
+            .decode_utf8()
+            .map(|v| v.into_owned())
+            .map_err(|_| invalid("The tag is not valid UTF-8."))
+    };
+    let mut tags: Vec<(String, String)> = Vec::new();
+    for pair in value.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let (k, v) = (decode(k)?, decode(v)?);
+        if k.is_empty() || k.chars().count() > MAX_TAG_KEY {
+            return Err(invalid("The TagKey you have provided is invalid"));
+        }
+        if v.chars().count() > MAX_TAG_VALUE {
+            return Err(invalid("The TagValue you have provided is invalid"));
+        }
+        if tags.iter().any(|(existing, _)| *existing == k) {
+            return Err(invalid("Cannot provide multiple Tags with the same key"));
+        }
+        tags.push((k, v));
+    }
+    if tags.len() > MAX_TAGS {
+        return Err(invalid("Object tags cannot be greater than 10"));
+    }
+    Ok(tags)
 }
 
 /// A conditional write: `If-None-Match: *` or `If-Match: <etag>`.

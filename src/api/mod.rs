@@ -215,6 +215,7 @@ impl From<ObjectError> for S3Error {
             ObjectError::InvalidPartNumber => S3Error::from_code(C::InvalidPartNumber),
             ObjectError::PreconditionFailed => S3Error::from_code(C::PreconditionFailed),
             ObjectError::InvalidArgument(message) => S3Error::new(C::InvalidArgument, message),
+            ObjectError::InvalidRequest(message) => S3Error::new(C::InvalidRequest, message),
             ObjectError::Erasure(ErasureError::ReadQuorum | ErasureError::WriteQuorum { .. }) => {
                 S3Error::from_code(C::ServiceUnavailable)
             }

@@ -35,7 +35,10 @@ pub struct ListQuery {
 /// One listed item.
 #[derive(Debug, Clone)]
 pub enum ListEntry {
-    Object { key: String, record: ObjectRecord },
+    Object {
+        key: String,
+        record: Box<ObjectRecord>,
+    },
     CommonPrefix(String),
 }
 
@@ -154,7 +157,10 @@ impl ObjectStore {
                         cursor = Bound::Excluded(past);
                         entries.push(ListEntry::CommonPrefix(prefix));
                     }
-                    None => entries.push(ListEntry::Object { key, record }),
+                    None => entries.push(ListEntry::Object {
+                        key,
+                        record: Box::new(record),
+                    }),
                 }
                 if entries.len() == wanted {
                     break 'pages;

@@ -32,7 +32,7 @@ pub use list::{ListEntry, ListPage, ListQuery};
 pub use multipart::{CompleteOptions, CompletedPart, PartsPage, UploadOptions};
 pub use names::{BucketName, ObjectKey, MAX_KEY_LEN};
 pub use objects::{GetOptions, GetResult, PutOptions, WriteCondition};
-pub use record::{BucketRecord, ObjectRecord, StoredChecksum};
+pub use record::{BucketRecord, ObjectRecord, PartRecord, StoredChecksum, UploadRecord};
 pub use span::{ByteRange, ReadSpan};
 pub use uploads::{UploadEntry, UploadQuery, UploadsPage};
 
@@ -78,6 +78,8 @@ pub enum ObjectError {
     InvalidRange(u64),
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
     #[error(transparent)]
     Erasure(#[from] ErasureError),
     #[error("internal: {0}")]

@@ -43,6 +43,7 @@ pub struct UploadOptions {
     pub checksum_algorithm: Option<ChecksumAlgorithm>,
     /// `x-amz-checksum-type`; S3's default is COMPOSITE (FULL_OBJECT for CRC64NVME).
     pub checksum_type: Option<ChecksumType>,
+    pub tags: Vec<(String, String)>,
 }
 
 /// A part as listed in CompleteMultipartUpload.
@@ -75,17 +76,17 @@ impl ObjectStore {
         bucket: &BucketName,
         key: &ObjectKey,
         options: UploadOptions,
-    ) -> Result<String, ObjectError> {
+    ) -> Result<(String, UploadRecord), ObjectError> {
         self.bucket(bucket).await?;
         let checksum_type = match (options.checksum_algorithm, options.checksum_type) {
             (Some(a), Some(ChecksumType::FullObject)) if !a.combinable() => {
-                return Err(ObjectError::InvalidArgument(format!(
+                return Err(ObjectError::InvalidRequest(format!(
                     "The FULL_OBJECT checksum type cannot be used with the {} checksum algorithm.",
                     a.as_str()
                 )))
             }
             (Some(ChecksumAlgorithm::Crc64Nvme), Some(ChecksumType::Composite)) => {
-                return Err(ObjectError::InvalidArgument(
+                return Err(ObjectError::InvalidRequest(
                     "The COMPOSITE checksum type cannot be used with the CRC64NVME checksum algorithm."
                         .into(),
                 ))
@@ -112,6 +113,7 @@ impl ObjectStore {
             headers: options.headers,
             checksum_algorithm: options.checksum_algorithm,
             checksum_type,
+            tags: options.tags,
         };
         let results = set
             .meta_apply_all(vec![MetaOp::Put {
@@ -121,7 +123,7 @@ impl ObjectStore {
             }])
             .await;
         require_write_quorum(set, &results)?;
-        Ok(upload_id)
+        Ok((upload_id, record))
     }
 
     pub(crate) async fn upload(
@@ -365,6 +367,7 @@ impl ObjectStore {
             user_meta: upload.user_meta.clone(),
             headers: upload.headers.clone(),
             checksum,
+            tags: upload.tags.clone(),
             data_shards: set.data_shards() as u8,
             parity_shards: set.parity_shards() as u8,
             block_size: set.block_size() as u32,

@@ -30,6 +30,7 @@ pub struct PutOptions {
     pub checksum: Option<ExpectedChecksum>,
     /// Commit only if the key's current state allows it.
     pub condition: Option<WriteCondition>,
+    pub tags: Vec<(String, String)>,
 }
 
 /// A conditional write, checked atomically with the commit: checkpoint writers use it so that
@@ -110,6 +111,7 @@ impl ObjectStore {
             user_meta: options.user_meta,
             headers: options.headers,
             checksum: checksum.clone(),
+            tags: options.tags.clone(),
             data_shards: set.data_shards() as u8,
             parity_shards: set.parity_shards() as u8,
             block_size: set.block_size() as u32,

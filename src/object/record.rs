@@ -81,6 +81,9 @@ pub struct ObjectRecord {
     pub headers: Vec<(String, String)>,
     #[serde(default)]
     pub checksum: Option<StoredChecksum>,
+    /// Object tags (`x-amz-tagging`), in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<(String, String)>,
     pub data_shards: u8,
     pub parity_shards: u8,
     /// Erasure block size in bytes.
@@ -112,6 +115,9 @@ pub struct UploadRecord {
     /// How the object's checksum is formed from the parts'.
     #[serde(default)]
     pub checksum_type: ChecksumType,
+    /// Tags for the object to be.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<(String, String)>,
 }
 
 /// One uploaded part of a multipart upload.

@@ -103,6 +103,7 @@ mod tests {
             user_meta: vec![],
             headers: vec![],
             checksum: None,
+            tags: vec![],
             data_shards: 6,
             parity_shards: 3,
             block_size: 1 << 20,

@@ -34,9 +34,9 @@ pub async fn create(request: Request<'_>, bucket: &str, key: &str) -> Result<Res
         headers: headers::stored_headers(request.headers),
         checksum_algorithm: headers::checksum_algorithm(request.headers)?,
         checksum_type,
+        tags: headers::tags(request.headers)?,
     };
-    let algorithm = options.checksum_algorithm;
-    let upload_id = request
+    let (upload_id, upload) = request
         .state
         .store
         .create_multipart_upload(&name, &object, options)
@@ -48,10 +48,15 @@ pub async fn create(request: Request<'_>, bucket: &str, key: &str) -> Result<Res
         upload_id,
     };
     let mut response = xml_response(xml::render("InitiateMultipartUploadResult", &doc));
-    if let Some(algorithm) = algorithm {
-        response.headers_mut().insert(
+    if let Some(algorithm) = upload.checksum_algorithm {
+        let out = response.headers_mut();
+        out.insert(
             "x-amz-checksum-algorithm",
             HeaderValue::from_static(algorithm.as_str()),
+        );
+        out.insert(
+            "x-amz-checksum-type",
+            HeaderValue::from_static(upload.checksum_type.as_str()),
         );
     }
     Ok(response)
@@ -166,6 +171,15 @@ pub async fn upload_part_copy(
             },
         )
         .await?;
+    // Unlike a GET, a copy range must lie within the source.
+    if let Some(ByteRange::From {
+        last: Some(last), ..
+    }) = range
+    {
+        if last >= source.record.size {
+            return Err(S3Error::from_code(S3ErrorCode::InvalidRange));
+        }
+    }
     let modified = headers::modified(&source.record);
     match headers::check_copy_source_conditions(request.headers, &source.record.etag, modified) {
         Ok(()) => {}

@@ -19,7 +19,6 @@ const UNSUPPORTED_PUT_HEADERS: &[&str] = &[
     "x-amz-server-side-encryption-customer-algorithm",
     "x-amz-object-lock-mode",
     "x-amz-object-lock-legal-hold",
-    "x-amz-tagging",
     "x-amz-website-redirect-location",
 ];
 
@@ -69,6 +68,7 @@ pub fn put_options(request: &Request<'_>) -> Result<PutOptions, S3Error> {
         content_md5: headers::content_md5(request.headers)?,
         checksum: headers::expected_checksum(request.headers, &request.trailers)?,
         condition: headers::write_condition(request.headers)?,
+        tags: headers::tags(request.headers)?,
     })
 }
 
