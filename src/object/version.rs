@@ -41,12 +41,21 @@ pub(crate) fn agree_on_version(
             })
             .collect()
     };
+    let current_on = |data_id| {
+        records
+            .iter()
+            .filter(|r| matches!(r, Ok(Some(record)) if record.data_id == data_id))
+            .count()
+    };
+    // Of the versions a read quorum holds, the one current on most drives: a version that
+    // replaced another is current where the other is only superseded. Commit order, not
+    // clocks, decides, since two writers may take their timestamps in either order.
     let chosen = records
         .iter()
         .filter_map(|r| r.as_ref().ok().and_then(Option::as_ref))
         .flat_map(versions)
         .filter(|v| holders_of(v.data_id).iter().filter(|&&h| h).count() >= set.read_quorum())
-        .max_by_key(|v| (v.modified_ms, v.data_id));
+        .max_by_key(|v| (current_on(v.data_id), v.modified_ms, v.data_id));
     if let Some(version) = chosen {
         let mut value = version.clone();
         value.superseded = None;
@@ -152,6 +161,17 @@ mod tests {
             }
             assert!(value.superseded.is_none());
         }
+    }
+
+    #[test]
+    fn the_later_commit_wins_even_with_an_older_timestamp() {
+        let first_committed = version(20);
+        let then_committed = version(10);
+        let records = (0..9)
+            .map(|_| Ok(Some(over(&then_committed, &first_committed))))
+            .collect();
+        let (value, _) = found(records).unwrap();
+        assert_eq!(value.data_id, then_committed.data_id);
     }
 
     #[test]
