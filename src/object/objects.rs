@@ -301,7 +301,7 @@ impl ObjectStore {
             let mut part_start = 0u64;
             for part in &record.parts {
                 let part_end = part_start + part.size;
-                if part_end > start && part_start < end {
+                if part.size > 0 && part_end > start && part_start < end {
                     let sources = set.open_shards(&dir, &part.file, &holders).await;
                     let reader = Arc::new(set.part_reader(part.size, sources)?);
                     let from = start.max(part_start) - part_start;

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 mod drives;
+mod multipart;
 mod payload;
 mod raw;
 mod sdk;
@@ -13,6 +14,8 @@ mod sdk;
 // Not every test file uses every helper group.
 #[allow(unused_imports)]
 pub use drives::*;
+#[allow(unused_imports)]
+pub use multipart::*;
 #[allow(unused_imports)]
 pub use payload::*;
 #[allow(unused_imports)]
