@@ -119,13 +119,16 @@ impl Server {
                 }
             }
         });
+        // Guarded before waiting, so a server that never announces itself is killed too.
+        let mut server = Server {
+            child,
+            endpoint: String::new(),
+        };
         let addr = rx
             .recv_timeout(Duration::from_secs(30))
             .expect("server announces `listening on http://ADDR`");
-        Server {
-            child,
-            endpoint: format!("http://{addr}"),
-        }
+        server.endpoint = format!("http://{addr}");
+        server
     }
 
     /// A line of /proc/<pid>/status in bytes (`VmRSS`, `VmHWM`).

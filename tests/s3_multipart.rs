@@ -1078,16 +1078,16 @@ async fn completed_and_aborted_uploads_leave_the_listing() {
 // UploadPartCopy.
 
 /// UploadPartCopy; returns the part's ETag after checking CopyPartResult.
+/// `dst` is (bucket, key, upload id).
 async fn copy_part(
     client: &Client,
-    bucket: &str,
-    key: &str,
-    upload_id: &str,
+    dst: (&str, &str, &str),
     n: i32,
     source: &str,
     range: Option<String>,
     copied: &[u8],
 ) -> String {
+    let (bucket, key, upload_id) = dst;
     let out = ok(
         client
             .upload_part_copy()
@@ -1133,9 +1133,7 @@ async fn upload_part_copy_assembles_ranges_of_other_objects() {
     let r2 = &src[5 * MIB..];
     let e1 = copy_part(
         &client,
-        &bucket,
-        key,
-        &id,
+        (&bucket, key, &id),
         1,
         &source,
         Some(format!("bytes=0-{}", 5 * MIB - 1)),
@@ -1144,9 +1142,7 @@ async fn upload_part_copy_assembles_ranges_of_other_objects() {
     .await;
     let e2 = copy_part(
         &client,
-        &bucket,
-        key,
-        &id,
+        (&bucket, key, &id),
         2,
         &source,
         Some(format!("bytes={}-{}", 5 * MIB, src.len() - 1)),
@@ -1158,9 +1154,7 @@ async fn upload_part_copy_assembles_ranges_of_other_objects() {
     // No range: the whole source; the copy source without a leading slash.
     let e4 = copy_part(
         &client,
-        &bucket,
-        key,
-        &id,
+        (&bucket, key, &id),
         4,
         &format!("{bucket}/small/obj"),
         None,
@@ -1214,13 +1208,11 @@ async fn upload_part_copy_from_a_multipart_source_across_its_parts() {
     let key = "dst/copy";
     let id = create_upload(&client, &bucket, key).await;
     let source = format!("/{bucket}/src/multi");
-    let e1 = copy_part(&client, &bucket, key, &id, 1, &source, None, &src).await;
+    let e1 = copy_part(&client, (&bucket, key, &id), 1, &source, None, &src).await;
     let (a, b) = (4 * MIB, 6 * MIB);
     let e2 = copy_part(
         &client,
-        &bucket,
-        key,
-        &id,
+        (&bucket, key, &id),
         2,
         &source,
         Some(format!("bytes={a}-{b}")),
@@ -1426,9 +1418,7 @@ async fn upload_part_copy_errors() {
     // The last byte exactly is a valid range.
     copy_part(
         &client,
-        &bucket,
-        key,
-        &id,
+        (&bucket, key, &id),
         1,
         &format!("/{bucket}/src"),
         Some(format!("bytes={}-{}", len - 1, len - 1)),
