@@ -550,14 +550,14 @@ async fn concurrent_uploads_of_one_part_number_never_mix() {
 async fn upload_part_racing_abort_leaves_no_part_files() {
     let (server, client, bucket) = own_server("mpabortrace", &[]).await;
     let before = count_part_files(server.drives());
-    for (round, delay_ms) in [0u64, 5, 20, 50, 100, 250].into_iter().enumerate() {
+    for (round, delay_ms) in (0..=200u64).step_by(10).enumerate() {
         let key = format!("raced-{round}");
         let id = create_upload(&client, &bucket, &key).await;
         let mut tasks = Vec::new();
         for n in 1..=4i32 {
             let client = client.clone();
             let (bucket, key, id) = (bucket.clone(), key.clone(), id.clone());
-            let data = payload(3 * MIB, 5000 + round as u64 * 10 + n as u64);
+            let data = payload(n as usize * MIB, 5000 + round as u64 * 10 + n as u64);
             tasks.push(tokio::spawn(async move {
                 client
                     .upload_part()
@@ -581,17 +581,16 @@ async fn upload_part_racing_abort_leaves_no_part_files() {
                 .await,
             &format!("round {round}: Abort {delay_ms} ms after 4 UploadParts started"),
         );
+        // Checked after the drives, so a wrong answer still shows whether files leaked.
         let mut outcomes = Vec::new();
+        let mut wrong_answers = Vec::new();
         for t in tasks {
             let res = t.await.expect("task");
             outcomes.push(outcome(&res));
             if let Err(e) = &res {
-                assert!(
-                    status_of(e) == Some(404) && code_of(e).as_deref() == Some("NoSuchUpload"),
-                    "round {round}: an UploadPart racing Abort either succeeds or answers 404 \
-                     NoSuchUpload: {}",
-                    describe(e)
-                );
+                if !(status_of(e) == Some(404) && code_of(e).as_deref() == Some("NoSuchUpload")) {
+                    wrong_answers.push(describe(e));
+                }
             }
         }
         eprintln!("abort race round {round} ({delay_ms} ms): parts {outcomes:?}");
@@ -615,6 +614,12 @@ async fn upload_part_racing_abort_leaves_no_part_files() {
              {outcomes:?}): shard files left behind by the aborted upload:\n{}",
             list_part_files(&server)
         );
+        assert!(
+            wrong_answers.is_empty(),
+            "round {round} (Abort {delay_ms} ms after the parts started): an UploadPart racing \
+             Abort either succeeds or answers 404 NoSuchUpload; got:\n{}",
+            wrong_answers.join("\n")
+        );
     }
     assert!(open_uploads(&client, &bucket).await.is_empty());
 }
@@ -623,7 +628,7 @@ async fn upload_part_racing_abort_leaves_no_part_files() {
 async fn upload_part_racing_complete_leaves_no_orphaned_part_files() {
     let (server, client, bucket) = own_server("mpcompleterace", &[]).await;
     let before = count_part_files(server.drives());
-    for (round, delay_ms) in [0u64, 10, 50, 150].into_iter().enumerate() {
+    for (round, delay_ms) in (0..=150u64).step_by(10).enumerate() {
         let key = format!("raced-{round}");
         let p1 = payload(5 * MIB, 6000 + round as u64);
         let p2 = payload(MIB, 6100 + round as u64);
@@ -633,7 +638,10 @@ async fn upload_part_racing_complete_leaves_no_orphaned_part_files() {
         for n in 3..=4i32 {
             let client = client.clone();
             let (bucket, key, id) = (bucket.clone(), key.clone(), id.clone());
-            let data = payload(3 * MIB, 6200 + round as u64 * 10 + n as u64);
+            let data = payload(
+                (n as usize - 2) * 2 * MIB,
+                6200 + round as u64 * 10 + n as u64,
+            );
             tasks.push(tokio::spawn(async move {
                 client
                     .upload_part()
@@ -658,17 +666,16 @@ async fn upload_part_racing_complete_leaves_no_orphaned_part_files() {
                 .await,
             &format!("round {round}: Complete racing 2 UploadParts"),
         );
+        // Checked after the drives, so a wrong answer still shows whether files leaked.
         let mut outcomes = Vec::new();
+        let mut wrong_answers = Vec::new();
         for t in tasks {
             let res = t.await.expect("task");
             outcomes.push(outcome(&res));
             if let Err(e) = &res {
-                assert!(
-                    status_of(e) == Some(404) && code_of(e).as_deref() == Some("NoSuchUpload"),
-                    "round {round}: an UploadPart racing Complete either succeeds or answers 404 \
-                     NoSuchUpload: {}",
-                    describe(e)
-                );
+                if !(status_of(e) == Some(404) && code_of(e).as_deref() == Some("NoSuchUpload")) {
+                    wrong_answers.push(describe(e));
+                }
             }
         }
         eprintln!("complete race round {round} ({delay_ms} ms): late parts {outcomes:?}");
@@ -699,6 +706,12 @@ async fn upload_part_racing_complete_leaves_no_orphaned_part_files() {
             before,
             "round {round}: shard files left after deleting the object:\n{}",
             list_part_files(&server)
+        );
+        assert!(
+            wrong_answers.is_empty(),
+            "round {round} (Complete {delay_ms} ms after parts 3, 4 started): an UploadPart \
+             racing Complete either succeeds or answers 404 NoSuchUpload; got:\n{}",
+            wrong_answers.join("\n")
         );
     }
 }

@@ -177,7 +177,12 @@ impl ObjectStore {
         };
         let stored_file = match written.outcome.encoded {
             Encoded::Staged { staging, holders } => {
-                place_staged(set, staging, &holders, &dir).await?;
+                if let Err(e) = place_staged(set, staging, &holders, &dir).await {
+                    // An abort removes the upload's folder under a part being placed: that
+                    // is a missing upload, not missing drives.
+                    self.upload(set, bucket, key, upload_id).await?;
+                    return Err(e);
+                }
                 file
             }
             // An empty part has no shards.

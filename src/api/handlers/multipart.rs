@@ -162,6 +162,30 @@ pub async fn upload_part_copy(
     let store = &request.state.store;
     // The upload must exist before any source byte is read.
     store.list_parts(&name, &object, upload_id, 0, 0).await?;
+    let head = store.head_object(&source_bucket, &source_key).await?;
+    // Unlike a GET, a copy range must lie within the source.
+    if let Some(ByteRange::From {
+        last: Some(last), ..
+    }) = range
+    {
+        if last >= head.size {
+            return Err(S3Error::new(
+                S3ErrorCode::InvalidArgument,
+                format!(
+                    "Range specified is not valid for source object of size: {}",
+                    head.size
+                ),
+            ));
+        }
+    }
+    let modified = headers::modified(&head);
+    match headers::check_copy_source_conditions(request.headers, &head.etag, modified) {
+        Ok(()) => {}
+        // For a copy, a source that is "not modified" fails the precondition too.
+        Err(ConditionFailure::NotModified | ConditionFailure::PreconditionFailed) => {
+            return Err(S3Error::from_code(S3ErrorCode::PreconditionFailed));
+        }
+    }
     let source = store
         .get_object(
             &source_bucket,
@@ -171,22 +195,14 @@ pub async fn upload_part_copy(
             },
         )
         .await?;
-    // Unlike a GET, a copy range must lie within the source.
-    if let Some(ByteRange::From {
-        last: Some(last), ..
-    }) = range
-    {
-        if last >= source.record.size {
-            return Err(S3Error::from_code(S3ErrorCode::InvalidRange));
-        }
-    }
-    let modified = headers::modified(&source.record);
-    match headers::check_copy_source_conditions(request.headers, &source.record.etag, modified) {
-        Ok(()) => {}
-        // For a copy, a source that is "not modified" fails the precondition too.
-        Err(ConditionFailure::NotModified | ConditionFailure::PreconditionFailed) => {
-            return Err(S3Error::from_code(S3ErrorCode::PreconditionFailed));
-        }
+    // The source may have been overwritten since its conditions were checked: copy only
+    // what was checked.
+    let conditional = request
+        .headers
+        .keys()
+        .any(|name| name.as_str().starts_with("x-amz-copy-source-if-"));
+    if conditional && source.record.etag != head.etag {
+        return Err(S3Error::from_code(S3ErrorCode::PreconditionFailed));
     }
     let part = store
         .upload_part(
