@@ -144,7 +144,7 @@ async fn three_drives_missing_at_start_then_recreated_empty() {
 }
 
 #[tokio::test]
-async fn corrupted_shards_on_three_drives_are_repaired_on_read() {
+async fn corrupted_shards_on_three_drives_are_read_around() {
     let server = TestServer::start();
     let client = server.client();
     let fixture = write_fixture(&client).await;
