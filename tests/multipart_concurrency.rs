@@ -43,32 +43,6 @@ async fn create_upload(client: &Client, bucket: &str, key: &str) -> String {
     out.upload_id().expect("UploadId").to_string()
 }
 
-/// Uploads one part; asserts its ETag is the part's MD5 and returns it.
-async fn upload_part(
-    client: &Client,
-    bucket: &str,
-    key: &str,
-    upload_id: &str,
-    n: i32,
-    data: &[u8],
-) -> String {
-    let out = ok(
-        client
-            .upload_part()
-            .bucket(bucket)
-            .key(key)
-            .upload_id(upload_id)
-            .part_number(n)
-            .body(data.to_vec().into())
-            .send()
-            .await,
-        &format!("UploadPart {n} of {key}"),
-    );
-    let etag = out.e_tag().expect("part ETag").to_string();
-    assert_eq!(etag, quoted_md5(data), "part {n} ETag is the part's MD5");
-    etag
-}
-
 fn completion(parts: &[(i32, String)]) -> CompletedMultipartUpload {
     CompletedMultipartUpload::builder()
         .set_parts(Some(

@@ -9,7 +9,10 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::drives::shard_files;
+use super::payload::quoted_md5;
 use super::raw::{RawResponse, Signer, UNSIGNED_PAYLOAD};
+use super::sdk::ok;
+use aws_sdk_s3::Client;
 
 /// A checksum algorithm by its S3 name (`CRC32`, `CRC32C`, `CRC64NVME`, `SHA1`, `SHA256`):
 /// the raw (binary) checksum of `data`.
@@ -250,4 +253,30 @@ impl TestRng {
     pub fn range(&mut self, lo: usize, hi: usize) -> usize {
         lo + (self.next_u64() % (hi - lo) as u64) as usize
     }
+}
+
+/// Uploads one part; asserts its ETag is the part's MD5 and returns it.
+pub async fn upload_part(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+    upload_id: &str,
+    n: i32,
+    data: &[u8],
+) -> String {
+    let out = ok(
+        client
+            .upload_part()
+            .bucket(bucket)
+            .key(key)
+            .upload_id(upload_id)
+            .part_number(n)
+            .body(data.to_vec().into())
+            .send()
+            .await,
+        &format!("UploadPart {n} of {key}"),
+    );
+    let etag = out.e_tag().expect("part ETag").to_string();
+    assert_eq!(etag, quoted_md5(data), "part {n} ETag is the part's MD5");
+    etag
 }
