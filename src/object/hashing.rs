@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use md5::{Digest, Md5};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::checksum::{ChecksumAlgorithm, ChecksumType};
+use super::md5_lanes::Md5Lanes;
 use super::{ObjectError, StoredChecksum};
 use crate::body::TrailerSlot;
 
@@ -67,25 +67,31 @@ pub struct BodyDigests {
     pub checksum: Option<String>,
 }
 
-/// Starts a blocking thread that hashes the blocks sent to it; the digests are ready once
+/// Starts hashing the blocks sent to the returned sender: MD5 on the store's shared
+/// hashing thread, the flexible checksum on the blocking pool. The digests are ready once
 /// every sender is gone.
 pub fn start(
+    md5: &Md5Lanes,
     algorithm: Option<ChecksumAlgorithm>,
-) -> (mpsc::Sender<Bytes>, JoinHandle<BodyDigests>) {
+) -> (mpsc::Sender<Bytes>, JoinHandle<Option<BodyDigests>>) {
     let (tx, mut rx) = mpsc::channel::<Bytes>(HASH_QUEUE);
-    let task = tokio::task::spawn_blocking(move || {
-        let mut md5 = Md5::new();
+    let md5 = md5.stream();
+    let task = tokio::spawn(async move {
         let mut checksum = algorithm.map(ChecksumAlgorithm::hasher);
-        while let Some(block) = rx.blocking_recv() {
-            md5.update(&block);
-            if let Some(hasher) = checksum.as_mut() {
-                hasher.update(&block);
+        while let Some(block) = rx.recv().await {
+            md5.update(block.clone()).await;
+            if let Some(mut hasher) = checksum.take() {
+                let hashed = tokio::task::spawn_blocking(move || {
+                    hasher.update(&block);
+                    hasher
+                });
+                checksum = Some(hashed.await.ok()?);
             }
         }
-        BodyDigests {
-            md5: md5.finalize().into(),
+        Some(BodyDigests {
+            md5: md5.finish().await?,
             checksum: checksum.map(|h| h.finish_base64()),
-        }
+        })
     });
     (tx, task)
 }

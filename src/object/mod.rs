@@ -9,6 +9,7 @@ mod commit;
 mod hashing;
 mod list;
 mod locks;
+mod md5_lanes;
 mod multipart;
 mod names;
 mod objects;
@@ -96,6 +97,8 @@ pub struct ObjectStore {
     upload_locks: NamespaceLocks,
     /// Part numbers of an upload: a part sent twice commits once at a time.
     part_locks: NamespaceLocks,
+    /// The thread that hashes the ETags of all uploads in flight together.
+    md5: md5_lanes::Md5Lanes,
 }
 
 impl ObjectStore {
@@ -112,6 +115,7 @@ impl ObjectStore {
             locks: NamespaceLocks::new(),
             upload_locks: NamespaceLocks::new(),
             part_locks: NamespaceLocks::new(),
+            md5: md5_lanes::Md5Lanes::start(),
         })
     }
 

@@ -170,7 +170,7 @@ impl ObjectStore {
         // shards of both attempts.
         let file = format!("part.{number}.{}", Uuid::new_v4().simple());
         // Parts are never inline: they must end up in the upload's data folder.
-        let written = write_verified(set, body, &file, 0, &options).await?;
+        let written = write_verified(&self.md5, set, body, &file, 0, &options).await?;
         let dir = DataDir {
             bucket_id: bucket_record.id.clone(),
             data_id: upload.data_id,

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::commit::commit;
 use super::hashing::{self, ExpectedChecksum};
+use super::md5_lanes::Md5Lanes;
 use super::record::{
     self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, StoredChecksum,
 };
@@ -94,7 +95,8 @@ impl ObjectStore {
     ) -> Result<ObjectRecord, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
         let set = self.set_for(bucket, key);
-        let written = write_verified(set, body, "part.1", INLINE_LIMIT, &options).await?;
+        let written =
+            write_verified(&self.md5, set, body, "part.1", INLINE_LIMIT, &options).await?;
         let (outcome, checksum) = (written.outcome, written.checksum);
         let data_dir = DataDir {
             bucket_id: bucket_record.id.clone(),
@@ -378,17 +380,20 @@ pub(crate) struct VerifiedWrite {
 /// Writes a body through an erasure set while a thread beside it hashes every block, then
 /// checks Content-MD5 and the flexible checksum; on a mismatch the staged data is removed.
 pub(crate) async fn write_verified(
+    md5: &Md5Lanes,
     set: &ErasureSet,
     body: ByteStream,
     file_name: &str,
     inline_limit: usize,
     options: &PutOptions,
 ) -> Result<VerifiedWrite, ObjectError> {
-    let (tap, digests) = hashing::start(options.checksum.as_ref().map(|c| c.algorithm()));
+    let (tap, digests) = hashing::start(md5, options.checksum.as_ref().map(|c| c.algorithm()));
     let outcome = set.write_stream(body, file_name, inline_limit, tap).await?;
     let digests = digests
         .await
-        .map_err(|e| ObjectError::Internal(e.to_string()))?;
+        .ok()
+        .flatten()
+        .ok_or_else(|| ObjectError::Internal("the hashing task stopped".into()))?;
     let checked = if options.content_md5.is_some_and(|m| m != digests.md5) {
         Err(ObjectError::BadDigest)
     } else {
