@@ -1,6 +1,6 @@
 //! A drive that is a local folder: shard files on the filesystem, metadata in redb.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::Write;
 use std::ops::Bound;
 use std::os::unix::fs::FileExt;
@@ -12,6 +12,7 @@ use bytes::Bytes;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use uuid::Uuid;
 
+use super::direct::DirectFile;
 use super::{DataDir, Drive, DriveError, Format, MetaOp, MetaTable, ShardReader, ShardWriter};
 
 const SYSTEM_DIR: &str = ".strata";
@@ -165,7 +166,7 @@ fn create_dir_durable(root: &Path, relative: &Path) -> Result<PathBuf, DriveErro
 }
 
 struct LocalShardWriter {
-    file: Option<File>,
+    file: Option<DirectFile>,
 }
 
 #[async_trait]
@@ -173,7 +174,7 @@ impl ShardWriter for LocalShardWriter {
     async fn write(&mut self, pieces: Vec<Bytes>) -> Result<(), DriveError> {
         let mut file = self.file.take().ok_or(DriveError::NotFound)?;
         let (file, result) = tokio::task::spawn_blocking(move || {
-            let result = pieces.iter().try_for_each(|piece| file.write_all(piece));
+            let result = pieces.iter().try_for_each(|piece| file.append(piece));
             (file, result)
         })
         .await
@@ -184,7 +185,7 @@ impl ShardWriter for LocalShardWriter {
 
     async fn finish(&mut self) -> Result<(), DriveError> {
         let file = self.file.take().ok_or(DriveError::NotFound)?;
-        tokio::task::spawn_blocking(move || file.sync_data())
+        tokio::task::spawn_blocking(move || file.finish())
             .await
             .map_err(|e| DriveError::Io(std::io::Error::other(e)))??;
         Ok(())
@@ -225,10 +226,7 @@ impl Drive for LocalDrive {
         let file = self
             .blocking(move |_| {
                 fs::create_dir_all(&dir)?;
-                Ok(OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(dir.join(name))?)
+                Ok(DirectFile::create(&dir.join(name))?)
             })
             .await?;
         Ok(Box::new(LocalShardWriter { file: Some(file) }))
