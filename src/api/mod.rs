@@ -51,7 +51,9 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
                 err.resource = Some(path.clone());
             }
             if err.code == S3ErrorCode::InternalError {
+                // The cause goes to the log; the client gets S3's generic message.
                 tracing::error!(%request_id, error = %err, "internal error");
+                err.message = S3Error::from_code(S3ErrorCode::InternalError).message;
             }
             err.into_response()
         }
