@@ -563,3 +563,18 @@ def test_unimplemented_operations_are_501(s3, bucket):
             call()
         assert error_of(e) == ("NotImplemented", 501)
 
+
+
+def test_delete_objects_batch_and_quiet(s3, bucket):
+    for key in ["a", "b", "c", "keep"]:
+        s3.put_object(Bucket=bucket, Key=key, Body=key.encode())
+    out = s3.delete_objects(
+        Bucket=bucket,
+        Delete={"Objects": [{"Key": k} for k in ["a", "b", "missing"]]},
+    )
+    assert sorted(d["Key"] for d in out["Deleted"]) == ["a", "b", "missing"]
+    assert out.get("Errors", []) == []
+    quiet = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": "c"}], "Quiet": True})
+    assert quiet.get("Deleted", []) == [] and quiet.get("Errors", []) == []
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+    assert keys == ["keep"]

@@ -133,3 +133,14 @@ def test_presigned_get_object(mc, mbucket):
     with urllib.request.urlopen(url, timeout=60) as resp:
         assert resp.status == 200
         assert sha256(resp.read()) == sha256(data)
+
+
+def test_remove_objects_in_one_batch(mc, mbucket):
+    from minio.deleteobjects import DeleteObject
+
+    for i in range(5):
+        mc.put_object(mbucket, f"batch/{i}", io.BytesIO(b"x"), 1)
+    errors = list(mc.remove_objects(mbucket, [DeleteObject(f"batch/{i}") for i in range(3)]))
+    assert errors == []
+    left = sorted(o.object_name for o in mc.list_objects(mbucket, recursive=True))
+    assert left == ["batch/3", "batch/4"]

@@ -61,6 +61,9 @@ pub enum Endpoint {
     ListMultipartUploads {
         bucket: String,
     },
+    DeleteObjects {
+        bucket: String,
+    },
     UploadPart {
         bucket: String,
         key: String,
@@ -99,6 +102,7 @@ impl Endpoint {
             Endpoint::UploadPartCopy { .. } => "UploadPartCopy",
             Endpoint::ListParts { .. } => "ListParts",
             Endpoint::ListMultipartUploads { .. } => "ListMultipartUploads",
+            Endpoint::DeleteObjects { .. } => "DeleteObjects",
             Endpoint::CompleteMultipartUpload { .. } => "CompleteMultipartUpload",
             Endpoint::AbortMultipartUpload { .. } => "AbortMultipartUpload",
         }
@@ -212,6 +216,9 @@ pub fn parse(method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<Endpoint
             Method::PUT => only(&[], Endpoint::CreateBucket { bucket }),
             Method::HEAD => only(&[], Endpoint::HeadBucket { bucket }),
             Method::DELETE => only(&[], Endpoint::DeleteBucket { bucket }),
+            Method::POST if query.has("delete") => {
+                only(&["delete"], Endpoint::DeleteObjects { bucket })
+            }
             Method::GET if query.has("uploads") => only(
                 LIST_UPLOADS_PARAMS,
                 Endpoint::ListMultipartUploads { bucket },
@@ -328,6 +335,11 @@ mod tests {
                 Method::GET,
                 "/bucket?list-type=2&prefix=a&max-keys=2",
                 Endpoint::ListObjectsV2 { bucket: b() },
+            ),
+            (
+                Method::POST,
+                "/bucket?delete",
+                Endpoint::DeleteObjects { bucket: b() },
             ),
             (
                 Method::GET,
@@ -462,7 +474,6 @@ mod tests {
             (Method::GET, "/bucket?acl", HeaderMap::new()),
             (Method::PUT, "/bucket?versioning", HeaderMap::new()),
             (Method::GET, "/bucket/key?tagging", HeaderMap::new()),
-            (Method::POST, "/bucket?delete", HeaderMap::new()),
             (Method::PUT, "/bucket/key", copy),
             (Method::POST, "/", HeaderMap::new()),
         ] {

@@ -267,6 +267,46 @@ pub struct CompletedPartXml {
     pub etag: String,
 }
 
+/// DeleteObjects request body.
+#[derive(Debug, Deserialize)]
+pub struct Delete {
+    #[serde(rename = "Quiet", default)]
+    pub quiet: Option<bool>,
+    #[serde(rename = "Object", default)]
+    pub objects: Vec<ObjectIdentifier>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ObjectIdentifier {
+    #[serde(rename = "Key")]
+    pub key: String,
+    #[serde(rename = "VersionId", default)]
+    pub version_id: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct DeleteResult {
+    #[serde(rename = "@xmlns", serialize_with = "ns")]
+    pub xmlns: (),
+    pub deleted: Vec<Deleted>,
+    pub error: Vec<DeleteError>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Deleted {
+    pub key: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct DeleteError {
+    pub key: String,
+    pub code: String,
+    pub message: String,
+}
+
 /// CreateBucket request body.
 #[derive(Debug, Deserialize)]
 pub struct CreateBucketConfiguration {

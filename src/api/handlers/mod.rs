@@ -1,5 +1,6 @@
 //! One handler per S3 operation: read the request, call the object layer, render.
 
+mod batch;
 mod bucket;
 mod list;
 mod multipart;
@@ -95,6 +96,7 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
             upload_id,
         } => multipart::list_parts(request, &bucket, &key, &upload_id).await,
         ListMultipartUploads { bucket } => multipart::list_uploads(request, &bucket).await,
+        DeleteObjects { bucket } => batch::delete_objects(request, &bucket).await,
         CompleteMultipartUpload {
             bucket,
             key,
