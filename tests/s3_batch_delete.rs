@@ -3,17 +3,10 @@
 
 mod common;
 
-use std::sync::OnceLock;
-
 use aws_sdk_s3::types::{Delete, ObjectIdentifier};
 use base64::Engine as _;
 use common::*;
 use md5::Digest as _;
-
-fn server() -> &'static TestServer {
-    static SERVER: OnceLock<TestServer> = OnceLock::new();
-    SERVER.get_or_init(TestServer::start)
-}
 
 async fn bucket_with(keys: &[&str]) -> (aws_sdk_s3::Client, String) {
     let client = server().client();

@@ -2,15 +2,9 @@
 
 mod common;
 
-use std::sync::OnceLock;
-
 use common::*;
 
 /// One server for the whole file: bucket tests use unique names and do not interfere.
-fn server() -> &'static TestServer {
-    static SERVER: OnceLock<TestServer> = OnceLock::new();
-    SERVER.get_or_init(TestServer::start)
-}
 
 #[tokio::test]
 async fn create_head_list_delete_bucket() {

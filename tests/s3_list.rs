@@ -4,16 +4,10 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::sync::OnceLock;
 
 use aws_sdk_s3::types::EncodingType;
 use aws_sdk_s3::Client;
 use common::*;
-
-fn server() -> &'static TestServer {
-    static SERVER: OnceLock<TestServer> = OnceLock::new();
-    SERVER.get_or_init(TestServer::start)
-}
 
 async fn bucket_with_keys(prefix: &str, keys: &[&str]) -> (Client, String) {
     let client = server().client();

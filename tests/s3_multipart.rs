@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_s3::primitives::DateTime;
@@ -18,18 +17,6 @@ use aws_sdk_s3::types::{
 };
 use aws_sdk_s3::Client;
 use common::*;
-
-fn server() -> &'static TestServer {
-    static SERVER: OnceLock<TestServer> = OnceLock::new();
-    SERVER.get_or_init(TestServer::start)
-}
-
-async fn new_bucket(prefix: &str) -> (Client, String) {
-    let client = server().client();
-    let bucket = unique_bucket(prefix);
-    create_bucket(&client, &bucket).await;
-    (client, bucket)
-}
 
 async fn create_upload(client: &Client, bucket: &str, key: &str) -> String {
     let out = ok(

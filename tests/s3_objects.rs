@@ -3,25 +3,11 @@
 
 mod common;
 
-use std::sync::OnceLock;
-
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode};
 use base64::Engine as _;
 use common::*;
 use sha2::Digest as _;
-
-fn server() -> &'static TestServer {
-    static SERVER: OnceLock<TestServer> = OnceLock::new();
-    SERVER.get_or_init(TestServer::start)
-}
-
-async fn new_bucket(prefix: &str) -> (aws_sdk_s3::Client, String) {
-    let client = server().client();
-    let bucket = unique_bucket(prefix);
-    create_bucket(&client, &bucket).await;
-    (client, bucket)
-}
 
 fn b64(data: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(data)

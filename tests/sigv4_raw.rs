@@ -4,25 +4,12 @@
 
 mod common;
 
-use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 use common::*;
-
-fn server() -> &'static TestServer {
-    static SERVER: OnceLock<TestServer> = OnceLock::new();
-    SERVER.get_or_init(TestServer::start)
-}
-
-async fn new_bucket(prefix: &str) -> (Client, String) {
-    let client = server().client();
-    let bucket = unique_bucket(prefix);
-    create_bucket(&client, &bucket).await;
-    (client, bucket)
-}
 
 /// Asserts a raw response is an S3 XML error with `status` and `code`.
 #[track_caller]

@@ -204,7 +204,6 @@ impl From<ObjectError> for S3Error {
             ObjectError::InvalidPart => S3Error::from_code(C::InvalidPart),
             ObjectError::InvalidPartOrder => S3Error::from_code(C::InvalidPartOrder),
             ObjectError::EntityTooSmall(_) => S3Error::from_code(C::EntityTooSmall),
-            ObjectError::EntityTooLarge => S3Error::from_code(C::EntityTooLarge),
             ObjectError::BadDigest => S3Error::from_code(C::BadDigest),
             ObjectError::ChecksumMismatch(algorithm) => S3Error::new(
                 C::BadDigest,

@@ -65,8 +65,6 @@ pub enum ObjectError {
     InvalidPartOrder,
     #[error("part {0} is smaller than 5 MiB")]
     EntityTooSmall(u32),
-    #[error("object larger than allowed")]
-    EntityTooLarge,
     #[error("Content-MD5 does not match the body")]
     BadDigest,
     #[error("{} checksum does not match the body", .0.as_str())]

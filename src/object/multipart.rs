@@ -126,6 +126,18 @@ impl ObjectStore {
         Ok((upload_id, record))
     }
 
+    /// An upload in progress, or `NoSuchUpload`.
+    pub async fn upload_record(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        upload_id: &str,
+    ) -> Result<UploadRecord, ObjectError> {
+        self.bucket(bucket).await?;
+        self.upload(self.set_for(bucket, key), bucket, key, upload_id)
+            .await
+    }
+
     pub(crate) async fn upload(
         &self,
         set: &ErasureSet,

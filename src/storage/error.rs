@@ -15,9 +15,6 @@ pub enum DriveError {
     /// The drive has no space left.
     #[error("drive is full")]
     Full,
-    /// The drive did not answer before its deadline.
-    #[error("drive call timed out")]
-    Timeout,
     #[error("metadata database: {0}")]
     Database(String),
     #[error(transparent)]
@@ -32,13 +29,5 @@ impl From<std::io::Error> for DriveError {
             std::io::ErrorKind::UnexpectedEof => DriveError::ShortRead,
             _ => DriveError::Io(err),
         }
-    }
-}
-
-impl DriveError {
-    /// Whether this is a definite "not found", as opposed to a failure that says nothing
-    /// about what the drive holds.
-    pub fn is_not_found(&self) -> bool {
-        matches!(self, DriveError::NotFound)
     }
 }

@@ -251,3 +251,17 @@ pub async fn list_all_keys(client: &Client, bucket: &str, prefix: Option<&str>) 
     }
     keys
 }
+
+/// The server a test file shares between its tests (one per test binary).
+pub fn server() -> &'static super::TestServer {
+    static SERVER: std::sync::OnceLock<super::TestServer> = std::sync::OnceLock::new();
+    SERVER.get_or_init(super::TestServer::start)
+}
+
+/// A fresh bucket on the shared server, and a client for it.
+pub async fn new_bucket(prefix: &str) -> (Client, String) {
+    let client = server().client();
+    let bucket = super::unique_bucket(prefix);
+    create_bucket(&client, &bucket).await;
+    (client, bucket)
+}

@@ -21,15 +21,12 @@ const URL_ENCODING: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'~')
     .remove(b'/');
 
-/// A key or prefix as `encoding-type=url` shows it.
-pub fn url_encode(value: &str) -> String {
-    utf8_percent_encode(value, URL_ENCODING).to_string()
-}
-
-struct Encoder(bool);
+/// Keys and prefixes as a listing shows them: as stored, or URL-encoded when the request
+/// says `encoding-type=url`.
+pub(super) struct Encoder(bool);
 
 impl Encoder {
-    fn from(request: &Request<'_>) -> Result<Self, S3Error> {
+    pub(super) fn from(request: &Request<'_>) -> Result<Self, S3Error> {
         match request.query.get("encoding-type") {
             None => Ok(Self(false)),
             Some(t) if t.eq_ignore_ascii_case("url") => Ok(Self(true)),
@@ -40,15 +37,15 @@ impl Encoder {
         }
     }
 
-    fn apply(&self, value: &str) -> String {
+    pub(super) fn apply(&self, value: &str) -> String {
         if self.0 {
-            url_encode(value)
+            utf8_percent_encode(value, URL_ENCODING).to_string()
         } else {
             value.to_string()
         }
     }
 
-    fn name(&self) -> Option<String> {
+    pub(super) fn name(&self) -> Option<String> {
         self.0.then(|| "url".to_string())
     }
 }

@@ -4,6 +4,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::bucket::owner;
+use super::list::Encoder;
 use super::object::{body_length, put_options, refuse_unsupported, stored_response};
 use super::{bucket_name, object_key, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
@@ -161,7 +162,7 @@ pub async fn upload_part_copy(
     let range = copy_range(&request)?;
     let store = &request.state.store;
     // The upload must exist before any source byte is read.
-    store.list_parts(&name, &object, upload_id, 0, 0).await?;
+    store.upload_record(&name, &object, upload_id).await?;
     let head = store.head_object(&source_bucket, &source_key).await?;
     // Unlike a GET, a copy range must lie within the source.
     if let Some(ByteRange::From {
@@ -379,23 +380,8 @@ pub async fn list_parts(
 
 pub async fn list_uploads(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
     let name = bucket_name(bucket)?;
-    let encode_url = match request.query.get("encoding-type") {
-        None => false,
-        Some(t) if t.eq_ignore_ascii_case("url") => true,
-        Some(_) => {
-            return Err(S3Error::new(
-                S3ErrorCode::InvalidArgument,
-                "Invalid Encoding Method specified in Request",
-            ))
-        }
-    };
-    let encode = |v: &str| {
-        if encode_url {
-            super::list::url_encode(v)
-        } else {
-            v.to_string()
-        }
-    };
+    let encoder = Encoder::from(&request)?;
+    let encode = |v: &str| encoder.apply(v);
     let query = UploadQuery {
         prefix: request.query.get("prefix").unwrap_or("").to_string(),
         delimiter: request.query.get("delimiter").map(str::to_string),
@@ -426,7 +412,7 @@ pub async fn list_uploads(request: Request<'_>, bucket: &str) -> Result<Response
         delimiter: query.delimiter.as_deref().map(encode),
         max_uploads: query.max_uploads,
         is_truncated: page.truncated,
-        encoding_type: encode_url.then(|| "url".to_string()),
+        encoding_type: encoder.name(),
         upload: page
             .uploads
             .iter()
