@@ -68,6 +68,7 @@ impl Fixture {
             root_password: "bench-password".into(),
             default_credentials: false,
             region: "us-east-1".into(),
+            domain: None,
             stale_upload_expiry: Duration::from_secs(3600),
             stale_upload_scan: Duration::from_secs(3600),
         };

@@ -23,6 +23,8 @@ pub struct ServerConfig {
     /// True when the root credentials are the built-in defaults.
     pub default_credentials: bool,
     pub region: String,
+    /// Host name for virtual-hosted-style requests: `bucket.DOMAIN`.
+    pub domain: Option<String>,
     /// Multipart uploads older than this are aborted by the stale-upload cleaner.
     pub stale_upload_expiry: std::time::Duration,
     /// How often the stale-upload cleaner looks.

@@ -34,6 +34,9 @@ enum Command {
         /// Log as JSON lines.
         #[arg(long)]
         json_logs: bool,
+        /// Serve virtual-hosted-style requests (`bucket.DOMAIN`) besides path-style ones.
+        #[arg(long, env = "STRATA_DOMAIN")]
+        domain: Option<String>,
         /// Drive folders; `/data/d{1...9}` expands. Default: ./data/d1 … ./data/d9.
         drives: Vec<String>,
     },
@@ -47,10 +50,11 @@ fn main() -> std::process::ExitCode {
             ec,
             block_size,
             json_logs,
+            domain,
             drives,
         } => {
             init_logging(json_logs);
-            match server_config(address, &ec, block_size, drives) {
+            match server_config(address, &ec, block_size, domain, drives) {
                 Ok(config) => run(config),
                 Err(e) => fail(e),
             }
@@ -62,6 +66,7 @@ fn server_config(
     address: SocketAddr,
     ec: &str,
     block_size: usize,
+    domain: Option<String>,
     drives: Vec<String>,
 ) -> anyhow::Result<ServerConfig> {
     let (data_shards, parity_shards) = config::parse_erasure(ec)?;
@@ -104,6 +109,7 @@ fn server_config(
         root_password,
         default_credentials,
         region: "us-east-1".into(),
+        domain: domain.map(|d| d.trim_matches('.').to_ascii_lowercase()),
         stale_upload_expiry: seconds_from_env(
             "STRATA_STALE_UPLOAD_EXPIRY_SECS",
             config::DEFAULT_STALE_UPLOAD_EXPIRY_SECS,

@@ -52,6 +52,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             config.region.clone(),
         ),
         owner: config.root_user.clone(),
+        domain: config.domain.clone(),
     });
 
     let listener = TcpListener::bind(config.address)

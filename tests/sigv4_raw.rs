@@ -528,9 +528,8 @@ async fn unsupported_requests_are_not_implemented() {
     put(&client, &bucket, "obj", b"x").await;
     let cases = [
         ("GET", format!("/{bucket}?acl")),
-        ("GET", format!("/{bucket}?tagging")),
-        ("GET", format!("/{bucket}/obj?tagging")),
         ("GET", format!("/{bucket}?policy")),
+        ("GET", format!("/{bucket}?versioning")),
         ("PUT", format!("/{bucket}/obj?acl")),
     ];
     for (method, path) in &cases {

@@ -9,9 +9,11 @@ use axum::response::{IntoResponse, Response};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum S3ErrorCode {
     AccessDenied,
+    AccessForbidden,
     AuthorizationHeaderMalformed,
     AuthorizationQueryParametersError,
     BadDigest,
+    BadRequest,
     BucketAlreadyOwnedByYou,
     BucketNotEmpty,
     EntityTooLarge,
@@ -24,18 +26,24 @@ pub enum S3ErrorCode {
     InvalidDigest,
     InvalidLocationConstraint,
     InvalidPart,
+    InvalidPolicyDocument,
     InvalidPartNumber,
     InvalidPartOrder,
     InvalidRange,
     InvalidRequest,
+    InvalidStorageClass,
     InvalidTag,
     KeyTooLongError,
+    MalformedPOSTRequest,
     MalformedXML,
+    MaxPostPreDataLengthExceededError,
     MetadataTooLarge,
     MethodNotAllowed,
     MissingContentLength,
     NoSuchBucket,
+    NoSuchCORSConfiguration,
     NoSuchKey,
+    NoSuchTagSet,
     NoSuchUpload,
     NotImplemented,
     PreconditionFailed,
@@ -53,9 +61,11 @@ impl S3ErrorCode {
         use S3ErrorCode::*;
         match self {
             AccessDenied => "AccessDenied",
+            AccessForbidden => "AccessForbidden",
             AuthorizationHeaderMalformed => "AuthorizationHeaderMalformed",
             AuthorizationQueryParametersError => "AuthorizationQueryParametersError",
             BadDigest => "BadDigest",
+            BadRequest => "BadRequest",
             BucketAlreadyOwnedByYou => "BucketAlreadyOwnedByYou",
             BucketNotEmpty => "BucketNotEmpty",
             EntityTooLarge => "EntityTooLarge",
@@ -68,18 +78,24 @@ impl S3ErrorCode {
             InvalidDigest => "InvalidDigest",
             InvalidLocationConstraint => "InvalidLocationConstraint",
             InvalidPart => "InvalidPart",
+            InvalidPolicyDocument => "InvalidPolicyDocument",
             InvalidPartNumber => "InvalidPartNumber",
             InvalidPartOrder => "InvalidPartOrder",
             InvalidRange => "InvalidRange",
             InvalidRequest => "InvalidRequest",
+            InvalidStorageClass => "InvalidStorageClass",
             InvalidTag => "InvalidTag",
             KeyTooLongError => "KeyTooLongError",
+            MalformedPOSTRequest => "MalformedPOSTRequest",
             MalformedXML => "MalformedXML",
+            MaxPostPreDataLengthExceededError => "MaxPostPreDataLengthExceededError",
             MetadataTooLarge => "MetadataTooLarge",
             MethodNotAllowed => "MethodNotAllowed",
             MissingContentLength => "MissingContentLength",
             NoSuchBucket => "NoSuchBucket",
+            NoSuchCORSConfiguration => "NoSuchCORSConfiguration",
             NoSuchKey => "NoSuchKey",
+            NoSuchTagSet => "NoSuchTagSet",
             NoSuchUpload => "NoSuchUpload",
             NotImplemented => "NotImplemented",
             PreconditionFailed => "PreconditionFailed",
@@ -96,10 +112,14 @@ impl S3ErrorCode {
     pub fn status(self) -> StatusCode {
         use S3ErrorCode::*;
         match self {
-            AccessDenied | InvalidAccessKeyId | RequestTimeTooSkewed | SignatureDoesNotMatch => {
-                StatusCode::FORBIDDEN
+            AccessDenied
+            | AccessForbidden
+            | InvalidAccessKeyId
+            | RequestTimeTooSkewed
+            | SignatureDoesNotMatch => StatusCode::FORBIDDEN,
+            NoSuchBucket | NoSuchCORSConfiguration | NoSuchKey | NoSuchTagSet | NoSuchUpload => {
+                StatusCode::NOT_FOUND
             }
-            NoSuchBucket | NoSuchKey | NoSuchUpload => StatusCode::NOT_FOUND,
             BucketAlreadyOwnedByYou | BucketNotEmpty => StatusCode::CONFLICT,
             InvalidRange | InvalidPartNumber => StatusCode::RANGE_NOT_SATISFIABLE,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -112,6 +132,7 @@ impl S3ErrorCode {
             AuthorizationHeaderMalformed
             | AuthorizationQueryParametersError
             | BadDigest
+            | BadRequest
             | EntityTooLarge
             | EntityTooSmall
             | IncompleteBody
@@ -122,9 +143,13 @@ impl S3ErrorCode {
             | InvalidPart
             | InvalidPartOrder
             | InvalidRequest
+            | InvalidStorageClass
             | InvalidTag
             | KeyTooLongError
+            | InvalidPolicyDocument
+            | MalformedPOSTRequest
             | MalformedXML
+            | MaxPostPreDataLengthExceededError
             | MetadataTooLarge
             | XAmzContentSHA256Mismatch => StatusCode::BAD_REQUEST,
         }
@@ -228,9 +253,11 @@ fn default_message(code: S3ErrorCode) -> &'static str {
     use S3ErrorCode::*;
     match code {
         AccessDenied => "Access Denied",
+        AccessForbidden => "CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.",
         AuthorizationHeaderMalformed => "The authorization header is malformed.",
         AuthorizationQueryParametersError => "Error parsing the X-Amz-Credential parameter.",
         BadDigest => "The Content-MD5 you specified did not match what we received.",
+        BadRequest => "Insufficient information. Origin request header needed.",
         BucketAlreadyOwnedByYou => {
             "Your previous request to create the named bucket succeeded and you already own it."
         }
@@ -249,14 +276,20 @@ fn default_message(code: S3ErrorCode) -> &'static str {
         InvalidPartOrder => "The list of parts was not in ascending order. Parts must be ordered by part number.",
         InvalidRange => "The requested range is not satisfiable",
         InvalidRequest => "Invalid Request",
+        InvalidStorageClass => "The storage class you specified is not valid",
         InvalidTag => "The tag provided was not a valid tag.",
         KeyTooLongError => "Your key is too long",
+        InvalidPolicyDocument => "The content of the form does not meet the conditions specified in the policy document.",
+        MalformedPOSTRequest => "The body of your POST request is not well-formed multipart/form-data.",
+        MaxPostPreDataLengthExceededError => "Your POST request fields preceding the upload file were too large.",
         MalformedXML => "The XML you provided was not well-formed or did not validate against our published schema.",
         MetadataTooLarge => "Your metadata headers exceed the maximum allowed metadata size.",
         MethodNotAllowed => "The specified method is not allowed against this resource.",
         MissingContentLength => "You must provide the Content-Length HTTP header.",
         NoSuchBucket => "The specified bucket does not exist",
+        NoSuchCORSConfiguration => "The CORS configuration does not exist",
         NoSuchKey => "The specified key does not exist.",
+        NoSuchTagSet => "The TagSet does not exist",
         NoSuchUpload => "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
         NotImplemented => "A header or query you provided implies functionality that is not implemented.",
         PreconditionFailed => "At least one of the pre-conditions you specified did not hold",

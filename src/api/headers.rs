@@ -175,6 +175,12 @@ pub fn object_headers(record: &ObjectRecord, with_checksum: bool) -> HeaderMap {
             .unwrap_or("binary/octet-stream"),
     );
     set("accept-ranges", "bytes");
+    if let Some(class) = &record.storage_class {
+        set("x-amz-storage-class", class);
+    }
+    if let Some(class) = &record.storage_class {
+        set("x-amz-storage-class", class);
+    }
     if !record.tags.is_empty() {
         set("x-amz-tagging-count", &record.tags.len().to_string());
     }
@@ -203,8 +209,7 @@ pub fn object_headers(record: &ObjectRecord, with_checksum: bool) -> HeaderMap {
     out
 }
 
-/// S3's limits on object tags.
-const MAX_TAGS: usize = 10;
+/// S3's limits on tag keys and values.
 const MAX_TAG_KEY: usize = 128;
 const MAX_TAG_VALUE: usize = 256;
 
@@ -220,10 +225,28 @@ pub fn tags(headers: &HeaderMap) -> Result<Vec<(String, String)>, S3Error> {
             .map(|v| v.into_owned())
             .map_err(|_| invalid("The tag is not valid UTF-8."))
     };
-    let mut tags: Vec<(String, String)> = Vec::new();
+    let mut tags = Vec::new();
     for pair in value.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let (k, v) = (decode(k)?, decode(v)?);
+        tags.push((decode(k)?, decode(v)?));
+    }
+    check_tags(tags, OBJECT_TAG_LIMIT)
+}
+
+/// How many tags a tag set may hold, and what S3 says past that.
+pub struct TagLimit(usize, &'static str);
+
+pub const OBJECT_TAG_LIMIT: TagLimit = TagLimit(10, "Object tags cannot be greater than 10");
+pub const BUCKET_TAG_LIMIT: TagLimit = TagLimit(50, "Bucket tag count cannot be greater than 50");
+
+/// Checks a tag set against S3's limits: how many, key and value lengths, no key twice.
+pub fn check_tags(
+    given: Vec<(String, String)>,
+    limit: TagLimit,
+) -> Result<Vec<(String, String)>, S3Error> {
+    let invalid = |why: &str| S3Error::new(S3ErrorCode::InvalidTag, why.to_string());
+    let mut tags: Vec<(String, String)> = Vec::new();
+    for (k, v) in given {
         if k.is_empty() || k.chars().count() > MAX_TAG_KEY {
             return Err(invalid("The TagKey you have provided is invalid"));
         }
@@ -235,10 +258,25 @@ pub fn tags(headers: &HeaderMap) -> Result<Vec<(String, String)>, S3Error> {
         }
         tags.push((k, v));
     }
-    if tags.len() > MAX_TAGS {
-        return Err(invalid("Object tags cannot be greater than 10"));
+    if tags.len() > limit.0 {
+        return Err(invalid(limit.1));
     }
     Ok(tags)
+}
+
+/// The storage class as listings show it.
+pub fn storage_class_name(stored: Option<&str>) -> String {
+    stored.unwrap_or("STANDARD").to_string()
+}
+
+/// The storage classes Strata accepts: STANDARD (stored as the default) and
+/// REDUCED_REDUNDANCY, as MinIO does; any other S3 class names a tier this server lacks.
+pub fn storage_class(headers: &HeaderMap) -> Result<Option<String>, S3Error> {
+    match header(headers, "x-amz-storage-class") {
+        None | Some("STANDARD") => Ok(None),
+        Some(class @ "REDUCED_REDUNDANCY") => Ok(Some(class.to_string())),
+        Some(_) => Err(S3Error::from_code(S3ErrorCode::InvalidStorageClass)),
+    }
 }
 
 /// A conditional write: `If-None-Match: *` or `If-Match: <etag>`.

@@ -3,9 +3,11 @@
 //! calls the object layer and renders the answer. It knows nothing of shards or drives.
 
 pub mod auth;
+mod cors;
 pub mod error;
 mod handlers;
 mod headers;
+mod post_policy;
 pub mod router;
 mod xml;
 
@@ -29,6 +31,8 @@ pub struct AppState {
     pub keyring: auth::Keyring,
     /// Name shown as the owner of buckets and objects (the root user).
     pub owner: String,
+    /// Host name under which `bucket.DOMAIN` addresses a bucket (virtual-hosted style).
+    pub domain: Option<String>,
 }
 
 /// The HTTP service: every request goes through [`handle`].
@@ -42,6 +46,7 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
     let method = request.method().clone();
     let path = request.uri().path().to_string();
     let close_connection = expects_continue_without_body(request.headers());
+    let cors_request = browser_request(&state, &request);
     let (operation, result) = dispatch(&state, request).await;
     let mut response = match result {
         Ok(response) => response,
@@ -58,6 +63,11 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
             err.into_response()
         }
     };
+    if let Some((bucket, origin)) = cors_request {
+        if let Some(allowed) = cors_headers(&state, &bucket, &origin, method.as_str()).await {
+            response.headers_mut().extend(allowed);
+        }
+    }
     let headers = response.headers_mut();
     headers.insert(
         "x-amz-request-id",
@@ -104,19 +114,25 @@ async fn authenticated_dispatch(
         &state.keyring,
         now,
     ) {
-        Ok(Some(auth)) => auth,
-        Ok(None) => {
+        Ok(auth) => auth,
+        Err(err) => return ("Unauthenticated", Err(err)),
+    };
+    let endpoint = match router::parse(
+        &parts.method,
+        &parts.uri,
+        &parts.headers,
+        state.domain.as_deref(),
+    ) {
+        Ok(endpoint) if auth.is_some() || endpoint.is_anonymous() => endpoint,
+        Err(err) if auth.is_some() => return ("NotImplemented", Err(err)),
+        _ => {
             return (
                 "Anonymous",
                 Err(S3Error::from_code(S3ErrorCode::AccessDenied)),
             )
         }
-        Err(err) => return ("Unauthenticated", Err(err)),
     };
-    let endpoint = match router::parse(&parts.method, &parts.uri, &parts.headers) {
-        Ok(endpoint) => endpoint,
-        Err(err) => return ("NotImplemented", Err(err)),
-    };
+    let auth = auth.unwrap_or_else(auth::Authenticated::anonymous);
     let trailers = Arc::new(TrailerSlot::default());
     let body = auth::verified_body(Box::pin(raw), &auth, trailers.clone());
     let request = handlers::Request {
@@ -129,6 +145,31 @@ async fn authenticated_dispatch(
     };
     let name = endpoint.name();
     (name, handlers::call(endpoint, request).await)
+}
+
+/// The bucket and `Origin` of a browser's actual (not preflight) request to a bucket.
+fn browser_request(state: &AppState, request: &Request) -> Option<(String, String)> {
+    let origin = request.headers().get("origin")?.to_str().ok()?;
+    if request.method() == axum::http::Method::OPTIONS {
+        return None;
+    }
+    let (bucket, _) =
+        router::bucket_and_key(request.uri(), request.headers(), state.domain.as_deref()).ok()?;
+    (!bucket.is_empty()).then(|| (bucket, origin.to_string()))
+}
+
+/// The CORS headers the bucket's rules give a browser's actual request, if any rule allows it.
+async fn cors_headers(
+    state: &AppState,
+    bucket: &str,
+    origin: &str,
+    method: &str,
+) -> Option<axum::http::HeaderMap> {
+    let name = crate::object::BucketName::parse(bucket).ok()?;
+    let record = state.store.bucket(&name).await.ok()?;
+    let rules = record.settings.cors.as_ref()?;
+    let rule = cors::matching_rule(rules, origin, method, &[])?;
+    Some(cors::allow_headers(rule, origin, None))
 }
 
 /// Bytes of an unread request body read and dropped before an error answer; past this the

@@ -43,6 +43,44 @@ pub enum Endpoint {
         bucket: String,
         key: String,
     },
+    CopyObject {
+        bucket: String,
+        key: String,
+    },
+    GetObjectTagging {
+        bucket: String,
+        key: String,
+    },
+    PutObjectTagging {
+        bucket: String,
+        key: String,
+    },
+    DeleteObjectTagging {
+        bucket: String,
+        key: String,
+    },
+    GetBucketTagging {
+        bucket: String,
+    },
+    PutBucketTagging {
+        bucket: String,
+    },
+    DeleteBucketTagging {
+        bucket: String,
+    },
+    GetBucketCors {
+        bucket: String,
+    },
+    PutBucketCors {
+        bucket: String,
+    },
+    DeleteBucketCors {
+        bucket: String,
+    },
+    /// A browser's CORS preflight `OPTIONS` request, for a bucket or an object in it.
+    CorsPreflight {
+        bucket: String,
+    },
     CreateMultipartUpload {
         bucket: String,
         key: String,
@@ -64,6 +102,10 @@ pub enum Endpoint {
     DeleteObjects {
         bucket: String,
     },
+    /// A browser form upload (`multipart/form-data`) signed by a POST policy.
+    PostObject {
+        bucket: String,
+    },
     UploadPart {
         bucket: String,
         key: String,
@@ -83,6 +125,15 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
+    /// Endpoints served without a signature: a browser's CORS preflight carries none, and
+    /// a POST Object form carries its own (the handler verifies the policy signature).
+    pub fn is_anonymous(&self) -> bool {
+        matches!(
+            self,
+            Endpoint::CorsPreflight { .. } | Endpoint::PostObject { .. }
+        )
+    }
+
     /// The operation name, for logs and metrics.
     pub fn name(&self) -> &'static str {
         match self {
@@ -97,12 +148,24 @@ impl Endpoint {
             Endpoint::GetObject { .. } => "GetObject",
             Endpoint::HeadObject { .. } => "HeadObject",
             Endpoint::DeleteObject { .. } => "DeleteObject",
+            Endpoint::CopyObject { .. } => "CopyObject",
+            Endpoint::GetObjectTagging { .. } => "GetObjectTagging",
+            Endpoint::PutObjectTagging { .. } => "PutObjectTagging",
+            Endpoint::DeleteObjectTagging { .. } => "DeleteObjectTagging",
+            Endpoint::GetBucketTagging { .. } => "GetBucketTagging",
+            Endpoint::PutBucketTagging { .. } => "PutBucketTagging",
+            Endpoint::DeleteBucketTagging { .. } => "DeleteBucketTagging",
+            Endpoint::GetBucketCors { .. } => "GetBucketCors",
+            Endpoint::PutBucketCors { .. } => "PutBucketCors",
+            Endpoint::DeleteBucketCors { .. } => "DeleteBucketCors",
+            Endpoint::CorsPreflight { .. } => "CorsPreflight",
             Endpoint::CreateMultipartUpload { .. } => "CreateMultipartUpload",
             Endpoint::UploadPart { .. } => "UploadPart",
             Endpoint::UploadPartCopy { .. } => "UploadPartCopy",
             Endpoint::ListParts { .. } => "ListParts",
             Endpoint::ListMultipartUploads { .. } => "ListMultipartUploads",
             Endpoint::DeleteObjects { .. } => "DeleteObjects",
+            Endpoint::PostObject { .. } => "PostObject",
             Endpoint::CompleteMultipartUpload { .. } => "CompleteMultipartUpload",
             Endpoint::AbortMultipartUpload { .. } => "AbortMultipartUpload",
         }
@@ -171,8 +234,29 @@ const LIST_UPLOADS_PARAMS: &[&str] = &[
     "encoding-type",
 ];
 
-/// Parses a request into an endpoint (path-style addressing: `/bucket/key`).
-pub fn parse(method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<Endpoint, S3Error> {
+/// The bucket a request's `Host` names when it is `bucket.DOMAIN` (virtual-hosted style).
+fn virtual_host_bucket(uri: &Uri, headers: &HeaderMap, domain: Option<&str>) -> Option<String> {
+    let domain = domain?;
+    let host = headers
+        .get("host")
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| uri.host())?;
+    // Drop a port; an IPv6 literal has no bucket in it anyway.
+    let host = host.rsplit_once(':').map_or(host, |(h, _)| h);
+    let bucket = host
+        .to_ascii_lowercase()
+        .strip_suffix(domain)?
+        .strip_suffix('.')?
+        .to_string();
+    (!bucket.is_empty()).then_some(bucket)
+}
+
+/// The bucket and key a request addresses: `bucket.DOMAIN/key` or path-style `/bucket/key`.
+pub fn bucket_and_key(
+    uri: &Uri,
+    headers: &HeaderMap,
+    domain: Option<&str>,
+) -> Result<(String, String), S3Error> {
     let path = percent_decode_str(uri.path()).decode_utf8().map_err(|_| {
         S3Error::new(
             S3ErrorCode::InvalidArgument,
@@ -180,10 +264,23 @@ pub fn parse(method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<Endpoint
         )
     })?;
     let path = path.strip_prefix('/').unwrap_or(&path);
-    let (bucket, key) = match path.split_once('/') {
+    if let Some(bucket) = virtual_host_bucket(uri, headers, domain) {
+        return Ok((bucket, path.to_string()));
+    }
+    Ok(match path.split_once('/') {
         Some((b, k)) => (b.to_string(), k.to_string()),
         None => (path.to_string(), String::new()),
-    };
+    })
+}
+
+/// Parses a request into an endpoint.
+pub fn parse(
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    domain: Option<&str>,
+) -> Result<Endpoint, S3Error> {
+    let (bucket, key) = bucket_and_key(uri, headers, domain)?;
     let query = Query::parse(uri.query());
     let copy = headers.contains_key("x-amz-copy-source");
     let not_implemented = || {
@@ -211,13 +308,36 @@ pub fn parse(method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<Endpoint
             _ => not_implemented(),
         };
     }
+    if *method == Method::OPTIONS {
+        return Ok(Endpoint::CorsPreflight { bucket });
+    }
     if key.is_empty() {
         return match *method {
+            Method::PUT if query.has("tagging") => {
+                only(&["tagging"], Endpoint::PutBucketTagging { bucket })
+            }
+            Method::GET if query.has("tagging") => {
+                only(&["tagging"], Endpoint::GetBucketTagging { bucket })
+            }
+            Method::DELETE if query.has("tagging") => {
+                only(&["tagging"], Endpoint::DeleteBucketTagging { bucket })
+            }
+            Method::PUT if query.has("cors") => only(&["cors"], Endpoint::PutBucketCors { bucket }),
+            Method::GET if query.has("cors") => only(&["cors"], Endpoint::GetBucketCors { bucket }),
+            Method::DELETE if query.has("cors") => {
+                only(&["cors"], Endpoint::DeleteBucketCors { bucket })
+            }
             Method::PUT => only(&[], Endpoint::CreateBucket { bucket }),
             Method::HEAD => only(&[], Endpoint::HeadBucket { bucket }),
             Method::DELETE => only(&[], Endpoint::DeleteBucket { bucket }),
             Method::POST if query.has("delete") => {
                 only(&["delete"], Endpoint::DeleteObjects { bucket })
+            }
+            Method::POST
+                if super::headers::header(headers, "content-type")
+                    .is_some_and(|v| v.to_ascii_lowercase().starts_with("multipart/form-data")) =>
+            {
+                only(&[], Endpoint::PostObject { bucket })
             }
             Method::GET if query.has("uploads") => only(
                 LIST_UPLOADS_PARAMS,
@@ -230,6 +350,14 @@ pub fn parse(method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<Endpoint
                 only(LIST_V2_PARAMS, Endpoint::ListObjectsV2 { bucket })
             }
             Method::GET => only(LIST_V1_PARAMS, Endpoint::ListObjectsV1 { bucket }),
+            _ => not_implemented(),
+        };
+    }
+    if query.has("tagging") {
+        return match *method {
+            Method::PUT => only(&["tagging"], Endpoint::PutObjectTagging { bucket, key }),
+            Method::GET => only(&["tagging"], Endpoint::GetObjectTagging { bucket, key }),
+            Method::DELETE => only(&["tagging"], Endpoint::DeleteObjectTagging { bucket, key }),
             _ => not_implemented(),
         };
     }
@@ -254,7 +382,8 @@ pub fn parse(method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<Endpoint
                 part_number,
             },
         ),
-        (Method::PUT, None) if !copy => only(&[], Endpoint::PutObject { bucket, key }),
+        (Method::PUT, None) if copy => only(&[], Endpoint::CopyObject { bucket, key }),
+        (Method::PUT, None) => only(&[], Endpoint::PutObject { bucket, key }),
         (Method::GET, Some(upload_id)) => only(
             &["uploadId", "max-parts", "part-number-marker"],
             Endpoint::ListParts {
@@ -299,7 +428,51 @@ mod tests {
     }
 
     fn route_with(method: Method, uri: &str, headers: HeaderMap) -> Result<Endpoint, S3Error> {
-        parse(&method, &uri.parse().unwrap(), &headers)
+        parse(&method, &uri.parse().unwrap(), &headers, None)
+    }
+
+    #[test]
+    fn virtual_hosted_requests_name_the_bucket_in_the_host() {
+        let host = |h: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert("host", h.parse().unwrap());
+            headers
+        };
+        let parse_at = |h: &str, uri: &str| {
+            parse(
+                &Method::GET,
+                &uri.parse().unwrap(),
+                &host(h),
+                Some("s3.example.com"),
+            )
+            .unwrap()
+        };
+        assert_eq!(
+            parse_at("bucket.s3.example.com:9000", "/a/b.txt"),
+            Endpoint::GetObject {
+                bucket: b(),
+                key: "a/b.txt".into()
+            }
+        );
+        assert_eq!(
+            parse_at("bucket.s3.example.com", "/?list-type=2"),
+            Endpoint::ListObjectsV2 { bucket: b() }
+        );
+        // The bare domain, or another host, is path-style.
+        assert_eq!(
+            parse_at("s3.example.com", "/bucket/k"),
+            Endpoint::GetObject {
+                bucket: b(),
+                key: "k".into()
+            }
+        );
+        assert_eq!(
+            parse_at("127.0.0.1:9000", "/bucket/k"),
+            Endpoint::GetObject {
+                bucket: b(),
+                key: "k".into()
+            }
+        );
     }
 
     fn b() -> String {
@@ -359,6 +532,29 @@ mod tests {
                 Method::GET,
                 "/bucket/k?partNumber=3",
                 Endpoint::GetObject {
+                    bucket: b(),
+                    key: "k".into(),
+                },
+            ),
+            (
+                Method::PUT,
+                "/bucket?tagging",
+                Endpoint::PutBucketTagging { bucket: b() },
+            ),
+            (
+                Method::GET,
+                "/bucket?cors",
+                Endpoint::GetBucketCors { bucket: b() },
+            ),
+            (
+                Method::OPTIONS,
+                "/bucket/some/key",
+                Endpoint::CorsPreflight { bucket: b() },
+            ),
+            (
+                Method::DELETE,
+                "/bucket/k?tagging",
+                Endpoint::DeleteObjectTagging {
                     bucket: b(),
                     key: "k".into(),
                 },
@@ -447,6 +643,19 @@ mod tests {
     }
 
     #[test]
+    fn a_put_with_a_copy_source_is_a_copy() {
+        let mut copy = HeaderMap::new();
+        copy.insert("x-amz-copy-source", "/b/k".parse().unwrap());
+        assert_eq!(
+            route_with(Method::PUT, "/bucket/k2", copy).unwrap(),
+            Endpoint::CopyObject {
+                bucket: b(),
+                key: "k2".into()
+            }
+        );
+    }
+
+    #[test]
     fn keys_are_percent_decoded_and_keep_their_slashes() {
         let got = route(Method::GET, "/bucket/a%20b/%2Bc//d%25").unwrap();
         assert_eq!(
@@ -468,17 +677,32 @@ mod tests {
 
     #[test]
     fn unsupported_requests_are_not_implemented() {
-        let mut copy = HeaderMap::new();
-        copy.insert("x-amz-copy-source", "/b/k".parse().unwrap());
         for (method, uri, headers) in [
             (Method::GET, "/bucket?acl", HeaderMap::new()),
             (Method::PUT, "/bucket?versioning", HeaderMap::new()),
-            (Method::GET, "/bucket/key?tagging", HeaderMap::new()),
-            (Method::PUT, "/bucket/key", copy),
+            (Method::GET, "/bucket?acl", HeaderMap::new()),
+            (Method::POST, "/bucket/key?tagging", HeaderMap::new()),
             (Method::POST, "/", HeaderMap::new()),
         ] {
             let err = route_with(method.clone(), uri, headers).unwrap_err();
             assert_eq!(err.code, S3ErrorCode::NotImplemented, "{method} {uri}");
         }
+    }
+
+    #[test]
+    fn form_posts_to_a_bucket_are_post_object() {
+        let mut form = HeaderMap::new();
+        let value = "Multipart/Form-Data; boundary=----x";
+        form.insert("content-type", value.parse().unwrap());
+        assert_eq!(
+            route_with(Method::POST, "/bucket", form.clone()).unwrap(),
+            Endpoint::PostObject { bucket: b() }
+        );
+        assert!(Endpoint::PostObject { bucket: b() }.is_anonymous());
+        // Anything else posted to a bucket is still not an operation Strata serves.
+        let err = route_with(Method::POST, "/bucket", HeaderMap::new()).unwrap_err();
+        assert_eq!(err.code, S3ErrorCode::NotImplemented);
+        let err = route_with(Method::POST, "/bucket?acl", form).unwrap_err();
+        assert_eq!(err.code, S3ErrorCode::NotImplemented);
     }
 }

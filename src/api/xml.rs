@@ -228,9 +228,10 @@ pub struct ListMultipartUploadsResult {
     pub common_prefixes: Vec<CommonPrefix>,
 }
 
+/// CopyObjectResult and CopyPartResult, which have the same shape.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct CopyPartResult {
+pub struct CopyResult {
     #[serde(rename = "@xmlns", serialize_with = "ns")]
     pub xmlns: (),
     pub last_modified: String,
@@ -250,6 +251,83 @@ pub struct LocationConstraint {
 
 fn ns<S: serde::Serializer>(_: &(), s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(xmlns())
+}
+
+/// A tag set, in requests (PutObjectTagging, PutBucketTagging) and answers.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Tagging {
+    #[serde(rename = "@xmlns", serialize_with = "ns", skip_deserializing)]
+    pub xmlns: (),
+    #[serde(rename = "TagSet")]
+    pub tag_set: TagSet,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct TagSet {
+    #[serde(rename = "Tag", default)]
+    pub tags: Vec<Tag>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Tag {
+    #[serde(rename = "Key")]
+    pub key: String,
+    #[serde(rename = "Value", default)]
+    pub value: String,
+}
+
+impl Tagging {
+    pub fn new(tags: &[(String, String)]) -> Self {
+        Tagging {
+            xmlns: (),
+            tag_set: TagSet {
+                tags: tags
+                    .iter()
+                    .map(|(key, value)| Tag {
+                        key: key.clone(),
+                        value: value.clone(),
+                    })
+                    .collect(),
+            },
+        }
+    }
+
+    pub fn into_pairs(self) -> Vec<(String, String)> {
+        self.tag_set
+            .tags
+            .into_iter()
+            .map(|t| (t.key, t.value))
+            .collect()
+    }
+}
+
+/// A bucket's CORS configuration, in PutBucketCors requests and GetBucketCors answers.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CorsConfiguration {
+    #[serde(rename = "@xmlns", serialize_with = "ns", skip_deserializing)]
+    pub xmlns: (),
+    #[serde(rename = "CORSRule", default)]
+    pub rules: Vec<CorsRule>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CorsRule {
+    #[serde(rename = "ID", default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(rename = "AllowedHeader", default)]
+    pub allowed_headers: Vec<String>,
+    #[serde(rename = "AllowedMethod", default)]
+    pub allowed_methods: Vec<String>,
+    #[serde(rename = "AllowedOrigin", default)]
+    pub allowed_origins: Vec<String>,
+    #[serde(rename = "ExposeHeader", default)]
+    pub expose_headers: Vec<String>,
+    #[serde(
+        rename = "MaxAgeSeconds",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_age_seconds: Option<u64>,
 }
 
 /// CompleteMultipartUpload request body.
@@ -305,6 +383,17 @@ pub struct DeleteError {
     pub key: String,
     pub code: String,
     pub message: String,
+}
+
+/// The answer to a POST Object form upload with `success_action_status` 201.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct PostResponse {
+    pub location: String,
+    pub bucket: String,
+    pub key: String,
+    #[serde(rename = "ETag")]
+    pub etag: String,
 }
 
 /// CreateBucket request body.

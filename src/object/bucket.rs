@@ -2,10 +2,9 @@
 
 use futures::future::join_all;
 
-use super::record::{self, BucketRecord};
+use super::record::{self, BucketRecord, BucketSettings};
 use super::{
-    agree, now_ms, read_agreed, require_write_quorum, Agreement, BucketName, ListQuery,
-    ObjectError, ObjectStore,
+    agree, now_ms, require_write_quorum, Agreement, BucketName, ListQuery, ObjectError, ObjectStore,
 };
 use crate::storage::{MetaOp, MetaTable};
 
@@ -18,6 +17,8 @@ impl ObjectStore {
             name: name.to_string(),
             id: uuid::Uuid::new_v4().simple().to_string(),
             created_ms: now_ms(),
+            revision: 0,
+            settings: Default::default(),
         };
         let op = MetaOp::Put {
             table: MetaTable::Buckets,
@@ -41,15 +42,47 @@ impl ObjectStore {
     async fn find_bucket(&self, name: &BucketName) -> Result<Option<BucketRecord>, ObjectError> {
         // Every set holds every bucket; the first set answers for all.
         let set = &self.sets[0];
-        let key = name.as_str().as_bytes();
-        match read_agreed(set, MetaTable::Buckets, key, |b: &BucketRecord| {
-            b.id.clone()
-        })
-        .await?
-        {
-            Agreement::Found { value, .. } => Ok(Some(value)),
+        let answers: Vec<_> = set
+            .meta_get_all(MetaTable::Buckets, name.as_str().as_bytes())
+            .await
+            .into_iter()
+            .map(|a| a.map(|v| v.and_then(|bytes| record::decode::<BucketRecord>(&bytes).ok())))
+            .collect();
+        let held: Vec<BucketRecord> = answers.iter().flatten().flatten().cloned().collect();
+        match agree(set, answers, |b: &BucketRecord| b.id.clone())? {
+            // Settings changes are acknowledged once a write quorum has them, so the highest
+            // revision any drive holds is at least the last acknowledged one.
+            Agreement::Found { value, .. } => Ok(held
+                .into_iter()
+                .filter(|r| r.id == value.id)
+                .max_by_key(|r| r.revision)),
             Agreement::NotFound => Ok(None),
         }
+    }
+
+    /// Changes a bucket's settings on every drive of every set. The new record carries a
+    /// higher revision, so readers take it from any drive that has it; `change` may refuse.
+    pub async fn update_bucket_settings(
+        &self,
+        name: &BucketName,
+        change: impl FnOnce(&mut BucketSettings) -> Result<(), ObjectError>,
+    ) -> Result<BucketRecord, ObjectError> {
+        // Bucket keys are never object keys (those are never empty), so this lock is the
+        // bucket's own.
+        let _guard = self.locks.write(name.as_str(), "").await;
+        let mut record = self.bucket(name).await?;
+        change(&mut record.settings)?;
+        record.revision += 1;
+        let op = MetaOp::Put {
+            table: MetaTable::Buckets,
+            key: name.as_str().as_bytes().to_vec(),
+            value: record::encode(&record),
+        };
+        let results = join_all(self.sets.iter().map(|s| s.meta_apply_all(vec![op.clone()]))).await;
+        for (set, results) in self.sets.iter().zip(&results) {
+            require_write_quorum(set, results)?;
+        }
+        Ok(record)
     }
 
     pub async fn list_buckets(&self) -> Result<Vec<BucketRecord>, ObjectError> {

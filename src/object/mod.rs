@@ -33,7 +33,9 @@ pub use list::{ListEntry, ListPage, ListQuery};
 pub use multipart::{CompleteOptions, CompletedPart, PartsPage, UploadOptions};
 pub use names::{BucketName, ObjectKey, MAX_KEY_LEN};
 pub use objects::{GetOptions, GetResult, PutOptions, WriteCondition};
-pub use record::{BucketRecord, ObjectRecord, PartRecord, StoredChecksum, UploadRecord};
+pub use record::{
+    BucketRecord, BucketSettings, CorsRule, ObjectRecord, PartRecord, StoredChecksum, UploadRecord,
+};
 pub use span::{ByteRange, ReadSpan};
 pub use uploads::{UploadEntry, UploadQuery, UploadsPage};
 

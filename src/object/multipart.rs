@@ -44,6 +44,7 @@ pub struct UploadOptions {
     /// `x-amz-checksum-type`; S3's default is COMPOSITE (FULL_OBJECT for CRC64NVME).
     pub checksum_type: Option<ChecksumType>,
     pub tags: Vec<(String, String)>,
+    pub storage_class: Option<String>,
 }
 
 /// A part as listed in CompleteMultipartUpload.
@@ -114,6 +115,7 @@ impl ObjectStore {
             checksum_algorithm: options.checksum_algorithm,
             checksum_type,
             tags: options.tags,
+            storage_class: options.storage_class,
         };
         let results = set
             .meta_apply_all(vec![MetaOp::Put {
@@ -385,6 +387,8 @@ impl ObjectStore {
             headers: upload.headers.clone(),
             checksum,
             tags: upload.tags.clone(),
+            storage_class: upload.storage_class.clone(),
+            revision: 0,
             data_shards: set.data_shards() as u8,
             parity_shards: set.parity_shards() as u8,
             block_size: set.block_size() as u32,

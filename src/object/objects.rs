@@ -12,7 +12,7 @@ use super::md5_lanes::Md5Lanes;
 use super::record::{
     self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, StoredChecksum,
 };
-use super::version::{agree_on_version, read_records, replaced_versions};
+use super::version::{agree_on_version, read_records, replaced_versions, DriveRecords};
 use super::{
     now_ms, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, ReadSpan, INLINE_LIMIT,
 };
@@ -32,6 +32,8 @@ pub struct PutOptions {
     /// Commit only if the key's current state allows it.
     pub condition: Option<WriteCondition>,
     pub tags: Vec<(String, String)>,
+    /// `x-amz-storage-class` when not STANDARD.
+    pub storage_class: Option<String>,
 }
 
 /// A conditional write, checked atomically with the commit: checkpoint writers use it so that
@@ -114,6 +116,8 @@ impl ObjectStore {
             headers: options.headers,
             checksum: checksum.clone(),
             tags: options.tags.clone(),
+            storage_class: options.storage_class.clone(),
+            revision: 0,
             data_shards: set.data_shards() as u8,
             parity_shards: set.parity_shards() as u8,
             block_size: set.block_size() as u32,
@@ -167,66 +171,61 @@ impl ObjectStore {
         key: &ObjectKey,
         version: NewVersion<'_>,
     ) -> Result<(), ObjectError> {
-        let NewVersion {
-            record,
-            inline,
-            extra,
-            condition,
-        } = version;
-        let db_key = object_key(&bucket.name, key.as_str());
         let guard = self.locks.write(&bucket.name, key.as_str()).await;
         let current = read_records(set, &bucket.name, key.as_str()).await;
-        if let Some(condition) = condition {
+        if let Some(condition) = version.condition {
             let version = match agree_on_version(set, &current)? {
                 Agreement::Found { value, .. } => Some(value),
                 Agreement::NotFound => None,
             };
             condition.check(version.as_ref())?;
         }
-        let batches = current
-            .iter()
-            .enumerate()
-            .map(|(i, held)| {
-                let held = held.as_ref().ok()?;
-                let mut new = record.clone();
-                let mut ops = Vec::new();
-                if let Some(mut previous) = held.clone() {
-                    // The version dropped from this drive now: its inline chunk can go.
-                    if let Some(dropped) = previous.superseded.take() {
-                        if dropped.inline && dropped.data_id != record.data_id {
-                            ops.push(MetaOp::Delete {
-                                table: MetaTable::Inline,
-                                key: inline_key(&bucket.name, key.as_str(), dropped.data_id),
-                            });
-                        }
-                    }
-                    new.superseded = Some(Box::new(previous));
-                }
-                ops.push(MetaOp::Put {
-                    table: MetaTable::Objects,
-                    key: db_key.clone(),
-                    value: record::encode(&new),
-                });
-                if let Some(chunks) = &inline {
-                    ops.push(MetaOp::Put {
-                        table: MetaTable::Inline,
-                        key: inline_key(&bucket.name, key.as_str(), record.data_id),
-                        value: chunks[i].to_vec(),
-                    });
-                }
-                ops.extend(extra.iter().cloned());
-                Some(ops)
-            })
-            .collect();
-        commit(set, batches).await?;
+        commit_over(set, bucket, key, &current, &version).await?;
         drop(guard);
         self.delete_data(
             set,
             bucket,
-            replaced_versions(&current, Some(record.data_id)),
+            replaced_versions(&current, Some(version.record.data_id)),
         )
         .await;
         Ok(())
+    }
+
+    /// Rewrites the current version's record and keeps its data: `change` sees the version
+    /// and returns its new metadata (or refuses), all under the key's write lock. Tagging
+    /// and copying an object onto itself are such changes.
+    pub async fn update_object_metadata(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        change: impl FnOnce(&ObjectRecord) -> Result<ObjectRecord, ObjectError>,
+    ) -> Result<ObjectRecord, ObjectError> {
+        let bucket_record = self.bucket(bucket).await?;
+        let set = self.set_for(bucket, key);
+        let guard = self.locks.write(bucket.as_str(), key.as_str()).await;
+        let current = read_records(set, bucket.as_str(), key.as_str()).await;
+        let version = match agree_on_version(set, &current)? {
+            Agreement::Found { value, .. } => value,
+            Agreement::NotFound => return Err(ObjectError::NoSuchKey),
+        };
+        let mut record = change(&version)?;
+        record.data_id = version.data_id;
+        record.revision = version.revision + 1;
+        let new = NewVersion {
+            record: &record,
+            inline: None,
+            extra: Vec::new(),
+            condition: None,
+        };
+        commit_over(set, &bucket_record, key, &current, &new).await?;
+        drop(guard);
+        self.delete_data(
+            set,
+            &bucket_record,
+            replaced_versions(&current, Some(record.data_id)),
+        )
+        .await;
+        Ok(record)
     }
 
     /// Removes the shard files of versions no longer referenced as current (best effort: a
@@ -368,6 +367,61 @@ impl ObjectStore {
             .await;
         Ok(())
     }
+}
+
+/// Writes `version` over the records drives hold now (`current`, read under the key's write
+/// lock): each drive keeps the version it replaces as `superseded`, so a commit cut short
+/// leaves the old version readable.
+async fn commit_over(
+    set: &ErasureSet,
+    bucket: &BucketRecord,
+    key: &ObjectKey,
+    current: &DriveRecords,
+    version: &NewVersion<'_>,
+) -> Result<(), ObjectError> {
+    let NewVersion {
+        record,
+        inline,
+        extra,
+        ..
+    } = version;
+    let db_key = object_key(&bucket.name, key.as_str());
+    let batches = current
+        .iter()
+        .enumerate()
+        .map(|(i, held)| {
+            let held = held.as_ref().ok()?;
+            let mut new = (*record).clone();
+            let mut ops = Vec::new();
+            if let Some(mut previous) = held.clone() {
+                // The version dropped from this drive now: its inline chunk can go.
+                if let Some(dropped) = previous.superseded.take() {
+                    if dropped.inline && dropped.data_id != record.data_id {
+                        ops.push(MetaOp::Delete {
+                            table: MetaTable::Inline,
+                            key: inline_key(&bucket.name, key.as_str(), dropped.data_id),
+                        });
+                    }
+                }
+                new.superseded = Some(Box::new(previous));
+            }
+            ops.push(MetaOp::Put {
+                table: MetaTable::Objects,
+                key: db_key.clone(),
+                value: record::encode(&new),
+            });
+            if let Some(chunks) = inline {
+                ops.push(MetaOp::Put {
+                    table: MetaTable::Inline,
+                    key: inline_key(&bucket.name, key.as_str(), record.data_id),
+                    value: chunks[i].to_vec(),
+                });
+            }
+            ops.extend(extra.iter().cloned());
+            Some(ops)
+        })
+        .collect();
+    commit(set, batches).await
 }
 
 /// A body written to staging and checked against what the client announced.

@@ -35,6 +35,34 @@ pub struct BucketRecord {
     pub id: String,
     /// Creation time, Unix milliseconds.
     pub created_ms: i64,
+    /// Bumped by every change of the bucket's settings; the highest revision a drive of
+    /// the bucket holds wins, so a settings change cut short by a crash is all or nothing.
+    #[serde(default)]
+    pub revision: u64,
+    #[serde(default)]
+    pub settings: BucketSettings,
+}
+
+/// A bucket's configuration subresources.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BucketSettings {
+    /// Bucket tags (`?tagging`); `None` when no tag set was ever put or it was deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<(String, String)>>,
+    /// CORS rules (`?cors`), as stored for answering browsers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cors: Option<Vec<CorsRule>>,
+}
+
+/// One CORS rule of a bucket.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CorsRule {
+    pub id: Option<String>,
+    pub allowed_origins: Vec<String>,
+    pub allowed_methods: Vec<String>,
+    pub allowed_headers: Vec<String>,
+    pub expose_headers: Vec<String>,
+    pub max_age_seconds: Option<u64>,
 }
 
 /// A flexible checksum (`x-amz-checksum-*`) as stored.
@@ -84,6 +112,13 @@ pub struct ObjectRecord {
     /// Object tags (`x-amz-tagging`), in the order given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<(String, String)>,
+    /// `x-amz-storage-class` when not STANDARD.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class: Option<String>,
+    /// Bumped by changes that keep the data (tagging, copying onto itself): a version is its
+    /// `data_id` and `revision` together.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub revision: u32,
     pub data_shards: u8,
     pub parity_shards: u8,
     /// Erasure block size in bytes.
@@ -96,6 +131,17 @@ pub struct ObjectRecord {
     /// that a crash in the middle of a commit leaves the old version readable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded: Option<Box<ObjectRecord>>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl ObjectRecord {
+    /// Whether two records are the same version: same data and same metadata revision.
+    pub fn same_version(&self, other: &ObjectRecord) -> bool {
+        self.data_id == other.data_id && self.revision == other.revision
+    }
 }
 
 /// A multipart upload in progress, stored on every drive of the key's set.
@@ -118,6 +164,8 @@ pub struct UploadRecord {
     /// Tags for the object to be.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<(String, String)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class: Option<String>,
 }
 
 /// One uploaded part of a multipart upload.
@@ -177,6 +225,11 @@ mod tests {
             name: "b".into(),
             id: "id".into(),
             created_ms: 7,
+            revision: 3,
+            settings: BucketSettings {
+                tags: Some(vec![("team".into(), "ml".into())]),
+                cors: None,
+            },
         };
         let bytes = encode(&record);
         assert_eq!(bytes[0], RECORD_VERSION);

@@ -32,6 +32,7 @@ pub struct UploadEntry {
     pub key: String,
     pub upload_id: String,
     pub initiated_ms: i64,
+    pub storage_class: Option<String>,
 }
 
 /// One page of ListMultipartUploads.
@@ -84,6 +85,7 @@ impl ObjectStore {
                         key: upload.key,
                         upload_id,
                         initiated_ms: upload.initiated_ms,
+                        storage_class: upload.storage_class,
                     },
                 );
             }

@@ -32,19 +32,26 @@ pub(crate) fn agree_on_version(
     set: &ErasureSet,
     records: &DriveRecords,
 ) -> Result<Agreement<ObjectRecord>, ObjectError> {
-    let holders_of = |data_id| -> Vec<bool> {
+    // Drives that hold a version's data: any revision of it shares the shards.
+    let data_holders = |version: &ObjectRecord| -> Vec<bool> {
         records
             .iter()
             .map(|r| match r {
-                Ok(Some(record)) => versions(record).any(|v| v.data_id == data_id),
+                Ok(Some(record)) => versions(record).any(|v| v.data_id == version.data_id),
                 _ => false,
             })
             .collect()
     };
-    let current_on = |data_id| {
+    let held_by = |version: &ObjectRecord| {
         records
             .iter()
-            .filter(|r| matches!(r, Ok(Some(record)) if record.data_id == data_id))
+            .filter(|r| matches!(r, Ok(Some(record)) if versions(record).any(|v| v.same_version(version))))
+            .count()
+    };
+    let current_on = |version: &ObjectRecord| {
+        records
+            .iter()
+            .filter(|r| matches!(r, Ok(Some(record)) if record.same_version(version)))
             .count()
     };
     // Of the versions a read quorum holds, the one current on most drives: a version that
@@ -54,12 +61,12 @@ pub(crate) fn agree_on_version(
         .iter()
         .filter_map(|r| r.as_ref().ok().and_then(Option::as_ref))
         .flat_map(versions)
-        .filter(|v| holders_of(v.data_id).iter().filter(|&&h| h).count() >= set.read_quorum())
-        .max_by_key(|v| (current_on(v.data_id), v.modified_ms, v.data_id));
+        .filter(|v| held_by(v) >= set.read_quorum())
+        .max_by_key(|v| (current_on(v), v.modified_ms, v.revision, v.data_id));
     if let Some(version) = chosen {
         let mut value = version.clone();
         value.superseded = None;
-        let holders = holders_of(value.data_id);
+        let holders = data_holders(&value);
         return Ok(Agreement::Found { value, holders });
     }
     let not_found = records.iter().filter(|r| matches!(r, Ok(None))).count();
@@ -113,6 +120,8 @@ mod tests {
             headers: vec![],
             checksum: None,
             tags: vec![],
+            storage_class: None,
+            revision: 0,
             data_shards: 6,
             parity_shards: 3,
             block_size: 1 << 20,
@@ -160,6 +169,29 @@ mod tests {
                 assert_eq!(holders, 9);
             }
             assert!(value.superseded.is_none());
+        }
+    }
+
+    #[test]
+    fn a_metadata_update_cut_short_by_a_crash_is_all_or_nothing() {
+        let old = version(1);
+        let mut tagged = old.clone();
+        tagged.revision = 1;
+        tagged.tags = vec![("k".into(), "v".into())];
+        for committed in 0..=9 {
+            let records = (0..9)
+                .map(|i| {
+                    Ok(Some(if i < committed {
+                        over(&tagged, &old)
+                    } else {
+                        old.clone()
+                    }))
+                })
+                .collect();
+            let (value, holders) = found(records).unwrap();
+            let expected = if committed >= 6 { &tagged } else { &old };
+            assert_eq!(value.tags, expected.tags, "{committed} drives committed");
+            assert_eq!(holders, 9, "every drive holds the data");
         }
     }
 

@@ -13,7 +13,10 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use uuid::Uuid;
 
 use super::direct::DirectFile;
-use super::{DataDir, Drive, DriveError, Format, MetaOp, MetaTable, ShardReader, ShardWriter};
+use super::{
+    past_prefix, rolled_up_len, DataDir, Drive, DriveError, Format, MetaOp, MetaTable,
+    ShardReader, ShardWriter,
+};
 
 const SYSTEM_DIR: &str = ".strata";
 const FORMAT_FILE: &str = "format.json";
@@ -376,6 +379,55 @@ impl Drive for LocalDrive {
         })
         .await
     }
+
+    async fn meta_scan_delimited(
+        &self,
+        which: MetaTable,
+        start: Bound<Vec<u8>>,
+        prefix: Vec<u8>,
+        delimiter: Vec<u8>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
+        let db = self.db.clone();
+        self.blocking(move |_| {
+            let txn = db.begin_read().map_err(db_err)?;
+            let t = txn.open_table(table(which)).map_err(db_err)?;
+            let mut from = match start {
+                Bound::Unbounded => Bound::Included(prefix.clone()),
+                start => start,
+            };
+            let mut out = Vec::new();
+            // One read transaction; each common prefix found re-seeks past its other keys.
+            'seeks: loop {
+                let lower = match &from {
+                    Bound::Included(k) => Bound::Included(k.as_slice()),
+                    Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+                    Bound::Unbounded => Bound::Unbounded,
+                };
+                let mut jump = None;
+                for entry in t
+                    .range::<&[u8]>((lower, Bound::Unbounded))
+                    .map_err(db_err)?
+                {
+                    let (k, v) = entry.map_err(db_err)?;
+                    if !k.value().starts_with(&prefix) || out.len() >= limit {
+                        break 'seeks;
+                    }
+                    out.push((k.value().to_vec(), v.value().to_vec()));
+                    if let Some(len) = rolled_up_len(k.value(), prefix.len(), &delimiter) {
+                        jump = past_prefix(&k.value()[..len]);
+                        break;
+                    }
+                }
+                match jump {
+                    Some(next) => from = Bound::Included(next),
+                    None => break,
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
 }
 
 #[cfg(test)]
@@ -462,6 +514,42 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(keys(rest), ["b/1"]);
+    }
+
+    #[tokio::test]
+    async fn delimited_scans_return_one_key_per_common_prefix() {
+        let root = tempfile::tempdir().unwrap();
+        LocalDrive::write_format(root.path(), &format()).unwrap();
+        let drive = LocalDrive::open(root.path()).unwrap();
+        let keys = ["a/1", "a/2", "a/b/1", "a/c", "ab", "b/1", "b/2", "c"];
+        let puts = keys.iter().map(|k| MetaOp::Put {
+            table: MetaTable::Objects,
+            key: k.as_bytes().to_vec(),
+            value: vec![1],
+        });
+        drive.meta_apply(puts.collect()).await.unwrap();
+        let scan = |start: Bound<&str>, prefix: &str, limit| {
+            let found = drive.meta_scan_delimited(
+                MetaTable::Objects,
+                start.map(|k| k.as_bytes().to_vec()),
+                prefix.as_bytes().to_vec(),
+                b"/".to_vec(),
+                limit,
+            );
+            async move {
+                found
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|(k, _)| String::from_utf8(k).unwrap())
+                    .collect::<Vec<_>>()
+            }
+        };
+        assert_eq!(scan(Bound::Unbounded, "", 10).await, ["a/1", "ab", "b/1", "c"]);
+        assert_eq!(scan(Bound::Unbounded, "a/", 10).await, ["a/1", "a/2", "a/b/1", "a/c"]);
+        assert_eq!(scan(Bound::Included("a0"), "", 2).await, ["ab", "b/1"]);
+        // Resuming inside a common prefix finds it again from there.
+        assert_eq!(scan(Bound::Excluded("a/2"), "", 2).await, ["a/b/1", "ab"]);
     }
 
     #[tokio::test]

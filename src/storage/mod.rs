@@ -119,6 +119,44 @@ pub trait Drive: Send + Sync {
         prefix: Vec<u8>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError>;
+    /// Like [`Drive::meta_scan`], but of the keys that share a common prefix (up to and
+    /// including the first `delimiter` after `prefix`, see [`rolled_up_len`]) only the first
+    /// is returned, and the scan jumps past the others: a listing with a delimiter reads one
+    /// entry per common prefix, however many keys it holds.
+    async fn meta_scan_delimited(
+        &self,
+        table: MetaTable,
+        start: Bound<Vec<u8>>,
+        prefix: Vec<u8>,
+        delimiter: Vec<u8>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError>;
+}
+
+/// The length of the common prefix that `key` rolls up into in a listing with a delimiter:
+/// its first `prefix_len` bytes and what follows up to and including the first `delimiter`;
+/// `None` when no delimiter follows.
+pub fn rolled_up_len(key: &[u8], prefix_len: usize, delimiter: &[u8]) -> Option<usize> {
+    if delimiter.is_empty() {
+        return None;
+    }
+    let at = key
+        .get(prefix_len..)?
+        .windows(delimiter.len())
+        .position(|window| window == delimiter)?;
+    Some(prefix_len + at + delimiter.len())
+}
+
+/// The smallest key that sorts after every key starting with `prefix`; `None` if none does.
+pub fn past_prefix(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut next = prefix.to_vec();
+    while let Some(last) = next.pop() {
+        if last < u8::MAX {
+            next.push(last + 1);
+            return Some(next);
+        }
+    }
+    None
 }
 
 /// Stands in for a drive that could not be opened: every call fails as offline.
@@ -175,6 +213,16 @@ impl Drive for OfflineDrive {
         &self,
         _: MetaTable,
         _: Bound<Vec<u8>>,
+        _: Vec<u8>,
+        _: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
+        Err(self.offline())
+    }
+    async fn meta_scan_delimited(
+        &self,
+        _: MetaTable,
+        _: Bound<Vec<u8>>,
+        _: Vec<u8>,
         _: Vec<u8>,
         _: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {

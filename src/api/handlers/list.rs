@@ -7,7 +7,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use super::bucket::owner;
 use super::{bucket_name, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
-use crate::api::headers::iso8601;
+use crate::api::headers::{iso8601, storage_class_name};
 use crate::api::{xml, xml_response};
 use crate::object::{ListEntry, ListPage, ListQuery};
 
@@ -83,7 +83,7 @@ fn contents(
                 etag: format!("\"{}\"", record.etag),
                 size: record.size,
                 owner: with_owner.then(|| owner(request)),
-                storage_class: "STANDARD".into(),
+                storage_class: storage_class_name(record.storage_class.as_deref()),
             }),
             ListEntry::CommonPrefix(prefix) => prefixes.push(xml::CommonPrefix {
                 prefix: encoder.apply(prefix),

@@ -2,9 +2,13 @@
 
 mod batch;
 mod bucket;
+mod copy;
+mod cors;
 mod list;
 mod multipart;
 mod object;
+mod post_object;
+mod tagging;
 
 use std::sync::Arc;
 
@@ -77,6 +81,23 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
         GetObject { bucket, key } => object::get_object(request, &bucket, &key, true).await,
         HeadObject { bucket, key } => object::get_object(request, &bucket, &key, false).await,
         DeleteObject { bucket, key } => object::delete_object(request, &bucket, &key).await,
+        CopyObject { bucket, key } => copy::copy_object(request, &bucket, &key).await,
+        GetObjectTagging { bucket, key } => {
+            tagging::get_object_tagging(request, &bucket, &key).await
+        }
+        PutObjectTagging { bucket, key } => {
+            tagging::put_object_tagging(request, &bucket, &key).await
+        }
+        DeleteObjectTagging { bucket, key } => {
+            tagging::delete_object_tagging(request, &bucket, &key).await
+        }
+        GetBucketTagging { bucket } => tagging::get_bucket_tagging(request, &bucket).await,
+        PutBucketTagging { bucket } => tagging::put_bucket_tagging(request, &bucket).await,
+        DeleteBucketTagging { bucket } => tagging::delete_bucket_tagging(request, &bucket).await,
+        GetBucketCors { bucket } => cors::get_bucket_cors(request, &bucket).await,
+        PutBucketCors { bucket } => cors::put_bucket_cors(request, &bucket).await,
+        DeleteBucketCors { bucket } => cors::delete_bucket_cors(request, &bucket).await,
+        CorsPreflight { bucket } => cors::preflight(request, &bucket).await,
         CreateMultipartUpload { bucket, key } => multipart::create(request, &bucket, &key).await,
         UploadPart {
             bucket,
@@ -97,6 +118,7 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
         } => multipart::list_parts(request, &bucket, &key, &upload_id).await,
         ListMultipartUploads { bucket } => multipart::list_uploads(request, &bucket).await,
         DeleteObjects { bucket } => batch::delete_objects(request, &bucket).await,
+        PostObject { bucket } => post_object::post_object(request, &bucket).await,
         CompleteMultipartUpload {
             bucket,
             key,

@@ -4,11 +4,12 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::bucket::owner;
+use super::copy::copy_source;
 use super::list::Encoder;
 use super::object::{body_length, put_options, refuse_unsupported, stored_response};
 use super::{bucket_name, object_key, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
-use crate::api::headers::{self, iso8601, ConditionFailure};
+use crate::api::headers::{self, iso8601, storage_class_name, ConditionFailure};
 use crate::api::{xml, xml_response};
 use crate::object::{
     ByteRange, ChecksumAlgorithm, ChecksumType, CompleteOptions, CompletedPart, GetOptions,
@@ -36,6 +37,7 @@ pub async fn create(request: Request<'_>, bucket: &str, key: &str) -> Result<Res
         checksum_algorithm: headers::checksum_algorithm(request.headers)?,
         checksum_type,
         tags: headers::tags(request.headers)?,
+        storage_class: headers::storage_class(request.headers)?,
     };
     let (upload_id, upload) = request
         .state
@@ -90,31 +92,6 @@ pub async fn upload_part(
         .upload_part(&name, &object, upload_id, number, request.body, options)
         .await?;
     Ok(stored_response(&part.etag, part.checksum.as_ref()))
-}
-
-/// `x-amz-copy-source: [/]bucket/key[?versionId=…]`, URL-encoded.
-fn copy_source(request: &Request<'_>) -> Result<(String, String), S3Error> {
-    let raw = headers::header(request.headers, "x-amz-copy-source").unwrap_or("");
-    let invalid = || S3Error::new(S3ErrorCode::InvalidArgument, "Invalid copy source");
-    let decoded = percent_encoding::percent_decode_str(raw)
-        .decode_utf8()
-        .map_err(|_| invalid())?;
-    let (path, version) = match decoded.split_once("?versionId=") {
-        Some((path, version)) => (path.to_string(), Some(version.to_string())),
-        None => (decoded.into_owned(), None),
-    };
-    if version.is_some_and(|v| v != "null") {
-        return Err(S3Error::new(
-            S3ErrorCode::NotImplemented,
-            "Versioned copy sources are not implemented yet.",
-        ));
-    }
-    let path = path.strip_prefix('/').unwrap_or(&path);
-    let (bucket, key) = path.split_once('/').ok_or_else(invalid)?;
-    if key.is_empty() {
-        return Err(invalid());
-    }
-    Ok((bucket.to_string(), key.to_string()))
 }
 
 /// `x-amz-copy-source-range: bytes=first-last` (both required, as in S3).
@@ -215,7 +192,7 @@ pub async fn upload_part_copy(
             Default::default(),
         )
         .await?;
-    let doc = xml::CopyPartResult {
+    let doc = xml::CopyResult {
         xmlns: (),
         last_modified: iso8601(crate::object::now_ms()),
         etag: format!("\"{}\"", part.etag),
@@ -225,7 +202,7 @@ pub async fn upload_part_copy(
 }
 
 /// The `Checksum*` element of a stored checksum.
-fn checksums(checksum: Option<&StoredChecksum>) -> xml::Checksums {
+pub(super) fn checksums(checksum: Option<&StoredChecksum>) -> xml::Checksums {
     let mut out = xml::Checksums::default();
     if let Some(checksum) = checksum {
         let value = Some(checksum.value.clone());
@@ -347,7 +324,7 @@ pub async fn list_parts(
         upload_id: upload_id.to_string(),
         initiator: owner(&request),
         owner: owner(&request),
-        storage_class: "STANDARD".into(),
+        storage_class: storage_class_name(page.upload.storage_class.as_deref()),
         part_number_marker: marker,
         next_part_number_marker: page
             .truncated
@@ -421,7 +398,7 @@ pub async fn list_uploads(request: Request<'_>, bucket: &str) -> Result<Response
                 upload_id: u.upload_id.clone(),
                 initiator: owner(&request),
                 owner: owner(&request),
-                storage_class: "STANDARD".into(),
+                storage_class: storage_class_name(u.storage_class.as_deref()),
                 initiated: iso8601(u.initiated_ms),
             })
             .collect(),

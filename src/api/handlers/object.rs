@@ -69,6 +69,7 @@ pub fn put_options(request: &Request<'_>) -> Result<PutOptions, S3Error> {
         checksum: headers::expected_checksum(request.headers, &request.trailers)?,
         condition: headers::write_condition(request.headers)?,
         tags: headers::tags(request.headers)?,
+        storage_class: headers::storage_class(request.headers)?,
     })
 }
 

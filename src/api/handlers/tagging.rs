@@ -1,0 +1,115 @@
+//! Object and bucket tagging (`?tagging`).
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use super::{bucket_name, object_key, Request};
+use crate::api::error::{S3Error, S3ErrorCode};
+use crate::api::headers::{check_tags, TagLimit, BUCKET_TAG_LIMIT, OBJECT_TAG_LIMIT};
+use crate::api::{xml, xml_response};
+
+/// Reads and checks the tag set of a PutObjectTagging or PutBucketTagging request.
+async fn tag_set(
+    request: &mut Request<'_>,
+    limit: TagLimit,
+) -> Result<Vec<(String, String)>, S3Error> {
+    let body = request.small_body().await?;
+    let tagging: xml::Tagging = xml::parse(&body)?;
+    check_tags(tagging.into_pairs(), limit)
+}
+
+fn tagging_response(tags: &[(String, String)]) -> Response {
+    xml_response(xml::render("Tagging", &xml::Tagging::new(tags)))
+}
+
+pub async fn put_object_tagging(
+    mut request: Request<'_>,
+    bucket: &str,
+    key: &str,
+) -> Result<Response, S3Error> {
+    let name = bucket_name(bucket)?;
+    let object = object_key(key)?;
+    let tags = tag_set(&mut request, OBJECT_TAG_LIMIT).await?;
+    request
+        .state
+        .store
+        .update_object_metadata(&name, &object, |current| {
+            let mut record = current.clone();
+            record.tags = tags;
+            Ok(record)
+        })
+        .await?;
+    Ok(StatusCode::OK.into_response())
+}
+
+pub async fn get_object_tagging(
+    request: Request<'_>,
+    bucket: &str,
+    key: &str,
+) -> Result<Response, S3Error> {
+    let name = bucket_name(bucket)?;
+    let object = object_key(key)?;
+    let record = request.state.store.head_object(&name, &object).await?;
+    Ok(tagging_response(&record.tags))
+}
+
+pub async fn delete_object_tagging(
+    request: Request<'_>,
+    bucket: &str,
+    key: &str,
+) -> Result<Response, S3Error> {
+    let name = bucket_name(bucket)?;
+    let object = object_key(key)?;
+    request
+        .state
+        .store
+        .update_object_metadata(&name, &object, |current| {
+            let mut record = current.clone();
+            record.tags.clear();
+            Ok(record)
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+pub async fn put_bucket_tagging(
+    mut request: Request<'_>,
+    bucket: &str,
+) -> Result<Response, S3Error> {
+    let name = bucket_name(bucket)?;
+    let tags = tag_set(&mut request, BUCKET_TAG_LIMIT).await?;
+    request
+        .state
+        .store
+        .update_bucket_settings(&name, |settings| {
+            settings.tags = Some(tags);
+            Ok(())
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+pub async fn get_bucket_tagging(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
+    let name = bucket_name(bucket)?;
+    let record = request.state.store.bucket(&name).await?;
+    match &record.settings.tags {
+        Some(tags) => Ok(tagging_response(tags)),
+        None => Err(S3Error::from_code(S3ErrorCode::NoSuchTagSet)),
+    }
+}
+
+pub async fn delete_bucket_tagging(
+    request: Request<'_>,
+    bucket: &str,
+) -> Result<Response, S3Error> {
+    let name = bucket_name(bucket)?;
+    request
+        .state
+        .store
+        .update_bucket_settings(&name, |settings| {
+            settings.tags = None;
+            Ok(())
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
