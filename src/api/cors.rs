@@ -33,10 +33,14 @@ pub fn validate(config: xml::CorsConfiguration) -> Result<Vec<CorsRule>, S3Error
                     "Found unsupported HTTP method in CORS config. Unsupported method is {method}"
                 )));
             }
-            for pattern in rule.allowed_origins.iter().chain(&rule.allowed_headers) {
-                if pattern.matches('*').count() > 1 {
+            let patterns = [
+                ("AllowedOrigin", &rule.allowed_origins),
+                ("AllowedHeader", &rule.allowed_headers),
+            ];
+            for (element, values) in patterns {
+                if let Some(pattern) = values.iter().find(|p| p.matches('*').count() > 1) {
                     return Err(invalid(format!(
-                        "AllowedOrigin \"{pattern}\" can not have more than one wildcard."
+                        "{element} \"{pattern}\" can not have more than one wildcard."
                     )));
                 }
             }

@@ -178,9 +178,6 @@ pub fn object_headers(record: &ObjectRecord, with_checksum: bool) -> HeaderMap {
     if let Some(class) = &record.storage_class {
         set("x-amz-storage-class", class);
     }
-    if let Some(class) = &record.storage_class {
-        set("x-amz-storage-class", class);
-    }
     if !record.tags.is_empty() {
         set("x-amz-tagging-count", &record.tags.len().to_string());
     }

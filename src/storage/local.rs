@@ -14,8 +14,8 @@ use uuid::Uuid;
 
 use super::direct::DirectFile;
 use super::{
-    past_prefix, rolled_up_len, DataDir, Drive, DriveError, Format, MetaOp, MetaTable,
-    ShardReader, ShardWriter,
+    past_prefix, rolled_up_len, DataDir, Drive, DriveError, Format, MetaOp, MetaTable, ShardReader,
+    ShardWriter,
 };
 
 const SYSTEM_DIR: &str = ".strata";
@@ -545,8 +545,14 @@ mod tests {
                     .collect::<Vec<_>>()
             }
         };
-        assert_eq!(scan(Bound::Unbounded, "", 10).await, ["a/1", "ab", "b/1", "c"]);
-        assert_eq!(scan(Bound::Unbounded, "a/", 10).await, ["a/1", "a/2", "a/b/1", "a/c"]);
+        assert_eq!(
+            scan(Bound::Unbounded, "", 10).await,
+            ["a/1", "ab", "b/1", "c"]
+        );
+        assert_eq!(
+            scan(Bound::Unbounded, "a/", 10).await,
+            ["a/1", "a/2", "a/b/1", "a/c"]
+        );
         assert_eq!(scan(Bound::Included("a0"), "", 2).await, ["ab", "b/1"]);
         // Resuming inside a common prefix finds it again from there.
         assert_eq!(scan(Bound::Excluded("a/2"), "", 2).await, ["a/b/1", "ab"]);

@@ -38,7 +38,19 @@ pub struct Request<'a> {
 const MAX_XML_BODY: usize = 2 << 20;
 
 impl Request<'_> {
-    /// Reads a small request body (XML) into memory, refusing more than `MAX_XML_BODY`.
+    /// Whether the request carries a digest of its body: Content-MD5 or a flexible checksum
+    /// (in a header or announced as a trailer).
+    pub fn has_body_digest(&self) -> bool {
+        self.headers.contains_key("content-md5")
+            || self.headers.contains_key("x-amz-trailer")
+            || self
+                .headers
+                .keys()
+                .any(|name| name.as_str().starts_with("x-amz-checksum-"))
+    }
+
+    /// Reads a small request body (XML) into memory, refusing more than `MAX_XML_BODY`, and
+    /// checks it against the Content-MD5 or flexible checksum the client sent, if any.
     pub async fn small_body(&mut self) -> Result<Bytes, S3Error> {
         let mut out = BytesMut::new();
         while let Some(chunk) = self.body.next().await {
@@ -54,7 +66,24 @@ impl Request<'_> {
             }
             out.extend_from_slice(&chunk);
         }
+        self.check_body_digest(&out)?;
         Ok(out.freeze())
+    }
+
+    fn check_body_digest(&self, body: &[u8]) -> Result<(), S3Error> {
+        use md5::Digest;
+        if let Some(md5) = super::headers::content_md5(self.headers)? {
+            if <[u8; 16]>::from(md5::Md5::digest(body)) != md5 {
+                return Err(S3Error::from_code(S3ErrorCode::BadDigest));
+            }
+        }
+        // A checksum header, or a trailer whose value came after the body just read.
+        if let Some(expected) = super::headers::expected_checksum(self.headers, &self.trailers)? {
+            let mut hasher = expected.algorithm().hasher();
+            hasher.update(body);
+            expected.check(&hasher.finish_base64())?;
+        }
+        Ok(())
     }
 }
 
