@@ -71,6 +71,7 @@ impl Fixture {
             domain: None,
             stale_upload_expiry: Duration::from_secs(3600),
             stale_upload_scan: Duration::from_secs(3600),
+            healing: Default::default(),
         };
         let deployment = strata::deployment::open(&config).expect("drives open");
         let store = ObjectStore::new(deployment.sets, &deployment.id);

@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 
@@ -29,6 +30,35 @@ pub struct ServerConfig {
     pub stale_upload_expiry: std::time::Duration,
     /// How often the stale-upload cleaner looks.
     pub stale_upload_scan: std::time::Duration,
+    pub healing: HealingConfig,
+}
+
+/// When and how fast the server checks drives and heals.
+#[derive(Debug, Clone)]
+pub struct HealingConfig {
+    /// Pause between two looks at the drives (returned or replaced drives are taken back).
+    pub drive_check: Duration,
+    /// Pause between two scrubs (every shard read and verified).
+    pub scrub_interval: Duration,
+    /// Object bytes a scrub verifies per second at most.
+    pub scrub_rate: u64,
+    /// Data folders no record refers to are removed once unchanged this long (younger ones
+    /// may belong to writes in flight).
+    pub orphan_age: Duration,
+    /// How long one drive call may take before the drive is marked offline (stalled).
+    pub drive_timeout: Duration,
+}
+
+impl Default for HealingConfig {
+    fn default() -> Self {
+        Self {
+            drive_check: Duration::from_secs(10),
+            scrub_interval: Duration::from_secs(24 * 3600),
+            scrub_rate: 64 << 20,
+            orphan_age: Duration::from_secs(600),
+            drive_timeout: Duration::from_secs(30),
+        }
+    }
 }
 
 /// Default lifetime of an abandoned multipart upload: 7 days.

@@ -1,11 +1,13 @@
 //! Strata: an S3-compatible object store that keeps data erasure-coded over local drives.
 
+pub mod admin;
 pub mod api;
 pub mod background;
 pub mod body;
 pub mod config;
 pub mod deployment;
 pub mod erasure;
+pub mod healing;
 pub mod lifecycle;
 pub mod object;
 pub mod server;

@@ -40,6 +40,14 @@ enum Command {
         /// Drive folders; `/data/d{1...9}` expands. Default: ./data/d1 … ./data/d9.
         drives: Vec<String>,
     },
+    /// Operate a running server (as the root user of STRATA_ROOT_USER/STRATA_ROOT_PASSWORD).
+    Admin {
+        /// The server's S3 endpoint.
+        #[arg(long, global = true, default_value = "http://127.0.0.1:9000")]
+        endpoint: String,
+        #[command(subcommand)]
+        command: strata::admin::cli::AdminCommand,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -59,6 +67,10 @@ fn main() -> std::process::ExitCode {
                 Err(e) => fail(e),
             }
         }
+        Command::Admin { endpoint, command } => match strata::admin::cli::run(&endpoint, command) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => fail(e),
+        },
     }
 }
 
@@ -118,6 +130,34 @@ fn server_config(
             "STRATA_STALE_UPLOAD_SCAN_SECS",
             config::DEFAULT_STALE_UPLOAD_SCAN_SECS,
         )?,
+        healing: healing_config()?,
+    })
+}
+
+fn healing_config() -> anyhow::Result<config::HealingConfig> {
+    let defaults = config::HealingConfig::default();
+    Ok(config::HealingConfig {
+        drive_check: seconds_from_env("STRATA_DRIVE_CHECK_SECS", defaults.drive_check.as_secs())?,
+        scrub_interval: seconds_from_env(
+            "STRATA_SCRUB_INTERVAL_SECS",
+            defaults.scrub_interval.as_secs(),
+        )?,
+        orphan_age: seconds_from_env("STRATA_ORPHAN_MIN_AGE_SECS", defaults.orphan_age.as_secs())?,
+        scrub_rate: match std::env::var("STRATA_SCRUB_BYTES_PER_SEC") {
+            Ok(v) => v.parse().map_err(|_| {
+                anyhow::anyhow!("STRATA_SCRUB_BYTES_PER_SEC must be a whole number, got {v:?}")
+            })?,
+            Err(_) => defaults.scrub_rate,
+        },
+        drive_timeout: match seconds_from_env(
+            "STRATA_DRIVE_TIMEOUT_SECS",
+            defaults.drive_timeout.as_secs(),
+        )? {
+            timeout if timeout.is_zero() => {
+                anyhow::bail!("STRATA_DRIVE_TIMEOUT_SECS must be at least 1")
+            }
+            timeout => timeout,
+        },
     })
 }
 

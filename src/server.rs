@@ -9,6 +9,7 @@ use crate::api::{self, auth, AppState};
 use crate::background;
 use crate::config::ServerConfig;
 use crate::deployment;
+use crate::healing::{DriveMonitor, Healer, Scrubber};
 use crate::object::ObjectStore;
 
 /// Opens the drives, binds the address and serves until SIGINT or SIGTERM.
@@ -35,12 +36,31 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             .await
             .context("opening drives")??
     };
+    let mut deployment = deployment;
     let set_count = deployment.sets.len();
-    let store = ObjectStore::new(deployment.sets, &deployment.id);
+    let store = ObjectStore::new(std::mem::take(&mut deployment.sets), &deployment.id);
+    let deployment = Arc::new(deployment);
     background::spawn(background::StaleUploadCleaner {
         store: store.clone(),
         expiry: config.stale_upload_expiry,
         interval: config.stale_upload_scan,
+    });
+    let healer = Arc::new(Healer::default());
+    healer.spawn_read_healer(store.clone());
+    background::spawn(DriveMonitor {
+        deployment: deployment.clone(),
+        config: config.clone(),
+        store: store.clone(),
+        healer: healer.clone(),
+        // Drives formatted at this start get everything once the server is up.
+        heal_pending: !deployment.formatted.is_empty(),
+    });
+    background::spawn(Scrubber {
+        store: store.clone(),
+        healer: healer.clone(),
+        interval: config.healing.scrub_interval,
+        max_rate: config.healing.scrub_rate,
+        orphan_age: config.healing.orphan_age,
     });
     let state = Arc::new(AppState {
         store,
@@ -53,6 +73,8 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         ),
         owner: config.root_user.clone(),
         domain: config.domain.clone(),
+        deployment: deployment.clone(),
+        healer: healer.clone(),
     });
 
     let listener = TcpListener::bind(config.address)

@@ -125,22 +125,45 @@ fn assert_degraded_warning(server: &TestServer, missing: &[usize]) {
 }
 
 #[tokio::test]
-async fn three_drives_missing_at_start_then_recreated_empty() {
-    let server = TestServer::start();
+async fn three_drives_replaced_by_empty_ones_at_start_are_formatted_and_healed() {
+    let server = TestServer::start_with(ServerOptions {
+        env: vec![("STRATA_DRIVE_CHECK_SECS".into(), "1".into())],
+        ..ServerOptions::default()
+    });
     let client = server.client();
     let fixture = write_fixture(&client).await;
+    let shards_per_drive = shard_files(&server.drives()[3]).len();
 
     server.kill();
-    // Parity drives 7 and 9 plus data drive 1, replaced by empty folders (a swapped disk).
+    // Parity drives 7 and 9 plus data drive 1, replaced by empty folders (swapped disks).
     for i in [0, 6, 8] {
         let d = &server.drives()[i];
         std::fs::remove_dir_all(d).unwrap();
         std::fs::create_dir_all(d).unwrap();
     }
     server.restart();
-    assert_degraded_warning(&server, &[0, 6, 8]);
+    let log = server.run_log();
+    for i in [0, 6, 8] {
+        let drive = server.drives()[i].to_string_lossy().to_string();
+        assert!(
+            log.lines()
+                .any(|l| l.contains("formatted an empty drive") && l.contains(&drive)),
+            "no log line formatting {drive}; output:\n{log}"
+        );
+    }
     let client = server.client();
     verify_fixture(&client, &fixture, "restarted with 3 empty drives").await;
+    let started = std::time::Instant::now();
+    while [0, 6, 8]
+        .iter()
+        .any(|&i| shard_files(&server.drives()[i]).len() < shards_per_drive)
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the replaced drives were not healed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }
 
 #[tokio::test]

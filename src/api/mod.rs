@@ -33,6 +33,10 @@ pub struct AppState {
     pub owner: String,
     /// Host name under which `bucket.DOMAIN` addresses a bucket (virtual-hosted style).
     pub domain: Option<String>,
+    /// The drives, for health checks and the operator's view.
+    pub deployment: Arc<crate::deployment::Deployment>,
+    /// Heal passes and their status.
+    pub healer: Arc<crate::healing::Healer>,
 }
 
 /// The HTTP service: every request goes through [`handle`].
@@ -41,6 +45,10 @@ pub fn router(state: Arc<AppState>) -> axum::Router {
 }
 
 async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    // Load-balancer probes: unsigned, frequent, and kept out of the request log.
+    if let Some(probe) = crate::admin::health::probe(&request) {
+        return crate::admin::health::answer(probe, &state.deployment, state.store.sets());
+    }
     let started = Instant::now();
     let request_id = format!("{:016X}", rand::random::<u64>());
     let method = request.method().clone();
@@ -117,6 +125,9 @@ async fn authenticated_dispatch(
         Ok(auth) => auth,
         Err(err) => return ("Unauthenticated", Err(err)),
     };
+    if crate::admin::api::is_admin_request(&parts.uri, &parts.headers, state.domain.as_deref()) {
+        return crate::admin::api::call(state, auth.as_ref(), &parts.method, &parts.uri).await;
+    }
     let endpoint = match router::parse(
         &parts.method,
         &parts.uri,

@@ -6,6 +6,7 @@
 
 mod bitrot;
 mod codec;
+mod heal;
 pub mod quorum;
 mod read;
 mod write;

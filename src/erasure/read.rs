@@ -23,7 +23,7 @@ pub enum ShardSource {
 }
 
 impl ShardSource {
-    async fn read(&self, offset: u64, len: usize) -> Result<Bytes, DriveError> {
+    pub(super) async fn read(&self, offset: u64, len: usize) -> Result<Bytes, DriveError> {
         match self {
             ShardSource::Inline(bytes) => {
                 let start = offset as usize;
@@ -46,6 +46,8 @@ pub struct PartReader {
     labels: Vec<String>,
     /// Drives that failed during this read: not asked again.
     failed: Mutex<Vec<bool>>,
+    /// Called once, at the first damaged or missing shard, so the part can be healed.
+    on_damage: Option<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl ErasureSet {
@@ -88,11 +90,18 @@ impl ErasureSet {
             failed: Mutex::new(vec![false; sources.len()]),
             labels: self.drives.iter().map(|d| d.label().to_string()).collect(),
             sources,
+            on_damage: None,
         })
     }
 }
 
 impl PartReader {
+    /// Asks to be told (once) when a shard turns out missing, unreadable or corrupt.
+    pub fn on_damage(mut self, report: impl Fn() + Send + Sync + 'static) -> Self {
+        self.on_damage = Some(Box::new(report));
+        self
+    }
+
     /// Reads and verifies block `index`, reconstructing it from parity when needed.
     pub async fn read_block(&self, index: u64) -> Result<Bytes, ErasureError> {
         let block_start = index * self.block_size as u64;
@@ -132,7 +141,17 @@ impl PartReader {
                     Err(e) => e.to_string(),
                 };
                 tracing::warn!(drive = %self.labels[i], block = index, %problem, "shard unreadable, reading parity");
-                self.failed.lock().expect("not poisoned")[i] = true;
+                let first = {
+                    let mut failed = self.failed.lock().expect("not poisoned");
+                    let first = !failed.contains(&true);
+                    failed[i] = true;
+                    first
+                };
+                if first {
+                    if let Some(report) = &self.on_damage {
+                        report();
+                    }
+                }
             }
         }
         if shards[..data_shards].iter().all(Option::is_some) {

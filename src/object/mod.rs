@@ -7,6 +7,7 @@ mod bucket;
 pub mod checksum;
 mod commit;
 mod hashing;
+mod heal;
 mod list;
 mod locks;
 mod md5_lanes;
@@ -29,6 +30,7 @@ use crate::storage::{DriveError, MetaTable};
 
 pub use checksum::{ChecksumAlgorithm, ChecksumType};
 pub use hashing::ExpectedChecksum;
+pub use heal::{HealDepth, HealReport};
 pub use list::{ListEntry, ListPage, ListQuery};
 pub use multipart::{CompleteOptions, CompletedPart, PartsPage, UploadOptions};
 pub use names::{BucketName, ObjectKey, MAX_KEY_LEN};
@@ -40,6 +42,9 @@ pub use span::{ByteRange, ReadSpan};
 pub use uploads::{UploadEntry, UploadQuery, UploadsPage};
 
 use locks::NamespaceLocks;
+
+/// Damaged objects that can wait for the healer at once.
+const HEAL_QUEUE_LEN: usize = 10_000;
 
 /// Objects up to this size live inline in the metadata records.
 pub const INLINE_LIMIT: usize = 128 * 1024;
@@ -99,6 +104,8 @@ pub struct ObjectStore {
     part_locks: NamespaceLocks,
     /// The thread that hashes the ETags of all uploads in flight together.
     md5: md5_lanes::Md5Lanes,
+    /// Objects that reads found damaged, for the healer.
+    heal_queue: heal::HealQueue,
 }
 
 impl ObjectStore {
@@ -116,6 +123,7 @@ impl ObjectStore {
             upload_locks: NamespaceLocks::new(),
             part_locks: NamespaceLocks::new(),
             md5: md5_lanes::Md5Lanes::start(),
+            heal_queue: heal::HealQueue::new(HEAL_QUEUE_LEN),
         })
     }
 

@@ -173,14 +173,18 @@ impl ObjectStore {
     ) -> Result<(), ObjectError> {
         let guard = self.locks.write(&bucket.name, key.as_str()).await;
         let current = read_records(set, &bucket.name, key.as_str()).await;
+        let agreed = match agree_on_version(set, &current) {
+            Ok(Agreement::Found { value, .. }) => Ok(Some(value)),
+            Ok(Agreement::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        };
         if let Some(condition) = version.condition {
-            let version = match agree_on_version(set, &current)? {
-                Agreement::Found { value, .. } => Some(value),
-                Agreement::NotFound => None,
-            };
-            condition.check(version.as_ref())?;
+            match &agreed {
+                Ok(agreed) => condition.check(agreed.as_ref())?,
+                Err(_) => return agreed.map(|_| ()),
+            }
         }
-        commit_over(set, bucket, key, &current, &version).await?;
+        commit_over(set, bucket, key, &current, agreed.ok(), &version).await?;
         drop(guard);
         self.delete_data(
             set,
@@ -217,7 +221,15 @@ impl ObjectStore {
             extra: Vec::new(),
             condition: None,
         };
-        commit_over(set, &bucket_record, key, &current, &new).await?;
+        commit_over(
+            set,
+            &bucket_record,
+            key,
+            &current,
+            Some(Some(version)),
+            &new,
+        )
+        .await?;
         drop(guard);
         self.delete_data(
             set,
@@ -292,8 +304,10 @@ impl ObjectStore {
                     _ => None,
                 })
                 .collect();
-            let reader = Arc::new(set.part_reader(record.size, sources)?);
-            streams.push(reader.stream_range(start, end));
+            let reader = set
+                .part_reader(record.size, sources)?
+                .on_damage(self.heal_queue.reporter(bucket, key));
+            streams.push(Arc::new(reader).stream_range(start, end));
         } else {
             let dir = DataDir {
                 bucket_id: bucket_record.id.clone(),
@@ -304,7 +318,17 @@ impl ObjectStore {
                 let part_end = part_start + part.size;
                 if part.size > 0 && part_end > start && part_start < end {
                     let sources = set.open_shards(&dir, &part.file, &holders).await;
-                    let reader = Arc::new(set.part_reader(part.size, sources)?);
+                    let report = self.heal_queue.reporter(bucket, key);
+                    // A holder that answered for the record but has no shard file lost it.
+                    let lost = sources
+                        .iter()
+                        .zip(&holders)
+                        .zip(&records)
+                        .any(|((s, &h), r)| h && s.is_none() && r.is_ok());
+                    if lost {
+                        report();
+                    }
+                    let reader = Arc::new(set.part_reader(part.size, sources)?.on_damage(report));
                     let from = start.max(part_start) - part_start;
                     let to = end.min(part_end) - part_start;
                     streams.push(reader.stream_range(from, to));
@@ -370,13 +394,16 @@ impl ObjectStore {
 }
 
 /// Writes `version` over the records drives hold now (`current`, read under the key's write
-/// lock): each drive keeps the version it replaces as `superseded`, so a commit cut short
-/// leaves the old version readable.
+/// lock). Every drive keeps the version the set agreed on (`agreed`: `Some(None)` when the key
+/// did not exist) as `superseded`, so a commit cut short leaves that version readable — even
+/// on drives whose own record is a write that never reached quorum. When the drives agree on
+/// nothing, each keeps its own record instead.
 async fn commit_over(
     set: &ErasureSet,
     bucket: &BucketRecord,
     key: &ObjectKey,
     current: &DriveRecords,
+    agreed: Option<Option<ObjectRecord>>,
     version: &NewVersion<'_>,
 ) -> Result<(), ObjectError> {
     let NewVersion {
@@ -393,18 +420,29 @@ async fn commit_over(
             let held = held.as_ref().ok()?;
             let mut new = (*record).clone();
             let mut ops = Vec::new();
-            if let Some(mut previous) = held.clone() {
-                // The version dropped from this drive now: its inline chunk can go.
-                if let Some(dropped) = previous.superseded.take() {
-                    if dropped.inline && dropped.data_id != record.data_id {
-                        ops.push(MetaOp::Delete {
-                            table: MetaTable::Inline,
-                            key: inline_key(&bucket.name, key.as_str(), dropped.data_id),
-                        });
-                    }
-                }
-                new.superseded = Some(Box::new(previous));
+            let replaced = match &agreed {
+                Some(agreed) => agreed.clone(),
+                None => held.clone(),
             }
+            .map(|mut replaced| {
+                replaced.superseded = None;
+                replaced
+            });
+            // Inline chunks of what this drive held, other than the version kept and the
+            // new one, are referred to by nothing any more.
+            let kept = |data_id| {
+                data_id == record.data_id || replaced.as_ref().is_some_and(|r| r.data_id == data_id)
+            };
+            let held_versions = held
+                .iter()
+                .flat_map(|r| std::iter::once(r).chain(r.superseded.as_deref()));
+            for dropped in held_versions.filter(|v| v.inline && !kept(v.data_id)) {
+                ops.push(MetaOp::Delete {
+                    table: MetaTable::Inline,
+                    key: inline_key(&bucket.name, key.as_str(), dropped.data_id),
+                });
+            }
+            new.superseded = replaced.map(Box::new);
             ops.push(MetaOp::Put {
                 table: MetaTable::Objects,
                 key: db_key.clone(),

@@ -14,8 +14,8 @@ use uuid::Uuid;
 
 use super::direct::DirectFile;
 use super::{
-    past_prefix, rolled_up_len, DataDir, Drive, DriveError, Format, MetaOp, MetaTable, ShardReader,
-    ShardWriter,
+    past_prefix, rolled_up_len, DataDir, DiskInfo, Drive, DriveError, Format, MetaOp, MetaTable,
+    ShardReader, ShardWriter,
 };
 
 const SYSTEM_DIR: &str = ".strata";
@@ -217,6 +217,47 @@ impl ShardReader for LocalShardReader {
 impl Drive for LocalDrive {
     fn label(&self) -> &str {
         &self.label
+    }
+
+    async fn disk_info(&self) -> Result<DiskInfo, DriveError> {
+        self.blocking(|root| {
+            let stat = rustix::fs::statvfs(root).map_err(std::io::Error::from)?;
+            let block = stat.f_frsize;
+            Ok(DiskInfo {
+                total: stat.f_blocks * block,
+                used: stat.f_blocks.saturating_sub(stat.f_bfree) * block,
+                free: stat.f_bavail * block,
+            })
+        })
+        .await
+    }
+
+    async fn list_data_dirs(&self) -> Result<Vec<(DataDir, std::time::SystemTime)>, DriveError> {
+        self.blocking(|root| {
+            let mut out = Vec::new();
+            // data/<bucket id>/<two hex digits>/<data id>
+            for bucket in fs::read_dir(root.join(DATA_DIR))? {
+                let bucket = bucket?;
+                let bucket_id = bucket.file_name().to_string_lossy().into_owned();
+                for fan in fs::read_dir(bucket.path())? {
+                    for entry in fs::read_dir(fan?.path())? {
+                        let entry = entry?;
+                        let name = entry.file_name();
+                        let Ok(data_id) = Uuid::parse_str(&name.to_string_lossy()) else {
+                            continue;
+                        };
+                        let modified = entry.metadata()?.modified()?;
+                        let dir = DataDir {
+                            bucket_id: bucket_id.clone(),
+                            data_id,
+                        };
+                        out.push((dir, modified));
+                    }
+                }
+            }
+            Ok(out)
+        })
+        .await
     }
 
     async fn create_staged_file(

@@ -4,10 +4,13 @@
 //! simulated drive (crash tests), a fault-injecting wrapper or a remote drive can stand in
 //! for [`LocalDrive`]. All blocking I/O of the server happens below this trait.
 
+mod deadline;
 mod direct;
 mod error;
 mod format;
 mod local;
+pub mod sim;
+mod slot;
 
 use std::ops::Bound;
 
@@ -15,9 +18,11 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use uuid::Uuid;
 
+pub use deadline::DeadlineDrive;
 pub use error::DriveError;
 pub use format::Format;
 pub use local::LocalDrive;
+pub use slot::DriveSlot;
 
 /// The tables of the per-drive metadata database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,11 +83,33 @@ pub trait ShardReader: Send + Sync {
     async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes, DriveError>;
 }
 
+/// The space of the filesystem a drive lives on, in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiskInfo {
+    pub total: u64,
+    /// Taken by anyone, not only by this drive's files.
+    pub used: u64,
+    /// Available to the server (without the blocks reserved for root).
+    pub free: u64,
+}
+
 /// One drive of an erasure set.
 #[async_trait]
 pub trait Drive: Send + Sync {
     /// A human-readable name for logs and errors (the folder path).
     fn label(&self) -> &str;
+
+    /// The space of the drive's filesystem, for the operator's view. Drives that cannot
+    /// tell (offline, simulated) answer offline.
+    async fn disk_info(&self) -> Result<DiskInfo, DriveError> {
+        Err(DriveError::Offline(self.label().to_string()))
+    }
+
+    /// Every data folder on the drive, with when it last changed, for the garbage collector.
+    /// Drives that cannot tell list none, and nothing of theirs is collected.
+    async fn list_data_dirs(&self) -> Result<Vec<(DataDir, std::time::SystemTime)>, DriveError> {
+        Ok(Vec::new())
+    }
 
     /// Creates `name` in the staging folder `staging` (creating the folder).
     async fn create_staged_file(

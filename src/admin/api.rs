@@ -1,0 +1,419 @@
+//! The admin API: the operator's view of sets and drives, and heal passes on demand.
+//!
+//! It lives under `/_strata/admin/v1/`, a path no bucket can take (`_` is never in a bucket
+//! name). Requests are signed like any S3 request and authenticated on the same code path;
+//! only the root user may call it. Answers are JSON; authentication errors stay S3 XML.
+//!
+//! - `GET  /_strata/admin/v1/info` → [`Info`]
+//! - `GET  /_strata/admin/v1/heal` → [`HealStatusView`]
+//! - `POST /_strata/admin/v1/heal?bucket=B&prefix=P&deep=true` → 202 [`HealStarted`], or
+//!   409 while a pass runs
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
+use axum::response::Response;
+use serde::{Deserialize, Serialize};
+
+use super::health;
+use crate::api::auth::Authenticated;
+use crate::api::error::{S3Error, S3ErrorCode};
+use crate::api::router::{self, Query};
+use crate::api::AppState;
+use crate::healing::{HealPass, HealStatus};
+use crate::object::{now_ms, BucketName, HealDepth, HealReport};
+use crate::storage::Drive;
+
+/// The pseudo-bucket of the admin API in a path-style request: `/_strata/...`.
+const ADMIN_BUCKET: &str = "_strata";
+/// The admin API's paths, after the pseudo-bucket.
+pub const PATH_PREFIX: &str = "/_strata/admin/v1/";
+/// The `reason` of the heal passes this API starts, so a client can tell them apart.
+pub const HEAL_REASON: &str = "admin";
+/// A drive that does not answer for its size within this is shown without one.
+const DISK_INFO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Whether a request addresses the admin API (path-style `/_strata/...`; in a virtual-hosted
+/// request the same path is an object key of the host's bucket).
+pub fn is_admin_request(uri: &Uri, headers: &HeaderMap, domain: Option<&str>) -> bool {
+    matches!(router::bucket_and_key(uri, headers, domain), Ok((bucket, _)) if bucket == ADMIN_BUCKET)
+}
+
+/// The admin operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    Info,
+    HealStatus,
+    StartHeal,
+    Unknown,
+}
+
+impl Route {
+    fn parse(method: &Method, uri: &Uri) -> Self {
+        let path = uri.path().strip_prefix(PATH_PREFIX).unwrap_or("");
+        match (method, path) {
+            (&Method::GET, "info") => Route::Info,
+            (&Method::GET, "heal") => Route::HealStatus,
+            (&Method::POST, "heal") => Route::StartHeal,
+            _ => Route::Unknown,
+        }
+    }
+
+    /// The operation name of the request log.
+    fn name(self) -> &'static str {
+        match self {
+            Route::Info => "AdminInfo",
+            Route::HealStatus => "AdminHealStatus",
+            Route::StartHeal => "AdminHeal",
+            Route::Unknown => "Admin",
+        }
+    }
+}
+
+/// Answers an authenticated (or anonymous) admin request: the operation name for the request
+/// log, and the response.
+pub async fn call(
+    state: &AppState,
+    auth: Option<&Authenticated>,
+    method: &Method,
+    uri: &Uri,
+) -> (&'static str, Result<Response, S3Error>) {
+    let route = Route::parse(method, uri);
+    // The root user is the owner of everything (`AppState::owner`); no other key may operate.
+    let root = auth.is_some_and(|a| a.access_key == state.owner);
+    if !root {
+        return (
+            route.name(),
+            Err(S3Error::from_code(S3ErrorCode::AccessDenied)),
+        );
+    }
+    let result = match route {
+        Route::Info => Ok(json(StatusCode::OK, &info(state).await)),
+        Route::HealStatus => Ok(json(
+            StatusCode::OK,
+            &HealStatusView::from(state.healer.status()),
+        )),
+        Route::StartHeal => start_heal(state, &Query::parse(uri.query())).await,
+        Route::Unknown => Ok(error(
+            StatusCode::NOT_FOUND,
+            "NoSuchAdminApi",
+            format!("no admin API at {method} {}", uri.path()),
+        )),
+    };
+    (route.name(), result)
+}
+
+/// The whole deployment as the operator sees it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Info {
+    pub deployment_id: String,
+    /// Every set has write quorum (what `/health/ready` answers).
+    pub ready: bool,
+    pub sets: Vec<SetInfo>,
+    pub heal: HealStatusView,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SetInfo {
+    /// From 0; shown from 1.
+    pub index: usize,
+    pub data_shards: usize,
+    pub parity_shards: usize,
+    pub write_quorum: usize,
+    pub read_quorum: usize,
+    pub online: usize,
+    pub drives: Vec<DriveInfo>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DriveInfo {
+    pub path: String,
+    pub state: DriveState,
+    /// Space of the drive's filesystem; absent when the drive cannot tell (offline).
+    pub total_bytes: Option<u64>,
+    pub used_bytes: Option<u64>,
+    pub free_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DriveState {
+    Online,
+    Offline,
+    /// Back in service, not yet given everything it missed.
+    Healing,
+}
+
+async fn info(state: &AppState) -> Info {
+    let deployment = &state.deployment;
+    let sizes = futures::future::join_all(deployment.drives.iter().map(|drive| async {
+        tokio::time::timeout(DISK_INFO_TIMEOUT, drive.slot.disk_info())
+            .await
+            .ok()
+            .and_then(Result::ok)
+    }))
+    .await;
+    let health = health::set_health(deployment, state.store.sets());
+    let sets = state
+        .store
+        .sets()
+        .iter()
+        .zip(&health)
+        .map(|(set, health)| SetInfo {
+            index: set.index(),
+            data_shards: set.data_shards(),
+            parity_shards: set.parity_shards(),
+            write_quorum: set.write_quorum(),
+            read_quorum: set.read_quorum(),
+            online: health.online,
+            drives: deployment
+                .drives
+                .iter()
+                .zip(&sizes)
+                .filter(|(drive, _)| drive.set_index == set.index())
+                .map(|(drive, size)| DriveInfo {
+                    path: drive.path.display().to_string(),
+                    state: if drive.is_healing() {
+                        DriveState::Healing
+                    } else if drive.is_online() {
+                        DriveState::Online
+                    } else {
+                        DriveState::Offline
+                    },
+                    total_bytes: size.map(|s| s.total),
+                    used_bytes: size.map(|s| s.used),
+                    free_bytes: size.map(|s| s.free),
+                })
+                .collect(),
+        })
+        .collect();
+    Info {
+        deployment_id: deployment.id.clone(),
+        ready: health.iter().all(health::SetHealth::writable),
+        sets,
+        heal: state.healer.status().into(),
+    }
+}
+
+/// Answer to a started heal: when it was asked for, so the caller can tell its pass
+/// (`reason` [`HEAL_REASON`], `started_ms` not before this) from earlier ones.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HealStarted {
+    pub requested_ms: i64,
+    /// `bucket/prefix`, empty for everything.
+    pub scope: String,
+    pub deep: bool,
+}
+
+/// Starts a heal pass in the background; its progress is in `GET .../heal`.
+async fn start_heal(state: &AppState, query: &Query) -> Result<Response, S3Error> {
+    let bucket = match query.get("bucket").filter(|b| !b.is_empty()) {
+        Some(name) => {
+            let name = BucketName::parse(name)?;
+            state.store.bucket(&name).await?;
+            Some(name)
+        }
+        None => None,
+    };
+    let prefix = query.get("prefix").unwrap_or("").to_string();
+    if bucket.is_none() && !prefix.is_empty() {
+        return Err(S3Error::new(
+            S3ErrorCode::InvalidArgument,
+            "a heal prefix needs a bucket",
+        ));
+    }
+    let deep = match query.get("deep") {
+        None | Some("false") => false,
+        Some("true") | Some("") => true,
+        Some(other) => {
+            return Err(S3Error::new(
+                S3ErrorCode::InvalidArgument,
+                format!("deep must be true or false, not {other:?}"),
+            ))
+        }
+    };
+    // Two requests at once may both pass this check; the second pass then waits its turn.
+    if let Some(running) = state.healer.status().running {
+        return Ok(error(
+            StatusCode::CONFLICT,
+            "HealRunning",
+            format!(
+                "a heal pass is running ({}, {} objects checked so far); try again when it is done",
+                running.reason, running.report.objects_checked
+            ),
+        ));
+    }
+    let started = HealStarted {
+        requested_ms: now_ms(),
+        scope: bucket
+            .as_ref()
+            .map(|b| format!("{b}/{prefix}"))
+            .unwrap_or_default(),
+        deep,
+    };
+    let (healer, store) = (Arc::clone(&state.healer), Arc::clone(&state.store));
+    let depth = if deep {
+        HealDepth::Deep
+    } else {
+        HealDepth::Quick
+    };
+    tokio::spawn(async move {
+        healer
+            .run_pass(&store, HEAL_REASON, bucket.as_ref(), &prefix, depth, None)
+            .await;
+    });
+    Ok(json(StatusCode::ACCEPTED, &started))
+}
+
+/// The heal status on the wire: the healer's [`HealStatus`], held apart from it so that the
+/// API changes only on purpose.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HealStatusView {
+    pub running: Option<HealPassView>,
+    pub last: Option<HealPassView>,
+    pub healed_after_reads: HealReportView,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HealPassView {
+    pub reason: String,
+    pub scope: String,
+    pub started_ms: i64,
+    pub finished_ms: Option<i64>,
+    pub report: HealReportView,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HealReportView {
+    pub objects_checked: u64,
+    pub bytes_checked: u64,
+    pub objects_healed: u64,
+    pub records_repaired: u64,
+    pub shards_rebuilt: u64,
+    pub stale_purged: u64,
+    pub unresolved: u64,
+}
+
+impl From<HealStatus> for HealStatusView {
+    fn from(status: HealStatus) -> Self {
+        Self {
+            running: status.running.map(Into::into),
+            last: status.last.map(Into::into),
+            healed_after_reads: status.healed_after_reads.into(),
+        }
+    }
+}
+
+impl From<HealPass> for HealPassView {
+    fn from(pass: HealPass) -> Self {
+        Self {
+            reason: pass.reason,
+            scope: pass.scope,
+            started_ms: pass.started_ms,
+            finished_ms: pass.finished_ms,
+            report: pass.report.into(),
+            error: pass.error,
+        }
+    }
+}
+
+impl From<HealReport> for HealReportView {
+    fn from(r: HealReport) -> Self {
+        Self {
+            objects_checked: r.objects_checked,
+            bytes_checked: r.bytes_checked,
+            objects_healed: r.objects_healed,
+            records_repaired: r.records_repaired,
+            shards_rebuilt: r.shards_rebuilt,
+            stale_purged: r.stale_purged,
+            unresolved: r.unresolved,
+        }
+    }
+}
+
+/// An admin error that is not an S3 one: `{"error": {"code": ..., "message": ...}}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    pub code: String,
+    pub message: String,
+}
+
+fn error(status: StatusCode, code: &str, message: String) -> Response {
+    let body = ErrorBody {
+        error: ErrorDetail {
+            code: code.to_string(),
+            message,
+        },
+    };
+    json(status, &body)
+}
+
+fn json(status: StatusCode, value: &impl Serialize) -> Response {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::CACHE_CONTROL, "no-store")
+        .body(Body::from(
+            serde_json::to_vec(value).expect("admin answers serialise"),
+        ))
+        .expect("static headers are valid")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_path_style_underscore_requests_are_admin() {
+        let headers = |host: &str| {
+            let mut h = HeaderMap::new();
+            h.insert("host", host.parse().unwrap());
+            h
+        };
+        let uri: Uri = "/_strata/admin/v1/info".parse().unwrap();
+        assert!(is_admin_request(&uri, &headers("localhost:9000"), None));
+        assert!(is_admin_request(
+            &uri,
+            &headers("localhost:9000"),
+            Some("s3.local")
+        ));
+        // In a virtual-hosted request the path is a key of the host's bucket.
+        assert!(!is_admin_request(
+            &uri,
+            &headers("photos.s3.local"),
+            Some("s3.local")
+        ));
+        let bucket: Uri = "/strata/admin/v1/info".parse().unwrap();
+        assert!(!is_admin_request(&bucket, &headers("localhost"), None));
+    }
+
+    #[test]
+    fn the_wire_status_round_trips() {
+        let status = HealStatus {
+            running: Some(HealPass {
+                reason: "admin".into(),
+                scope: "b/p".into(),
+                started_ms: 5,
+                report: HealReport {
+                    shards_rebuilt: 3,
+                    ..HealReport::default()
+                },
+                ..HealPass::default()
+            }),
+            ..HealStatus::default()
+        };
+        let view = HealStatusView::from(status);
+        let text = serde_json::to_string(&view).unwrap();
+        let back: HealStatusView = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.running.unwrap().report.shards_rebuilt, 3);
+        assert!(back.last.is_none());
+    }
+}

@@ -1,0 +1,584 @@
+//! `strata admin`: the admin API from a terminal. Requests are signed with SigV4 like any S3
+//! request, with the root credentials from `STRATA_ROOT_USER`/`STRATA_ROOT_PASSWORD` (the
+//! server's defaults when neither is set).
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use axum::http::{HeaderMap, HeaderValue, Method};
+use indicatif::{HumanBytes, HumanDuration, ProgressBar, ProgressStyle};
+
+use super::api::{
+    DriveState, ErrorBody, HealPassView, HealReportView, HealStarted, HealStatusView, Info,
+    HEAL_REASON, PATH_PREFIX,
+};
+use crate::api::auth::sigv4;
+use crate::config;
+use crate::object::now_ms;
+
+/// The region the server signs for.
+const REGION: &str = "us-east-1";
+/// How often `heal` asks for progress.
+const POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// Without a terminal, how often `heal` prints a progress line.
+const LINE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// What `strata admin` can do.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum AdminCommand {
+    /// Sets and drives: state, space, and healing.
+    Info {
+        /// Print the raw JSON answer.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Heal everything, a bucket, or a bucket under a key prefix, and report what was fixed.
+    Heal {
+        /// `BUCKET` or `BUCKET/PREFIX`; everything when absent.
+        target: Option<String>,
+        /// Also read every shard and verify its checksums (slower).
+        #[arg(long)]
+        deep: bool,
+    },
+}
+
+/// Runs one admin command against the server at `endpoint`.
+pub fn run(endpoint: &str, command: AdminCommand) -> anyhow::Result<()> {
+    let client = AdminClient::new(endpoint, Credentials::from_env()?)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async {
+        match command {
+            AdminCommand::Info { json } => info(&client, json).await,
+            AdminCommand::Heal { target, deep } => heal(&client, target.as_deref(), deep).await,
+        }
+    })
+}
+
+/// The root user's keys.
+pub struct Credentials {
+    pub access_key: String,
+    pub secret_key: String,
+}
+
+impl Credentials {
+    /// From `STRATA_ROOT_USER`/`STRATA_ROOT_PASSWORD`, as the server reads them.
+    pub fn from_env() -> anyhow::Result<Self> {
+        let var = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
+        match (var("STRATA_ROOT_USER"), var("STRATA_ROOT_PASSWORD")) {
+            (Some(access_key), Some(secret_key)) => Ok(Self {
+                access_key,
+                secret_key,
+            }),
+            (None, None) => Ok(Self {
+                access_key: config::DEFAULT_ROOT_USER.to_string(),
+                secret_key: config::DEFAULT_ROOT_PASSWORD.to_string(),
+            }),
+            _ => bail!("set both STRATA_ROOT_USER and STRATA_ROOT_PASSWORD, or neither"),
+        }
+    }
+}
+
+/// A signing HTTP client for the admin API.
+pub struct AdminClient {
+    endpoint: reqwest::Url,
+    credentials: Credentials,
+    http: reqwest::Client,
+}
+
+impl AdminClient {
+    pub fn new(endpoint: &str, credentials: Credentials) -> anyhow::Result<Self> {
+        let endpoint = reqwest::Url::parse(endpoint)
+            .with_context(|| format!("--endpoint {endpoint:?} is not a URL"))?;
+        if endpoint.scheme() != "http" {
+            bail!("--endpoint must be an http:// URL (TLS is not supported yet)");
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(60))
+            .build()
+            .context("building the HTTP client")?;
+        Ok(Self {
+            endpoint,
+            credentials,
+            http,
+        })
+    }
+
+    /// Sends a signed request to `PATH_PREFIX + route` and returns the body of a 2xx answer;
+    /// any other answer is an error carrying the server's error code and message.
+    pub async fn send(
+        &self,
+        method: Method,
+        route: &str,
+        query: &[(&str, &str)],
+    ) -> anyhow::Result<Vec<u8>> {
+        let path = format!("{PATH_PREFIX}{route}");
+        let query: String = query
+            .iter()
+            .map(|(k, v)| {
+                format!(
+                    "{}={}",
+                    sigv4::uri_encode(k.as_bytes(), true),
+                    sigv4::uri_encode(v.as_bytes(), true)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("&");
+        let mut url = self.endpoint.clone();
+        url.set_path(&path);
+        url.set_query((!query.is_empty()).then_some(query.as_str()));
+        let headers = self.signed_headers(&method, &url, &path, &query, time_now());
+        let response = self
+            .http
+            .request(method.clone(), url.clone())
+            .headers(headers)
+            .send()
+            .await
+            .with_context(|| format!("{method} {url}"))?;
+        let status = response.status();
+        let body = response
+            .bytes()
+            .await
+            .with_context(|| format!("reading the answer to {method} {url}"))?;
+        if status.is_success() {
+            Ok(body.to_vec())
+        } else {
+            bail!("{} (HTTP {status})", describe_error(&body))
+        }
+    }
+
+    /// `host`, `x-amz-date`, `x-amz-content-sha256` and `authorization` of a bodiless request.
+    fn signed_headers(
+        &self,
+        method: &Method,
+        url: &reqwest::Url,
+        path: &str,
+        query: &str,
+        now: time::OffsetDateTime,
+    ) -> HeaderMap {
+        let host = match (url.host_str(), url.port()) {
+            (Some(host), Some(port)) => format!("{host}:{port}"),
+            (Some(host), None) => host.to_string(),
+            (None, _) => String::new(),
+        };
+        let amz_date = sigv4::format_amz_date(now);
+        let date = sigv4::scope_date(now);
+        let mut headers = HeaderMap::new();
+        let value = |v: &str| HeaderValue::from_str(v).expect("printable ASCII");
+        headers.insert("host", value(&host));
+        headers.insert("x-amz-content-sha256", value(sigv4::EMPTY_SHA256_HEX));
+        headers.insert("x-amz-date", value(&amz_date));
+        let signed_headers = "host;x-amz-content-sha256;x-amz-date";
+        let canonical = sigv4::CanonicalRequest {
+            method,
+            uri: &sigv4::canonical_uri(path),
+            query: &sigv4::canonical_query(query, None),
+            headers: &headers,
+            signed_headers,
+            authority: None,
+            payload_hash: sigv4::EMPTY_SHA256_HEX,
+        };
+        let scope = sigv4::CredentialScope {
+            access_key: self.credentials.access_key.clone(),
+            date: date.clone(),
+            region: REGION.to_string(),
+            service: sigv4::SERVICE.to_string(),
+        }
+        .scope();
+        let string_to_sign = sigv4::string_to_sign(&amz_date, &scope, &canonical.to_bytes());
+        let key = sigv4::signing_key(&self.credentials.secret_key, &date, REGION, sigv4::SERVICE);
+        let authorization = format!(
+            "{} Credential={}/{scope}, SignedHeaders={signed_headers}, Signature={}",
+            sigv4::ALGORITHM,
+            self.credentials.access_key,
+            sigv4::sign(&key, &string_to_sign)
+        );
+        headers.insert("authorization", value(&authorization));
+        headers
+    }
+
+    async fn get_json<T: serde::de::DeserializeOwned>(&self, route: &str) -> anyhow::Result<T> {
+        let body = self.send(Method::GET, route, &[]).await?;
+        serde_json::from_slice(&body).with_context(|| format!("the server's {route} answer"))
+    }
+}
+
+fn time_now() -> time::OffsetDateTime {
+    time::OffsetDateTime::now_utc()
+}
+
+/// `Code: message` of an S3 XML error or an admin JSON error; the raw text otherwise.
+fn describe_error(body: &[u8]) -> String {
+    if let Ok(parsed) = serde_json::from_slice::<ErrorBody>(body) {
+        return format!("{}: {}", parsed.error.code, parsed.error.message);
+    }
+    let text = String::from_utf8_lossy(body);
+    let element = |tag: &str| {
+        let open = format!("<{tag}>");
+        let start = text.find(&open)? + open.len();
+        let end = text[start..].find(&format!("</{tag}>"))? + start;
+        Some(text[start..end].to_string())
+    };
+    match (element("Code"), element("Message")) {
+        (Some(code), Some(message)) => format!("{code}: {message}"),
+        (Some(code), None) => code,
+        _ if text.trim().is_empty() => "the server gave no reason".to_string(),
+        _ => text.trim().to_string(),
+    }
+}
+
+async fn info(client: &AdminClient, raw_json: bool) -> anyhow::Result<()> {
+    if raw_json {
+        let body = client.send(Method::GET, "info", &[]).await?;
+        let value: serde_json::Value = serde_json::from_slice(&body)?;
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(());
+    }
+    let info: Info = client.get_json("info").await?;
+    print!("{}", render_info(&info, now_ms()));
+    Ok(())
+}
+
+/// The `info` table.
+fn render_info(info: &Info, now_ms: i64) -> String {
+    let mut out = String::new();
+    let ready = if info.ready {
+        "ready: every set has write quorum"
+    } else {
+        "NOT READY: a set is below write quorum, writes fail"
+    };
+    out.push_str(&format!("Deployment {}  ({ready})\n", info.deployment_id));
+    let width = info
+        .sets
+        .iter()
+        .flat_map(|s| &s.drives)
+        .map(|d| d.path.len())
+        .max()
+        .unwrap_or(0)
+        .max("DRIVE".len());
+    for set in &info.sets {
+        out.push_str(&format!(
+            "\nSet {}  {}+{}  {}/{} drives online  (write quorum {}, read quorum {})\n",
+            set.index + 1,
+            set.data_shards,
+            set.parity_shards,
+            set.online,
+            set.drives.len(),
+            set.write_quorum,
+            set.read_quorum
+        ));
+        out.push_str(&format!(
+            "  {:<width$}  {:<8}  {:>11}  {:>11}  {:>11}\n",
+            "DRIVE", "STATE", "USED", "FREE", "TOTAL"
+        ));
+        for drive in &set.drives {
+            let bytes = |b: Option<u64>| b.map_or("-".to_string(), |b| HumanBytes(b).to_string());
+            let state = match drive.state {
+                DriveState::Online => "online",
+                DriveState::Offline => "offline",
+                DriveState::Healing => "healing",
+            };
+            out.push_str(&format!(
+                "  {:<width$}  {:<8}  {:>11}  {:>11}  {:>11}\n",
+                drive.path,
+                state,
+                bytes(drive.used_bytes),
+                bytes(drive.free_bytes),
+                bytes(drive.total_bytes)
+            ));
+        }
+    }
+    out.push_str("\nHealing\n");
+    match &info.heal.running {
+        Some(pass) => out.push_str(&format!(
+            "  running:  {} since {} ago: {}\n",
+            describe_pass(pass),
+            ago(now_ms, pass.started_ms),
+            progress_line(&pass.report)
+        )),
+        None => out.push_str("  running:  none\n"),
+    }
+    match &info.heal.last {
+        Some(pass) => {
+            let when = pass
+                .finished_ms
+                .map_or("?".to_string(), |f| format!("{} ago", ago(now_ms, f)));
+            out.push_str(&format!(
+                "  last:     {}, finished {when}: {}\n",
+                describe_pass(pass),
+                report_line(&pass.report)
+            ));
+            if let Some(error) = &pass.error {
+                out.push_str(&format!("            failed: {error}\n"));
+            }
+        }
+        None => out.push_str("  last:     none since the server started\n"),
+    }
+    let reads = &info.heal.healed_after_reads;
+    out.push_str(&format!(
+        "  after damaged reads: {} objects healed, {} shards rebuilt\n",
+        reads.objects_healed, reads.shards_rebuilt
+    ));
+    out
+}
+
+/// `admin pass over photos/2024/ (deep)`-like words for a pass.
+fn describe_pass(pass: &HealPassView) -> String {
+    let scope = if pass.scope.is_empty() {
+        "everything"
+    } else {
+        &pass.scope
+    };
+    format!("{} pass over {scope}", pass.reason)
+}
+
+fn ago(now_ms: i64, then_ms: i64) -> String {
+    let millis = u64::try_from(now_ms.saturating_sub(then_ms)).unwrap_or(0);
+    HumanDuration(Duration::from_millis(millis)).to_string()
+}
+
+fn progress_line(r: &HealReportView) -> String {
+    format!(
+        "{} objects checked ({}), {} healed, {} shards rebuilt",
+        r.objects_checked,
+        HumanBytes(r.bytes_checked),
+        r.objects_healed,
+        r.shards_rebuilt
+    )
+}
+
+fn report_line(r: &HealReportView) -> String {
+    format!(
+        "{} objects checked, {} healed, {} shards rebuilt, {} records repaired, \
+         {} stale records purged, {} unresolved",
+        r.objects_checked,
+        r.objects_healed,
+        r.shards_rebuilt,
+        r.records_repaired,
+        r.stale_purged,
+        r.unresolved
+    )
+}
+
+/// Starts a heal pass, follows it to its end and prints what it fixed.
+async fn heal(client: &AdminClient, target: Option<&str>, deep: bool) -> anyhow::Result<()> {
+    let (bucket, prefix) = match target {
+        Some(target) => {
+            let (bucket, prefix) = target.split_once('/').unwrap_or((target, ""));
+            if bucket.is_empty() {
+                bail!("the heal target is BUCKET or BUCKET/PREFIX, got {target:?}");
+            }
+            (bucket, prefix)
+        }
+        None => ("", ""),
+    };
+    let mut query = vec![("deep", if deep { "true" } else { "false" })];
+    if !bucket.is_empty() {
+        query.push(("bucket", bucket));
+        query.push(("prefix", prefix));
+    }
+    let body = client.send(Method::POST, "heal", &query).await?;
+    let started: HealStarted =
+        serde_json::from_slice(&body).context("the server's answer to the heal request")?;
+    let scope = if started.scope.is_empty() {
+        "everything".to_string()
+    } else {
+        started.scope.clone()
+    };
+    let depth = if started.deep { "deep" } else { "quick" };
+    let began = Instant::now();
+    let mut display = Progress::new(&format!("Healing {scope} ({depth})"));
+    let pass = loop {
+        let status: HealStatusView = client.get_json("heal").await?;
+        let ours = |pass: &&HealPassView| {
+            pass.reason == HEAL_REASON && pass.started_ms >= started.requested_ms
+        };
+        if let Some(done) = status.last.as_ref().filter(ours) {
+            break done.clone();
+        }
+        match status.running.as_ref().filter(ours) {
+            Some(running) => display.update(&progress_line(&running.report)),
+            None => display.update("waiting for the heal pass running before it to finish"),
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    };
+    display.finish();
+    let r = &pass.report;
+    println!(
+        "Healed {scope} ({depth}) in {:.1} s",
+        began.elapsed().as_secs_f64()
+    );
+    let rows = [
+        ("objects checked", r.objects_checked.to_string()),
+        ("bytes checked", HumanBytes(r.bytes_checked).to_string()),
+        ("objects healed", r.objects_healed.to_string()),
+        ("shards rebuilt", r.shards_rebuilt.to_string()),
+        ("records repaired", r.records_repaired.to_string()),
+        ("stale records purged", r.stale_purged.to_string()),
+        ("unresolved", r.unresolved.to_string()),
+    ];
+    for (name, value) in rows {
+        println!("  {name:<22}{value}");
+    }
+    if let Some(error) = &pass.error {
+        bail!("the heal pass failed: {error}");
+    }
+    if r.unresolved > 0 {
+        bail!(
+            "{} objects could not be healed (their drives disagree); the server log names them",
+            r.unresolved
+        );
+    }
+    Ok(())
+}
+
+/// Heal progress: a spinner with the counts on a terminal, a line now and then otherwise.
+enum Progress {
+    Bar(ProgressBar),
+    Lines {
+        title: String,
+        last: Option<(Instant, String)>,
+    },
+}
+
+impl Progress {
+    fn new(title: &str) -> Self {
+        if std::io::stdout().is_terminal() {
+            let bar = ProgressBar::new_spinner().with_style(
+                ProgressStyle::with_template("{spinner} {prefix} [{elapsed_precise}] {wide_msg}")
+                    .expect("a valid template"),
+            );
+            bar.set_prefix(title.to_string());
+            bar.set_message("starting");
+            bar.enable_steady_tick(Duration::from_millis(100));
+            Progress::Bar(bar)
+        } else {
+            Progress::Lines {
+                title: title.to_string(),
+                last: None,
+            }
+        }
+    }
+
+    fn update(&mut self, message: &str) {
+        match self {
+            Progress::Bar(bar) => bar.set_message(message.to_string()),
+            Progress::Lines { title, last } => {
+                let due = last.as_ref().is_none_or(|(at, previous)| {
+                    previous != message && at.elapsed() >= LINE_INTERVAL
+                });
+                if due {
+                    println!("{title}: {message}");
+                    let _ = std::io::stdout().flush();
+                    *last = Some((Instant::now(), message.to_string()));
+                }
+            }
+        }
+    }
+
+    fn finish(self) {
+        if let Progress::Bar(bar) = self {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admin::api::{DriveInfo, SetInfo};
+
+    #[test]
+    fn requests_are_signed_as_the_server_checks_them() {
+        let client = AdminClient::new(
+            "http://127.0.0.1:9000",
+            Credentials {
+                access_key: "root".into(),
+                secret_key: "secret-secret".into(),
+            },
+        )
+        .unwrap();
+        let now = time::OffsetDateTime::now_utc();
+        let url =
+            reqwest::Url::parse("http://127.0.0.1:9000/_strata/admin/v1/heal?deep=true").unwrap();
+        let headers = client.signed_headers(
+            &Method::POST,
+            &url,
+            "/_strata/admin/v1/heal",
+            "deep=true",
+            now,
+        );
+        let uri: axum::http::Uri = "/_strata/admin/v1/heal?deep=true".parse().unwrap();
+        let keyring = crate::api::auth::Keyring::new(
+            crate::api::auth::Credentials {
+                access_key: "root".into(),
+                secret_key: "secret-secret".into(),
+            },
+            REGION,
+        );
+        let auth = crate::api::auth::authenticate(&Method::POST, &uri, &headers, &keyring, now)
+            .expect("the signature verifies")
+            .expect("the request is signed");
+        assert_eq!(auth.access_key, "root");
+    }
+
+    #[test]
+    fn errors_show_code_and_message() {
+        let xml = b"<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code>\
+                    <Message>Access Denied</Message></Error>";
+        assert_eq!(describe_error(xml), "AccessDenied: Access Denied");
+        let json = br#"{"error":{"code":"HealRunning","message":"busy"}}"#;
+        assert_eq!(describe_error(json), "HealRunning: busy");
+        assert_eq!(describe_error(b""), "the server gave no reason");
+    }
+
+    #[test]
+    fn the_info_table_lists_every_drive() {
+        let drive = |path: &str, state| DriveInfo {
+            path: path.into(),
+            state,
+            total_bytes: Some(10 << 30),
+            used_bytes: Some(1 << 30),
+            free_bytes: Some(9 << 30),
+        };
+        let info = Info {
+            deployment_id: "dep".into(),
+            ready: true,
+            sets: vec![SetInfo {
+                index: 0,
+                data_shards: 2,
+                parity_shards: 1,
+                write_quorum: 2,
+                read_quorum: 2,
+                online: 2,
+                drives: vec![
+                    drive("/d1", DriveState::Online),
+                    drive("/d2", DriveState::Healing),
+                    DriveInfo {
+                        total_bytes: None,
+                        used_bytes: None,
+                        free_bytes: None,
+                        ..drive("/d3", DriveState::Offline)
+                    },
+                ],
+            }],
+            heal: HealStatusView::default(),
+        };
+        let table = render_info(&info, 0);
+        let row = |path: &str| {
+            let row = table.lines().find(|l| l.trim_start().starts_with(path));
+            row.unwrap_or_else(|| panic!("no row for {path}:\n{table}"))
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert!(table.contains("Set 1  2+1  2/3 drives online"), "{table}");
+        assert_eq!(row("/d1"), "/d1 online 1.00 GiB 9.00 GiB 10.00 GiB");
+        assert_eq!(row("/d2"), "/d2 healing 1.00 GiB 9.00 GiB 10.00 GiB");
+        assert_eq!(row("/d3"), "/d3 offline - - -");
+    }
+}

@@ -1,0 +1,571 @@
+//! Healing: putting back what drives of a set are missing — object records, inline chunks
+//! and shard files — from what a read quorum of the others agrees on, and purging what a
+//! definite majority says no longer exists.
+//!
+//! Healing never deletes the last good copy of anything: it purges a record only when
+//! agreement says "not found" (more than parity-count drives answered so; offline drives
+//! never count), and leaves anything it cannot decide alone, with a log line.
+
+use std::collections::HashSet;
+use std::ops::Bound;
+use std::time::SystemTime;
+
+use futures::future::join_all;
+use serde::Serialize;
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use super::record::{self, inline_key, object_key, BucketRecord, ObjectRecord};
+use super::version::{agree_on_version, read_records};
+use super::{Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
+use crate::erasure::{ErasureError, ErasureSet, ShardSource};
+use crate::storage::{DataDir, MetaOp, MetaTable};
+
+/// How hard to look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HealDepth {
+    /// Records, inline chunks and the presence of shard files.
+    Quick,
+    /// Also read every shard and verify its bitrot checksums (scrubbing, heal after a bad read).
+    Deep,
+}
+
+/// What healing one object (or many) did.
+#[derive(Debug, Default, Clone, Serialize, PartialEq, Eq)]
+pub struct HealReport {
+    pub objects_checked: u64,
+    /// Bytes of object data the checked objects hold.
+    pub bytes_checked: u64,
+    /// Objects that had something repaired.
+    pub objects_healed: u64,
+    /// Drive records (object records with their inline chunks) rewritten.
+    pub records_repaired: u64,
+    /// Shard files rebuilt.
+    pub shards_rebuilt: u64,
+    /// Stale records of deleted objects removed.
+    pub stale_purged: u64,
+    /// Objects left alone because the drives did not agree (logged).
+    pub unresolved: u64,
+}
+
+impl HealReport {
+    pub fn add(&mut self, other: &HealReport) {
+        self.objects_checked += other.objects_checked;
+        self.bytes_checked += other.bytes_checked;
+        self.objects_healed += other.objects_healed;
+        self.records_repaired += other.records_repaired;
+        self.shards_rebuilt += other.shards_rebuilt;
+        self.stale_purged += other.stale_purged;
+        self.unresolved += other.unresolved;
+    }
+}
+
+/// Keys scanned per page when healing a whole namespace.
+const SCAN_PAGE: usize = 500;
+
+/// Objects waiting for the healer after a read found a shard missing or corrupt. Bounded:
+/// when it is full, later reports are dropped and the next scrub finds those objects.
+pub struct HealQueue {
+    sender: mpsc::Sender<(BucketName, ObjectKey)>,
+    receiver: std::sync::Mutex<Option<mpsc::Receiver<(BucketName, ObjectKey)>>>,
+}
+
+impl HealQueue {
+    pub fn new(capacity: usize) -> Self {
+        let (sender, receiver) = mpsc::channel(capacity);
+        Self {
+            sender,
+            receiver: std::sync::Mutex::new(Some(receiver)),
+        }
+    }
+
+    /// A callback that queues one object for healing.
+    pub fn reporter(&self, bucket: &BucketName, key: &ObjectKey) -> impl Fn() + Send + Sync {
+        let sender = self.sender.clone();
+        let object = (bucket.clone(), key.clone());
+        move || {
+            let _ = sender.try_send(object.clone());
+        }
+    }
+}
+
+impl ObjectStore {
+    /// The queue of objects that reads found damaged; the healer takes it once.
+    pub fn take_heal_requests(&self) -> Option<mpsc::Receiver<(BucketName, ObjectKey)>> {
+        self.heal_queue
+            .receiver
+            .lock()
+            .expect("not poisoned")
+            .take()
+    }
+}
+
+impl ObjectStore {
+    /// Heals one object on its set.
+    pub async fn heal_object(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        depth: HealDepth,
+    ) -> Result<HealReport, ObjectError> {
+        let bucket_record = self.bucket(bucket).await?;
+        let set = self.set_for(bucket, key);
+        let mut report = HealReport {
+            objects_checked: 1,
+            ..HealReport::default()
+        };
+        let records = read_records(set, bucket.as_str(), key.as_str()).await;
+        let version = match agree_on_version(set, &records) {
+            Ok(Agreement::Found { value, .. }) => value,
+            Ok(Agreement::NotFound) => {
+                report.stale_purged = self.purge_stale(set, &bucket_record, key).await?;
+                return Ok(report);
+            }
+            Err(ObjectError::Erasure(ErasureError::ReadQuorum)) => {
+                tracing::warn!(bucket = %bucket, key = %key, "heal: drives do not agree on this object; left as it is");
+                report.unresolved = 1;
+                return Ok(report);
+            }
+            Err(e) => return Err(e),
+        };
+        report.bytes_checked = version.size;
+        let dir = DataDir {
+            bucket_id: bucket_record.id.clone(),
+            data_id: version.data_id,
+        };
+        let online: Vec<bool> = records.iter().map(|r| r.is_ok()).collect();
+        let record_ok: Vec<bool> = records
+            .iter()
+            .map(|r| matches!(r, Ok(Some(held)) if held.same_version(&version)))
+            .collect();
+
+        // Data: inline chunks, or each part's shard files.
+        let staging = Uuid::new_v4();
+        let mut inline_chunks = None;
+        let mut data_ok = vec![true; online.len()];
+        let mut rebuilt_on = vec![false; online.len()];
+        if version.inline {
+            let chunk_key = inline_key(bucket.as_str(), key.as_str(), version.data_id);
+            let sources: Vec<Option<ShardSource>> = set
+                .meta_get_all(MetaTable::Inline, &chunk_key)
+                .await
+                .into_iter()
+                .map(|c| c.ok().flatten().map(|b| ShardSource::Inline(b.into())))
+                .collect();
+            let good = set.verify_sources(version.size, &sources).await;
+            data_ok = good.clone();
+            if data_ok.iter().zip(&online).any(|(&ok, &on)| on && !ok) {
+                let sources = keep_good(sources, &good);
+                inline_chunks = Some(set.rebuild_inline(version.size, sources).await?);
+            }
+        } else {
+            for part in version.parts.iter().filter(|p| p.size > 0) {
+                let sources = set.open_all_shards(&dir, &part.file).await;
+                let good = match depth {
+                    HealDepth::Deep => set.verify_sources(part.size, &sources).await,
+                    HealDepth::Quick => sources.iter().map(Option::is_some).collect(),
+                };
+                let targets: Vec<bool> = good
+                    .iter()
+                    .zip(&online)
+                    .map(|(&ok, &on)| on && !ok)
+                    .collect();
+                for (ok, &g) in data_ok.iter_mut().zip(&good) {
+                    *ok &= g;
+                }
+                if !targets.contains(&true) {
+                    continue;
+                }
+                let sources = keep_good(sources, &good);
+                let staged = set
+                    .rebuild_part(part.size, sources, &targets, staging, &part.file)
+                    .await?;
+                for (i, &done) in staged.iter().enumerate() {
+                    if done {
+                        rebuilt_on[i] = true;
+                        report.shards_rebuilt += 1;
+                    }
+                }
+            }
+        }
+        let targets: Vec<bool> = (0..online.len())
+            .map(|i| online[i] && (!record_ok[i] || !data_ok[i]))
+            .collect();
+        if !targets.contains(&true) {
+            return Ok(report);
+        }
+
+        // Commit, if the version is still the current one.
+        let guard = self.locks.write(bucket.as_str(), key.as_str()).await;
+        let now = read_records(set, bucket.as_str(), key.as_str()).await;
+        let still_current = matches!(
+            agree_on_version(set, &now),
+            Ok(Agreement::Found { value, .. }) if value.same_version(&version)
+        );
+        if !still_current {
+            drop(guard);
+            set.remove_staged(staging).await;
+            return Ok(report);
+        }
+        let mut healed = version.clone();
+        healed.superseded = None;
+        let results = join_all(set.drives().iter().enumerate().map(|(i, drive)| {
+            let (healed, dir, inline_chunks, targets, rebuilt_on) =
+                (&healed, &dir, &inline_chunks, &targets, &rebuilt_on);
+            let db_key = object_key(bucket.as_str(), key.as_str());
+            async move {
+                if !targets[i] {
+                    return false;
+                }
+                if rebuilt_on[i] && drive.commit_staged(staging, dir).await.is_err() {
+                    return false;
+                }
+                let mut ops = vec![MetaOp::Put {
+                    table: MetaTable::Objects,
+                    key: db_key,
+                    value: record::encode(healed),
+                }];
+                if let Some(chunks) = inline_chunks {
+                    ops.push(MetaOp::Put {
+                        table: MetaTable::Inline,
+                        key: inline_key(bucket.as_str(), key.as_str(), healed.data_id),
+                        value: chunks[i].to_vec(),
+                    });
+                }
+                drive.meta_apply(ops).await.is_ok()
+            }
+        }))
+        .await;
+        drop(guard);
+        set.remove_staged(staging).await;
+        report.records_repaired = results.iter().filter(|&&ok| ok).count() as u64;
+        report.objects_healed = u64::from(report.records_repaired > 0);
+        // What the healed drives held before, other than this version, is garbage now.
+        for (i, held) in records.iter().enumerate() {
+            if !results[i] {
+                continue;
+            }
+            if let Ok(Some(old)) = held {
+                for stale in versions_of(old).filter(|v| v.data_id != version.data_id) {
+                    self.drop_version_on(set, i, &bucket_record, key, stale)
+                        .await;
+                }
+            }
+        }
+        Ok(report)
+    }
+}
+
+impl ObjectStore {
+    /// Removes the records (and data) of a key that agreement says does not exist from the
+    /// drives that still hold one: a stale drive must not bring a deleted object back.
+    async fn purge_stale(
+        &self,
+        set: &ErasureSet,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+    ) -> Result<u64, ObjectError> {
+        let _guard = self.locks.write(&bucket.name, key.as_str()).await;
+        let records = read_records(set, &bucket.name, key.as_str()).await;
+        if !matches!(agree_on_version(set, &records), Ok(Agreement::NotFound)) {
+            return Ok(0);
+        }
+        let mut purged = 0;
+        for (i, held) in records.iter().enumerate() {
+            let Ok(Some(stale)) = held else { continue };
+            let drive = &set.drives()[i];
+            let removed = drive
+                .meta_apply(vec![MetaOp::Delete {
+                    table: MetaTable::Objects,
+                    key: object_key(&bucket.name, key.as_str()),
+                }])
+                .await;
+            if removed.is_ok() {
+                purged += 1;
+                tracing::info!(drive = drive.label(), bucket = %bucket.name, key = %key, "heal: removed the record of a deleted object");
+                for version in versions_of(stale) {
+                    self.drop_version_on(set, i, bucket, key, version).await;
+                }
+            }
+        }
+        Ok(purged)
+    }
+
+    /// Deletes one version's data (shard folder or inline chunk) from drive `index`.
+    async fn drop_version_on(
+        &self,
+        set: &ErasureSet,
+        index: usize,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+        version: &ObjectRecord,
+    ) {
+        let drive = &set.drives()[index];
+        let _ = if version.inline {
+            drive
+                .meta_apply(vec![MetaOp::Delete {
+                    table: MetaTable::Inline,
+                    key: inline_key(&bucket.name, key.as_str(), version.data_id),
+                }])
+                .await
+        } else {
+            drive
+                .delete_data_dir(&DataDir {
+                    bucket_id: bucket.id.clone(),
+                    data_id: version.data_id,
+                })
+                .await
+        };
+    }
+
+    /// Puts every bucket record back on the drives that miss it or hold an older revision,
+    /// and removes records of buckets that agreement says are gone. Returns the drives fixed.
+    pub async fn heal_buckets(&self) -> Result<u64, ObjectError> {
+        let mut fixed = 0;
+        for set in &self.sets {
+            let scans = set
+                .meta_scan_all(MetaTable::Buckets, Bound::Unbounded, &[], usize::MAX)
+                .await;
+            let mut names: Vec<Vec<u8>> = scans
+                .iter()
+                .flatten()
+                .flat_map(|entries| entries.iter().map(|(k, _)| k.clone()))
+                .collect();
+            names.sort();
+            names.dedup();
+            for name in names {
+                fixed += heal_bucket_record(set, &name).await?;
+            }
+        }
+        Ok(fixed)
+    }
+
+    /// Heals every object of the deployment, or of one bucket under a key prefix, calling
+    /// `progress` after each object. `max_rate` bounds the object bytes checked per second,
+    /// so that a scrub leaves the drives to the clients.
+    pub async fn heal_objects(
+        &self,
+        bucket: Option<&BucketName>,
+        prefix: &str,
+        depth: HealDepth,
+        max_rate: Option<u64>,
+        mut progress: impl FnMut(&HealReport),
+    ) -> Result<HealReport, ObjectError> {
+        let started = std::time::Instant::now();
+        let mut total = HealReport::default();
+        let scan_prefix = match bucket {
+            Some(bucket) => object_key(bucket.as_str(), prefix),
+            None => Vec::new(),
+        };
+        for set in &self.sets {
+            let mut start = Bound::Unbounded;
+            loop {
+                let (keys, next) = scan_keys(set, start, &scan_prefix).await;
+                for db_key in keys {
+                    let Some((bucket, key)) = split_object_key(&db_key) else {
+                        continue;
+                    };
+                    match self.heal_object(&bucket, &key, depth).await {
+                        Ok(report) => total.add(&report),
+                        // The bucket went away meanwhile: nothing of it is served any more.
+                        Err(ObjectError::NoSuchBucket) => {}
+                        Err(e) => {
+                            tracing::warn!(bucket = %bucket, key = %key, error = %e, "heal failed");
+                            total.unresolved += 1;
+                        }
+                    }
+                    progress(&total);
+                    if let Some(rate) = max_rate.filter(|&r| r > 0) {
+                        let due = std::time::Duration::from_secs_f64(
+                            total.bytes_checked as f64 / rate as f64,
+                        );
+                        if let Some(wait) = due.checked_sub(started.elapsed()) {
+                            tokio::time::sleep(wait).await;
+                        }
+                    }
+                }
+                match next {
+                    Some(after) => start = Bound::Excluded(after),
+                    None => break,
+                }
+            }
+        }
+        Ok(total)
+    }
+}
+
+/// Keeps the sources that verified as good.
+fn keep_good(sources: Vec<Option<ShardSource>>, good: &[bool]) -> Vec<Option<ShardSource>> {
+    sources
+        .into_iter()
+        .zip(good)
+        .map(|(source, &ok)| source.filter(|_| ok))
+        .collect()
+}
+
+/// The versions a drive's record vouches for: its current one and the one it replaced.
+fn versions_of(record: &ObjectRecord) -> impl Iterator<Item = &ObjectRecord> {
+    std::iter::once(record).chain(record.superseded.as_deref())
+}
+
+/// Splits a database key `bucket NUL key` back into names.
+fn split_object_key(db_key: &[u8]) -> Option<(BucketName, ObjectKey)> {
+    let text = std::str::from_utf8(db_key).ok()?;
+    let (bucket, key) = text.split_once('\0')?;
+    Some((BucketName::parse(bucket).ok()?, ObjectKey::parse(key).ok()?))
+}
+
+/// One page of the object keys any drive of a set holds under `prefix`, in order, and where
+/// the next page starts. A key is in the page only if every drive that returned a full page
+/// has scanned past it, so no drive's keys are skipped.
+async fn scan_keys(
+    set: &ErasureSet,
+    start: Bound<Vec<u8>>,
+    prefix: &[u8],
+) -> (Vec<Vec<u8>>, Option<Vec<u8>>) {
+    let scans = set
+        .meta_scan_all(MetaTable::Objects, start, prefix, SCAN_PAGE)
+        .await;
+    let cutoff = scans
+        .iter()
+        .flatten()
+        .filter(|entries| entries.len() == SCAN_PAGE)
+        .filter_map(|entries| entries.last().map(|(k, _)| k.clone()))
+        .min();
+    let mut keys: Vec<Vec<u8>> = scans
+        .into_iter()
+        .flatten()
+        .flat_map(|entries| entries.into_iter().map(|(k, _)| k))
+        .filter(|k| cutoff.as_ref().is_none_or(|c| k <= c))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    (keys, cutoff)
+}
+
+/// Heals one bucket's record across a set's drives.
+async fn heal_bucket_record(set: &ErasureSet, name: &[u8]) -> Result<u64, ObjectError> {
+    let answers: DriveBuckets = set
+        .meta_get_all(MetaTable::Buckets, name)
+        .await
+        .into_iter()
+        .map(|a| a.map(|v| v.and_then(|b| record::decode::<BucketRecord>(&b).ok())))
+        .collect();
+    let held: Vec<Option<BucketRecord>> = answers
+        .iter()
+        .map(|a| a.as_ref().ok().cloned().flatten())
+        .collect();
+    let online: Vec<bool> = answers.iter().map(|a| a.is_ok()).collect();
+    let agreed = match super::agree(set, answers, |b: &BucketRecord| b.id.clone()) {
+        Ok(agreed) => agreed,
+        Err(_) => {
+            tracing::warn!(bucket = %String::from_utf8_lossy(name), "heal: drives do not agree on this bucket; left as it is");
+            return Ok(0);
+        }
+    };
+    let mut fixed = 0;
+    match agreed {
+        Agreement::Found { value, .. } => {
+            let newest = held
+                .iter()
+                .flatten()
+                .filter(|b| b.id == value.id)
+                .max_by_key(|b| b.revision)
+                .cloned()
+                .unwrap_or(value);
+            for (i, drive) in set.drives().iter().enumerate() {
+                let up_to_date = held[i]
+                    .as_ref()
+                    .is_some_and(|b| b.id == newest.id && b.revision == newest.revision);
+                if online[i] && !up_to_date {
+                    let put = MetaOp::Put {
+                        table: MetaTable::Buckets,
+                        key: name.to_vec(),
+                        value: record::encode(&newest),
+                    };
+                    fixed += u64::from(drive.meta_apply(vec![put]).await.is_ok());
+                }
+            }
+        }
+        Agreement::NotFound => {
+            for (i, drive) in set.drives().iter().enumerate() {
+                if held[i].is_some() {
+                    let delete = MetaOp::Delete {
+                        table: MetaTable::Buckets,
+                        key: name.to_vec(),
+                    };
+                    fixed += u64::from(drive.meta_apply(vec![delete]).await.is_ok());
+                }
+            }
+        }
+    }
+    Ok(fixed)
+}
+
+type DriveBuckets = Vec<Result<Option<BucketRecord>, crate::storage::DriveError>>;
+
+impl ObjectStore {
+    /// Deletes data folders no record refers to: leftovers of writes cut short between placing
+    /// their shards and committing their record, or of drives that missed a delete. Only
+    /// folders unchanged since `older_than` go, so writes in flight keep theirs; a folder any
+    /// drive of the set still refers to is kept everywhere. Returns the folders deleted.
+    pub async fn collect_orphans(&self, older_than: SystemTime) -> Result<u64, ObjectError> {
+        let mut deleted = 0;
+        for set in &self.sets {
+            let listed = join_all(set.drives().iter().map(|d| d.list_data_dirs())).await;
+            if listed
+                .iter()
+                .all(|l| l.as_ref().map_or(true, Vec::is_empty))
+            {
+                continue;
+            }
+            let Some(referenced) = referenced_data(set).await else {
+                // Without every drive's records, nothing can be called unreferenced.
+                continue;
+            };
+            for (drive, dirs) in set.drives().iter().zip(listed) {
+                for (dir, modified) in dirs.unwrap_or_default() {
+                    let orphan = modified < older_than && !referenced.contains(&dir.data_id);
+                    if orphan && drive.delete_data_dir(&dir).await.is_ok() {
+                        tracing::info!(drive = drive.label(), data = %dir.data_id, "removed an orphaned data folder");
+                        deleted += 1;
+                    }
+                }
+            }
+        }
+        Ok(deleted)
+    }
+}
+
+/// Every data id the records of a set's drives refer to (current and replaced versions,
+/// uploads in progress); `None` unless every drive answered.
+async fn referenced_data(set: &ErasureSet) -> Option<HashSet<Uuid>> {
+    let mut referenced = HashSet::new();
+    for drive in set.drives() {
+        for table in [MetaTable::Objects, MetaTable::Uploads] {
+            let mut start = Bound::Unbounded;
+            loop {
+                let page = drive
+                    .meta_scan(table, start, Vec::new(), SCAN_PAGE)
+                    .await
+                    .ok()?;
+                for (_, value) in &page {
+                    if table == MetaTable::Objects {
+                        let record = record::decode::<ObjectRecord>(value).ok()?;
+                        referenced.extend(versions_of(&record).map(|v| v.data_id));
+                    } else {
+                        let upload = record::decode::<super::UploadRecord>(value).ok()?;
+                        referenced.insert(upload.data_id);
+                    }
+                }
+                match page.last() {
+                    Some((key, _)) if page.len() == SCAN_PAGE => {
+                        start = Bound::Excluded(key.clone())
+                    }
+                    _ => break,
+                }
+            }
+        }
+    }
+    Some(referenced)
+}

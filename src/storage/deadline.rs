@@ -1,0 +1,637 @@
+//! A deadline on every drive call. A drive that stops answering (a dying disk retrying a
+//! sector, a hung controller or network mount, a file that blocks on open) would otherwise
+//! hold every request that touches it; with this wrapper a call that misses the deadline
+//! fails as [`DriveError::Offline`], so the erasure set serves the request from the other
+//! drives, and the drive is marked stalled.
+//!
+//! While stalled, every call fails at once: one hung drive costs the deadline once, not on
+//! every request. After a cool-down one call is let through as a probe; when it answers in
+//! time (successfully or with an ordinary error) the drive is back in service.
+//!
+//! The blocking call that hung cannot be cancelled (it runs on the blocking pool); it stays
+//! stuck until the drive answers. Only the waiting for it is bounded.
+
+use std::future::Future;
+use std::ops::Bound;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use uuid::Uuid;
+
+use super::{DataDir, DiskInfo, Drive, DriveError, MetaOp, MetaTable, ShardReader, ShardWriter};
+
+/// The longest pause between two probes of a stalled drive.
+const MAX_COOL_DOWN: Duration = Duration::from_secs(60);
+
+/// A [`Drive`] whose every call, including the writes of the shard files it creates and the
+/// reads of those it opens, must answer within a deadline.
+pub struct DeadlineDrive {
+    inner: Arc<dyn Drive>,
+    health: Arc<Health>,
+}
+
+impl DeadlineDrive {
+    /// Wraps `inner`; a stalled drive is probed again after 10× the deadline (at most a
+    /// minute, at least the deadline).
+    pub fn new(inner: Arc<dyn Drive>, deadline: Duration) -> Self {
+        let cool_down = (deadline * 10).min(MAX_COOL_DOWN).max(deadline);
+        Self::with_cool_down(inner, deadline, cool_down)
+    }
+
+    /// Wraps `inner` with an explicit pause between probes of a stalled drive.
+    pub fn with_cool_down(inner: Arc<dyn Drive>, deadline: Duration, cool_down: Duration) -> Self {
+        Self {
+            health: Arc::new(Health {
+                label: inner.label().to_string(),
+                deadline,
+                cool_down,
+                stall: Mutex::new(None),
+            }),
+            inner,
+        }
+    }
+
+    /// Whether the drive missed a deadline and has not answered a probe since.
+    pub fn is_stalled(&self) -> bool {
+        self.health.stall.lock().expect("not poisoned").is_some()
+    }
+
+    pub fn deadline(&self) -> Duration {
+        self.health.deadline
+    }
+}
+
+/// Since when a drive is stalled, and when the next probe may go through.
+#[derive(Debug, Clone, Copy)]
+struct Stall {
+    since: Instant,
+    next_probe: Instant,
+}
+
+/// The deadline and stall state of one drive, shared with the files it opened.
+struct Health {
+    label: String,
+    deadline: Duration,
+    cool_down: Duration,
+    stall: Mutex<Option<Stall>>,
+}
+
+impl Health {
+    fn offline(&self) -> DriveError {
+        DriveError::Offline(self.label.clone())
+    }
+
+    /// Runs one call under the deadline. `work` is lazy: a call refused because the drive is
+    /// stalled never reaches the drive.
+    async fn call<T>(
+        &self,
+        operation: &'static str,
+        work: impl Future<Output = Result<T, DriveError>>,
+    ) -> Result<T, DriveError> {
+        let started = self.admit()?;
+        match tokio::time::timeout(self.deadline, work).await {
+            Ok(result) => {
+                self.answered(started);
+                result
+            }
+            Err(_) => {
+                self.missed(operation);
+                Err(self.offline())
+            }
+        }
+    }
+
+    /// Lets a call through unless the drive is stalled; a stalled drive lets one probe
+    /// through per cool-down.
+    fn admit(&self) -> Result<Instant, DriveError> {
+        let now = Instant::now();
+        let mut stall = self.stall.lock().expect("not poisoned");
+        match stall.as_mut() {
+            None => Ok(now),
+            Some(stall) if now >= stall.next_probe => {
+                stall.next_probe = now + self.cool_down;
+                tracing::info!(drive = %self.label, "probing a stalled drive");
+                Ok(now)
+            }
+            Some(_) => Err(self.offline()),
+        }
+    }
+
+    /// A call answered in time. If it started after the drive stalled (it was a probe), the
+    /// drive is back; calls that started before prove nothing about the stall.
+    fn answered(&self, started: Instant) {
+        let mut stall = self.stall.lock().expect("not poisoned");
+        if stall.is_some_and(|s| started >= s.since) {
+            *stall = None;
+            tracing::info!(drive = %self.label, "stalled drive answers again; back in service");
+        }
+    }
+
+    /// A call missed the deadline: the drive is stalled until a probe answers.
+    fn missed(&self, operation: &'static str) {
+        let now = Instant::now();
+        let mut stall = self.stall.lock().expect("not poisoned");
+        let next_probe = now + self.cool_down;
+        match stall.as_mut() {
+            Some(stall) => stall.next_probe = next_probe,
+            None => {
+                *stall = Some(Stall {
+                    since: now,
+                    next_probe,
+                });
+                tracing::warn!(
+                    drive = %self.label,
+                    operation,
+                    deadline_ms = self.deadline.as_millis() as u64,
+                    retry_in_ms = self.cool_down.as_millis() as u64,
+                    "drive did not answer in time; marked offline, serving from the other drives"
+                );
+            }
+        }
+    }
+}
+
+struct DeadlineWriter {
+    inner: Box<dyn ShardWriter>,
+    health: Arc<Health>,
+}
+
+#[async_trait]
+impl ShardWriter for DeadlineWriter {
+    async fn write(&mut self, pieces: Vec<Bytes>) -> Result<(), DriveError> {
+        self.health
+            .call("shard write", self.inner.write(pieces))
+            .await
+    }
+
+    async fn finish(&mut self) -> Result<(), DriveError> {
+        self.health.call("shard finish", self.inner.finish()).await
+    }
+}
+
+struct DeadlineReader {
+    inner: Box<dyn ShardReader>,
+    health: Arc<Health>,
+}
+
+#[async_trait]
+impl ShardReader for DeadlineReader {
+    async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes, DriveError> {
+        self.health
+            .call("shard read", self.inner.read_at(offset, len))
+            .await
+    }
+}
+
+#[async_trait]
+impl Drive for DeadlineDrive {
+    fn label(&self) -> &str {
+        &self.health.label
+    }
+
+    async fn disk_info(&self) -> Result<DiskInfo, DriveError> {
+        self.health.call("disk info", self.inner.disk_info()).await
+    }
+
+    async fn list_data_dirs(&self) -> Result<Vec<(DataDir, std::time::SystemTime)>, DriveError> {
+        self.health
+            .call("list data dirs", self.inner.list_data_dirs())
+            .await
+    }
+
+    async fn create_staged_file(
+        &self,
+        staging: Uuid,
+        name: &str,
+    ) -> Result<Box<dyn ShardWriter>, DriveError> {
+        let inner = self
+            .health
+            .call(
+                "create staged file",
+                self.inner.create_staged_file(staging, name),
+            )
+            .await?;
+        Ok(Box::new(DeadlineWriter {
+            inner,
+            health: self.health.clone(),
+        }))
+    }
+
+    async fn commit_staged(&self, staging: Uuid, dir: &DataDir) -> Result<(), DriveError> {
+        self.health
+            .call("commit staged", self.inner.commit_staged(staging, dir))
+            .await
+    }
+
+    async fn remove_staged(&self, staging: Uuid) -> Result<(), DriveError> {
+        self.health
+            .call("remove staged", self.inner.remove_staged(staging))
+            .await
+    }
+
+    async fn open_shard(
+        &self,
+        dir: &DataDir,
+        name: &str,
+    ) -> Result<Box<dyn ShardReader>, DriveError> {
+        let inner = self
+            .health
+            .call("open shard", self.inner.open_shard(dir, name))
+            .await?;
+        Ok(Box::new(DeadlineReader {
+            inner,
+            health: self.health.clone(),
+        }))
+    }
+
+    async fn delete_data_dir(&self, dir: &DataDir) -> Result<(), DriveError> {
+        self.health
+            .call("delete data dir", self.inner.delete_data_dir(dir))
+            .await
+    }
+
+    async fn delete_data_file(&self, dir: &DataDir, name: &str) -> Result<(), DriveError> {
+        self.health
+            .call("delete data file", self.inner.delete_data_file(dir, name))
+            .await
+    }
+
+    async fn meta_get(
+        &self,
+        table: MetaTable,
+        key: Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, DriveError> {
+        self.health
+            .call("metadata get", self.inner.meta_get(table, key))
+            .await
+    }
+
+    async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<(), DriveError> {
+        self.health
+            .call("metadata apply", self.inner.meta_apply(ops))
+            .await
+    }
+
+    async fn meta_scan(
+        &self,
+        table: MetaTable,
+        start: Bound<Vec<u8>>,
+        prefix: Vec<u8>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
+        self.health
+            .call(
+                "metadata scan",
+                self.inner.meta_scan(table, start, prefix, limit),
+            )
+            .await
+    }
+
+    async fn meta_scan_delimited(
+        &self,
+        table: MetaTable,
+        start: Bound<Vec<u8>>,
+        prefix: Vec<u8>,
+        delimiter: Vec<u8>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
+        self.health
+            .call(
+                "metadata scan",
+                self.inner
+                    .meta_scan_delimited(table, start, prefix, delimiter, limit),
+            )
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use futures::StreamExt;
+
+    use super::*;
+    use crate::erasure::{ErasureSet, DEFAULT_BLOCK_SIZE};
+    use crate::object::{BucketName, GetOptions, ObjectKey, ObjectStore, PutOptions};
+    use crate::storage::sim::CrashController;
+
+    const DEADLINE: Duration = Duration::from_millis(150);
+
+    /// A drive that hangs (on every call, and in the files it opened) while `hung` is set,
+    /// and counts the calls that reach it.
+    struct Hanging {
+        inner: Arc<dyn Drive>,
+        state: Arc<HangState>,
+    }
+
+    #[derive(Default)]
+    struct HangState {
+        hung: AtomicBool,
+        calls: AtomicUsize,
+    }
+
+    impl HangState {
+        async fn enter(&self) {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            if self.hung.load(Ordering::SeqCst) {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
+    struct HangingWriter(Box<dyn ShardWriter>, Arc<HangState>);
+    struct HangingReader(Box<dyn ShardReader>, Arc<HangState>);
+
+    #[async_trait]
+    impl ShardWriter for HangingWriter {
+        async fn write(&mut self, pieces: Vec<Bytes>) -> Result<(), DriveError> {
+            self.1.enter().await;
+            self.0.write(pieces).await
+        }
+        async fn finish(&mut self) -> Result<(), DriveError> {
+            self.1.enter().await;
+            self.0.finish().await
+        }
+    }
+
+    #[async_trait]
+    impl ShardReader for HangingReader {
+        async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes, DriveError> {
+            self.1.enter().await;
+            self.0.read_at(offset, len).await
+        }
+    }
+
+    #[async_trait]
+    impl Drive for Hanging {
+        fn label(&self) -> &str {
+            self.inner.label()
+        }
+        async fn create_staged_file(
+            &self,
+            staging: Uuid,
+            name: &str,
+        ) -> Result<Box<dyn ShardWriter>, DriveError> {
+            self.state.enter().await;
+            let w = self.inner.create_staged_file(staging, name).await?;
+            Ok(Box::new(HangingWriter(w, self.state.clone())))
+        }
+        async fn commit_staged(&self, staging: Uuid, dir: &DataDir) -> Result<(), DriveError> {
+            self.state.enter().await;
+            self.inner.commit_staged(staging, dir).await
+        }
+        async fn remove_staged(&self, staging: Uuid) -> Result<(), DriveError> {
+            self.state.enter().await;
+            self.inner.remove_staged(staging).await
+        }
+        async fn open_shard(
+            &self,
+            dir: &DataDir,
+            name: &str,
+        ) -> Result<Box<dyn ShardReader>, DriveError> {
+            self.state.enter().await;
+            let r = self.inner.open_shard(dir, name).await?;
+            Ok(Box::new(HangingReader(r, self.state.clone())))
+        }
+        async fn delete_data_dir(&self, dir: &DataDir) -> Result<(), DriveError> {
+            self.state.enter().await;
+            self.inner.delete_data_dir(dir).await
+        }
+        async fn delete_data_file(&self, dir: &DataDir, name: &str) -> Result<(), DriveError> {
+            self.state.enter().await;
+            self.inner.delete_data_file(dir, name).await
+        }
+        async fn meta_get(
+            &self,
+            table: MetaTable,
+            key: Vec<u8>,
+        ) -> Result<Option<Vec<u8>>, DriveError> {
+            self.state.enter().await;
+            self.inner.meta_get(table, key).await
+        }
+        async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<(), DriveError> {
+            self.state.enter().await;
+            self.inner.meta_apply(ops).await
+        }
+        async fn meta_scan(
+            &self,
+            table: MetaTable,
+            start: Bound<Vec<u8>>,
+            prefix: Vec<u8>,
+            limit: usize,
+        ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
+            self.state.enter().await;
+            self.inner.meta_scan(table, start, prefix, limit).await
+        }
+        async fn meta_scan_delimited(
+            &self,
+            table: MetaTable,
+            start: Bound<Vec<u8>>,
+            prefix: Vec<u8>,
+            delimiter: Vec<u8>,
+            limit: usize,
+        ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
+            self.state.enter().await;
+            self.inner
+                .meta_scan_delimited(table, start, prefix, delimiter, limit)
+                .await
+        }
+    }
+
+    /// Nine simulated drives, each behind a hang switch and a deadline.
+    fn drives(cool_down: Duration) -> (Vec<Arc<HangState>>, Vec<Arc<DeadlineDrive>>) {
+        let sim = CrashController::new(9);
+        let mut states = Vec::new();
+        let mut drives = Vec::new();
+        for inner in sim.drives() {
+            let state = Arc::new(HangState::default());
+            let hanging = Arc::new(Hanging {
+                inner,
+                state: state.clone(),
+            });
+            states.push(state);
+            drives.push(Arc::new(DeadlineDrive::with_cool_down(
+                hanging, DEADLINE, cool_down,
+            )));
+        }
+        (states, drives)
+    }
+
+    fn data_dir() -> DataDir {
+        DataDir {
+            bucket_id: "b".into(),
+            data_id: Uuid::new_v4(),
+        }
+    }
+
+    #[tokio::test]
+    async fn answers_in_time_pass_through_unchanged() {
+        let (_, drives) = drives(Duration::from_secs(60));
+        let drive = &drives[0];
+        assert_eq!(drive.label(), "sim0");
+        let put = MetaOp::Put {
+            table: MetaTable::Objects,
+            key: b"k".to_vec(),
+            value: b"v".to_vec(),
+        };
+        drive.meta_apply(vec![put]).await.unwrap();
+        let got = drive.meta_get(MetaTable::Objects, b"k".to_vec()).await;
+        assert_eq!(got.unwrap().as_deref(), Some(&b"v"[..]));
+        let missing = drive.open_shard(&data_dir(), "part.1").await;
+        assert!(matches!(missing, Err(DriveError::NotFound)));
+        assert!(!drive.is_stalled(), "an ordinary error is an answer");
+    }
+
+    #[tokio::test]
+    async fn a_hung_drive_fails_at_the_deadline_then_at_once_until_a_probe_answers() {
+        let cool_down = Duration::from_millis(400);
+        let (states, drives) = drives(cool_down);
+        let (state, drive) = (&states[0], &drives[0]);
+        state.hung.store(true, Ordering::SeqCst);
+
+        let started = Instant::now();
+        let got = drive.meta_get(MetaTable::Objects, b"k".to_vec()).await;
+        let took = started.elapsed();
+        assert!(
+            matches!(got, Err(DriveError::Offline(ref l)) if l == "sim0"),
+            "{got:?}"
+        );
+        assert!(took >= DEADLINE && took < DEADLINE * 4, "took {took:?}");
+        assert!(drive.is_stalled());
+
+        // Stalled: calls fail at once and never reach the drive.
+        let reached = state.calls.load(Ordering::SeqCst);
+        let started = Instant::now();
+        for _ in 0..20 {
+            let got = drive.meta_apply(Vec::new()).await;
+            assert!(matches!(got, Err(DriveError::Offline(_))), "{got:?}");
+        }
+        assert!(started.elapsed() < DEADLINE, "{:?}", started.elapsed());
+        assert_eq!(state.calls.load(Ordering::SeqCst), reached);
+
+        // After the cool-down one probe goes through; still hung, it stalls the drive again.
+        tokio::time::sleep(cool_down).await;
+        let started = Instant::now();
+        assert!(drive.remove_staged(Uuid::new_v4()).await.is_err());
+        assert!(started.elapsed() >= DEADLINE);
+        assert_eq!(state.calls.load(Ordering::SeqCst), reached + 1);
+        let started = Instant::now();
+        assert!(drive.remove_staged(Uuid::new_v4()).await.is_err());
+        assert!(started.elapsed() < DEADLINE);
+
+        // The drive recovers: the next probe answers and it is back in service.
+        state.hung.store(false, Ordering::SeqCst);
+        tokio::time::sleep(cool_down).await;
+        drive.remove_staged(Uuid::new_v4()).await.unwrap();
+        assert!(!drive.is_stalled());
+        drive.meta_apply(Vec::new()).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn shard_reads_and_writes_of_a_hung_drive_have_the_deadline_too() {
+        let (states, drives) = drives(Duration::from_secs(60));
+        let (state, drive) = (&states[0], &drives[0]);
+        let staging = Uuid::new_v4();
+        let mut writer = drive.create_staged_file(staging, "part.1").await.unwrap();
+        writer
+            .write(vec![Bytes::from_static(b"abc")])
+            .await
+            .unwrap();
+        state.hung.store(true, Ordering::SeqCst);
+        let started = Instant::now();
+        let got = writer.write(vec![Bytes::from_static(b"def")]).await;
+        assert!(matches!(got, Err(DriveError::Offline(_))), "{got:?}");
+        assert!(started.elapsed() >= DEADLINE);
+        let started = Instant::now();
+        assert!(writer.finish().await.is_err());
+        assert!(started.elapsed() < DEADLINE, "stalled: fails at once");
+
+        let (state, drive) = (&states[1], &drives[1]);
+        let mut writer = drive.create_staged_file(staging, "part.1").await.unwrap();
+        writer
+            .write(vec![Bytes::from_static(b"abc")])
+            .await
+            .unwrap();
+        writer.finish().await.unwrap();
+        let dir = data_dir();
+        drive.commit_staged(staging, &dir).await.unwrap();
+        let reader = drive.open_shard(&dir, "part.1").await.unwrap();
+        assert_eq!(&reader.read_at(1, 2).await.unwrap()[..], b"bc");
+        state.hung.store(true, Ordering::SeqCst);
+        let started = Instant::now();
+        assert!(matches!(
+            reader.read_at(0, 3).await,
+            Err(DriveError::Offline(_))
+        ));
+        assert!(started.elapsed() >= DEADLINE && drive.is_stalled());
+    }
+
+    async fn collect(mut body: crate::body::ByteStream) -> Vec<u8> {
+        let mut out = Vec::new();
+        while let Some(chunk) = body.next().await {
+            out.extend_from_slice(&chunk.unwrap());
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn a_store_with_a_hung_drive_serves_every_request_in_bounded_time() {
+        let (states, drives) = drives(Duration::from_secs(60));
+        let set_drives = drives.iter().map(|d| d.clone() as Arc<dyn Drive>).collect();
+        let set = ErasureSet::new(0, set_drives, 3, DEFAULT_BLOCK_SIZE).unwrap();
+        let store = ObjectStore::new(vec![set], "deadline-test");
+        let bucket = BucketName::parse("hung").unwrap();
+        store.create_bucket(&bucket).await.unwrap();
+        let data: Vec<u8> = (0..3 * DEFAULT_BLOCK_SIZE + 77)
+            .map(|i| (i * 31 % 251) as u8)
+            .collect();
+        let body = |data: &[u8]| -> crate::body::ByteStream {
+            let pieces: Vec<std::io::Result<Bytes>> = data
+                .chunks(64 * 1024)
+                .map(|c| Ok(Bytes::copy_from_slice(c)))
+                .collect();
+            Box::pin(futures::stream::iter(pieces))
+        };
+        let before = ObjectKey::parse("before").unwrap();
+        store
+            .put_object(&bucket, &before, body(&data), PutOptions::default())
+            .await
+            .unwrap();
+
+        // Drive 1 (a data shard) hangs on everything: records, shard files, commits.
+        states[0].hung.store(true, Ordering::SeqCst);
+        let started = Instant::now();
+        let got = store
+            .get_object(&bucket, &before, GetOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(collect(got.body).await, data);
+        let took = started.elapsed();
+        assert!(took < DEADLINE * 4, "first GET took {took:?}");
+        assert!(drives[0].is_stalled());
+
+        // From now on the stalled drive costs nothing: writes, reads, deletes never reach it.
+        let reached = states[0].calls.load(Ordering::SeqCst);
+        let started = Instant::now();
+        let during = ObjectKey::parse("during").unwrap();
+        store
+            .put_object(&bucket, &during, body(&data[1..]), PutOptions::default())
+            .await
+            .unwrap();
+        let got = store
+            .get_object(&bucket, &during, GetOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(collect(got.body).await, &data[1..]);
+        store.delete_object(&bucket, &before).await.unwrap();
+        assert_eq!(states[0].calls.load(Ordering::SeqCst), reached);
+        let took = started.elapsed();
+        assert!(
+            took < DEADLINE * 4,
+            "requests on a stalled drive took {took:?}"
+        );
+    }
+}
