@@ -23,6 +23,8 @@ pub struct HealPass {
     pub scope: String,
     pub started_ms: i64,
     pub finished_ms: Option<i64>,
+    /// Objects the pass goes over, counted when it starts.
+    pub objects_total: u64,
     pub report: HealReport,
     pub error: Option<String>,
 }
@@ -34,6 +36,20 @@ pub struct HealStatus {
     pub running: Option<HealPass>,
     pub last: Option<HealPass>,
     pub healed_after_reads: HealReport,
+    /// Objects reads found damaged, waiting to be healed.
+    pub queued_after_reads: u64,
+}
+
+impl HealStatus {
+    /// Objects known to wait for healing: those the running pass has still to go over, and
+    /// those reads found damaged.
+    pub fn objects_to_heal(&self) -> u64 {
+        let running = self.running.as_ref().map_or(0, |pass| {
+            pass.objects_total
+                .saturating_sub(pass.report.objects_checked)
+        });
+        running + self.queued_after_reads
+    }
 }
 
 /// Shared heal status; one heal pass runs at a time.
@@ -44,8 +60,10 @@ pub struct Healer {
 }
 
 impl Healer {
-    pub fn status(&self) -> HealStatus {
-        self.status.lock().expect("not poisoned").clone()
+    pub fn status(&self, store: &ObjectStore) -> HealStatus {
+        let mut status = self.status.lock().expect("not poisoned").clone();
+        status.queued_after_reads = store.heal_requests_queued();
+        status
     }
 
     /// Runs a heal pass over a bucket (and prefix) or everything, keeping the status current.
@@ -66,6 +84,10 @@ impl Healer {
             ..HealPass::default()
         };
         self.status.lock().expect("not poisoned").running = Some(pass.clone());
+        pass.objects_total = store.count_objects(bucket, prefix).await;
+        if let Some(running) = &mut self.status.lock().expect("not poisoned").running {
+            running.objects_total = pass.objects_total;
+        }
         let buckets = if bucket.is_none() {
             store.heal_buckets().await.map(|_| ())
         } else {

@@ -172,6 +172,10 @@ async fn admin_info_lists_every_drive_online_with_its_space() {
     assert_success(&output, "admin info");
     let table = stdout(&output);
     assert!(table.contains("9/9 drives online"), "{table}");
+    assert!(
+        table.contains("objects to heal: 0"),
+        "a healthy deployment has nothing to heal: {table}"
+    );
     for drive in server.drives() {
         let path = drive.display().to_string();
         let row = table
@@ -192,6 +196,7 @@ async fn admin_info_lists_every_drive_online_with_its_space() {
     assert_eq!(drives.len(), 9, "{info}");
     assert_eq!(info["ready"], true);
     assert_eq!(info["sets"][0]["write_quorum"], 6);
+    assert_eq!(info["heal"]["objects_to_heal"], 0);
     for drive in &drives {
         assert_eq!(drive["state"], "online", "{drive}");
         let total = drive["total_bytes"].as_u64().expect("total");

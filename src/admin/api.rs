@@ -93,7 +93,7 @@ pub async fn call(
         Route::Info => Ok(json(StatusCode::OK, &info(state).await)),
         Route::HealStatus => Ok(json(
             StatusCode::OK,
-            &HealStatusView::from(state.healer.status()),
+            &HealStatusView::from(state.healer.status(&state.store)),
         )),
         Route::StartHeal => start_heal(state, &Query::parse(uri.query())).await,
         Route::Unknown => Ok(error(
@@ -193,7 +193,7 @@ async fn info(state: &AppState) -> Info {
         deployment_id: deployment.id.clone(),
         ready: health.iter().all(health::SetHealth::writable),
         sets,
-        heal: state.healer.status().into(),
+        heal: state.healer.status(&state.store).into(),
     }
 }
 
@@ -235,7 +235,7 @@ async fn start_heal(state: &AppState, query: &Query) -> Result<Response, S3Error
         }
     };
     // Two requests at once may both pass this check; the second pass then waits its turn.
-    if let Some(running) = state.healer.status().running {
+    if let Some(running) = state.healer.status(&state.store).running {
         return Ok(error(
             StatusCode::CONFLICT,
             "HealRunning",
@@ -274,6 +274,12 @@ pub struct HealStatusView {
     pub running: Option<HealPassView>,
     pub last: Option<HealPassView>,
     pub healed_after_reads: HealReportView,
+    /// Objects reads found damaged that wait for the healer.
+    #[serde(default)]
+    pub queued_after_reads: u64,
+    /// Objects known to wait for healing: what the running pass has left, and the queue.
+    #[serde(default)]
+    pub objects_to_heal: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -282,6 +288,9 @@ pub struct HealPassView {
     pub scope: String,
     pub started_ms: i64,
     pub finished_ms: Option<i64>,
+    /// Objects the pass goes over.
+    #[serde(default)]
+    pub objects_total: u64,
     pub report: HealReportView,
     pub error: Option<String>,
 }
@@ -300,6 +309,8 @@ pub struct HealReportView {
 impl From<HealStatus> for HealStatusView {
     fn from(status: HealStatus) -> Self {
         Self {
+            objects_to_heal: status.objects_to_heal(),
+            queued_after_reads: status.queued_after_reads,
             running: status.running.map(Into::into),
             last: status.last.map(Into::into),
             healed_after_reads: status.healed_after_reads.into(),
@@ -314,6 +325,7 @@ impl From<HealPass> for HealPassView {
             scope: pass.scope,
             started_ms: pass.started_ms,
             finished_ms: pass.finished_ms,
+            objects_total: pass.objects_total,
             report: pass.report.into(),
             error: pass.error,
         }

@@ -293,6 +293,10 @@ fn render_info(info: &Info, now_ms: i64) -> String {
         }
     }
     out.push_str("\nHealing\n");
+    out.push_str(&format!(
+        "  objects to heal: {} ({} found damaged by reads, waiting)\n",
+        info.heal.objects_to_heal, info.heal.queued_after_reads
+    ));
     match &info.heal.running {
         Some(pass) => out.push_str(&format!(
             "  running:  {} since {} ago: {}\n",
@@ -401,7 +405,11 @@ async fn heal(client: &AdminClient, target: Option<&str>, deep: bool) -> anyhow:
             break done.clone();
         }
         match status.running.as_ref().filter(ours) {
-            Some(running) => display.update(&progress_line(&running.report)),
+            Some(running) => display.update_counts(
+                running.report.objects_checked,
+                running.objects_total,
+                &progress_line(&running.report),
+            ),
             None => display.update("waiting for the heal pass running before it to finish"),
         }
         tokio::time::sleep(POLL_INTERVAL).await;
@@ -436,7 +444,8 @@ async fn heal(client: &AdminClient, target: Option<&str>, deep: bool) -> anyhow:
     Ok(())
 }
 
-/// Heal progress: a spinner with the counts on a terminal, a line now and then otherwise.
+/// Heal progress: a bar (objects checked of the pass's total) with the counts on a
+/// terminal, a line now and then otherwise.
 enum Progress {
     Bar(ProgressBar),
     Lines {
@@ -448,9 +457,12 @@ enum Progress {
 impl Progress {
     fn new(title: &str) -> Self {
         if std::io::stdout().is_terminal() {
-            let bar = ProgressBar::new_spinner().with_style(
-                ProgressStyle::with_template("{spinner} {prefix} [{elapsed_precise}] {wide_msg}")
-                    .expect("a valid template"),
+            // A spinner until the server has counted the objects of the pass.
+            let bar = ProgressBar::new(0).with_style(
+                ProgressStyle::with_template(
+                    "{spinner} {prefix} [{elapsed_precise}] {bar:30} {pos}/{len} {wide_msg}",
+                )
+                .expect("a valid template"),
             );
             bar.set_prefix(title.to_string());
             bar.set_message("starting");
@@ -462,6 +474,15 @@ impl Progress {
                 last: None,
             }
         }
+    }
+
+    /// Progress of the pass: `checked` of `total` objects.
+    fn update_counts(&mut self, checked: u64, total: u64, message: &str) {
+        if let Progress::Bar(bar) = self {
+            bar.set_length(total.max(checked));
+            bar.set_position(checked);
+        }
+        self.update(message);
     }
 
     fn update(&mut self, message: &str) {

@@ -90,6 +90,33 @@ impl HealQueue {
 }
 
 impl ObjectStore {
+    /// Objects reads found damaged that wait for the healer.
+    pub fn heal_requests_queued(&self) -> u64 {
+        let sender = &self.heal_queue.sender;
+        (sender.max_capacity() - sender.capacity()) as u64
+    }
+
+    /// How many objects a heal of `bucket` (under `prefix`) or of everything goes over.
+    pub async fn count_objects(&self, bucket: Option<&BucketName>, prefix: &str) -> u64 {
+        let scan_prefix = match bucket {
+            Some(bucket) => object_key(bucket.as_str(), prefix),
+            None => Vec::new(),
+        };
+        let mut count = 0;
+        for set in &self.sets {
+            let mut start = Bound::Unbounded;
+            loop {
+                let (keys, next) = scan_keys(set, start, &scan_prefix).await;
+                count += keys.len() as u64;
+                match next {
+                    Some(after) => start = Bound::Excluded(after),
+                    None => break,
+                }
+            }
+        }
+        count
+    }
+
     /// The queue of objects that reads found damaged; the healer takes it once.
     pub fn take_heal_requests(&self) -> Option<mpsc::Receiver<(BucketName, ObjectKey)>> {
         self.heal_queue
