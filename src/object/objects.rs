@@ -528,6 +528,10 @@ pub(crate) async fn place_staged(
         }
         .into());
     }
+    // Drives whose shard write failed (full, stalled) may keep a partial staged file.
+    if placed.contains(&false) {
+        set.remove_staged(staging).await;
+    }
     Ok(())
 }
 

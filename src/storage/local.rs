@@ -5,7 +5,7 @@ use std::io::Write;
 use std::ops::Bound;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -48,7 +48,10 @@ const ALL_TABLES: [MetaTable; 5] = [
 pub struct LocalDrive {
     root: PathBuf,
     label: String,
-    db: Arc<Database>,
+    db_path: PathBuf,
+    /// The open database; `None` after a failed write until it is reopened (redb refuses
+    /// every write after an I/O error, such as a full disk, until then).
+    db: Mutex<Option<Arc<Database>>>,
 }
 
 impl LocalDrive {
@@ -96,8 +99,27 @@ impl LocalDrive {
         Ok(Self {
             root: root.to_path_buf(),
             label: root.display().to_string(),
-            db: Arc::new(db),
+            db_path: system.join(META_FILE),
+            db: Mutex::new(Some(Arc::new(db))),
         })
+    }
+
+    /// The database, reopened if a failed write closed it. Reopening waits for calls still
+    /// holding the old handle, so it may take a few calls.
+    fn database(&self) -> Result<Arc<Database>, DriveError> {
+        let mut db = self.db.lock().expect("not poisoned");
+        if let Some(open) = db.as_ref() {
+            return Ok(open.clone());
+        }
+        let reopened = Arc::new(Database::create(&self.db_path).map_err(db_err)?);
+        tracing::info!(drive = %self.label, "metadata database reopened");
+        *db = Some(reopened.clone());
+        Ok(reopened)
+    }
+
+    /// Drops the database handle after a failed write, so the next call reopens it.
+    fn close_database(&self) {
+        *self.db.lock().expect("not poisoned") = None;
     }
 
     fn staging_path(&self, staging: Uuid) -> PathBuf {
@@ -144,6 +166,18 @@ impl LocalDrive {
 
 fn db_err(err: impl std::fmt::Display) -> DriveError {
     DriveError::Database(err.to_string())
+}
+
+/// A failed write: a full disk is `Full`; an I/O error, or redb's refusal after an earlier
+/// one, means the database must be reopened.
+fn write_err(err: impl Into<redb::Error>) -> DriveError {
+    match err.into() {
+        redb::Error::Io(io) => DriveError::from(io),
+        redb::Error::PreviousIo => DriveError::Io(std::io::Error::other(
+            "an earlier write failed; the metadata database must be reopened",
+        )),
+        other => DriveError::Database(other.to_string()),
+    }
 }
 
 /// fsyncs a folder so that the entries created or renamed in it survive power loss.
@@ -338,7 +372,7 @@ impl Drive for LocalDrive {
         which: MetaTable,
         key: Vec<u8>,
     ) -> Result<Option<Vec<u8>>, DriveError> {
-        let db = self.db.clone();
+        let db = self.database()?;
         self.blocking(move |_| {
             let txn = db.begin_read().map_err(db_err)?;
             let t = txn.open_table(table(which)).map_err(db_err)?;
@@ -350,9 +384,9 @@ impl Drive for LocalDrive {
     }
 
     async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<(), DriveError> {
-        let db = self.db.clone();
+        let db = self.database()?;
         self.blocking(move |_| {
-            let txn = db.begin_write().map_err(db_err)?;
+            let txn = db.begin_write().map_err(write_err)?;
             for op in ops {
                 match op {
                     MetaOp::Put {
@@ -384,9 +418,14 @@ impl Drive for LocalDrive {
                     }
                 }
             }
-            txn.commit().map_err(db_err)
+            txn.commit().map_err(write_err)
         })
         .await
+        .inspect_err(|e| {
+            if matches!(e, DriveError::Full | DriveError::Io(_)) {
+                self.close_database();
+            }
+        })
     }
 
     async fn meta_scan(
@@ -396,7 +435,7 @@ impl Drive for LocalDrive {
         prefix: Vec<u8>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
-        let db = self.db.clone();
+        let db = self.database()?;
         self.blocking(move |_| {
             let txn = db.begin_read().map_err(db_err)?;
             let t = txn.open_table(table(which)).map_err(db_err)?;
@@ -429,7 +468,7 @@ impl Drive for LocalDrive {
         delimiter: Vec<u8>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
-        let db = self.db.clone();
+        let db = self.database()?;
         self.blocking(move |_| {
             let txn = db.begin_read().map_err(db_err)?;
             let t = txn.open_table(table(which)).map_err(db_err)?;
