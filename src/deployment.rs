@@ -38,6 +38,11 @@ impl DrivePosition {
         self.online.load(Ordering::Relaxed)
     }
 
+    /// Online but missing its deadlines: requests are served around it.
+    pub fn is_stalled(&self) -> bool {
+        self.is_online() && self.slot.is_stalled()
+    }
+
     pub fn is_healing(&self) -> bool {
         self.is_online() && self.healing.load(Ordering::Relaxed)
     }

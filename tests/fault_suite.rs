@@ -599,6 +599,18 @@ async fn hung_drive_is_served_around_within_the_deadline() {
             .any(|l| l.contains("did not answer in time") && l.contains("d1")),
         "no log line marking drive 1 stalled:\n{log}"
     );
+    // Operators see it: `strata admin info` reports the drive stalled.
+    let info = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["admin", "--endpoint", &server.endpoint(), "info", "--json"])
+        .env("STRATA_ROOT_USER", ACCESS_KEY)
+        .env("STRATA_ROOT_PASSWORD", SECRET_KEY)
+        .output()
+        .expect("run strata admin info");
+    let info = String::from_utf8_lossy(&info.stdout);
+    assert!(
+        info.contains("\"stalled\""),
+        "admin info does not show the stalled drive: {info}"
+    );
 
     // The drive is marked stalled: nothing waits for it any more.
     let fast = DEADLINE - Duration::from_millis(500);

@@ -144,6 +144,8 @@ pub enum DriveState {
     Offline,
     /// Back in service, not yet given everything it missed.
     Healing,
+    /// Missed a call's deadline: served around until it answers a probe.
+    Stalled,
 }
 
 async fn info(state: &AppState) -> Info {
@@ -175,7 +177,9 @@ async fn info(state: &AppState) -> Info {
                 .filter(|(drive, _)| drive.set_index == set.index())
                 .map(|(drive, size)| DriveInfo {
                     path: drive.path.display().to_string(),
-                    state: if drive.is_healing() {
+                    state: if drive.is_stalled() {
+                        DriveState::Stalled
+                    } else if drive.is_healing() {
                         DriveState::Healing
                     } else if drive.is_online() {
                         DriveState::Online

@@ -281,6 +281,7 @@ fn render_info(info: &Info, now_ms: i64) -> String {
                 DriveState::Online => "online",
                 DriveState::Offline => "offline",
                 DriveState::Healing => "healing",
+                DriveState::Stalled => "stalled",
             };
             out.push_str(&format!(
                 "  {:<width$}  {:<8}  {:>11}  {:>11}  {:>11}\n",

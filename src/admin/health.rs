@@ -62,7 +62,10 @@ pub fn set_health(deployment: &Deployment, sets: &[ErasureSet]) -> Vec<SetHealth
                 .filter(|d| d.set_index == set.index());
             SetHealth {
                 index: set.index(),
-                online: positions.clone().filter(|d| d.is_online()).count(),
+                online: positions
+                    .clone()
+                    .filter(|d| d.is_online() && !d.is_stalled())
+                    .count(),
                 drives: positions.count(),
                 write_quorum: set.write_quorum(),
             }

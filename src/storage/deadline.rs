@@ -53,11 +53,6 @@ impl DeadlineDrive {
         }
     }
 
-    /// Whether the drive missed a deadline and has not answered a probe since.
-    pub fn is_stalled(&self) -> bool {
-        self.health.stall.lock().expect("not poisoned").is_some()
-    }
-
     pub fn deadline(&self) -> Duration {
         self.health.deadline
     }
@@ -193,6 +188,11 @@ impl Drive for DeadlineDrive {
 
     async fn disk_info(&self) -> Result<DiskInfo, DriveError> {
         self.health.call("disk info", self.inner.disk_info()).await
+    }
+
+    /// Whether the drive missed a deadline and has not answered a probe since.
+    fn is_stalled(&self) -> bool {
+        self.health.stall.lock().expect("not poisoned").is_some()
     }
 
     async fn list_data_dirs(&self) -> Result<Vec<(DataDir, std::time::SystemTime)>, DriveError> {

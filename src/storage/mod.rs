@@ -99,6 +99,11 @@ pub trait Drive: Send + Sync {
     /// A human-readable name for logs and errors (the folder path).
     fn label(&self) -> &str;
 
+    /// Whether the drive missed a call's deadline and is being served around.
+    fn is_stalled(&self) -> bool {
+        false
+    }
+
     /// The space of the drive's filesystem, for the operator's view. Drives that cannot
     /// tell (offline, simulated) answer offline.
     async fn disk_info(&self) -> Result<DiskInfo, DriveError> {

@@ -42,6 +42,9 @@ impl Drive for DriveSlot {
     async fn disk_info(&self) -> Result<DiskInfo, DriveError> {
         self.current().disk_info().await
     }
+    fn is_stalled(&self) -> bool {
+        self.current().is_stalled()
+    }
     async fn list_data_dirs(&self) -> Result<Vec<(DataDir, std::time::SystemTime)>, DriveError> {
         self.current().list_data_dirs().await
     }
