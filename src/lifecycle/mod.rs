@@ -1,2 +1,15 @@
 //! Bucket lifecycle rules and the engine that applies them. It acts through the object
 //! layer like any other client, never below it.
+//!
+//! - `rules`: the rules model, parsed from S3's XML or the aws CLI's JSON and checked as S3
+//!   checks them.
+//! - `evaluate`: the pure evaluator — one version and a clock in, the action due out.
+
+pub mod evaluate;
+pub mod rules;
+
+#[cfg(test)]
+mod tests;
+
+pub use evaluate::{abort_upload_rule, evaluate, expiration_of, Action, Clock, VersionState};
+pub use rules::{LifecycleConfig, RuleError};
