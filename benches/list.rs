@@ -182,6 +182,10 @@ fn config(drives: &[PathBuf]) -> ServerConfig {
         stale_upload_expiry: Duration::from_secs(3600),
         stale_upload_scan: Duration::from_secs(3600),
         healing: Default::default(),
+        listener: Default::default(),
+        metrics: Default::default(),
+        limits: Default::default(),
+        lifecycle: Default::default(),
     }
 }
 

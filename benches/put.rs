@@ -72,6 +72,10 @@ impl Fixture {
             stale_upload_expiry: Duration::from_secs(3600),
             stale_upload_scan: Duration::from_secs(3600),
             healing: Default::default(),
+            listener: Default::default(),
+            metrics: Default::default(),
+            limits: Default::default(),
+            lifecycle: Default::default(),
         };
         let deployment = strata::deployment::open(&config).expect("drives open");
         let store = ObjectStore::new(deployment.sets, &deployment.id);

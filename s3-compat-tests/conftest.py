@@ -39,7 +39,8 @@ REGION = "us-east-1"
 STARTUP_TIMEOUT_S = 60
 # Debug-build tracing output may carry colour codes even into a pipe; strip them before matching.
 _ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_LISTENING_RE = re.compile(r"listening on http://(\S+):(\d+)")
+# `listening on https://...` when the server serves TLS (`--certs-dir`).
+_LISTENING_RE = re.compile(r"listening on (https?)://(\S+):(\d+)")
 
 MiB = 1024 * 1024
 
@@ -90,10 +91,11 @@ class StrataServer:
         self.proc: subprocess.Popen | None = None
         self.host: str | None = None
         self.port: int | None = None
+        self.scheme = "http"
 
     @property
     def endpoint(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{self.scheme}://{self.host}:{self.port}"
 
     def start(self) -> "StrataServer":
         if not STRATA_BIN.is_file():
@@ -123,7 +125,7 @@ class StrataServer:
             preexec_fn=_die_with_parent,
         )
         found = threading.Event()
-        address: list[tuple[str, int]] = []
+        address: list[tuple[str, str, int]] = []
 
         def drain(pipe, log_file):
             # Reads every line so the pipe never fills and blocks the server.
@@ -133,7 +135,7 @@ class StrataServer:
                     if not found.is_set():
                         m = _LISTENING_RE.search(_ANSI_RE.sub("", raw.decode("utf-8", "replace")))
                         if m:
-                            address.append((m.group(1), int(m.group(2))))
+                            address.append((m.group(1), m.group(2), int(m.group(3))))
                             found.set()
                 pipe.close()
 
@@ -155,7 +157,7 @@ class StrataServer:
                     f"{self.log_tail()}",
                     pytrace=False,
                 )
-        host, self.port = address[0]
+        self.scheme, host, self.port = address[0]
         self.host = host.strip("[]") if host.startswith("[") else host
         return self
 

@@ -555,7 +555,7 @@ def test_presigned_tampered_is_rejected(s3, bucket):
 
 def test_unimplemented_operations_are_501(s3, bucket):
     calls = [
-        lambda: s3.get_bucket_policy(Bucket=bucket),
+        lambda: s3.get_bucket_website(Bucket=bucket),
         lambda: s3.put_bucket_acl(Bucket=bucket, ACL="private"),
     ]
     for call in calls:

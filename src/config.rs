@@ -31,6 +31,47 @@ pub struct ServerConfig {
     /// How often the stale-upload cleaner looks.
     pub stale_upload_scan: std::time::Duration,
     pub healing: HealingConfig,
+    /// TLS and connection-level limits of the HTTP server.
+    pub listener: ListenerConfig,
+    /// The Prometheus endpoint and the bucket usage scanner.
+    pub metrics: MetricsConfig,
+    /// Request-level limits.
+    pub limits: LimitsConfig,
+    pub lifecycle: LifecycleConfig,
+}
+
+/// How the lifecycle engine counts time.
+#[derive(Debug, Clone)]
+pub struct LifecycleConfig {
+    /// How long a lifecycle "day" lasts: a real day, or `STRATA_LIFECYCLE_DAY_SECONDS` for tests
+    /// and demos (the scanner's cycle shortens to match).
+    pub day: Duration,
+}
+
+impl Default for LifecycleConfig {
+    fn default() -> Self {
+        Self {
+            day: Duration::from_secs(24 * 3600),
+        }
+    }
+}
+
+/// Default for `STRATA_MAX_REQUESTS`: S3 requests served at once before `SlowDown`.
+pub const DEFAULT_MAX_REQUESTS: usize = 1024;
+
+/// Request-level limits (connection-level ones live with the HTTP server).
+#[derive(Debug, Clone)]
+pub struct LimitsConfig {
+    /// S3 requests in flight at most; one more is answered `503 SlowDown` at once.
+    pub max_requests: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_requests: DEFAULT_MAX_REQUESTS,
+        }
+    }
 }
 
 /// When and how fast the server checks drives and heals.
@@ -57,6 +98,94 @@ impl Default for HealingConfig {
             scrub_rate: 64 << 20,
             orphan_age: Duration::from_secs(600),
             drive_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Who may scrape `GET /metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MetricsAuth {
+    /// Anyone who can reach the server.
+    Public,
+    /// Only requests with `Authorization: Bearer <STRATA_METRICS_TOKEN>`.
+    #[default]
+    Bearer,
+}
+
+/// The Prometheus endpoint and the bucket usage it reports.
+#[derive(Clone)]
+pub struct MetricsConfig {
+    pub auth: MetricsAuth,
+    /// The bearer token scrapers must send; without one, `bearer` scrapes are refused.
+    pub token: Option<String>,
+    /// Pause between two counts of every bucket's objects and bytes.
+    pub usage_scan: Duration,
+}
+
+/// Default pause between two bucket usage scans: five minutes.
+pub const DEFAULT_USAGE_SCAN_SECS: u64 = 300;
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        Self {
+            auth: MetricsAuth::Bearer,
+            token: None,
+            usage_scan: Duration::from_secs(DEFAULT_USAGE_SCAN_SECS),
+        }
+    }
+}
+
+/// The token stays out of logs.
+impl std::fmt::Debug for MetricsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsConfig")
+            .field("auth", &self.auth)
+            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field("usage_scan", &self.usage_scan)
+            .finish()
+    }
+}
+
+/// Parses `STRATA_METRICS_AUTH`: `public` or `bearer`.
+pub fn parse_metrics_auth(value: &str) -> anyhow::Result<MetricsAuth> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "public" => Ok(MetricsAuth::Public),
+        "bearer" => Ok(MetricsAuth::Bearer),
+        _ => bail!("STRATA_METRICS_AUTH must be public or bearer, got {value:?}"),
+    }
+}
+
+/// How the server listens: TLS certificates and connection-level limits.
+#[derive(Debug, Clone)]
+pub struct ListenerConfig {
+    /// Folder with `public.crt` and `private.key` (MinIO's layout): serve HTTPS only.
+    pub certs_dir: Option<PathBuf>,
+    /// How often the certificate files are checked for changes.
+    pub cert_check_interval: Duration,
+    /// A request head (request line and headers), and a TLS handshake, must arrive within this.
+    pub header_read_timeout: Duration,
+    /// A connection on which nothing moves this long while the server waits for the client
+    /// (idle between requests, a stalled upload, a download the client stopped reading) is
+    /// closed.
+    pub idle_timeout: Duration,
+    /// Largest request head in bytes; a larger one is answered 431.
+    pub max_header_bytes: usize,
+    /// Most header fields in one request; more are answered 431.
+    pub max_headers: usize,
+    /// After SIGTERM/SIGINT, requests in flight get this long to finish.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ListenerConfig {
+    fn default() -> Self {
+        Self {
+            certs_dir: None,
+            cert_check_interval: Duration::from_secs(1),
+            header_read_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(120),
+            max_header_bytes: 64 * 1024,
+            max_headers: 128,
+            shutdown_grace: Duration::from_secs(30),
         }
     }
 }
@@ -169,5 +298,18 @@ mod tests {
             err.contains("8 drives") && err.contains("multiple of 9"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn metrics_auth_is_public_or_bearer_and_the_token_is_not_logged() {
+        assert_eq!(parse_metrics_auth("public").unwrap(), MetricsAuth::Public);
+        assert_eq!(parse_metrics_auth(" Bearer ").unwrap(), MetricsAuth::Bearer);
+        assert!(parse_metrics_auth("basic").is_err());
+        let config = MetricsConfig {
+            token: Some("s3cr3t-token".into()),
+            ..MetricsConfig::default()
+        };
+        assert_eq!(config.auth, MetricsAuth::Bearer);
+        assert!(!format!("{config:?}").contains("s3cr3t-token"));
     }
 }

@@ -37,6 +37,10 @@ enum Command {
         /// Serve virtual-hosted-style requests (`bucket.DOMAIN`) besides path-style ones.
         #[arg(long, env = "STRATA_DOMAIN")]
         domain: Option<String>,
+        /// Serve HTTPS with `DIR/public.crt` (certificate chain) and `DIR/private.key`;
+        /// both are reloaded when they change.
+        #[arg(long, env = "STRATA_CERTS_DIR", value_name = "DIR")]
+        certs_dir: Option<PathBuf>,
         /// Drive folders; `/data/d{1...9}` expands. Default: ./data/d1 … ./data/d9.
         drives: Vec<String>,
     },
@@ -59,10 +63,14 @@ fn main() -> std::process::ExitCode {
             block_size,
             json_logs,
             domain,
+            certs_dir,
             drives,
         } => {
             init_logging(json_logs);
-            match server_config(address, &ec, block_size, domain, drives) {
+            match server_config(address, &ec, block_size, domain, drives).and_then(|mut config| {
+                config.listener = listener_config(certs_dir)?;
+                Ok(config)
+            }) {
                 Ok(config) => run(config),
                 Err(e) => fail(e),
             }
@@ -131,6 +139,74 @@ fn server_config(
             config::DEFAULT_STALE_UPLOAD_SCAN_SECS,
         )?,
         healing: healing_config()?,
+        listener: Default::default(),
+        metrics: metrics_config()?,
+        limits: limits_config()?,
+        lifecycle: lifecycle_config()?,
+    })
+}
+
+fn limits_config() -> anyhow::Result<config::LimitsConfig> {
+    let defaults = config::LimitsConfig::default();
+    Ok(config::LimitsConfig {
+        max_requests: match std::env::var("STRATA_MAX_REQUESTS") {
+            Ok(v) if !v.is_empty() => match v.parse() {
+                Ok(n) if n >= 1 => n,
+                _ => anyhow::bail!("STRATA_MAX_REQUESTS must be a whole number ≥ 1, got {v:?}"),
+            },
+            _ => defaults.max_requests,
+        },
+    })
+}
+
+fn metrics_config() -> anyhow::Result<config::MetricsConfig> {
+    let defaults = config::MetricsConfig::default();
+    Ok(config::MetricsConfig {
+        auth: match std::env::var("STRATA_METRICS_AUTH") {
+            Ok(v) if !v.is_empty() => config::parse_metrics_auth(&v)?,
+            _ => defaults.auth,
+        },
+        token: std::env::var("STRATA_METRICS_TOKEN")
+            .ok()
+            .filter(|v| !v.is_empty()),
+        usage_scan: match seconds_from_env("STRATA_USAGE_SCAN_SECS", defaults.usage_scan.as_secs())?
+        {
+            interval if interval.is_zero() => {
+                anyhow::bail!("STRATA_USAGE_SCAN_SECS must be at least 1")
+            }
+            interval => interval,
+        },
+    })
+}
+
+fn listener_config(certs_dir: Option<PathBuf>) -> anyhow::Result<config::ListenerConfig> {
+    let defaults = config::ListenerConfig::default();
+    let at_least_one_second =
+        |name: &str, default: std::time::Duration| match seconds_from_env(name, default.as_secs())?
+        {
+            secs if secs.is_zero() => anyhow::bail!("{name} must be at least 1"),
+            secs => Ok(secs),
+        };
+    let max_header_bytes = match std::env::var("STRATA_MAX_HEADER_BYTES") {
+        Ok(v) => match v.parse() {
+            Ok(n) if n >= 1024 => n,
+            _ => anyhow::bail!("STRATA_MAX_HEADER_BYTES must be a whole number ≥ 1024, got {v:?}"),
+        },
+        Err(_) => defaults.max_header_bytes,
+    };
+    Ok(config::ListenerConfig {
+        certs_dir: certs_dir.filter(|dir| !dir.as_os_str().is_empty()),
+        header_read_timeout: at_least_one_second(
+            "STRATA_HEADER_TIMEOUT_SECS",
+            defaults.header_read_timeout,
+        )?,
+        idle_timeout: at_least_one_second("STRATA_IDLE_TIMEOUT_SECS", defaults.idle_timeout)?,
+        shutdown_grace: seconds_from_env(
+            "STRATA_SHUTDOWN_GRACE_SECS",
+            defaults.shutdown_grace.as_secs(),
+        )?,
+        max_header_bytes,
+        ..defaults
     })
 }
 
@@ -159,6 +235,17 @@ fn healing_config() -> anyhow::Result<config::HealingConfig> {
             timeout => timeout,
         },
     })
+}
+
+fn lifecycle_config() -> anyhow::Result<config::LifecycleConfig> {
+    let day = seconds_from_env(
+        "STRATA_LIFECYCLE_DAY_SECONDS",
+        config::LifecycleConfig::default().day.as_secs(),
+    )?;
+    if day.is_zero() {
+        anyhow::bail!("STRATA_LIFECYCLE_DAY_SECONDS must be at least 1");
+    }
+    Ok(config::LifecycleConfig { day })
 }
 
 fn seconds_from_env(name: &str, default: u64) -> anyhow::Result<std::time::Duration> {

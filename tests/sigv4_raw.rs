@@ -528,7 +528,7 @@ async fn unsupported_requests_are_not_implemented() {
     put(&client, &bucket, "obj", b"x").await;
     let cases = [
         ("GET", format!("/{bucket}?acl")),
-        ("GET", format!("/{bucket}?policy")),
+        ("GET", format!("/{bucket}?website")),
         ("GET", format!("/{bucket}?versioning")),
         ("PUT", format!("/{bucket}/obj?acl")),
     ];

@@ -8,6 +8,18 @@
 //! - `GET  /_strata/admin/v1/heal` → [`HealStatusView`]
 //! - `POST /_strata/admin/v1/heal?bucket=B&prefix=P&deep=true` → 202 [`HealStarted`], or
 //!   409 while a pass runs
+//!
+//! Users and policies (see `crate::iam`); a user's secret key is never shown but once, when
+//! the server generated it:
+//!
+//! - `GET    .../users` → [`UserInfo`]s
+//! - `POST   .../users?name=U` with a [`NewUser`] → [`AddedUser`]
+//! - `DELETE .../users?name=U`
+//! - `POST   .../users/enable?name=U`, `.../users/disable?name=U`
+//! - `POST   .../users/attach?name=U&policy=P`, `.../users/detach?name=U&policy=P`
+//! - `GET    .../policies` → [`PolicyInfo`]s; `GET .../policies?name=P` → the document
+//! - `PUT    .../policies?name=P` with the JSON document
+//! - `DELETE .../policies?name=P` (refused while a user has it attached)
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +34,10 @@ use crate::api::auth::Authenticated;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::router::{self, Query};
 use crate::api::AppState;
+use crate::body::ByteStream;
 use crate::healing::{HealPass, HealStatus};
+use crate::iam::IamError;
+pub use crate::iam::{PolicyInfo, UserInfo};
 use crate::object::{now_ms, BucketName, HealDepth, HealReport};
 use crate::storage::Drive;
 
@@ -34,6 +49,8 @@ pub const PATH_PREFIX: &str = "/_strata/admin/v1/";
 pub const HEAL_REASON: &str = "admin";
 /// A drive that does not answer for its size within this is shown without one.
 const DISK_INFO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Largest request body the admin API reads (a policy document, a new user).
+const MAX_BODY: usize = 64 << 10;
 
 /// Whether a request addresses the admin API (path-style `/_strata/...`; in a virtual-hosted
 /// request the same path is an object key of the host's bucket).
@@ -47,6 +64,15 @@ enum Route {
     Info,
     HealStatus,
     StartHeal,
+    Users,
+    AddUser,
+    RemoveUser,
+    EnableUser(bool),
+    AttachPolicy,
+    DetachPolicy,
+    Policies,
+    PutPolicy,
+    RemovePolicy,
     Unknown,
 }
 
@@ -57,6 +83,16 @@ impl Route {
             (&Method::GET, "info") => Route::Info,
             (&Method::GET, "heal") => Route::HealStatus,
             (&Method::POST, "heal") => Route::StartHeal,
+            (&Method::GET, "users") => Route::Users,
+            (&Method::POST, "users") => Route::AddUser,
+            (&Method::DELETE, "users") => Route::RemoveUser,
+            (&Method::POST, "users/enable") => Route::EnableUser(true),
+            (&Method::POST, "users/disable") => Route::EnableUser(false),
+            (&Method::POST, "users/attach") => Route::AttachPolicy,
+            (&Method::POST, "users/detach") => Route::DetachPolicy,
+            (&Method::GET, "policies") => Route::Policies,
+            (&Method::PUT, "policies") => Route::PutPolicy,
+            (&Method::DELETE, "policies") => Route::RemovePolicy,
             _ => Route::Unknown,
         }
     }
@@ -67,6 +103,16 @@ impl Route {
             Route::Info => "AdminInfo",
             Route::HealStatus => "AdminHealStatus",
             Route::StartHeal => "AdminHeal",
+            Route::Users => "AdminListUsers",
+            Route::AddUser => "AdminAddUser",
+            Route::RemoveUser => "AdminRemoveUser",
+            Route::EnableUser(true) => "AdminEnableUser",
+            Route::EnableUser(false) => "AdminDisableUser",
+            Route::AttachPolicy => "AdminAttachPolicy",
+            Route::DetachPolicy => "AdminDetachPolicy",
+            Route::Policies => "AdminPolicies",
+            Route::PutPolicy => "AdminPutPolicy",
+            Route::RemovePolicy => "AdminRemovePolicy",
             Route::Unknown => "Admin",
         }
     }
@@ -79,6 +125,7 @@ pub async fn call(
     auth: Option<&Authenticated>,
     method: &Method,
     uri: &Uri,
+    body: ByteStream,
 ) -> (&'static str, Result<Response, S3Error>) {
     let route = Route::parse(method, uri);
     // The root user is the owner of everything (`AppState::owner`); no other key may operate.
@@ -96,6 +143,15 @@ pub async fn call(
             &HealStatusView::from(state.healer.status(&state.store)),
         )),
         Route::StartHeal => start_heal(state, &Query::parse(uri.query())).await,
+        Route::Users
+        | Route::AddUser
+        | Route::RemoveUser
+        | Route::EnableUser(_)
+        | Route::AttachPolicy
+        | Route::DetachPolicy
+        | Route::Policies
+        | Route::PutPolicy
+        | Route::RemovePolicy => identities(state, route, &Query::parse(uri.query()), body).await,
         Route::Unknown => Ok(error(
             StatusCode::NOT_FOUND,
             "NoSuchAdminApi",
@@ -269,6 +325,150 @@ async fn start_heal(state: &AppState, query: &Query) -> Result<Response, S3Error
             .await;
     });
     Ok(json(StatusCode::ACCEPTED, &started))
+}
+
+/// A user to add. No `Debug`: it may carry a secret.
+#[derive(Clone, Default, Serialize, Deserialize)]
+pub struct NewUser {
+    /// The secret key; the server generates one when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    #[serde(default)]
+    pub policies: Vec<String>,
+}
+
+/// A user added. No `Debug`: it may carry a secret.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct AddedUser {
+    pub name: String,
+    /// The secret key the server generated; absent when the caller chose it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+}
+
+/// The users and policies routes.
+async fn identities(
+    state: &AppState,
+    route: Route,
+    query: &Query,
+    body: ByteStream,
+) -> Result<Response, S3Error> {
+    let iam = &state.iam;
+    let param = |name: &str| -> Result<String, S3Error> {
+        query
+            .get(name)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| {
+                S3Error::new(
+                    S3ErrorCode::InvalidArgument,
+                    format!("the {name} parameter is missing"),
+                )
+            })
+    };
+    let done = || {
+        Response::builder()
+            .status(StatusCode::NO_CONTENT)
+            .body(Body::empty())
+            .expect("a bodiless answer")
+    };
+    let result = match route {
+        Route::Users => return Ok(json(StatusCode::OK, &iam.users())),
+        Route::AddUser => {
+            let name = param("name")?;
+            let body = read_body(body).await?;
+            let new: NewUser = if body.is_empty() {
+                NewUser::default()
+            } else {
+                serde_json::from_slice(&body).map_err(|e| {
+                    S3Error::new(S3ErrorCode::InvalidArgument, format!("not a new user: {e}"))
+                })?
+            };
+            let chosen = new.secret.is_some();
+            iam.add_user(&name, new.secret, new.policies)
+                .await
+                .map(|secret| {
+                    let added = AddedUser {
+                        name,
+                        secret: (!chosen).then_some(secret),
+                    };
+                    json(StatusCode::OK, &added)
+                })
+        }
+        Route::RemoveUser => iam.remove_user(&param("name")?).await.map(|_| done()),
+        Route::EnableUser(enabled) => iam
+            .set_enabled(&param("name")?, enabled)
+            .await
+            .map(|_| done()),
+        Route::AttachPolicy => iam
+            .attach(&param("name")?, &param("policy")?)
+            .await
+            .map(|_| done()),
+        Route::DetachPolicy => iam
+            .detach(&param("name")?, &param("policy")?)
+            .await
+            .map(|_| done()),
+        Route::Policies => match query.get("name").filter(|n| !n.is_empty()) {
+            None => return Ok(json(StatusCode::OK, &iam.policies())),
+            Some(name) => match iam.policy(name) {
+                Some(document) => Ok(Response::builder()
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .header(header::CACHE_CONTROL, "no-store")
+                    .body(Body::from(document))
+                    .expect("static headers are valid")),
+                None => Err(IamError::NoSuchPolicy(name.to_string())),
+            },
+        },
+        Route::PutPolicy => {
+            let name = param("name")?;
+            let body = read_body(body).await?;
+            let document = String::from_utf8(body.to_vec()).map_err(|_| {
+                S3Error::new(S3ErrorCode::MalformedPolicy, "Policies must be UTF-8")
+            })?;
+            iam.put_policy(&name, &document).await.map(|_| done())
+        }
+        Route::RemovePolicy => iam.remove_policy(&param("name")?).await.map(|_| done()),
+        Route::Info | Route::HealStatus | Route::StartHeal | Route::Unknown => {
+            unreachable!("not an identities route")
+        }
+    };
+    result.or_else(|e| iam_error(e).map(|(status, code, message)| error(status, code, message)))
+}
+
+/// An identity change refused: the admin error to answer, or an S3 one for the store's.
+fn iam_error(err: IamError) -> Result<(StatusCode, &'static str, String), S3Error> {
+    let message = err.to_string();
+    Ok(match err {
+        IamError::InvalidName(_) | IamError::InvalidSecret(_) => {
+            (StatusCode::BAD_REQUEST, "InvalidArgument", message)
+        }
+        IamError::MalformedPolicy(_) => (StatusCode::BAD_REQUEST, "MalformedPolicy", message),
+        IamError::NoSuchUser(_) => (StatusCode::NOT_FOUND, "NoSuchUser", message),
+        IamError::NoSuchPolicy(_) => (StatusCode::NOT_FOUND, "NoSuchPolicy", message),
+        IamError::NotAttached(..) => (StatusCode::NOT_FOUND, "PolicyNotAttached", message),
+        IamError::UserExists(_) => (StatusCode::CONFLICT, "UserExists", message),
+        IamError::PolicyInUse(..) => (StatusCode::CONFLICT, "PolicyInUse", message),
+        IamError::Store(e) => return Err(e.into()),
+    })
+}
+
+/// The request body, up to [`MAX_BODY`]; its signed digest is checked as it is read.
+async fn read_body(mut body: ByteStream) -> Result<bytes::Bytes, S3Error> {
+    use futures::StreamExt;
+    let mut out = bytes::BytesMut::new();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| {
+            S3Error::from_io(&e).unwrap_or_else(|| S3Error::from_code(S3ErrorCode::IncompleteBody))
+        })?;
+        if out.len() + chunk.len() > MAX_BODY {
+            return Err(S3Error::new(
+                S3ErrorCode::InvalidArgument,
+                format!("an admin request body has at most {MAX_BODY} bytes"),
+            ));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out.freeze())
 }
 
 /// The heal status on the wire: the healer's [`HealStatus`], held apart from it so that the

@@ -10,8 +10,8 @@ use axum::http::{HeaderMap, HeaderValue, Method};
 use indicatif::{HumanBytes, HumanDuration, ProgressBar, ProgressStyle};
 
 use super::api::{
-    DriveState, ErrorBody, HealPassView, HealReportView, HealStarted, HealStatusView, Info,
-    HEAL_REASON, PATH_PREFIX,
+    AddedUser, DriveState, ErrorBody, HealPassView, HealReportView, HealStarted, HealStatusView,
+    Info, NewUser, PolicyInfo, UserInfo, HEAL_REASON, PATH_PREFIX,
 };
 use crate::api::auth::sigv4;
 use crate::config;
@@ -41,6 +41,83 @@ pub enum AdminCommand {
         #[arg(long)]
         deep: bool,
     },
+    /// Users: access keys besides the root user's, and the policies they hold.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+    /// Named policies (IAM JSON documents) that users hold.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum UserCommand {
+    /// Add a user; its name is its access key. Prints a generated secret key once.
+    Add {
+        name: String,
+        /// The secret key (8 to 128 characters); generated when absent.
+        #[arg(long, env = "STRATA_NEW_USER_SECRET", hide_env_values = true)]
+        secret: Option<Secret>,
+        /// A policy to attach (repeatable).
+        #[arg(long = "policy")]
+        policies: Vec<String>,
+    },
+    /// Remove a user: its key stops working at once.
+    Remove { name: String },
+    /// Every user, with its state and policies (never a secret).
+    List {
+        /// Print the raw JSON answer.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let a disabled user in again.
+    Enable { name: String },
+    /// Refuse a user's key without removing the user.
+    Disable { name: String },
+}
+
+/// A secret key on the command line, kept out of `Debug` output.
+#[derive(Clone)]
+pub struct Secret(pub String);
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Secret(s.to_string()))
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum PolicyCommand {
+    /// Add or replace a named policy from a JSON file (`-`: standard input).
+    Add {
+        name: String,
+        file: std::path::PathBuf,
+    },
+    /// Remove a policy no user holds.
+    Remove { name: String },
+    /// Every policy, with the users holding it.
+    List {
+        /// Print the raw JSON answer.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a policy's document.
+    Show { name: String },
+    /// Give a user a policy.
+    Attach { user: String, policy: String },
+    /// Take a policy from a user.
+    Detach { user: String, policy: String },
 }
 
 /// Runs one admin command against the server at `endpoint`.
@@ -54,6 +131,8 @@ pub fn run(endpoint: &str, command: AdminCommand) -> anyhow::Result<()> {
         match command {
             AdminCommand::Info { json } => info(&client, json).await,
             AdminCommand::Heal { target, deep } => heal(&client, target.as_deref(), deep).await,
+            AdminCommand::User { command } => user(&client, command).await,
+            AdminCommand::Policy { command } => policy(&client, command).await,
         }
     })
 }
@@ -116,6 +195,17 @@ impl AdminClient {
         route: &str,
         query: &[(&str, &str)],
     ) -> anyhow::Result<Vec<u8>> {
+        self.send_body(method, route, query, Vec::new()).await
+    }
+
+    /// Like [`AdminClient::send`], with a request body (signed by its SHA-256).
+    pub async fn send_body(
+        &self,
+        method: Method,
+        route: &str,
+        query: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> anyhow::Result<Vec<u8>> {
         let path = format!("{PATH_PREFIX}{route}");
         let query: String = query
             .iter()
@@ -131,11 +221,14 @@ impl AdminClient {
         let mut url = self.endpoint.clone();
         url.set_path(&path);
         url.set_query((!query.is_empty()).then_some(query.as_str()));
-        let headers = self.signed_headers(&method, &url, &path, &query, time_now());
+        let payload_hash = sigv4::sha256_hex(&body);
+        let headers =
+            self.signed_headers_for(&method, &url, &path, &query, time_now(), &payload_hash);
         let response = self
             .http
             .request(method.clone(), url.clone())
             .headers(headers)
+            .body(body)
             .send()
             .await
             .with_context(|| format!("{method} {url}"))?;
@@ -152,6 +245,7 @@ impl AdminClient {
     }
 
     /// `host`, `x-amz-date`, `x-amz-content-sha256` and `authorization` of a bodiless request.
+    #[cfg(test)]
     fn signed_headers(
         &self,
         method: &Method,
@@ -159,6 +253,19 @@ impl AdminClient {
         path: &str,
         query: &str,
         now: time::OffsetDateTime,
+    ) -> HeaderMap {
+        self.signed_headers_for(method, url, path, query, now, sigv4::EMPTY_SHA256_HEX)
+    }
+
+    /// The signed headers of a request whose body hashes to `payload_hash` (hex SHA-256).
+    fn signed_headers_for(
+        &self,
+        method: &Method,
+        url: &reqwest::Url,
+        path: &str,
+        query: &str,
+        now: time::OffsetDateTime,
+        payload_hash: &str,
     ) -> HeaderMap {
         let host = match (url.host_str(), url.port()) {
             (Some(host), Some(port)) => format!("{host}:{port}"),
@@ -170,7 +277,7 @@ impl AdminClient {
         let mut headers = HeaderMap::new();
         let value = |v: &str| HeaderValue::from_str(v).expect("printable ASCII");
         headers.insert("host", value(&host));
-        headers.insert("x-amz-content-sha256", value(sigv4::EMPTY_SHA256_HEX));
+        headers.insert("x-amz-content-sha256", value(payload_hash));
         headers.insert("x-amz-date", value(&amz_date));
         let signed_headers = "host;x-amz-content-sha256;x-amz-date";
         let canonical = sigv4::CanonicalRequest {
@@ -180,7 +287,7 @@ impl AdminClient {
             headers: &headers,
             signed_headers,
             authority: None,
-            payload_hash: sigv4::EMPTY_SHA256_HEX,
+            payload_hash,
         };
         let scope = sigv4::CredentialScope {
             access_key: self.credentials.access_key.clone(),
@@ -445,6 +552,168 @@ async fn heal(client: &AdminClient, target: Option<&str>, deep: bool) -> anyhow:
     Ok(())
 }
 
+async fn user(client: &AdminClient, command: UserCommand) -> anyhow::Result<()> {
+    match command {
+        UserCommand::Add {
+            name,
+            secret,
+            policies,
+        } => {
+            let new = NewUser {
+                secret: secret.map(|s| s.0),
+                policies,
+            };
+            let body = serde_json::to_vec(&new)?;
+            let answer = client
+                .send_body(Method::POST, "users", &[("name", &name)], body)
+                .await?;
+            let added: AddedUser =
+                serde_json::from_slice(&answer).context("the server's answer to user add")?;
+            println!("Added user {}", added.name);
+            if let Some(secret) = added.secret {
+                println!("Access key: {}", added.name);
+                println!("Secret key: {secret}");
+                println!("(The secret key is shown only this once.)");
+            }
+        }
+        UserCommand::Remove { name } => {
+            client
+                .send(Method::DELETE, "users", &[("name", &name)])
+                .await?;
+            println!("Removed user {name}");
+        }
+        UserCommand::Enable { name } => {
+            client
+                .send(Method::POST, "users/enable", &[("name", &name)])
+                .await?;
+            println!("Enabled user {name}");
+        }
+        UserCommand::Disable { name } => {
+            client
+                .send(Method::POST, "users/disable", &[("name", &name)])
+                .await?;
+            println!("Disabled user {name}");
+        }
+        UserCommand::List { json } => {
+            let body = client.send(Method::GET, "users", &[]).await?;
+            if json {
+                let value: serde_json::Value = serde_json::from_slice(&body)?;
+                println!("{}", serde_json::to_string_pretty(&value)?);
+            } else {
+                let users: Vec<UserInfo> = serde_json::from_slice(&body)?;
+                print!("{}", render_users(&users));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `user list` table.
+fn render_users(users: &[UserInfo]) -> String {
+    if users.is_empty() {
+        return "No users (only the root user)\n".to_string();
+    }
+    let width = users.iter().map(|u| u.name.len()).max().unwrap_or(0).max(4);
+    let mut out = format!("{:<width$}  {:<8}  POLICIES\n", "USER", "STATE");
+    for user in users {
+        let state = match (user.enabled, user.usable) {
+            (_, false) => "unusable",
+            (true, true) => "enabled",
+            (false, true) => "disabled",
+        };
+        let policies = if user.policies.is_empty() {
+            "-".to_string()
+        } else {
+            user.policies.join(", ")
+        };
+        out.push_str(&format!("{:<width$}  {state:<8}  {policies}\n", user.name));
+    }
+    if users.iter().any(|u| !u.usable) {
+        out.push_str(
+            "(unusable: the secret key was sealed under other root credentials; add the user again)\n",
+        );
+    }
+    out
+}
+
+async fn policy(client: &AdminClient, command: PolicyCommand) -> anyhow::Result<()> {
+    match command {
+        PolicyCommand::Add { name, file } => {
+            let document = if file.as_os_str() == "-" {
+                let mut document = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::stdin(), &mut document)
+                    .context("reading the policy from standard input")?;
+                document
+            } else {
+                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?
+            };
+            client
+                .send_body(Method::PUT, "policies", &[("name", &name)], document)
+                .await?;
+            println!("Put policy {name}");
+        }
+        PolicyCommand::Remove { name } => {
+            client
+                .send(Method::DELETE, "policies", &[("name", &name)])
+                .await?;
+            println!("Removed policy {name}");
+        }
+        PolicyCommand::List { json } => {
+            let body = client.send(Method::GET, "policies", &[]).await?;
+            if json {
+                let value: serde_json::Value = serde_json::from_slice(&body)?;
+                println!("{}", serde_json::to_string_pretty(&value)?);
+            } else {
+                let policies: Vec<PolicyInfo> = serde_json::from_slice(&body)?;
+                print!("{}", render_policies(&policies));
+            }
+        }
+        PolicyCommand::Show { name } => {
+            let body = client
+                .send(Method::GET, "policies", &[("name", &name)])
+                .await?;
+            match serde_json::from_slice::<serde_json::Value>(&body) {
+                Ok(value) => println!("{}", serde_json::to_string_pretty(&value)?),
+                Err(_) => println!("{}", String::from_utf8_lossy(&body)),
+            }
+        }
+        PolicyCommand::Attach { user, policy } => {
+            let query = [("name", user.as_str()), ("policy", policy.as_str())];
+            client.send(Method::POST, "users/attach", &query).await?;
+            println!("Attached policy {policy} to user {user}");
+        }
+        PolicyCommand::Detach { user, policy } => {
+            let query = [("name", user.as_str()), ("policy", policy.as_str())];
+            client.send(Method::POST, "users/detach", &query).await?;
+            println!("Detached policy {policy} from user {user}");
+        }
+    }
+    Ok(())
+}
+
+/// The `policy list` table.
+fn render_policies(policies: &[PolicyInfo]) -> String {
+    if policies.is_empty() {
+        return "No policies\n".to_string();
+    }
+    let width = policies
+        .iter()
+        .map(|p| p.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let mut out = format!("{:<width$}  USERS\n", "POLICY");
+    for policy in policies {
+        let users = if policy.users.is_empty() {
+            "-".to_string()
+        } else {
+            policy.users.join(", ")
+        };
+        out.push_str(&format!("{:<width$}  {users}\n", policy.name));
+    }
+    out
+}
+
 /// Heal progress: a bar (objects checked of the pass's total) with the counts on a
 /// terminal, a line now and then otherwise.
 enum Progress {
@@ -546,6 +815,39 @@ mod tests {
             .expect("the signature verifies")
             .expect("the request is signed");
         assert_eq!(auth.access_key, "root");
+    }
+
+    #[test]
+    fn user_and_policy_tables() {
+        let users = [
+            UserInfo {
+                name: "alice".into(),
+                enabled: true,
+                policies: vec!["readonly".into(), "team-a".into()],
+                usable: true,
+            },
+            UserInfo {
+                name: "ci-bot".into(),
+                enabled: false,
+                policies: vec![],
+                usable: true,
+            },
+        ];
+        assert_eq!(
+            render_users(&users),
+            "USER    STATE     POLICIES\n\
+             alice   enabled   readonly, team-a\n\
+             ci-bot  disabled  -\n"
+        );
+        let policies = [PolicyInfo {
+            name: "readonly".into(),
+            users: vec!["alice".into()],
+        }];
+        assert_eq!(
+            render_policies(&policies),
+            "POLICY    USERS\nreadonly  alice\n"
+        );
+        assert_eq!(render_users(&[]), "No users (only the root user)\n");
     }
 
     #[test]

@@ -35,13 +35,16 @@ pub enum S3ErrorCode {
     InvalidTag,
     KeyTooLongError,
     MalformedPOSTRequest,
+    MalformedPolicy,
     MalformedXML,
     MaxPostPreDataLengthExceededError,
     MetadataTooLarge,
     MethodNotAllowed,
     MissingContentLength,
     NoSuchBucket,
+    NoSuchBucketPolicy,
     NoSuchCORSConfiguration,
+    NoSuchLifecycleConfiguration,
     NoSuchKey,
     NoSuchTagSet,
     NoSuchUpload,
@@ -87,13 +90,16 @@ impl S3ErrorCode {
             InvalidTag => "InvalidTag",
             KeyTooLongError => "KeyTooLongError",
             MalformedPOSTRequest => "MalformedPOSTRequest",
+            MalformedPolicy => "MalformedPolicy",
             MalformedXML => "MalformedXML",
             MaxPostPreDataLengthExceededError => "MaxPostPreDataLengthExceededError",
             MetadataTooLarge => "MetadataTooLarge",
             MethodNotAllowed => "MethodNotAllowed",
             MissingContentLength => "MissingContentLength",
             NoSuchBucket => "NoSuchBucket",
+            NoSuchBucketPolicy => "NoSuchBucketPolicy",
             NoSuchCORSConfiguration => "NoSuchCORSConfiguration",
+            NoSuchLifecycleConfiguration => "NoSuchLifecycleConfiguration",
             NoSuchKey => "NoSuchKey",
             NoSuchTagSet => "NoSuchTagSet",
             NoSuchUpload => "NoSuchUpload",
@@ -117,9 +123,13 @@ impl S3ErrorCode {
             | InvalidAccessKeyId
             | RequestTimeTooSkewed
             | SignatureDoesNotMatch => StatusCode::FORBIDDEN,
-            NoSuchBucket | NoSuchCORSConfiguration | NoSuchKey | NoSuchTagSet | NoSuchUpload => {
-                StatusCode::NOT_FOUND
-            }
+            NoSuchBucket
+            | NoSuchCORSConfiguration
+            | NoSuchLifecycleConfiguration
+            | NoSuchKey
+            | NoSuchTagSet
+            | NoSuchUpload => StatusCode::NOT_FOUND,
+            NoSuchBucketPolicy => StatusCode::NOT_FOUND,
             BucketAlreadyOwnedByYou | BucketNotEmpty => StatusCode::CONFLICT,
             InvalidRange | InvalidPartNumber => StatusCode::RANGE_NOT_SATISFIABLE,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -148,6 +158,7 @@ impl S3ErrorCode {
             | KeyTooLongError
             | InvalidPolicyDocument
             | MalformedPOSTRequest
+            | MalformedPolicy
             | MalformedXML
             | MaxPostPreDataLengthExceededError
             | MetadataTooLarge
@@ -281,13 +292,16 @@ fn default_message(code: S3ErrorCode) -> &'static str {
         KeyTooLongError => "Your key is too long",
         InvalidPolicyDocument => "The content of the form does not meet the conditions specified in the policy document.",
         MalformedPOSTRequest => "The body of your POST request is not well-formed multipart/form-data.",
+        MalformedPolicy => "Policies must be valid JSON and the first byte must be '{'",
         MaxPostPreDataLengthExceededError => "Your POST request fields preceding the upload file were too large.",
         MalformedXML => "The XML you provided was not well-formed or did not validate against our published schema.",
         MetadataTooLarge => "Your metadata headers exceed the maximum allowed metadata size.",
         MethodNotAllowed => "The specified method is not allowed against this resource.",
         MissingContentLength => "You must provide the Content-Length HTTP header.",
         NoSuchBucket => "The specified bucket does not exist",
+        NoSuchBucketPolicy => "The bucket policy does not exist",
         NoSuchCORSConfiguration => "The CORS configuration does not exist",
+        NoSuchLifecycleConfiguration => "The lifecycle configuration does not exist",
         NoSuchKey => "The specified key does not exist.",
         NoSuchTagSet => "The TagSet does not exist",
         NoSuchUpload => "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",

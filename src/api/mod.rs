@@ -7,6 +7,7 @@ mod cors;
 pub mod error;
 mod handlers;
 mod headers;
+pub mod limit;
 mod post_policy;
 pub mod router;
 mod xml;
@@ -19,6 +20,7 @@ use axum::extract::{Request, State};
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use futures::TryStreamExt;
+use tracing::Instrument;
 
 use crate::body::{ByteStream, TrailerSlot};
 use crate::erasure::ErasureError;
@@ -37,6 +39,16 @@ pub struct AppState {
     pub deployment: Arc<crate::deployment::Deployment>,
     /// Heal passes and their status.
     pub healer: Arc<crate::healing::Healer>,
+    /// Users and policies (the keyring looks users' keys up there too).
+    pub iam: Arc<crate::iam::Iam>,
+    /// Request counts and latencies, and the `/metrics` settings.
+    pub metrics: Arc<crate::metrics::Metrics>,
+    /// S3 requests in flight at most (`STRATA_MAX_REQUESTS`); beyond it, `SlowDown`.
+    pub limit: limit::RequestLimit,
+    /// How long a lifecycle day lasts (for `x-amz-expiration`).
+    pub lifecycle_day: std::time::Duration,
+    /// What the lifecycle scanner did, per bucket and rule.
+    pub lifecycle_status: Arc<crate::lifecycle::LifecycleStatus>,
 }
 
 /// The HTTP service: every request goes through [`handle`].
@@ -49,13 +61,30 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
     if let Some(probe) = crate::admin::health::probe(&request) {
         return crate::admin::health::answer(probe, &state.deployment, state.store.sets());
     }
+    // Prometheus scrapes: unsigned, answered before S3 routing, kept out of the request log.
+    if crate::metrics::is_scrape(&request, state.domain.as_deref()) {
+        return crate::metrics::answer(&state, request.headers()).await;
+    }
     let started = Instant::now();
     let request_id = format!("{:016X}", rand::random::<u64>());
     let method = request.method().clone();
     let path = request.uri().path().to_string();
-    let close_connection = expects_continue_without_body(request.headers());
-    let cors_request = browser_request(&state, &request);
-    let (operation, result) = dispatch(&state, request).await;
+    let received = crate::metrics::request_bytes(request.headers());
+    let (bucket, key) =
+        router::bucket_and_key(request.uri(), request.headers(), state.domain.as_deref())
+            .unwrap_or_default();
+    // Beyond the limit the answer is at once, the body left unread (and the connection closed).
+    let permit = state.limit.try_acquire();
+    let close_connection = expects_continue_without_body(request.headers())
+        || (permit.is_none() && limit::announces_body(request.headers()));
+    let cors_request = browser_request(&state, &request).filter(|_| permit.is_some());
+    // Every line logged while the request is handled carries its id. Error level, so the span
+    // is enabled under any STRATA_LOG filter that lets a line through.
+    let span = tracing::error_span!("request", %request_id);
+    let (operation, result) = match permit {
+        Some(_) => dispatch(&state, request).instrument(span.clone()).await,
+        None => ("SlowDown", Err(S3Error::from_code(S3ErrorCode::SlowDown))),
+    };
     let mut response = match result {
         Ok(response) => response,
         Err(mut err) => {
@@ -72,7 +101,10 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
         }
     };
     if let Some((bucket, origin)) = cors_request {
-        if let Some(allowed) = cors_headers(&state, &bucket, &origin, method.as_str()).await {
+        if let Some(allowed) = cors_headers(&state, &bucket, &origin, method.as_str())
+            .instrument(span.clone())
+            .await
+        {
             response.headers_mut().extend(allowed);
         }
     }
@@ -90,18 +122,28 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
         %method,
         %path,
         operation,
+        bucket = Some(bucket.as_str()).filter(|b| !b.is_empty()),
+        key = Some(key.as_str()).filter(|k| !k.is_empty()),
         status = response.status().as_u16(),
         millis = started.elapsed().as_millis() as u64,
         "request"
     );
-    response
+    state
+        .metrics
+        .record(operation, &response, started.elapsed(), received);
+    limit::until_sent(response, permit, span)
 }
 
 async fn dispatch(state: &AppState, request: Request) -> (&'static str, Result<Response, S3Error>) {
     let (parts, body) = request.into_parts();
     let raw = SharedBody::new(body);
     let (operation, result) = authenticated_dispatch(state, &parts, raw.clone()).await;
-    if result.is_err() {
+    // A body announced longer than the drain limit would be cut off anyway: the answer goes
+    // out at once (and with `Expect: 100-continue` the body is never sent).
+    let drainable = headers::header(&parts.headers, "content-length")
+        .and_then(|v| v.parse::<u64>().ok())
+        .is_none_or(|length| length <= DRAIN_LIMIT as u64);
+    if result.is_err() && drainable {
         // Clients send the whole body before they read the answer; closing on them mid-send
         // turns a clean S3 error into a broken pipe.
         raw.drain().await;
@@ -126,7 +168,12 @@ async fn authenticated_dispatch(
         Err(err) => return ("Unauthenticated", Err(err)),
     };
     if crate::admin::api::is_admin_request(&parts.uri, &parts.headers, state.domain.as_deref()) {
-        return crate::admin::api::call(state, auth.as_ref(), &parts.method, &parts.uri).await;
+        let body: ByteStream = match &auth {
+            Some(auth) => auth::verified_body(Box::pin(raw), auth, Arc::default()),
+            None => Box::pin(futures::stream::empty()),
+        };
+        return crate::admin::api::call(state, auth.as_ref(), &parts.method, &parts.uri, body)
+            .await;
     }
     let endpoint = match router::parse(
         &parts.method,
@@ -134,9 +181,10 @@ async fn authenticated_dispatch(
         &parts.headers,
         state.domain.as_deref(),
     ) {
-        Ok(endpoint) if auth.is_some() || endpoint.is_anonymous() => endpoint,
+        Ok(endpoint) => endpoint,
         Err(err) if auth.is_some() => return ("NotImplemented", Err(err)),
-        _ => {
+        // Unsigned requests learn nothing of what the server implements.
+        Err(_) => {
             return (
                 "Anonymous",
                 Err(S3Error::from_code(S3ErrorCode::AccessDenied)),
@@ -144,12 +192,28 @@ async fn authenticated_dispatch(
         }
     };
     let auth = auth.unwrap_or_else(auth::Authenticated::anonymous);
+    let query = router::Query::parse(parts.uri.query());
+    // Every request is authorised, signed or not, except those that authenticate themselves
+    // (a CORS preflight, a POST Object form).
+    if !endpoint.is_anonymous() {
+        let info = crate::iam::RequestInfo {
+            headers: &parts.headers,
+            query: &query,
+            source_ip: parts
+                .extensions
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                .map(|connected| connected.0.ip()),
+        };
+        if let Err(err) = crate::iam::authorize(state, &auth.identity, &endpoint, &info).await {
+            return (endpoint.name(), Err(err));
+        }
+    }
     let trailers = Arc::new(TrailerSlot::default());
     let body = auth::verified_body(Box::pin(raw), &auth, trailers.clone());
     let request = handlers::Request {
         state,
         headers: &parts.headers,
-        query: router::Query::parse(parts.uri.query()),
+        query,
         body,
         trailers,
         decoded_length: auth.decoded_length,

@@ -71,10 +71,28 @@ pub enum Endpoint {
     GetBucketCors {
         bucket: String,
     },
+    GetBucketLifecycle {
+        bucket: String,
+    },
+    PutBucketLifecycle {
+        bucket: String,
+    },
+    DeleteBucketLifecycle {
+        bucket: String,
+    },
     PutBucketCors {
         bucket: String,
     },
     DeleteBucketCors {
+        bucket: String,
+    },
+    GetBucketPolicy {
+        bucket: String,
+    },
+    PutBucketPolicy {
+        bucket: String,
+    },
+    DeleteBucketPolicy {
         bucket: String,
     },
     /// A browser's CORS preflight `OPTIONS` request, for a bucket or an object in it.
@@ -125,8 +143,9 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    /// Endpoints served without a signature: a browser's CORS preflight carries none, and
-    /// a POST Object form carries its own (the handler verifies the policy signature).
+    /// Endpoints served without a signature and not authorised by `crate::iam::authorize`
+    /// before their handler: a browser's CORS preflight carries none, and a POST Object form
+    /// carries its own (the handler verifies the policy signature and authorises the upload).
     pub fn is_anonymous(&self) -> bool {
         matches!(
             self,
@@ -156,8 +175,14 @@ impl Endpoint {
             Endpoint::PutBucketTagging { .. } => "PutBucketTagging",
             Endpoint::DeleteBucketTagging { .. } => "DeleteBucketTagging",
             Endpoint::GetBucketCors { .. } => "GetBucketCors",
+            Endpoint::GetBucketLifecycle { .. } => "GetBucketLifecycleConfiguration",
+            Endpoint::PutBucketLifecycle { .. } => "PutBucketLifecycleConfiguration",
+            Endpoint::DeleteBucketLifecycle { .. } => "DeleteBucketLifecycle",
             Endpoint::PutBucketCors { .. } => "PutBucketCors",
             Endpoint::DeleteBucketCors { .. } => "DeleteBucketCors",
+            Endpoint::GetBucketPolicy { .. } => "GetBucketPolicy",
+            Endpoint::PutBucketPolicy { .. } => "PutBucketPolicy",
+            Endpoint::DeleteBucketPolicy { .. } => "DeleteBucketPolicy",
             Endpoint::CorsPreflight { .. } => "CorsPreflight",
             Endpoint::CreateMultipartUpload { .. } => "CreateMultipartUpload",
             Endpoint::UploadPart { .. } => "UploadPart",
@@ -322,10 +347,28 @@ pub fn parse(
             Method::DELETE if query.has("tagging") => {
                 only(&["tagging"], Endpoint::DeleteBucketTagging { bucket })
             }
+            Method::PUT if query.has("lifecycle") => {
+                only(&["lifecycle"], Endpoint::PutBucketLifecycle { bucket })
+            }
+            Method::GET if query.has("lifecycle") => {
+                only(&["lifecycle"], Endpoint::GetBucketLifecycle { bucket })
+            }
+            Method::DELETE if query.has("lifecycle") => {
+                only(&["lifecycle"], Endpoint::DeleteBucketLifecycle { bucket })
+            }
             Method::PUT if query.has("cors") => only(&["cors"], Endpoint::PutBucketCors { bucket }),
             Method::GET if query.has("cors") => only(&["cors"], Endpoint::GetBucketCors { bucket }),
             Method::DELETE if query.has("cors") => {
                 only(&["cors"], Endpoint::DeleteBucketCors { bucket })
+            }
+            Method::PUT if query.has("policy") => {
+                only(&["policy"], Endpoint::PutBucketPolicy { bucket })
+            }
+            Method::GET if query.has("policy") => {
+                only(&["policy"], Endpoint::GetBucketPolicy { bucket })
+            }
+            Method::DELETE if query.has("policy") => {
+                only(&["policy"], Endpoint::DeleteBucketPolicy { bucket })
             }
             Method::PUT => only(&[], Endpoint::CreateBucket { bucket }),
             Method::HEAD => only(&[], Endpoint::HeadBucket { bucket }),
@@ -545,6 +588,16 @@ mod tests {
                 Method::GET,
                 "/bucket?cors",
                 Endpoint::GetBucketCors { bucket: b() },
+            ),
+            (
+                Method::PUT,
+                "/bucket?policy",
+                Endpoint::PutBucketPolicy { bucket: b() },
+            ),
+            (
+                Method::DELETE,
+                "/bucket?policy",
+                Endpoint::DeleteBucketPolicy { bucket: b() },
             ),
             (
                 Method::OPTIONS,

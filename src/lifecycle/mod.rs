@@ -4,12 +4,15 @@
 //! - `rules`: the rules model, parsed from S3's XML or the aws CLI's JSON and checked as S3
 //!   checks them.
 //! - `evaluate`: the pure evaluator — one version and a clock in, the action due out.
+//! - `engine`: the background scanner that applies the rules through the object layer.
 
+pub mod engine;
 pub mod evaluate;
 pub mod rules;
 
 #[cfg(test)]
 mod tests;
 
+pub use engine::{LifecycleScanner, LifecycleStatus};
 pub use evaluate::{abort_upload_rule, evaluate, expiration_of, Action, Clock, VersionState};
 pub use rules::{LifecycleConfig, RuleError};

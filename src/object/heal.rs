@@ -345,13 +345,24 @@ impl ObjectStore {
         };
     }
 
-    /// Puts every bucket record back on the drives that miss it or hold an older revision,
-    /// and removes records of buckets that agreement says are gone. Returns the drives fixed.
+    /// Puts every bucket record, and every deployment-wide record (users, policies), back on
+    /// the drives that miss it or hold an older revision, and removes records that agreement
+    /// says are gone. Returns the drive records fixed.
     pub async fn heal_buckets(&self) -> Result<u64, ObjectError> {
+        let mut fixed = self.heal_table::<BucketRecord>(MetaTable::Buckets).await?;
+        fixed += self.heal_system_records().await?;
+        Ok(fixed)
+    }
+
+    /// Heals every record of a replicated table on every set.
+    pub(crate) async fn heal_table<T: Revisioned>(
+        &self,
+        table: MetaTable,
+    ) -> Result<u64, ObjectError> {
         let mut fixed = 0;
         for set in &self.sets {
             let scans = set
-                .meta_scan_all(MetaTable::Buckets, Bound::Unbounded, &[], usize::MAX)
+                .meta_scan_all(table, Bound::Unbounded, &[], usize::MAX)
                 .await;
             let mut names: Vec<Vec<u8>> = scans
                 .iter()
@@ -361,7 +372,7 @@ impl ObjectStore {
             names.sort();
             names.dedup();
             for name in names {
-                fixed += heal_bucket_record(set, &name).await?;
+                fixed += heal_revisioned::<T>(set, table, &name).await?;
             }
         }
         Ok(fixed)
@@ -470,23 +481,45 @@ async fn scan_keys(
     (keys, cutoff)
 }
 
-/// Heals one bucket's record across a set's drives.
-async fn heal_bucket_record(set: &ErasureSet, name: &[u8]) -> Result<u64, ObjectError> {
-    let answers: DriveBuckets = set
-        .meta_get_all(MetaTable::Buckets, name)
+/// A record replicated whole on every drive and changed in place: a bucket record or a
+/// deployment-wide record. `id` tells a record from a later one of the same name; the highest
+/// `revision` of the agreed record is its latest change.
+pub(crate) trait Revisioned: serde::Serialize + serde::de::DeserializeOwned + Clone {
+    fn id(&self) -> &str;
+    fn revision(&self) -> u64;
+}
+
+impl Revisioned for BucketRecord {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn revision(&self) -> u64 {
+        self.revision
+    }
+}
+
+/// Heals one replicated record across a set's drives: the newest revision of the agreed
+/// record goes where it is missing or older; a record agreement says is gone is removed.
+pub(crate) async fn heal_revisioned<T: Revisioned>(
+    set: &ErasureSet,
+    table: MetaTable,
+    name: &[u8],
+) -> Result<u64, ObjectError> {
+    let answers: Vec<Result<Option<T>, crate::storage::DriveError>> = set
+        .meta_get_all(table, name)
         .await
         .into_iter()
-        .map(|a| a.map(|v| v.and_then(|b| record::decode::<BucketRecord>(&b).ok())))
+        .map(|a| a.map(|v| v.and_then(|b| record::decode::<T>(&b).ok())))
         .collect();
-    let held: Vec<Option<BucketRecord>> = answers
+    let held: Vec<Option<T>> = answers
         .iter()
         .map(|a| a.as_ref().ok().cloned().flatten())
         .collect();
     let online: Vec<bool> = answers.iter().map(|a| a.is_ok()).collect();
-    let agreed = match super::agree(set, answers, |b: &BucketRecord| b.id.clone()) {
+    let agreed = match super::agree(set, answers, |r: &T| r.id().to_string()) {
         Ok(agreed) => agreed,
         Err(_) => {
-            tracing::warn!(bucket = %String::from_utf8_lossy(name), "heal: drives do not agree on this bucket; left as it is");
+            tracing::warn!(record = %String::from_utf8_lossy(name), "heal: drives do not agree on this record; left as it is");
             return Ok(0);
         }
     };
@@ -496,17 +529,17 @@ async fn heal_bucket_record(set: &ErasureSet, name: &[u8]) -> Result<u64, Object
             let newest = held
                 .iter()
                 .flatten()
-                .filter(|b| b.id == value.id)
-                .max_by_key(|b| b.revision)
+                .filter(|r| r.id() == value.id())
+                .max_by_key(|r| r.revision())
                 .cloned()
                 .unwrap_or(value);
             for (i, drive) in set.drives().iter().enumerate() {
                 let up_to_date = held[i]
                     .as_ref()
-                    .is_some_and(|b| b.id == newest.id && b.revision == newest.revision);
+                    .is_some_and(|r| r.id() == newest.id() && r.revision() == newest.revision());
                 if online[i] && !up_to_date {
                     let put = MetaOp::Put {
-                        table: MetaTable::Buckets,
+                        table,
                         key: name.to_vec(),
                         value: record::encode(&newest),
                     };
@@ -518,7 +551,7 @@ async fn heal_bucket_record(set: &ErasureSet, name: &[u8]) -> Result<u64, Object
             for (i, drive) in set.drives().iter().enumerate() {
                 if held[i].is_some() {
                     let delete = MetaOp::Delete {
-                        table: MetaTable::Buckets,
+                        table,
                         key: name.to_vec(),
                     };
                     fixed += u64::from(drive.meta_apply(vec![delete]).await.is_ok());
@@ -528,8 +561,6 @@ async fn heal_bucket_record(set: &ErasureSet, name: &[u8]) -> Result<u64, Object
     }
     Ok(fixed)
 }
-
-type DriveBuckets = Vec<Result<Option<BucketRecord>, crate::storage::DriveError>>;
 
 impl ObjectStore {
     /// Deletes data folders no record refers to: leftovers of writes cut short between placing

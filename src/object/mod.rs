@@ -16,6 +16,7 @@ mod names;
 mod objects;
 mod record;
 mod span;
+mod system;
 mod uploads;
 mod version;
 

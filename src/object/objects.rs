@@ -360,11 +360,30 @@ impl ObjectStore {
         bucket: &BucketName,
         key: &ObjectKey,
     ) -> Result<(), ObjectError> {
+        self.delete_object_if(bucket, key, |_| true)
+            .await
+            .map(|_| ())
+    }
+
+    /// Deletes a key only if `still` holds for its current version (checked under the key's
+    /// write lock): expiry must not delete an object overwritten since it was judged. Returns
+    /// whether it deleted anything.
+    pub async fn delete_object_if(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        still: impl FnOnce(&ObjectRecord) -> bool,
+    ) -> Result<bool, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
         let set = self.set_for(bucket, key);
         let db_key = object_key(bucket.as_str(), key.as_str());
         let guard = self.locks.write(bucket.as_str(), key.as_str()).await;
         let current = read_records(set, bucket.as_str(), key.as_str()).await;
+        match agree_on_version(set, &current) {
+            Ok(Agreement::Found { value, .. }) if !still(&value) => return Ok(false),
+            Ok(Agreement::NotFound) => return Ok(false),
+            _ => {}
+        }
         let batches = current
             .iter()
             .map(|held| {
@@ -389,7 +408,7 @@ impl ObjectStore {
         drop(guard);
         self.delete_data(set, &bucket_record, replaced_versions(&current, None))
             .await;
-        Ok(())
+        Ok(true)
     }
 }
 

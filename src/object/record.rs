@@ -52,6 +52,12 @@ pub struct BucketSettings {
     /// CORS rules (`?cors`), as stored for answering browsers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cors: Option<Vec<CorsRule>>,
+    /// Bucket policy (`?policy`): the JSON document as put, validated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// Lifecycle configuration (`?lifecycle`), as S3's XML, validated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifecycle: Option<String>,
 }
 
 /// One CORS rule of a bucket.
@@ -229,6 +235,8 @@ mod tests {
             settings: BucketSettings {
                 tags: Some(vec![("team".into(), "ml".into())]),
                 cors: None,
+                policy: Some("{}".into()),
+                lifecycle: None,
             },
         };
         let bytes = encode(&record);

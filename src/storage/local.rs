@@ -33,15 +33,17 @@ fn table(which: MetaTable) -> Table {
         MetaTable::Inline => TableDefinition::new("inline"),
         MetaTable::Uploads => TableDefinition::new("uploads"),
         MetaTable::Parts => TableDefinition::new("parts"),
+        MetaTable::System => TableDefinition::new("system"),
     }
 }
 
-const ALL_TABLES: [MetaTable; 5] = [
+const ALL_TABLES: [MetaTable; 6] = [
     MetaTable::Buckets,
     MetaTable::Objects,
     MetaTable::Inline,
     MetaTable::Uploads,
     MetaTable::Parts,
+    MetaTable::System,
 ];
 
 /// A drive folder on this machine.

@@ -37,6 +37,8 @@ pub enum MetaTable {
     Uploads,
     /// Upload id + part number → part record.
     Parts,
+    /// Deployment-wide records (identities and policies): name → record.
+    System,
 }
 
 /// One change to the metadata database; a batch of them commits atomically.

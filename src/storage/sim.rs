@@ -268,7 +268,7 @@ struct Entry {
 }
 
 /// The metadata database, one map per [`MetaTable`].
-type Tables = [BTreeMap<Vec<u8>, Vec<u8>>; 5];
+type Tables = [BTreeMap<Vec<u8>, Vec<u8>>; 6];
 
 fn table_index(table: MetaTable) -> usize {
     match table {
@@ -277,6 +277,7 @@ fn table_index(table: MetaTable) -> usize {
         MetaTable::Inline => 2,
         MetaTable::Uploads => 3,
         MetaTable::Parts => 4,
+        MetaTable::System => 5,
     }
 }
 

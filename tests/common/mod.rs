@@ -48,8 +48,9 @@ pub const MIB: usize = 1024 * 1024;
 
 /// How long the server may take to print its `listening on` line.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
-/// Marker the server logs once it serves (contract).
+/// Marker the server logs once it serves (contract); `listening on https://` with TLS.
 const LISTENING_MARKER: &str = "listening on http://";
+const LISTENING_MARKER_TLS: &str = "listening on https://";
 
 /// How to start a server. `Default` = 9 fresh drives, default EC (6+3), test credentials,
 /// `127.0.0.1:0`.
@@ -116,6 +117,8 @@ struct Running {
     child: Child,
     watchdog: Option<Child>,
     addr: String,
+    /// `http` or `https`, as announced.
+    scheme: &'static str,
 }
 
 impl Running {
@@ -248,7 +251,7 @@ impl TestServer {
             .map(|t| t.path().to_string_lossy().into_owned())
             .unwrap_or_default();
         let watchdog = spawn_watchdog(child.id(), &cleanup);
-        let (tx, rx) = mpsc::channel::<String>();
+        let (tx, rx) = mpsc::channel::<(&'static str, String)>();
         let echo = std::env::var_os("STRATA_TEST_ECHO").is_some();
         let stderr = child.stderr.take().expect("piped stderr");
         let stdout = child.stdout.take().expect("piped stdout");
@@ -259,7 +262,7 @@ impl TestServer {
         pump_lines(stdout, "stdout: ", self.log.clone(), Some(tx), echo);
 
         let deadline = Instant::now() + START_TIMEOUT;
-        let addr = loop {
+        let (scheme, addr) = loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(remaining.min(Duration::from_millis(200))) {
                 Ok(addr) => break addr,
@@ -298,6 +301,7 @@ impl TestServer {
             child,
             watchdog,
             addr,
+            scheme,
         });
         Ok(())
     }
@@ -313,9 +317,43 @@ impl TestServer {
             .clone()
     }
 
-    /// `http://HOST:PORT`
+    /// `http://HOST:PORT` (`https://` when the server announced TLS).
     pub fn endpoint(&self) -> String {
-        format!("http://{}", self.addr())
+        let scheme = self
+            .running
+            .lock()
+            .unwrap()
+            .as_ref()
+            .expect("server is not running")
+            .scheme;
+        format!("{scheme}://{}", self.addr())
+    }
+
+    /// Process id of the running server (to send it signals).
+    pub fn pid(&self) -> u32 {
+        self.running
+            .lock()
+            .unwrap()
+            .as_ref()
+            .expect("server is not running")
+            .child
+            .id()
+    }
+
+    /// Waits up to `timeout` for the server to exit by itself; its status, or `None`.
+    pub fn wait_exit(&self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(running) = self.running.lock().unwrap().as_mut() {
+                if let Ok(Some(status)) = running.child.try_wait() {
+                    return Some(status);
+                }
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Drive folders in command-line order.
@@ -431,7 +469,7 @@ fn pump_lines(
     pipe: impl Read + Send + 'static,
     prefix: &'static str,
     log: Arc<Mutex<Vec<String>>>,
-    tx: Option<mpsc::Sender<String>>,
+    tx: Option<mpsc::Sender<(&'static str, String)>>,
     echo: bool,
 ) {
     std::thread::spawn(move || {
@@ -458,16 +496,23 @@ fn pump_lines(
     });
 }
 
-/// Extracts `HOST:PORT` from a line containing `listening on http://HOST:PORT`.
-fn parse_listening(line: &str) -> Option<String> {
-    let start = line.find(LISTENING_MARKER)? + LISTENING_MARKER.len();
+/// Extracts the scheme and `HOST:PORT` from a line containing `listening on http://HOST:PORT`
+/// (or `https://`).
+fn parse_listening(line: &str) -> Option<(&'static str, String)> {
+    let (scheme, start) = match line.find(LISTENING_MARKER) {
+        Some(at) => ("http", at + LISTENING_MARKER.len()),
+        None => (
+            "https",
+            line.find(LISTENING_MARKER_TLS)? + LISTENING_MARKER_TLS.len(),
+        ),
+    };
     let addr: String = line[start..]
         .chars()
         .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | ':' | '[' | ']' | '-'))
         .collect();
     let addr = addr.trim_end_matches('.').to_string();
     if addr.contains(':') {
-        Some(addr)
+        Some((scheme, addr))
     } else {
         None
     }

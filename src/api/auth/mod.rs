@@ -8,6 +8,7 @@
 mod chunked;
 pub mod sigv4;
 
+use std::borrow::Cow;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -64,10 +65,29 @@ impl std::fmt::Debug for Credentials {
     }
 }
 
+/// Access keys besides the root user's: the users of `crate::iam`, looked up on every
+/// request.
+pub trait UserKeys: Send + Sync + std::fmt::Debug {
+    /// The secret key of an enabled user's access key.
+    fn secret_for(&self, access_key: &str) -> Option<String>;
+}
+
+/// Who sent a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Identity {
+    /// The root user: may do everything.
+    Root,
+    /// A user, by access key (which is its name).
+    User(String),
+    /// Nobody: an unsigned request.
+    Anonymous,
+}
+
 /// Credentials the server accepts, and the region it signs for.
 #[derive(Clone, Debug)]
 pub struct Keyring {
     keys: Vec<Credentials>,
+    users: Option<Arc<dyn UserKeys>>,
     region: String,
 }
 
@@ -75,15 +95,28 @@ impl Keyring {
     pub fn new(root: Credentials, region: impl Into<String>) -> Self {
         Self {
             keys: vec![root],
+            users: None,
             region: region.into(),
         }
     }
 
-    pub fn secret_for(&self, access_key: &str) -> Option<&str> {
-        self.keys
-            .iter()
-            .find(|c| c.access_key == access_key)
-            .map(|c| c.secret_key.as_str())
+    /// Also accepts the keys of these users (the root user's key comes first).
+    pub fn with_users(mut self, users: Arc<dyn UserKeys>) -> Self {
+        self.users = Some(users);
+        self
+    }
+
+    pub fn secret_for(&self, access_key: &str) -> Option<Cow<'_, str>> {
+        self.lookup(access_key).map(|(secret, _)| secret)
+    }
+
+    /// The secret of an access key and whose key it is.
+    pub fn lookup(&self, access_key: &str) -> Option<(Cow<'_, str>, Identity)> {
+        if let Some(root) = self.keys.iter().find(|c| c.access_key == access_key) {
+            return Some((Cow::Borrowed(root.secret_key.as_str()), Identity::Root));
+        }
+        let secret = self.users.as_ref()?.secret_for(access_key)?;
+        Some((Cow::Owned(secret), Identity::User(access_key.to_string())))
     }
 
     pub fn region(&self) -> &str {
@@ -111,6 +144,8 @@ pub enum PayloadCheck {
 #[derive(Clone, Debug)]
 pub struct Authenticated {
     pub access_key: String,
+    /// Whose access key signed it.
+    pub identity: Identity,
     pub payload: PayloadCheck,
     /// Decoded length from `x-amz-decoded-content-length` for `aws-chunked` bodies.
     pub decoded_length: Option<u64>,
@@ -122,6 +157,7 @@ impl Authenticated {
     pub fn anonymous() -> Self {
         Authenticated {
             access_key: String::new(),
+            identity: Identity::Anonymous,
             payload: PayloadCheck::Unverified,
             decoded_length: None,
         }
@@ -219,13 +255,13 @@ fn check_signed_headers(headers: &HeaderMap, signed: &str, exempt: &[&str]) -> R
     Ok(())
 }
 
-/// Checks region and service of a credential and finds its secret; `scope_error` wraps the
-/// detail in the error of the signing mechanism.
+/// Checks region and service of a credential and finds its secret and identity;
+/// `scope_error` wraps the detail in the error of the signing mechanism.
 fn lookup_secret<'k>(
     credential: &CredentialScope,
     keyring: &'k Keyring,
     scope_error: impl Fn(String) -> S3Error,
-) -> Result<&'k str, S3Error> {
+) -> Result<(Cow<'k, str>, Identity), S3Error> {
     if credential.region != keyring.region() {
         let (got, want) = (&credential.region, keyring.region());
         return Err(scope_error(format!(
@@ -238,7 +274,7 @@ fn lookup_secret<'k>(
         return Err(scope_error(detail));
     }
     keyring
-        .secret_for(&credential.access_key)
+        .lookup(&credential.access_key)
         .ok_or_else(|| S3Error::from_code(S3ErrorCode::InvalidAccessKeyId))
 }
 
@@ -257,11 +293,15 @@ struct SignedParts<'a> {
 
 impl SignedParts<'_> {
     /// Checks the signed-header rules and the signature, then decides the body check.
-    fn verify(&self, secret: &str, exempt_headers: &[&str]) -> Result<Authenticated, S3Error> {
+    fn verify(
+        &self,
+        (secret, identity): (Cow<'_, str>, Identity),
+        exempt_headers: &[&str],
+    ) -> Result<Authenticated, S3Error> {
         let mode = payload_mode(self.payload_hash)?;
         check_signed_headers(self.headers, self.signed_headers, exempt_headers)?;
         let c = self.credential;
-        let key = sigv4::signing_key(secret, &c.date, &c.region, &c.service);
+        let key = sigv4::signing_key(&secret, &c.date, &c.region, &c.service);
         let signature = self
             .matching_signature(&key)
             .ok_or_else(|| S3Error::from_code(S3ErrorCode::SignatureDoesNotMatch))?;
@@ -283,6 +323,7 @@ impl SignedParts<'_> {
         };
         Ok(Authenticated {
             access_key: c.access_key.clone(),
+            identity,
             payload,
             decoded_length,
         })

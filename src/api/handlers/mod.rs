@@ -4,9 +4,11 @@ mod batch;
 mod bucket;
 mod copy;
 mod cors;
+mod lifecycle;
 mod list;
 mod multipart;
 mod object;
+mod policy;
 mod post_object;
 mod tagging;
 
@@ -124,8 +126,16 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
         PutBucketTagging { bucket } => tagging::put_bucket_tagging(request, &bucket).await,
         DeleteBucketTagging { bucket } => tagging::delete_bucket_tagging(request, &bucket).await,
         GetBucketCors { bucket } => cors::get_bucket_cors(request, &bucket).await,
+        GetBucketLifecycle { bucket } => lifecycle::get_bucket_lifecycle(request, &bucket).await,
+        PutBucketLifecycle { bucket } => lifecycle::put_bucket_lifecycle(request, &bucket).await,
+        DeleteBucketLifecycle { bucket } => {
+            lifecycle::delete_bucket_lifecycle(request, &bucket).await
+        }
         PutBucketCors { bucket } => cors::put_bucket_cors(request, &bucket).await,
         DeleteBucketCors { bucket } => cors::delete_bucket_cors(request, &bucket).await,
+        GetBucketPolicy { bucket } => policy::get_bucket_policy(request, &bucket).await,
+        PutBucketPolicy { bucket } => policy::put_bucket_policy(request, &bucket).await,
+        DeleteBucketPolicy { bucket } => policy::delete_bucket_policy(request, &bucket).await,
         CorsPreflight { bucket } => cors::preflight(request, &bucket).await,
         CreateMultipartUpload { bucket, key } => multipart::create(request, &bucket, &key).await,
         UploadPart {

@@ -148,6 +148,11 @@ pub async fn get_object(
         }
     }
     apply_response_overrides(&request, &mut response);
+    if let Some(expiration) = expiration_header(request.state, &bucket, &key, &record).await {
+        response
+            .headers_mut()
+            .insert("x-amz-expiration", expiration);
+    }
 
     let (start, end) = range.unwrap_or((0, record.size));
     let out = response.headers_mut();
@@ -170,6 +175,40 @@ pub async fn get_object(
         *response.body_mut() = Body::from_stream(body);
     }
     Ok(response)
+}
+
+/// `x-amz-expiration: expiry-date="…", rule-id="…"` when a lifecycle rule will expire the
+/// object, as S3 answers GET and HEAD.
+async fn expiration_header(
+    state: &crate::api::AppState,
+    bucket: &crate::object::BucketName,
+    key: &crate::object::ObjectKey,
+    record: &crate::object::ObjectRecord,
+) -> Option<HeaderValue> {
+    use crate::lifecycle::{expiration_of, Clock, LifecycleConfig, VersionState};
+    let settings = state.store.bucket(bucket).await.ok()?.settings;
+    let config = LifecycleConfig::from_xml(settings.lifecycle.as_deref()?).ok()?;
+    let version = VersionState {
+        key: key.as_str(),
+        size: record.size,
+        tags: &record.tags,
+        modified_ms: record.modified_ms,
+        is_latest: true,
+        ..VersionState::default()
+    };
+    let clock = Clock {
+        now_ms: crate::object::now_ms(),
+        day_ms: state.lifecycle_day.as_millis() as i64,
+    };
+    let (expires_ms, rule) = expiration_of(&config, &version, &clock)?;
+    let expires =
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(expires_ms.max(0) as u64);
+    let value = format!(
+        "expiry-date=\"{}\", rule-id=\"{}\"",
+        httpdate::fmt_http_date(expires),
+        rule.replace('"', "")
+    );
+    HeaderValue::from_str(&value).ok()
 }
 
 /// What a GET or HEAD reads: a `Range` header or a `partNumber` (not both, as in S3).

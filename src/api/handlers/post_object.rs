@@ -2,6 +2,7 @@
 //! equivalent PUT and its `file` field is the body. The HTTP request itself is anonymous: a
 //! POST policy signed inside the form authorizes it, and this handler verifies that.
 
+use std::borrow::Cow;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -16,12 +17,12 @@ use time::OffsetDateTime;
 use super::object::{put_options, refuse_unsupported};
 use super::{bucket_name, object_key, Request};
 use crate::api::auth::sigv4::{self, CredentialScope};
-use crate::api::auth::Keyring;
+use crate::api::auth::{Identity, Keyring};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::post_policy::{
     missing_field, FormFields, LengthRange, PolicySignature, PostPolicy,
 };
-use crate::api::router::Query;
+use crate::api::router::{Endpoint, Query};
 use crate::api::{headers, xml, xml_response};
 use crate::body::TrailerSlot;
 
@@ -78,7 +79,18 @@ pub async fn post_object(request: Request<'_>, bucket: &str) -> Result<Response,
         .get("key")
         .ok_or_else(|| missing_field("key"))?
         .to_string();
-    let range = authorize(&request.state.keyring, &form, OffsetDateTime::now_utc())?;
+    let (range, identity) = authorize(&request.state.keyring, &form, OffsetDateTime::now_utc())?;
+    // The form's signer (or nobody, without a policy) must be allowed to put the object.
+    let put = Endpoint::PutObject {
+        bucket: bucket.to_string(),
+        key: key.clone(),
+    };
+    let info = crate::iam::RequestInfo {
+        headers: request.headers,
+        query: &request.query,
+        source_ip: None,
+    };
+    crate::iam::authorize(request.state, &identity, &put, &info).await?;
     let key_name = object_key(&key)?;
 
     // From here the upload is the PUT the form describes.
@@ -149,23 +161,31 @@ fn form_error(err: multer::Error) -> S3Error {
 }
 
 /// Verifies the policy signature and checks the form against the policy; returns the file
-/// sizes it allows. A form without a policy is an anonymous upload, which no bucket of this
-/// server accepts.
+/// sizes it allows and who signed it. A form without a policy is an anonymous upload, which
+/// only a bucket policy allowing anyone to put objects accepts.
 fn authorize(
     keyring: &Keyring,
     form: &FormFields,
     now: OffsetDateTime,
-) -> Result<LengthRange, S3Error> {
+) -> Result<(LengthRange, Identity), S3Error> {
     let Some(encoded) = form.get("policy") else {
-        return Err(S3Error::from_code(S3ErrorCode::AccessDenied));
+        let any = LengthRange {
+            min: 0,
+            max: u64::MAX,
+        };
+        return Ok((any, Identity::Anonymous));
     };
     let signature = PolicySignature::from_form(form)?;
-    signature.verify(encoded, secret_for(keyring, &signature.credential)?)?;
-    PostPolicy::parse(encoded)?.check(form, now)
+    let (secret, identity) = secret_for(keyring, &signature.credential)?;
+    signature.verify(encoded, &secret)?;
+    Ok((PostPolicy::parse(encoded)?.check(form, now)?, identity))
 }
 
-/// The secret of a credential signed for this server's region and S3.
-fn secret_for<'k>(keyring: &'k Keyring, credential: &CredentialScope) -> Result<&'k str, S3Error> {
+/// The secret of a credential signed for this server's region and S3, and whose it is.
+fn secret_for<'k>(
+    keyring: &'k Keyring,
+    credential: &CredentialScope,
+) -> Result<(Cow<'k, str>, Identity), S3Error> {
     let scope_error = |detail: String| {
         S3Error::new(
             S3ErrorCode::InvalidArgument,
@@ -185,7 +205,7 @@ fn secret_for<'k>(keyring: &'k Keyring, credential: &CredentialScope) -> Result<
         )));
     }
     keyring
-        .secret_for(&credential.access_key)
+        .lookup(&credential.access_key)
         .ok_or_else(|| S3Error::from_code(S3ErrorCode::InvalidAccessKeyId))
 }
 

@@ -1,0 +1,76 @@
+//! Bucket lifecycle configuration (`?lifecycle`): rules checked as S3 checks them, stored as
+//! S3's XML in the bucket's settings; the lifecycle scanner applies them.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use super::{bucket_name, Request};
+use crate::api::error::{S3Error, S3ErrorCode};
+use crate::api::xml_response;
+use crate::lifecycle::{LifecycleConfig, RuleError};
+
+impl From<RuleError> for S3Error {
+    fn from(err: RuleError) -> Self {
+        match err {
+            RuleError::MalformedXml(message) => S3Error::new(S3ErrorCode::MalformedXML, message),
+            RuleError::InvalidArgument(message) => {
+                S3Error::new(S3ErrorCode::InvalidArgument, message)
+            }
+        }
+    }
+}
+
+pub async fn put_bucket_lifecycle(
+    mut request: Request<'_>,
+    bucket: &str,
+) -> Result<Response, S3Error> {
+    let name = bucket_name(bucket)?;
+    // S3 requires a digest of the rules, so a corrupted body never deletes the wrong objects.
+    if !request.has_body_digest() {
+        return Err(S3Error::new(
+            S3ErrorCode::InvalidRequest,
+            "Missing required header for this request: Content-MD5",
+        ));
+    }
+    let body = request.small_body().await?;
+    let text =
+        std::str::from_utf8(&body).map_err(|_| S3Error::from_code(S3ErrorCode::MalformedXML))?;
+    let config = LifecycleConfig::from_xml(text)?;
+    let stored = config.to_xml();
+    request
+        .state
+        .store
+        .update_bucket_settings(&name, |settings| {
+            settings.lifecycle = Some(stored);
+            Ok(())
+        })
+        .await?;
+    Ok(StatusCode::OK.into_response())
+}
+
+pub async fn get_bucket_lifecycle(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
+    let name = bucket_name(bucket)?;
+    let record = request.state.store.bucket(&name).await?;
+    match record.settings.lifecycle {
+        Some(xml) => Ok(xml_response(xml)),
+        None => Err(S3Error::from_code(
+            S3ErrorCode::NoSuchLifecycleConfiguration,
+        )),
+    }
+}
+
+pub async fn delete_bucket_lifecycle(
+    request: Request<'_>,
+    bucket: &str,
+) -> Result<Response, S3Error> {
+    let name = bucket_name(bucket)?;
+    request
+        .state
+        .store
+        .update_bucket_settings(&name, |settings| {
+            settings.lifecycle = None;
+            Ok(())
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}

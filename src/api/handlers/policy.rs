@@ -1,0 +1,51 @@
+//! Bucket policies (`?policy`): the JSON document kept in the bucket's settings, which
+//! authorisation (`crate::iam::authorize`) reads on every request of a user or of nobody.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use super::{bucket_name, Request};
+use crate::api::error::{S3Error, S3ErrorCode};
+use crate::iam::{self, MalformedPolicy, Policy, PolicyKind};
+
+pub async fn put_bucket_policy(
+    mut request: Request<'_>,
+    bucket: &str,
+) -> Result<Response, S3Error> {
+    let name = bucket_name(bucket)?;
+    let body = request.small_body().await?;
+    let document = std::str::from_utf8(&body)
+        .map_err(|_| iam::malformed_policy(MalformedPolicy("Policies must be UTF-8".into())))?;
+    Policy::parse(document, PolicyKind::Bucket(bucket)).map_err(iam::malformed_policy)?;
+    request
+        .state
+        .store
+        .update_bucket_settings(&name, |settings| {
+            settings.policy = Some(document.to_string());
+            Ok(())
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+pub async fn get_bucket_policy(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
+    let name = bucket_name(bucket)?;
+    let record = request.state.store.bucket(&name).await?;
+    match record.settings.policy {
+        Some(document) => Ok(([("content-type", "application/json")], document).into_response()),
+        None => Err(S3Error::from_code(S3ErrorCode::NoSuchBucketPolicy)),
+    }
+}
+
+pub async fn delete_bucket_policy(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
+    let name = bucket_name(bucket)?;
+    request
+        .state
+        .store
+        .update_bucket_settings(&name, |settings| {
+            settings.policy = None;
+            Ok(())
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}

@@ -1,0 +1,154 @@
+//! Identities and access: users besides the root user, the policies that say what they may
+//! do, bucket policies, and the one decision every S3 request goes through.
+//!
+//! Who a request comes from is decided by authentication (`crate::api::auth`): the root
+//! user, a user (by its access key, which is its name), or anonymous (unsigned). What it may
+//! do is decided here, after routing, by [`authorize`]:
+//!
+//! - the root user may do everything;
+//! - a user needs an `Allow` for every action the request is ([`action::checks`]), from its
+//!   own policies or from the bucket's policy, and no `Deny` from either;
+//! - an anonymous request needs an `Allow` for `Principal: "*"` in the bucket's policy, and
+//!   no `Deny`.
+//!
+//! Anything else is `AccessDenied`.
+
+pub mod action;
+pub mod crypt;
+pub mod policy;
+pub mod store;
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use axum::http::HeaderMap;
+
+pub use policy::{MalformedPolicy, Policy, PolicyKind};
+pub use store::{Iam, IamError, PolicyInfo, UserInfo};
+
+use crate::api::auth::Identity;
+use crate::api::error::{S3Error, S3ErrorCode};
+use crate::api::router::{Endpoint, Query};
+use crate::api::AppState;
+use crate::object::{BucketName, ObjectError};
+use action::On;
+use policy::{Access, Caller, Context, Decision, Target};
+
+/// What authorisation looks at besides the endpoint.
+pub struct RequestInfo<'a> {
+    pub headers: &'a HeaderMap,
+    pub query: &'a Query,
+    /// The client's address, when the server knows it (`aws:SourceIp`).
+    pub source_ip: Option<IpAddr>,
+}
+
+/// Whether `identity` may make the request; `AccessDenied` otherwise.
+pub async fn authorize(
+    state: &AppState,
+    identity: &Identity,
+    endpoint: &Endpoint,
+    request: &RequestInfo<'_>,
+) -> Result<(), S3Error> {
+    let caller = match identity {
+        Identity::Root => return Ok(()),
+        Identity::User(name) => Caller::User(name),
+        Identity::Anonymous => Caller::Anonymous,
+    };
+    let context = context(caller, endpoint, request);
+    let mut bucket_policies: Vec<(String, Option<Arc<Policy>>)> = Vec::new();
+    for check in action::checks(endpoint, request.headers) {
+        let resource = check.resource();
+        let access = Access {
+            action: check.action,
+            target: match check.on {
+                On::AllKeys => Target::AllUnder(&resource),
+                On::Bucket | On::Key(_) => Target::One(&resource),
+            },
+            caller,
+            context: &context,
+        };
+        let mut decision = match caller {
+            Caller::User(name) => state.iam.decide(name, &access),
+            Caller::Anonymous => Decision::NotApplicable,
+        };
+        if decision != Decision::Deny {
+            if let Some(bucket) = &check.bucket {
+                let policy = match bucket_policies.iter().find(|(b, _)| b == bucket) {
+                    Some((_, policy)) => policy.clone(),
+                    None => {
+                        let policy = bucket_policy(state, bucket).await?.map(Arc::new);
+                        bucket_policies.push((bucket.clone(), policy.clone()));
+                        policy
+                    }
+                };
+                if let Some(policy) = policy {
+                    decision = decision.combine(policy.evaluate(&access));
+                }
+            }
+        }
+        if decision != Decision::Allow {
+            return Err(S3Error::from_code(S3ErrorCode::AccessDenied));
+        }
+    }
+    Ok(())
+}
+
+/// The condition keys of a request.
+fn context(caller: Caller<'_>, endpoint: &Endpoint, request: &RequestInfo<'_>) -> Context {
+    let mut context = Context::default();
+    // Strata serves plain HTTP.
+    context.set("aws:SecureTransport", "false");
+    match request.source_ip {
+        Some(ip) => {
+            let ip = match ip {
+                IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+                v4 => v4,
+            };
+            context.set("aws:SourceIp", ip.to_string());
+        }
+        None => context.set_unknown("aws:SourceIp"),
+    }
+    match caller {
+        Caller::User(name) => {
+            context.set("aws:username", name);
+            context.set("aws:userid", name);
+            context.set("aws:PrincipalType", "User");
+        }
+        Caller::Anonymous => context.set("aws:PrincipalType", "Anonymous"),
+    }
+    for (header, key) in [("user-agent", "aws:UserAgent"), ("referer", "aws:Referer")] {
+        if let Some(value) = request.headers.get(header).and_then(|v| v.to_str().ok()) {
+            context.set(key, value);
+        }
+    }
+    action::request_keys(endpoint, request.query, &mut context);
+    context
+}
+
+/// A bucket's policy; `None` when it has none or does not exist.
+async fn bucket_policy(state: &AppState, bucket: &str) -> Result<Option<Policy>, S3Error> {
+    let Ok(name) = BucketName::parse(bucket) else {
+        return Ok(None);
+    };
+    let record = match state.store.bucket(&name).await {
+        Ok(record) => record,
+        Err(ObjectError::NoSuchBucket) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let Some(document) = record.settings.policy else {
+        return Ok(None);
+    };
+    match Policy::parse(&document, PolicyKind::Bucket(bucket)) {
+        Ok(policy) => Ok(Some(policy)),
+        Err(e) => {
+            // Put policies were validated: one that no longer parses could hide a Deny.
+            tracing::error!(%bucket, error = %e, "the bucket's stored policy does not parse; denying");
+            Err(S3Error::from_code(S3ErrorCode::AccessDenied))
+        }
+    }
+}
+
+/// S3's answer to a policy document it refuses.
+pub fn malformed_policy(err: MalformedPolicy) -> S3Error {
+    S3Error::new(S3ErrorCode::MalformedPolicy, err.0)
+}

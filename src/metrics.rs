@@ -1,0 +1,923 @@
+//! Prometheus metrics at `GET /metrics`, in the Prometheus text exposition format (0.0.4).
+//!
+//! - Requests: counted in [`Metrics::record`], called once per request by `api::handle`, by
+//!   operation (`PutObject`, `GetObject`, ...; `Anonymous`, `Unauthenticated` and
+//!   `NotImplemented` for requests refused before routing) and HTTP status, with their
+//!   latency (until the response headers are ready: the time to first byte of a GET) and the
+//!   bytes they carried in and out.
+//! - Drives, heal and bucket usage: read when scraped, from the deployment, the healer and the
+//!   last count of the usage scanner (`crate::usage`), so a scrape never lists a bucket.
+//!
+//! Only an unsigned `GET /metrics` is a scrape: a signed one is an S3 request for a bucket
+//! named `metrics`. Scrapers authenticate with `Authorization: Bearer STRATA_METRICS_TOKEN`,
+//! or not at all with `STRATA_METRICS_AUTH=public`.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, UNIX_EPOCH};
+
+use axum::body::{Body, HttpBody};
+use axum::extract::Request;
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::Response;
+use prometheus_client::encoding::{prometheus_text, EncodeLabelSet};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use subtle::ConstantTimeEq;
+
+use crate::config::{MetricsAuth, MetricsConfig};
+use crate::deployment::Deployment;
+use crate::healing::{HealStatus, Healer};
+use crate::object::ObjectStore;
+use crate::storage::{DiskInfo, Drive};
+use crate::usage::{Usage, UsageSnapshot};
+
+/// `Content-Type` of the answer: the Prometheus text format, version 0.0.4.
+pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
+
+/// Upper bounds of the request latency buckets, in seconds: 1 ms to 60 s.
+pub const LATENCY_BUCKETS: [f64; 15] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+/// How long a scrape waits for one drive's free space before leaving it out.
+const DISK_INFO_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often the heal counters look at the healer, so that passes finishing between two
+/// scrapes are all counted.
+const HEAL_SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    operation: &'static str,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OperationLabels {
+    operation: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DriveLabels {
+    /// Erasure set, counted from 1 as `strata admin info` shows it.
+    set: usize,
+    /// The drive folder.
+    drive: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RuleLabels {
+    bucket: String,
+    rule: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BucketLabels {
+    bucket: String,
+}
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(LATENCY_BUCKETS)
+}
+
+/// The request metrics, the scrape settings and the running heal totals.
+pub struct Metrics {
+    auth: MetricsAuth,
+    token: Option<String>,
+    usage: Arc<Usage>,
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    durations: Family<OperationLabels, Histogram, fn() -> Histogram>,
+    received: Family<OperationLabels, Counter>,
+    sent: Family<OperationLabels, Counter>,
+    heal: Mutex<HealTotals>,
+}
+
+impl Metrics {
+    pub fn new(config: &MetricsConfig, usage: Arc<Usage>) -> Self {
+        let mut registry = Registry::default();
+        let requests = Family::<RequestLabels, Counter>::default();
+        let durations =
+            Family::<OperationLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                latency_histogram,
+            );
+        let received = Family::<OperationLabels, Counter>::default();
+        let sent = Family::<OperationLabels, Counter>::default();
+        registry.register(
+            "strata_requests",
+            "S3 requests answered, by operation and HTTP status",
+            requests.clone(),
+        );
+        registry.register(
+            "strata_request_duration_seconds",
+            "Time from a request's arrival until its response headers are ready, by operation",
+            durations.clone(),
+        );
+        registry.register(
+            "strata_received_bytes",
+            "Request body bytes (Content-Length, or the decoded length), by operation",
+            received.clone(),
+        );
+        registry.register(
+            "strata_sent_bytes",
+            "Response body bytes (the announced length), by operation",
+            sent.clone(),
+        );
+        Self {
+            auth: config.auth,
+            token: config.token.clone(),
+            usage,
+            registry,
+            requests,
+            durations,
+            received,
+            sent,
+            heal: Mutex::new(HealTotals::default()),
+        }
+    }
+
+    /// Counts one answered request.
+    pub fn record(
+        &self,
+        operation: &'static str,
+        response: &Response,
+        elapsed: Duration,
+        received: u64,
+    ) {
+        let status = response.status().as_u16();
+        self.requests
+            .get_or_create(&RequestLabels { operation, status })
+            .inc();
+        let by_operation = OperationLabels { operation };
+        self.durations
+            .get_or_create(&by_operation)
+            .observe(elapsed.as_secs_f64());
+        self.received.get_or_create(&by_operation).inc_by(received);
+        self.sent
+            .get_or_create(&by_operation)
+            .inc_by(response_bytes(response));
+    }
+
+    /// Looks at the healer every second, so that the heal counters miss no pass.
+    pub fn spawn_heal_sampler(
+        self: &Arc<Self>,
+        healer: Arc<Healer>,
+        store: Arc<ObjectStore>,
+    ) -> tokio::task::JoinHandle<()> {
+        let metrics = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(HEAL_SAMPLE_INTERVAL).await;
+                metrics.observe_heal(&healer.status(&store));
+            }
+        })
+    }
+
+    fn observe_heal(&self, status: &HealStatus) -> HealTotals {
+        let mut totals = self.heal.lock().expect("not poisoned");
+        totals.observe(status);
+        totals.clone()
+    }
+
+    /// What a scrape reports besides the request metrics, read now.
+    pub async fn snapshot(
+        &self,
+        deployment: &Deployment,
+        healer: &Healer,
+        store: &ObjectStore,
+        lifecycle: &crate::lifecycle::LifecycleStatus,
+    ) -> Snapshot {
+        let spaces = futures::future::join_all(deployment.drives.iter().map(|drive| async move {
+            if !drive.is_online() || drive.is_stalled() {
+                return None;
+            }
+            tokio::time::timeout(DISK_INFO_TIMEOUT, drive.slot.disk_info())
+                .await
+                .ok()?
+                .ok()
+        }))
+        .await;
+        let drives = deployment
+            .drives
+            .iter()
+            .zip(spaces)
+            .map(|(drive, space)| DriveSample {
+                set: drive.set_index + 1,
+                drive: drive.path.display().to_string(),
+                online: drive.is_online(),
+                healing: drive.is_healing(),
+                stalled: drive.is_stalled(),
+                space,
+            })
+            .collect();
+        Snapshot {
+            drives,
+            heal: healer.status(store),
+            lifecycle: lifecycle.all(),
+            usage: self.usage.latest(),
+        }
+    }
+
+    /// The exposition: request metrics, then what `snapshot` read.
+    pub fn encode(&self, snapshot: &Snapshot) -> String {
+        let heal = self.observe_heal(&snapshot.heal);
+        let mut registry = Registry::default();
+
+        let drive_gauge = |registry: &mut Registry, name: &str, help: &str| {
+            let family = Family::<DriveLabels, Gauge>::default();
+            registry.register(name, help, family.clone());
+            family
+        };
+        let online = drive_gauge(
+            &mut registry,
+            "strata_drive_online",
+            "1 while the drive is in service, 0 while it is offline",
+        );
+        let healing = drive_gauge(
+            &mut registry,
+            "strata_drive_healing",
+            "1 while the drive is back in service but not yet given everything it missed",
+        );
+        let stalled = drive_gauge(
+            &mut registry,
+            "strata_drive_stalled",
+            "1 while the drive misses its deadlines and requests are served around it",
+        );
+        let free = drive_gauge(
+            &mut registry,
+            "strata_drive_free_bytes",
+            "Bytes available to the server on the drive's filesystem (online drives)",
+        );
+        let total = drive_gauge(
+            &mut registry,
+            "strata_drive_total_bytes",
+            "Size of the drive's filesystem (online drives)",
+        );
+        for drive in &snapshot.drives {
+            let labels = DriveLabels {
+                set: drive.set,
+                drive: drive.drive.clone(),
+            };
+            online.get_or_create(&labels).set(drive.online.into());
+            healing.get_or_create(&labels).set(drive.healing.into());
+            stalled.get_or_create(&labels).set(drive.stalled.into());
+            if let Some(space) = &drive.space {
+                free.get_or_create(&labels).set(saturating_i64(space.free));
+                total
+                    .get_or_create(&labels)
+                    .set(saturating_i64(space.total));
+            }
+        }
+
+        let status = &snapshot.heal;
+        registry.register(
+            "strata_heal_objects_checked",
+            "Objects heal passes and heals after damaged reads went over, since the start",
+            ConstCounter::new(heal.checked),
+        );
+        registry.register(
+            "strata_heal_objects_healed",
+            "Objects that had something repaired, since the start",
+            ConstCounter::new(heal.healed),
+        );
+        let gauge = |registry: &mut Registry, name: &str, help: &str, value: i64| {
+            let gauge = Gauge::<i64>::default();
+            gauge.set(value);
+            registry.register(name, help, gauge);
+        };
+        gauge(
+            &mut registry,
+            "strata_heal_running",
+            "1 while a heal pass runs",
+            status.running.is_some().into(),
+        );
+        gauge(
+            &mut registry,
+            "strata_heal_objects_remaining",
+            "Objects known to wait for healing: the running pass's rest and damaged reads queued",
+            saturating_i64(status.objects_to_heal()),
+        );
+        let running = status.running.as_ref();
+        gauge(
+            &mut registry,
+            "strata_heal_pass_objects",
+            "Objects the running heal pass goes over (0 with none running)",
+            saturating_i64(running.map_or(0, |p| p.objects_total)),
+        );
+        gauge(
+            &mut registry,
+            "strata_heal_pass_objects_checked",
+            "Objects the running heal pass went over so far (0 with none running)",
+            saturating_i64(running.map_or(0, |p| p.report.objects_checked)),
+        );
+        if let Some(finished) = status.last.as_ref().and_then(|p| p.finished_ms) {
+            let last = Gauge::<f64, AtomicU64>::default();
+            last.set(finished as f64 / 1000.0);
+            registry.register(
+                "strata_heal_last_pass_timestamp_seconds",
+                "When the last heal pass finished, Unix seconds",
+                last,
+            );
+        }
+
+        let rule_counter = |registry: &mut Registry, name: &str, help: &str| {
+            let family = Family::<RuleLabels, Counter>::default();
+            registry.register(name, help, family.clone());
+            family
+        };
+        let expired = rule_counter(
+            &mut registry,
+            "strata_lifecycle_expired",
+            "Objects the lifecycle scanner expired, by bucket and rule",
+        );
+        let aborted = rule_counter(
+            &mut registry,
+            "strata_lifecycle_uploads_aborted",
+            "Incomplete multipart uploads the lifecycle scanner aborted, by bucket and rule",
+        );
+        let skipped = rule_counter(
+            &mut registry,
+            "strata_lifecycle_transitions_skipped",
+            "Transitions due but not done (no tier of that storage class), by bucket and rule",
+        );
+        let last_scan = Family::<BucketLabels, Gauge<f64, AtomicU64>>::default();
+        registry.register(
+            "strata_lifecycle_last_scan_timestamp_seconds",
+            "When the lifecycle scanner last finished a bucket, Unix seconds",
+            last_scan.clone(),
+        );
+        for (bucket, activity) in &snapshot.lifecycle {
+            for (rule, counts) in &activity.rules {
+                let labels = RuleLabels {
+                    bucket: bucket.clone(),
+                    rule: rule.clone(),
+                };
+                expired.get_or_create(&labels).inc_by(counts.expired);
+                aborted
+                    .get_or_create(&labels)
+                    .inc_by(counts.uploads_aborted);
+                skipped
+                    .get_or_create(&labels)
+                    .inc_by(counts.transitions_skipped);
+            }
+            if let Some(at) = activity.last_scan_ms {
+                let labels = BucketLabels {
+                    bucket: bucket.clone(),
+                };
+                last_scan.get_or_create(&labels).set(at as f64 / 1000.0);
+            }
+        }
+
+        if let Some(usage) = &snapshot.usage {
+            let objects = Family::<BucketLabels, Gauge>::default();
+            let bytes = Family::<BucketLabels, Gauge>::default();
+            registry.register(
+                "strata_bucket_objects",
+                "Objects in the bucket at the last usage scan",
+                objects.clone(),
+            );
+            registry.register(
+                "strata_bucket_bytes",
+                "Bytes of object data in the bucket at the last usage scan",
+                bytes.clone(),
+            );
+            for (bucket, counted) in &usage.buckets {
+                let labels = BucketLabels {
+                    bucket: bucket.clone(),
+                };
+                objects
+                    .get_or_create(&labels)
+                    .set(saturating_i64(counted.objects));
+                bytes
+                    .get_or_create(&labels)
+                    .set(saturating_i64(counted.bytes));
+            }
+            let finished = Gauge::<f64, AtomicU64>::default();
+            finished.set(
+                usage
+                    .finished
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap_or_default()
+                    .as_secs_f64(),
+            );
+            registry.register(
+                "strata_usage_scan_timestamp_seconds",
+                "When the last bucket usage scan finished, Unix seconds",
+                finished,
+            );
+            let took = Gauge::<f64, AtomicU64>::default();
+            took.set(usage.took.as_secs_f64());
+            registry.register(
+                "strata_usage_scan_duration_seconds",
+                "How long the last bucket usage scan took",
+                took,
+            );
+        }
+
+        let mut out = String::new();
+        prometheus_text::encode(&mut out, &self.registry).expect("writing to a String");
+        prometheus_text::encode(&mut out, &registry).expect("writing to a String");
+        out
+    }
+
+    /// The answer when the scraper may not read the metrics; `None` when it may.
+    fn refusal(&self, headers: &HeaderMap) -> Option<Response> {
+        if self.auth == MetricsAuth::Public {
+            return None;
+        }
+        let Some(token) = &self.token else {
+            return Some(text_response(
+                StatusCode::FORBIDDEN,
+                "Metrics need a bearer token, and none is configured: set STRATA_METRICS_TOKEN \
+                 and scrape with 'Authorization: Bearer <token>', or set \
+                 STRATA_METRICS_AUTH=public to let anyone who reaches the server scrape.\n",
+            ));
+        };
+        let sent = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(bearer_token);
+        match sent {
+            Some(sent) if bool::from(sent.as_bytes().ct_eq(token.as_bytes())) => None,
+            _ => {
+                let mut response = text_response(
+                    StatusCode::UNAUTHORIZED,
+                    "Scrape with 'Authorization: Bearer <STRATA_METRICS_TOKEN>'.\n",
+                );
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    header::HeaderValue::from_static("Bearer realm=\"strata metrics\""),
+                );
+                Some(response)
+            }
+        }
+    }
+}
+
+/// The heal counters: every finished pass once, plus the running pass and the heals after
+/// damaged reads so far. Never lower than what a scrape saw before.
+#[derive(Debug, Clone, Default)]
+struct HealTotals {
+    /// Start and end of the last finished pass counted.
+    counted_pass: Option<(i64, Option<i64>)>,
+    finished_checked: u64,
+    finished_healed: u64,
+    checked: u64,
+    healed: u64,
+}
+
+impl HealTotals {
+    fn observe(&mut self, status: &HealStatus) {
+        if let Some(last) = &status.last {
+            let id = (last.started_ms, last.finished_ms);
+            if self.counted_pass != Some(id) {
+                self.counted_pass = Some(id);
+                self.finished_checked += last.report.objects_checked;
+                self.finished_healed += last.report.objects_healed;
+            }
+        }
+        let (running_checked, running_healed) = status.running.as_ref().map_or((0, 0), |p| {
+            (p.report.objects_checked, p.report.objects_healed)
+        });
+        let reads = &status.healed_after_reads;
+        let checked = self.finished_checked + running_checked + reads.objects_checked;
+        let healed = self.finished_healed + running_healed + reads.objects_healed;
+        self.checked = self.checked.max(checked);
+        self.healed = self.healed.max(healed);
+    }
+}
+
+/// One drive as a scrape sees it.
+#[derive(Debug, Clone)]
+pub struct DriveSample {
+    /// Erasure set, from 1.
+    pub set: usize,
+    pub drive: String,
+    pub online: bool,
+    pub healing: bool,
+    pub stalled: bool,
+    /// `None` for drives offline, stalled or too slow to answer.
+    pub space: Option<DiskInfo>,
+}
+
+/// What a scrape reads besides the request metrics.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub drives: Vec<DriveSample>,
+    pub heal: HealStatus,
+    /// What the lifecycle scanner did, per bucket.
+    pub lifecycle: std::collections::BTreeMap<String, crate::lifecycle::engine::BucketActivity>,
+    /// `None` until the usage scanner's first count.
+    pub usage: Option<UsageSnapshot>,
+}
+
+/// Request body bytes: `Content-Length`, or the decoded length of an `aws-chunked` body sent
+/// without one.
+pub fn request_bytes(headers: &HeaderMap) -> u64 {
+    let number = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    number("content-length")
+        .or_else(|| number("x-amz-decoded-content-length"))
+        .unwrap_or(0)
+}
+
+/// Response body bytes: the body's exact length when it is in memory (0 for HEAD), else the
+/// announced `Content-Length` (streamed GET bodies).
+fn response_bytes(response: &Response) -> u64 {
+    if let Some(exact) = response.body().size_hint().exact() {
+        return exact;
+    }
+    response
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Whether the request is a scrape: an unsigned `GET /metrics` (path style, not a
+/// virtual-hosted bucket's key `metrics`). A bearer token is not an S3 signature.
+pub fn is_scrape(request: &Request, domain: Option<&str>) -> bool {
+    if request.method() != Method::GET || request.uri().path() != "/metrics" {
+        return false;
+    }
+    let signed_header = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .is_some_and(|v| v.to_str().map_or(true, |v| bearer_token(v).is_none()));
+    let presigned = request.uri().query().is_some_and(|q| {
+        ["X-Amz-Signature", "X-Amz-Credential", "AWSAccessKeyId"]
+            .iter()
+            .any(|p| q.contains(p))
+    });
+    if signed_header || presigned {
+        return false;
+    }
+    matches!(
+        crate::api::router::bucket_and_key(request.uri(), request.headers(), domain),
+        Ok((bucket, key)) if bucket == "metrics" && key.is_empty()
+    )
+}
+
+/// Answers a scrape.
+pub async fn answer(state: &crate::api::AppState, headers: &HeaderMap) -> Response {
+    let metrics = &state.metrics;
+    if let Some(refused) = metrics.refusal(headers) {
+        return refused;
+    }
+    let snapshot = metrics
+        .snapshot(
+            &state.deployment,
+            &state.healer,
+            &state.store,
+            &state.lifecycle_status,
+        )
+        .await;
+    let body = metrics.encode(&snapshot);
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, CONTENT_TYPE)
+        .header(header::CACHE_CONTROL, "no-store")
+        .header("server", "Strata")
+        .body(Body::from(body))
+        .expect("static headers are valid")
+}
+
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+fn text_response(status: StatusCode, message: &'static str) -> Response {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .header("server", "Strata")
+        .body(Body::from(message))
+        .expect("static headers are valid")
+}
+
+fn saturating_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// The metric names of samples in a text exposition (`name{labels} value` lines).
+pub fn sample_names(exposition: &str) -> BTreeSet<String> {
+    exposition
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .filter_map(|line| {
+            line.split(|c: char| c == '{' || c.is_whitespace())
+                .next()
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::healing::HealPass;
+    use crate::object::HealReport;
+    use crate::usage::BucketUsage;
+    use std::time::SystemTime;
+
+    fn metrics(auth: MetricsAuth, token: Option<&str>) -> Metrics {
+        let config = MetricsConfig {
+            auth,
+            token: token.map(str::to_string),
+            ..MetricsConfig::default()
+        };
+        Metrics::new(&config, Arc::new(Usage::default()))
+    }
+
+    fn report(checked: u64, healed: u64) -> HealReport {
+        HealReport {
+            objects_checked: checked,
+            objects_healed: healed,
+            ..HealReport::default()
+        }
+    }
+
+    fn pass(started_ms: i64, finished: bool, report: HealReport, total: u64) -> HealPass {
+        HealPass {
+            reason: "test".into(),
+            started_ms,
+            finished_ms: finished.then_some(started_ms + 10),
+            objects_total: total,
+            report,
+            ..HealPass::default()
+        }
+    }
+
+    /// A snapshot with every kind of sample, and one request of each kind recorded.
+    fn full_exposition() -> String {
+        let metrics = metrics(MetricsAuth::Public, None);
+        let response = Response::new(Body::from("hello"));
+        metrics.record("GetObject", &response, Duration::from_millis(3), 0);
+        let snapshot = Snapshot {
+            drives: vec![DriveSample {
+                set: 1,
+                drive: "/data/d1".into(),
+                online: true,
+                healing: false,
+                stalled: false,
+                space: Some(DiskInfo {
+                    total: 100,
+                    used: 40,
+                    free: 60,
+                }),
+            }],
+            heal: HealStatus {
+                running: Some(pass(5, false, report(1, 0), 4)),
+                last: Some(pass(1, true, report(2, 1), 2)),
+                ..HealStatus::default()
+            },
+            usage: Some(UsageSnapshot {
+                buckets: [(
+                    "photos".to_string(),
+                    BucketUsage {
+                        objects: 2,
+                        bytes: 10,
+                    },
+                )]
+                .into(),
+                finished: SystemTime::now(),
+                took: Duration::from_millis(5),
+            }),
+            lifecycle: [(
+                "photos".to_string(),
+                crate::lifecycle::engine::BucketActivity {
+                    last_scan_ms: Some(1_000),
+                    objects_scanned: 2,
+                    rules: [(
+                        "tmp".to_string(),
+                        crate::lifecycle::engine::RuleActivity {
+                            expired: 3,
+                            ..Default::default()
+                        },
+                    )]
+                    .into(),
+                },
+            )]
+            .into(),
+        };
+        metrics.encode(&snapshot)
+    }
+
+    #[test]
+    fn the_exposition_has_every_metric() {
+        let text = full_exposition();
+        let names = sample_names(&text);
+        for name in [
+            "strata_requests_total",
+            "strata_request_duration_seconds_bucket",
+            "strata_request_duration_seconds_count",
+            "strata_request_duration_seconds_sum",
+            "strata_received_bytes_total",
+            "strata_sent_bytes_total",
+            "strata_drive_online",
+            "strata_drive_healing",
+            "strata_drive_stalled",
+            "strata_drive_free_bytes",
+            "strata_drive_total_bytes",
+            "strata_bucket_objects",
+            "strata_bucket_bytes",
+            "strata_heal_objects_checked_total",
+            "strata_heal_objects_healed_total",
+            "strata_heal_running",
+            "strata_heal_objects_remaining",
+            "strata_usage_scan_timestamp_seconds",
+            "strata_lifecycle_expired_total",
+            "strata_lifecycle_uploads_aborted_total",
+            "strata_lifecycle_transitions_skipped_total",
+            "strata_lifecycle_last_scan_timestamp_seconds",
+        ] {
+            assert!(names.contains(name), "{name} missing from:\n{text}");
+        }
+        assert!(
+            text.contains(r#"strata_requests_total{operation="GetObject",status="200"} 1"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"strata_sent_bytes_total{operation="GetObject"} 5"#));
+        assert!(
+            text.contains(
+                r#"strata_request_duration_seconds_bucket{le="0.005",operation="GetObject"} 1"#
+            ) || text.contains(
+                r#"strata_request_duration_seconds_bucket{operation="GetObject",le="0.005"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(text.contains(r#"strata_drive_free_bytes{set="1",drive="/data/d1"} 60"#));
+        assert!(text.contains(r#"strata_bucket_bytes{bucket="photos"} 10"#));
+        // Last pass (2 checked) and the running one (1 so far).
+        assert!(
+            text.contains("strata_heal_objects_checked_total 3"),
+            "{text}"
+        );
+        assert!(text.contains("strata_heal_objects_remaining 3"), "{text}");
+        assert!(text.contains("strata_heal_running 1"), "{text}");
+    }
+
+    #[test]
+    fn heal_counters_count_each_pass_once_and_never_go_down() {
+        let mut totals = HealTotals::default();
+        let mut status = HealStatus {
+            running: Some(pass(10, false, report(5, 1), 20)),
+            ..HealStatus::default()
+        };
+        totals.observe(&status);
+        assert_eq!((totals.checked, totals.healed), (5, 1));
+        status.last = Some(pass(10, true, report(20, 2), 20));
+        status.running = None;
+        totals.observe(&status);
+        totals.observe(&status);
+        assert_eq!((totals.checked, totals.healed), (20, 2));
+        status.running = Some(pass(50, false, report(3, 0), 20));
+        status.healed_after_reads = report(4, 4);
+        totals.observe(&status);
+        assert_eq!((totals.checked, totals.healed), (27, 6));
+        // A pass seen only once it finished, with less than the running one showed.
+        status.running = None;
+        status.last = Some(pass(50, true, report(1, 0), 20));
+        totals.observe(&status);
+        assert_eq!((totals.checked, totals.healed), (27, 6));
+    }
+
+    #[test]
+    fn scrapes_are_unsigned_gets_of_exactly_metrics() {
+        let request = |method: Method, uri: &str, headers: &[(&str, &str)]| {
+            let mut builder = Request::builder().method(method).uri(uri);
+            for (name, value) in headers {
+                builder = builder.header(*name, *value);
+            }
+            builder.body(Body::empty()).unwrap()
+        };
+        assert!(is_scrape(&request(Method::GET, "/metrics", &[]), None));
+        let bearer = [("authorization", "Bearer abc")];
+        assert!(is_scrape(&request(Method::GET, "/metrics", &bearer), None));
+        let signed = [("authorization", "AWS4-HMAC-SHA256 Credential=x")];
+        assert!(!is_scrape(&request(Method::GET, "/metrics", &signed), None));
+        let presigned = "/metrics?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=00";
+        assert!(!is_scrape(&request(Method::GET, presigned, &[]), None));
+        assert!(!is_scrape(&request(Method::PUT, "/metrics", &[]), None));
+        assert!(!is_scrape(&request(Method::GET, "/metrics/x", &[]), None));
+        assert!(!is_scrape(&request(Method::GET, "/metricsx", &[]), None));
+        // The key `metrics` of a virtual-hosted bucket.
+        let host = [("host", "photos.s3.example.com")];
+        assert!(!is_scrape(
+            &request(Method::GET, "/metrics", &host),
+            Some("s3.example.com")
+        ));
+    }
+
+    #[test]
+    fn bearer_mode_needs_the_configured_token() {
+        let with = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::AUTHORIZATION, value.parse().unwrap());
+            headers
+        };
+        let m = metrics(MetricsAuth::Bearer, Some("tok3n"));
+        assert!(m.refusal(&with("Bearer tok3n")).is_none());
+        assert!(m.refusal(&with("bearer  tok3n ")).is_none());
+        let refused = m.refusal(&with("Bearer nope")).unwrap();
+        assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            m.refusal(&HeaderMap::new()).unwrap().status(),
+            StatusCode::UNAUTHORIZED
+        );
+        let unset = metrics(MetricsAuth::Bearer, None);
+        assert_eq!(
+            unset.refusal(&with("Bearer x")).unwrap().status(),
+            StatusCode::FORBIDDEN
+        );
+        assert!(metrics(MetricsAuth::Public, None)
+            .refusal(&HeaderMap::new())
+            .is_none());
+    }
+
+    #[test]
+    fn request_and_response_bytes() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(request_bytes(&headers), 0);
+        headers.insert("x-amz-decoded-content-length", "7".parse().unwrap());
+        assert_eq!(request_bytes(&headers), 7);
+        headers.insert("content-length", "9".parse().unwrap());
+        assert_eq!(request_bytes(&headers), 9);
+        // A HEAD announces the object's length but sends no body.
+        let mut head = Response::new(Body::empty());
+        head.headers_mut()
+            .insert(header::CONTENT_LENGTH, "1000".parse().unwrap());
+        assert_eq!(response_bytes(&head), 0);
+        let stream = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from("abc"))]);
+        let mut streamed = Response::new(Body::from_stream(stream));
+        streamed
+            .headers_mut()
+            .insert(header::CONTENT_LENGTH, "3".parse().unwrap());
+        assert_eq!(response_bytes(&streamed), 3);
+    }
+
+    /// The example dashboard is valid JSON and asks only for series the exporter writes.
+    #[test]
+    fn the_grafana_dashboard_parses_and_uses_only_exported_metrics() {
+        let text = include_str!("../deploy/grafana/strata-dashboard.json");
+        let dashboard: serde_json::Value = serde_json::from_str(text).expect("dashboard JSON");
+        let exported = sample_names(&full_exposition());
+        let mut exprs = Vec::new();
+        collect_exprs(&dashboard, &mut exprs);
+        assert!(exprs.len() >= 8, "too few queries: {exprs:?}");
+        for expr in &exprs {
+            let names = metric_names_in(expr);
+            assert!(!names.is_empty(), "query names no metric: {expr}");
+            for name in names {
+                assert!(
+                    exported.contains(&name),
+                    "dashboard query {expr:?} uses {name}, which the exporter does not write"
+                );
+            }
+        }
+        let inputs = dashboard["__inputs"].as_array().expect("__inputs");
+        assert!(inputs.iter().any(|i| i["name"] == "DS_PROMETHEUS"));
+    }
+
+    fn collect_exprs(value: &serde_json::Value, out: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, value) in map {
+                    match (key.as_str(), value) {
+                        ("expr", serde_json::Value::String(expr)) => out.push(expr.clone()),
+                        _ => collect_exprs(value, out),
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| collect_exprs(v, out)),
+            _ => {}
+        }
+    }
+
+    fn metric_names_in(expr: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut rest = expr;
+        while let Some(start) = rest.find("strata_") {
+            let tail = &rest[start..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(tail.len());
+            names.push(tail[..end].to_string());
+            rest = &tail[end..];
+        }
+        names
+    }
+}

@@ -1,0 +1,263 @@
+//! Deployment-wide records: settings of the whole deployment rather than of a bucket or an
+//! object, such as users and policies (see `crate::iam`).
+//!
+//! They are kept like bucket records: in the [`MetaTable::System`] table of every drive of
+//! every set, written with a write quorum of each set, and read from the first set by the
+//! agreement of a read quorum. Each record carries a random id (a record deleted and made
+//! again is another record) and a revision bumped by every change; of the agreed record,
+//! the highest revision any drive holds wins, so a change acknowledged by a write quorum is
+//! never read back older. Values are opaque bytes chosen by the caller.
+//!
+//! Changes of one key are serialised on this server; a caller that reads, changes and writes
+//! a record back serialises that itself.
+
+use std::ops::Bound;
+
+use futures::future::join_all;
+use serde::{Deserialize, Serialize};
+
+use super::record;
+use super::{agree, require_write_quorum, Agreement, ObjectError, ObjectStore};
+use crate::erasure::ErasureSet;
+use crate::storage::{DriveError, MetaOp, MetaTable};
+
+/// The lock namespace of system records: never a bucket name (`_` is not allowed in one).
+const LOCK_NAMESPACE: &str = "_system";
+
+/// One deployment-wide record as stored on a drive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct SystemRecord {
+    /// Random, fixed at creation.
+    id: String,
+    /// Bumped by every change.
+    revision: u64,
+    value: Vec<u8>,
+}
+
+impl super::heal::Revisioned for SystemRecord {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn revision(&self) -> u64 {
+        self.revision
+    }
+}
+
+impl ObjectStore {
+    /// Puts deployment-wide records back where drives miss them or hold older revisions.
+    pub(crate) async fn heal_system_records(&self) -> Result<u64, ObjectError> {
+        self.heal_table::<SystemRecord>(MetaTable::System).await
+    }
+
+    /// The value of a deployment-wide record; `None` when it does not exist.
+    pub async fn system_get(&self, key: &str) -> Result<Option<Vec<u8>>, ObjectError> {
+        Ok(self.system_record(key).await?.map(|r| r.value))
+    }
+
+    /// Creates or replaces a deployment-wide record on every set.
+    pub async fn system_put(&self, key: &str, value: Vec<u8>) -> Result<(), ObjectError> {
+        let _guard = self.locks.write(LOCK_NAMESPACE, key).await;
+        let record = match self.system_record(key).await? {
+            Some(current) => SystemRecord {
+                id: current.id,
+                revision: current.revision + 1,
+                value,
+            },
+            None => SystemRecord {
+                id: uuid::Uuid::new_v4().simple().to_string(),
+                revision: 0,
+                value,
+            },
+        };
+        self.system_apply(MetaOp::Put {
+            table: MetaTable::System,
+            key: key.as_bytes().to_vec(),
+            value: record::encode(&record),
+        })
+        .await
+    }
+
+    /// Deletes a deployment-wide record from every set; whether it existed.
+    pub async fn system_delete(&self, key: &str) -> Result<bool, ObjectError> {
+        let _guard = self.locks.write(LOCK_NAMESPACE, key).await;
+        let existed = self.system_record(key).await?.is_some();
+        self.system_apply(MetaOp::Delete {
+            table: MetaTable::System,
+            key: key.as_bytes().to_vec(),
+        })
+        .await?;
+        Ok(existed)
+    }
+
+    /// Every deployment-wide record whose key starts with `prefix`, in key order.
+    pub async fn system_list(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, ObjectError> {
+        let set = &self.sets[0];
+        let scans = set
+            .meta_scan_all(
+                MetaTable::System,
+                Bound::Unbounded,
+                prefix.as_bytes(),
+                usize::MAX,
+            )
+            .await;
+        let mut keys: Vec<&Vec<u8>> = scans
+            .iter()
+            .flatten()
+            .flat_map(|entries| entries.iter().map(|(k, _)| k))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        let mut out = Vec::new();
+        for key in keys {
+            let answers = scans
+                .iter()
+                .map(|scan| match scan {
+                    Ok(entries) => Ok(entries
+                        .iter()
+                        .find(|(k, _)| k == key)
+                        .and_then(|(_, v)| record::decode::<SystemRecord>(v).ok())),
+                    Err(_) => Err(DriveError::Offline(String::new())),
+                })
+                .collect();
+            if let Some(record) = newest_agreed(set, answers)? {
+                out.push((String::from_utf8_lossy(key).into_owned(), record.value));
+            }
+        }
+        Ok(out)
+    }
+
+    async fn system_record(&self, key: &str) -> Result<Option<SystemRecord>, ObjectError> {
+        // Every set holds every record; the first set answers for all.
+        let set = &self.sets[0];
+        let answers = set
+            .meta_get_all(MetaTable::System, key.as_bytes())
+            .await
+            .into_iter()
+            .map(|a| a.map(|v| v.and_then(|bytes| record::decode::<SystemRecord>(&bytes).ok())))
+            .collect();
+        newest_agreed(set, answers)
+    }
+
+    async fn system_apply(&self, op: MetaOp) -> Result<(), ObjectError> {
+        let results = join_all(self.sets.iter().map(|s| s.meta_apply_all(vec![op.clone()]))).await;
+        for (set, results) in self.sets.iter().zip(&results) {
+            require_write_quorum(set, results)?;
+        }
+        Ok(())
+    }
+}
+
+/// The record a read quorum agrees on (by id), at the highest revision any drive holds.
+fn newest_agreed(
+    set: &ErasureSet,
+    answers: Vec<Result<Option<SystemRecord>, DriveError>>,
+) -> Result<Option<SystemRecord>, ObjectError> {
+    let held: Vec<SystemRecord> = answers.iter().flatten().flatten().cloned().collect();
+    match agree(set, answers, |r: &SystemRecord| r.id.clone())? {
+        Agreement::Found { value, .. } => Ok(held
+            .into_iter()
+            .filter(|r| r.id == value.id)
+            .max_by_key(|r| r.revision)),
+        Agreement::NotFound => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::storage::{Drive, Format, LocalDrive, OfflineDrive};
+
+    const DRIVES: usize = 9;
+
+    /// A 6+3 set whose first `offline` drives are offline.
+    fn store(dir: &std::path::Path, offline: usize) -> (Arc<ObjectStore>, Vec<Arc<LocalDrive>>) {
+        let mut local = Vec::new();
+        for i in offline..DRIVES {
+            let root = dir.join(format!("d{i}"));
+            let format = Format {
+                version: 1,
+                deployment_id: "test".into(),
+                set_index: 0,
+                drive_index: i,
+                set_count: 1,
+                data_shards: 6,
+                parity_shards: 3,
+            };
+            if LocalDrive::read_format(&root).unwrap().is_none() {
+                LocalDrive::write_format(&root, &format).unwrap();
+            }
+            local.push(Arc::new(LocalDrive::open(&root).unwrap()));
+        }
+        let drives = (0..offline)
+            .map(|i| Arc::new(OfflineDrive::new(format!("offline{i}"))) as Arc<dyn Drive>)
+            .chain(local.iter().map(|d| d.clone() as Arc<dyn Drive>))
+            .collect();
+        let set = ErasureSet::new(0, drives, 3, 1 << 20).unwrap();
+        (ObjectStore::new(vec![set], "test"), local)
+    }
+
+    #[tokio::test]
+    async fn records_are_put_read_listed_and_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _) = store(dir.path(), 0);
+        assert_eq!(store.system_get("a/1").await.unwrap(), None);
+        store.system_put("a/1", b"one".to_vec()).await.unwrap();
+        store.system_put("a/2", b"two".to_vec()).await.unwrap();
+        store.system_put("b/1", b"other".to_vec()).await.unwrap();
+        store
+            .system_put("a/1", b"one again".to_vec())
+            .await
+            .unwrap();
+        assert_eq!(
+            store.system_get("a/1").await.unwrap().as_deref(),
+            Some(&b"one again"[..])
+        );
+        let listed = store.system_list("a/").await.unwrap();
+        assert_eq!(
+            listed,
+            [
+                ("a/1".to_string(), b"one again".to_vec()),
+                ("a/2".to_string(), b"two".to_vec())
+            ]
+        );
+        assert!(store.system_delete("a/1").await.unwrap());
+        assert!(!store.system_delete("a/1").await.unwrap());
+        assert_eq!(store.system_get("a/1").await.unwrap(), None);
+        assert_eq!(store.system_list("").await.unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn the_newest_revision_wins_and_a_drive_that_missed_it_does_not_matter() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (store, _) = store(dir.path(), 0);
+            store.system_put("k", b"old".to_vec()).await.unwrap();
+        }
+        // Three drives are away while the record changes.
+        {
+            let (store, _) = store(dir.path(), 3);
+            store.system_put("k", b"new".to_vec()).await.unwrap();
+            store.system_put("gone", b"x".to_vec()).await.unwrap();
+        }
+        {
+            let (store, _) = store(dir.path(), 0);
+            assert_eq!(
+                store.system_get("k").await.unwrap().as_deref(),
+                Some(&b"new"[..])
+            );
+            assert_eq!(store.system_list("k").await.unwrap()[0].1, b"new");
+        }
+        // Four drives away: no write quorum, and nothing changes.
+        {
+            let (short, _) = store(dir.path(), 4);
+            assert!(short.system_put("k", b"lost".to_vec()).await.is_err());
+        }
+        let (store, _) = store(dir.path(), 0);
+        assert_eq!(
+            store.system_get("k").await.unwrap().as_deref(),
+            Some(&b"new"[..])
+        );
+    }
+}

@@ -1,0 +1,153 @@
+//! Bucket usage: the objects and bytes of every bucket, counted in the background by walking
+//! each bucket's listing, so that a metrics scrape only reads the last count. Counting on
+//! every scrape would cost a full listing of every bucket each time.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use async_trait::async_trait;
+
+use crate::background::Worker;
+use crate::object::{BucketName, ListEntry, ListQuery, ObjectError, ObjectStore};
+
+/// Keys per listing page while counting: the API's own page size.
+const PAGE: usize = 1000;
+/// The first count starts this soon after the server (or the configured interval, if shorter).
+const FIRST_SCAN_DELAY: Duration = Duration::from_secs(5);
+
+/// What one bucket holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BucketUsage {
+    pub objects: u64,
+    /// Bytes of user data (object sizes).
+    pub bytes: u64,
+}
+
+/// The result of one finished count of every bucket.
+#[derive(Debug, Clone)]
+pub struct UsageSnapshot {
+    /// By bucket name.
+    pub buckets: BTreeMap<String, BucketUsage>,
+    /// When the count finished.
+    pub finished: SystemTime,
+    /// How long it took.
+    pub took: Duration,
+}
+
+/// The latest count, shared between the scanner and the metrics exporter.
+#[derive(Debug, Default)]
+pub struct Usage {
+    latest: Mutex<Option<UsageSnapshot>>,
+}
+
+impl Usage {
+    /// The last finished count; `None` until the first one finishes.
+    pub fn latest(&self) -> Option<UsageSnapshot> {
+        self.latest.lock().expect("not poisoned").clone()
+    }
+
+    fn set(&self, snapshot: UsageSnapshot) {
+        *self.latest.lock().expect("not poisoned") = Some(snapshot);
+    }
+}
+
+/// Counts every bucket's objects and bytes periodically.
+pub struct UsageScanner {
+    pub store: Arc<ObjectStore>,
+    pub usage: Arc<Usage>,
+    pub interval: Duration,
+    /// Passes run so far: the first comes soon after the start.
+    pub passes: u64,
+}
+
+impl UsageScanner {
+    pub fn new(store: Arc<ObjectStore>, usage: Arc<Usage>, interval: Duration) -> Self {
+        Self {
+            store,
+            usage,
+            interval,
+            passes: 0,
+        }
+    }
+}
+
+/// Counts one bucket by walking its listing a page at a time.
+pub async fn count_bucket(
+    store: &ObjectStore,
+    bucket: &BucketName,
+) -> Result<BucketUsage, ObjectError> {
+    let mut usage = BucketUsage::default();
+    let mut query = ListQuery {
+        max_keys: PAGE,
+        ..ListQuery::default()
+    };
+    loop {
+        let page = store.list_objects(bucket, &query).await?;
+        for entry in &page.entries {
+            if let ListEntry::Object { record, .. } = entry {
+                usage.objects += 1;
+                usage.bytes += record.size;
+            }
+        }
+        match page.entries.last() {
+            Some(last) if page.truncated => query.after = Some(last.name().to_string()),
+            _ => return Ok(usage),
+        }
+    }
+}
+
+#[async_trait]
+impl Worker for UsageScanner {
+    fn name(&self) -> &'static str {
+        "usage-scanner"
+    }
+
+    fn interval(&self) -> Duration {
+        if self.passes == 0 {
+            FIRST_SCAN_DELAY.min(self.interval)
+        } else {
+            self.interval
+        }
+    }
+
+    async fn run_once(&mut self) -> anyhow::Result<String> {
+        self.passes += 1;
+        let started = Instant::now();
+        let previous = self.usage.latest().map(|s| s.buckets).unwrap_or_default();
+        let mut buckets = BTreeMap::new();
+        let mut failed = 0;
+        for record in self.store.list_buckets().await? {
+            let Ok(name) = BucketName::parse(&record.name) else {
+                continue;
+            };
+            match count_bucket(&self.store, &name).await {
+                Ok(usage) => {
+                    buckets.insert(record.name, usage);
+                }
+                // Deleted while we counted.
+                Err(ObjectError::NoSuchBucket) => {}
+                Err(e) => {
+                    // Keep the last count rather than report the bucket empty.
+                    tracing::warn!(bucket = %record.name, error = %e, "counting bucket usage failed");
+                    failed += 1;
+                    if let Some(usage) = previous.get(&record.name) {
+                        buckets.insert(record.name, *usage);
+                    }
+                }
+            }
+        }
+        let (count, objects) = (
+            buckets.len(),
+            buckets.values().map(|u| u.objects).sum::<u64>(),
+        );
+        self.usage.set(UsageSnapshot {
+            buckets,
+            finished: SystemTime::now(),
+            took: started.elapsed(),
+        });
+        Ok(format!(
+            "counted {objects} objects in {count} buckets ({failed} could not be listed)"
+        ))
+    }
+}

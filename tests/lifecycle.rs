@@ -1,0 +1,328 @@
+//! Bucket lifecycle through the S3 API: rules put, read back and refused as S3 does, the
+//! `x-amz-expiration` header, and the scanner expiring objects and aborting uploads with an
+//! accelerated clock (`STRATA_LIFECYCLE_DAY_SECONDS=1`: one lifecycle day is one second).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use aws_sdk_s3::types::{
+    AbortIncompleteMultipartUpload, BucketLifecycleConfiguration, ExpirationStatus,
+    LifecycleExpiration, LifecycleRule, LifecycleRuleFilter, Transition, TransitionStorageClass,
+};
+use aws_sdk_s3::Client;
+use common::*;
+
+fn expire_rule(id: &str, prefix: &str, days: i32) -> LifecycleRule {
+    LifecycleRule::builder()
+        .id(id)
+        .status(ExpirationStatus::Enabled)
+        .filter(LifecycleRuleFilter::builder().prefix(prefix).build())
+        .expiration(LifecycleExpiration::builder().days(days).build())
+        .build()
+        .unwrap()
+}
+
+async fn put_rules(client: &Client, bucket: &str, rules: Vec<LifecycleRule>) {
+    ok(
+        client
+            .put_bucket_lifecycle_configuration()
+            .bucket(bucket)
+            .lifecycle_configuration(
+                BucketLifecycleConfiguration::builder()
+                    .set_rules(Some(rules))
+                    .build()
+                    .unwrap(),
+            )
+            .send()
+            .await,
+        "PutBucketLifecycleConfiguration",
+    );
+}
+
+fn fast_days() -> ServerOptions {
+    ServerOptions {
+        env: vec![
+            ("STRATA_LIFECYCLE_DAY_SECONDS".into(), "1".into()),
+            ("STRATA_METRICS_AUTH".into(), "public".into()),
+        ],
+        ..ServerOptions::default()
+    }
+}
+
+#[tokio::test]
+async fn rules_are_stored_read_back_and_deleted() {
+    let (client, bucket) = new_bucket("lc-rules").await;
+    assert_s3_error(
+        client
+            .get_bucket_lifecycle_configuration()
+            .bucket(&bucket)
+            .send()
+            .await,
+        404,
+        "NoSuchLifecycleConfiguration",
+        "no rules yet",
+    );
+    let tiered = LifecycleRule::builder()
+        .id("ckpt")
+        .status(ExpirationStatus::Enabled)
+        .filter(LifecycleRuleFilter::builder().prefix("ckpt/").build())
+        .transitions(
+            Transition::builder()
+                .days(30)
+                .storage_class(TransitionStorageClass::StandardIa)
+                .build(),
+        )
+        .expiration(LifecycleExpiration::builder().days(90).build())
+        .abort_incomplete_multipart_upload(
+            AbortIncompleteMultipartUpload::builder()
+                .days_after_initiation(7)
+                .build(),
+        )
+        .build()
+        .unwrap();
+    put_rules(
+        &client,
+        &bucket,
+        vec![tiered, expire_rule("logs", "logs/", 30)],
+    )
+    .await;
+    // S3 announces the expiry on GET and HEAD: the midnight UTC after 30 days.
+    put(&client, &bucket, "logs/app.log", b"line").await;
+    let head = ok(
+        client
+            .head_object()
+            .bucket(&bucket)
+            .key("logs/app.log")
+            .send()
+            .await,
+        "HEAD logs/app.log",
+    );
+    let modified = head.last_modified().unwrap().secs();
+    let due = (modified + 30 * 86_400).div_euclid(86_400) * 86_400 + 86_400;
+    let due = httpdate::fmt_http_date(std::time::UNIX_EPOCH + Duration::from_secs(due as u64));
+    assert_eq!(
+        head.expiration(),
+        Some(format!("expiry-date=\"{due}\", rule-id=\"logs\"").as_str())
+    );
+    let got = ok(
+        client
+            .get_object()
+            .bucket(&bucket)
+            .key("logs/app.log")
+            .send()
+            .await,
+        "GET logs/app.log",
+    );
+    assert_eq!(got.expiration(), head.expiration());
+    let got = ok(
+        client
+            .get_bucket_lifecycle_configuration()
+            .bucket(&bucket)
+            .send()
+            .await,
+        "GetBucketLifecycleConfiguration",
+    );
+    let rules = got.rules();
+    assert_eq!(rules.len(), 2);
+    assert_eq!(rules[0].id(), Some("ckpt"));
+    assert_eq!(rules[0].transitions()[0].days(), Some(30));
+    assert_eq!(rules[0].expiration().and_then(|e| e.days()), Some(90));
+    assert_eq!(
+        rules[0]
+            .abort_incomplete_multipart_upload()
+            .and_then(|a| a.days_after_initiation()),
+        Some(7)
+    );
+    assert_eq!(rules[1].filter().and_then(|f| f.prefix()), Some("logs/"));
+    ok(
+        client
+            .delete_bucket_lifecycle()
+            .bucket(&bucket)
+            .send()
+            .await,
+        "DeleteBucketLifecycle",
+    );
+    assert_s3_error(
+        client
+            .get_bucket_lifecycle_configuration()
+            .bucket(&bucket)
+            .send()
+            .await,
+        404,
+        "NoSuchLifecycleConfiguration",
+        "after delete",
+    );
+}
+
+#[tokio::test]
+async fn bad_rules_are_refused_and_the_old_ones_kept() {
+    let (client, bucket) = new_bucket("lc-bad").await;
+    put_rules(&client, &bucket, vec![expire_rule("keep", "a/", 5)]).await;
+    let put = |rules: Vec<LifecycleRule>| {
+        client
+            .put_bucket_lifecycle_configuration()
+            .bucket(&bucket)
+            .lifecycle_configuration(
+                BucketLifecycleConfiguration::builder()
+                    .set_rules(Some(rules))
+                    .build()
+                    .unwrap(),
+            )
+            .send()
+    };
+    assert_s3_error(
+        put(vec![expire_rule("x", "a/", 1), expire_rule("x", "b/", 1)]).await,
+        400,
+        "InvalidArgument",
+        "duplicate IDs",
+    );
+    assert_s3_error(
+        put(vec![expire_rule("zero", "a/", 0)]).await,
+        400,
+        "InvalidArgument",
+        "days 0",
+    );
+    let late_transition = LifecycleRule::builder()
+        .id("t")
+        .status(ExpirationStatus::Enabled)
+        .filter(LifecycleRuleFilter::builder().prefix("").build())
+        .transitions(
+            Transition::builder()
+                .days(60)
+                .storage_class(TransitionStorageClass::Glacier)
+                .build(),
+        )
+        .expiration(LifecycleExpiration::builder().days(30).build())
+        .build()
+        .unwrap();
+    assert_s3_error(
+        put(vec![late_transition]).await,
+        400,
+        "InvalidArgument",
+        "transition after expiration",
+    );
+    let got = ok(
+        client
+            .get_bucket_lifecycle_configuration()
+            .bucket(&bucket)
+            .send()
+            .await,
+        "GetBucketLifecycleConfiguration",
+    );
+    assert_eq!(got.rules()[0].id(), Some("keep"), "the old rules stay");
+}
+
+#[tokio::test]
+async fn objects_expire_on_the_accelerated_clock_and_others_stay() {
+    let server = TestServer::start_with(fast_days());
+    let client = server.client();
+    let bucket = unique_bucket("lc-expire");
+    create_bucket(&client, &bucket).await;
+    put(&client, &bucket, "tmp/old", b"expires").await;
+    put(&client, &bucket, "tmp/big", &payload(2 * MIB, 1)).await;
+    put(&client, &bucket, "keep/forever", b"stays").await;
+    put_rules(&client, &bucket, vec![expire_rule("tmp-1d", "tmp/", 1)]).await;
+
+    let kept = ok(
+        client
+            .head_object()
+            .bucket(&bucket)
+            .key("keep/forever")
+            .send()
+            .await,
+        "HEAD keep/forever",
+    );
+    assert_eq!(kept.expiration(), None, "no rule applies");
+
+    let started = Instant::now();
+    loop {
+        let keys = list_all_keys(&client, &bucket, None).await;
+        if keys == vec!["keep/forever".to_string()] {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "objects under a 1-day rule not gone within 10 s: {keys:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_s3_status(
+        client
+            .head_object()
+            .bucket(&bucket)
+            .key("tmp/big")
+            .send()
+            .await,
+        404,
+        "expired object",
+    );
+    assert_eq!(get(&client, &bucket, "keep/forever").await, b"stays");
+    assert!(server.log().contains("lifecycle: expired"));
+    // Counted in the metrics, by bucket and rule.
+    let metrics = reqwest::get(server.url("/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let line = format!("strata_lifecycle_expired_total{{bucket=\"{bucket}\",rule=\"tmp-1d\"}} 2");
+    assert!(metrics.contains(&line), "no {line:?} in:\n{metrics}");
+}
+
+#[tokio::test]
+async fn incomplete_uploads_are_aborted_after_their_days() {
+    let server = TestServer::start_with(fast_days());
+    let client = server.client();
+    let bucket = unique_bucket("lc-abort");
+    create_bucket(&client, &bucket).await;
+    let upload = ok(
+        client
+            .create_multipart_upload()
+            .bucket(&bucket)
+            .key("ckpt/partial")
+            .send()
+            .await,
+        "CreateMultipartUpload",
+    );
+    let upload_id = upload.upload_id().unwrap().to_string();
+    let rule = LifecycleRule::builder()
+        .id("abort-1d")
+        .status(ExpirationStatus::Enabled)
+        .filter(LifecycleRuleFilter::builder().prefix("ckpt/").build())
+        .abort_incomplete_multipart_upload(
+            AbortIncompleteMultipartUpload::builder()
+                .days_after_initiation(1)
+                .build(),
+        )
+        .build()
+        .unwrap();
+    put_rules(&client, &bucket, vec![rule]).await;
+    let started = Instant::now();
+    loop {
+        let uploads = ok(
+            client.list_multipart_uploads().bucket(&bucket).send().await,
+            "ListMultipartUploads",
+        );
+        if uploads.uploads().is_empty() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "upload not aborted within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_s3_error(
+        client
+            .list_parts()
+            .bucket(&bucket)
+            .key("ckpt/partial")
+            .upload_id(&upload_id)
+            .send()
+            .await,
+        404,
+        "NoSuchUpload",
+        "aborted upload",
+    );
+}
