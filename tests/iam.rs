@@ -701,3 +701,63 @@ async fn post_object_forms_are_authorised_like_puts() {
     assert_object(&root, BUCKET, "drop/anon", b"posted").await;
     assert_eq!(post_form(&server, None, "elsewhere").await.status, 403);
 }
+
+#[tokio::test]
+async fn users_and_policies_are_healed_onto_a_replaced_drive() {
+    let server = TestServer::start_with(ServerOptions {
+        env: vec![("STRATA_DRIVE_CHECK_SECS".into(), "1".into())],
+        ..ServerOptions::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let root = server.client();
+    create_bucket(&root, BUCKET).await;
+    put(&root, BUCKET, "public/p", b"p").await;
+    add_policy(&server, dir.path(), "readonly", READ_ONLY);
+    let secret = "healed-user-secret-0123";
+    admin_ok(
+        &server,
+        &[
+            "user", "add", "healed", "--secret", secret, "--policy", "readonly",
+        ],
+    );
+
+    // Drive 1 dies and an empty one takes its place; the heal pass gives it everything.
+    let replaced = server.drives()[0].clone();
+    std::fs::remove_dir_all(&replaced).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    std::fs::create_dir_all(&replaced).unwrap();
+    let started = std::time::Instant::now();
+    while !server.log().contains("heal pass done") {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no heal pass after the replacement"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+
+    // With three other drives gone, the user and policy can only come from six drives that
+    // include the replaced one: restart (no cache) and use them.
+    server.kill();
+    for i in [3, 4, 5] {
+        let drive = &server.drives()[i];
+        std::fs::rename(drive, drive.with_extension("away")).unwrap();
+    }
+    server.restart();
+    let user = server.client_with("healed", secret);
+    assert_eq!(get(&user, BUCKET, "public/p").await, b"p");
+    assert_s3_error(
+        user.put_object()
+            .bucket(BUCKET)
+            .key("public/q")
+            .body(ByteStream::from_static(b"q"))
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+        "the healed policy still limits the user",
+    );
+    for i in [3, 4, 5] {
+        let drive = &server.drives()[i];
+        std::fs::rename(drive.with_extension("away"), drive).unwrap();
+    }
+}
