@@ -326,3 +326,104 @@ async fn incomplete_uploads_are_aborted_after_their_days() {
         "aborted upload",
     );
 }
+
+fn strata_admin(server: &TestServer, args: &[&str]) -> String {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("admin")
+        .args(args)
+        .arg("--endpoint")
+        .arg(server.endpoint())
+        .env("STRATA_ROOT_USER", ACCESS_KEY)
+        .env("STRATA_ROOT_PASSWORD", SECRET_KEY)
+        .output()
+        .expect("run strata admin");
+    assert!(
+        output.status.success(),
+        "strata admin {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn a_dry_run_lists_what_new_rules_would_do_and_status_shows_what_they_did() {
+    let server = TestServer::start_with(fast_days());
+    let client = server.client();
+    let bucket = unique_bucket("lc-admin");
+    create_bucket(&client, &bucket).await;
+    for key in ["tmp/a", "tmp/b", "keep/c"] {
+        put(&client, &bucket, key, key.as_bytes()).await;
+    }
+    // Older than a (one-second) lifecycle day and its rounding.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules.json");
+    std::fs::write(
+        &rules,
+        r#"{"Rules": [
+            {"ID": "tmp", "Status": "Enabled", "Filter": {"Prefix": "tmp/"}, "Expiration": {"Days": 1}},
+            {"ID": "keep", "Status": "Enabled", "Filter": {"Prefix": "keep/"}, "Expiration": {"Days": 3600}}
+        ]}"#,
+    )
+    .unwrap();
+
+    let dry: serde_json::Value = serde_json::from_str(&strata_admin(
+        &server,
+        &[
+            "lifecycle",
+            "dry-run",
+            &bucket,
+            rules.to_str().unwrap(),
+            "--json",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(dry["due_now_count"], 2, "{dry}");
+    let due: Vec<&str> = dry["due_now"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(due, ["tmp/a", "tmp/b"]);
+    assert_eq!(dry["upcoming"][0]["key"], "keep/c");
+    assert_eq!(dry["upcoming"][0]["action"], "expire");
+    assert_eq!(
+        list_all_keys(&client, &bucket, None).await.len(),
+        3,
+        "a dry run changes nothing"
+    );
+
+    strata_admin(
+        &server,
+        &["lifecycle", "set", &bucket, rules.to_str().unwrap()],
+    );
+    let started = Instant::now();
+    while list_all_keys(&client, &bucket, None).await != ["keep/c"] {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "rules set from a file did not act"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let status: serde_json::Value = serde_json::from_str(&strata_admin(
+        &server,
+        &["lifecycle", "status", &bucket, "--json"],
+    ))
+    .unwrap();
+    let tmp = status["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "tmp")
+        .unwrap();
+    assert_eq!(tmp["expired"], 2, "{status}");
+    assert!(tmp["last_action_ms"].as_i64().is_some());
+    assert!(status["last_scan_ms"].as_i64().is_some());
+    assert_eq!(status["plan"]["upcoming"][0]["key"], "keep/c");
+    let table = strata_admin(&server, &["lifecycle", "status", &bucket]);
+    assert!(
+        table.contains("rule tmp") && table.contains("keep/c"),
+        "{table}"
+    );
+}

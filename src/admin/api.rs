@@ -73,6 +73,9 @@ enum Route {
     Policies,
     PutPolicy,
     RemovePolicy,
+    LifecycleStatus,
+    LifecycleDryRun,
+    LifecycleSet,
     Unknown,
 }
 
@@ -93,6 +96,9 @@ impl Route {
             (&Method::GET, "policies") => Route::Policies,
             (&Method::PUT, "policies") => Route::PutPolicy,
             (&Method::DELETE, "policies") => Route::RemovePolicy,
+            (&Method::GET, "lifecycle") => Route::LifecycleStatus,
+            (&Method::POST, "lifecycle/dry-run") => Route::LifecycleDryRun,
+            (&Method::PUT, "lifecycle") => Route::LifecycleSet,
             _ => Route::Unknown,
         }
     }
@@ -113,6 +119,9 @@ impl Route {
             Route::Policies => "AdminPolicies",
             Route::PutPolicy => "AdminPutPolicy",
             Route::RemovePolicy => "AdminRemovePolicy",
+            Route::LifecycleStatus => "AdminLifecycleStatus",
+            Route::LifecycleDryRun => "AdminLifecycleDryRun",
+            Route::LifecycleSet => "AdminLifecycleSet",
             Route::Unknown => "Admin",
         }
     }
@@ -152,6 +161,9 @@ pub async fn call(
         | Route::Policies
         | Route::PutPolicy
         | Route::RemovePolicy => identities(state, route, &Query::parse(uri.query()), body).await,
+        Route::LifecycleStatus | Route::LifecycleDryRun | Route::LifecycleSet => {
+            lifecycle(state, route, &Query::parse(uri.query()), body).await
+        }
         Route::Unknown => Ok(error(
             StatusCode::NOT_FOUND,
             "NoSuchAdminApi",
@@ -428,11 +440,125 @@ async fn identities(
             iam.put_policy(&name, &document).await.map(|_| done())
         }
         Route::RemovePolicy => iam.remove_policy(&param("name")?).await.map(|_| done()),
-        Route::Info | Route::HealStatus | Route::StartHeal | Route::Unknown => {
+        Route::Info
+        | Route::HealStatus
+        | Route::StartHeal
+        | Route::LifecycleStatus
+        | Route::LifecycleDryRun
+        | Route::LifecycleSet
+        | Route::Unknown => {
             unreachable!("not an identities route")
         }
     };
     result.or_else(|e| iam_error(e).map(|(status, code, message)| error(status, code, message)))
+}
+
+/// What the lifecycle scanner did and will do in a bucket.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LifecycleStatusView {
+    pub bucket: String,
+    pub last_scan_ms: Option<i64>,
+    pub rules: Vec<LifecycleRuleView>,
+    pub plan: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LifecycleRuleView {
+    pub id: String,
+    pub enabled: bool,
+    pub expired: u64,
+    pub uploads_aborted: u64,
+    pub transitions_skipped: u64,
+    pub last_action_ms: Option<i64>,
+}
+
+/// Lifecycle: a bucket's status (per rule: what the scanner did, and what is due next), a dry
+/// run of new rules (what they would act on now, before they are applied), and setting rules
+/// from the aws CLI's JSON (or S3's XML).
+async fn lifecycle(
+    state: &AppState,
+    route: Route,
+    query: &Query,
+    body: ByteStream,
+) -> Result<Response, S3Error> {
+    use crate::lifecycle::{plan, Clock, LifecycleConfig};
+    let bucket = BucketName::parse(query.get("bucket").unwrap_or(""))?;
+    let clock = Clock {
+        now_ms: now_ms(),
+        day_ms: state.lifecycle_day.as_millis() as i64,
+    };
+    let given = || async {
+        let body = read_body(body).await?;
+        let text = std::str::from_utf8(&body)
+            .map_err(|_| S3Error::from_code(S3ErrorCode::MalformedXML))?
+            .trim()
+            .to_string();
+        let config = if text.starts_with('{') {
+            LifecycleConfig::from_json(&text)
+        } else {
+            LifecycleConfig::from_xml(&text)
+        };
+        config.map_err(S3Error::from)
+    };
+    match route {
+        Route::LifecycleStatus => {
+            let record = state.store.bucket(&bucket).await?;
+            let Some(xml) = record.settings.lifecycle else {
+                return Err(S3Error::from_code(
+                    S3ErrorCode::NoSuchLifecycleConfiguration,
+                ));
+            };
+            let config = LifecycleConfig::from_xml(&xml)?;
+            let activity = state
+                .lifecycle_status
+                .bucket(bucket.as_str())
+                .unwrap_or_default();
+            let rules = config
+                .rules
+                .iter()
+                .map(|rule| {
+                    let done = activity.rules.get(&rule.id).cloned().unwrap_or_default();
+                    LifecycleRuleView {
+                        id: rule.id.clone(),
+                        enabled: rule.enabled,
+                        expired: done.expired,
+                        uploads_aborted: done.uploads_aborted,
+                        transitions_skipped: done.transitions_skipped,
+                        last_action_ms: done.last_action_ms,
+                    }
+                })
+                .collect();
+            let plan = plan(&state.store, &bucket, &config, &clock).await?;
+            let view = LifecycleStatusView {
+                bucket: bucket.to_string(),
+                last_scan_ms: activity.last_scan_ms,
+                rules,
+                plan: serde_json::to_value(plan).expect("plans serialise"),
+            };
+            Ok(json(StatusCode::OK, &view))
+        }
+        Route::LifecycleDryRun => {
+            let config = given().await?;
+            let plan = plan(&state.store, &bucket, &config, &clock).await?;
+            Ok(json(StatusCode::OK, &plan))
+        }
+        Route::LifecycleSet => {
+            let config = given().await?;
+            let xml = config.to_xml();
+            state
+                .store
+                .update_bucket_settings(&bucket, |settings| {
+                    settings.lifecycle = Some(xml);
+                    Ok(())
+                })
+                .await?;
+            Ok(json(
+                StatusCode::OK,
+                &serde_json::json!({ "rules": config.rules.len() }),
+            ))
+        }
+        _ => unreachable!("not a lifecycle route"),
+    }
 }
 
 /// An identity change refused: the admin error to answer, or an S3 one for the store's.

@@ -51,6 +51,35 @@ pub enum AdminCommand {
         #[command(subcommand)]
         command: PolicyCommand,
     },
+    /// Bucket lifecycle: what the scanner did and will do, dry runs, rules from a file.
+    Lifecycle {
+        #[command(subcommand)]
+        command: LifecycleCommand,
+    },
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum LifecycleCommand {
+    /// Per rule: when it last acted and on how many objects; then what is due now and next.
+    Status {
+        bucket: String,
+        /// Print the raw JSON answer.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What new rules (the aws CLI's JSON or S3's XML) would act on now, before they are set.
+    DryRun {
+        bucket: String,
+        file: std::path::PathBuf,
+        /// Print the raw JSON answer.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set a bucket's rules from a file (the aws CLI's JSON or S3's XML).
+    Set {
+        bucket: String,
+        file: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Clone, clap::Subcommand)]
@@ -133,6 +162,7 @@ pub fn run(endpoint: &str, command: AdminCommand) -> anyhow::Result<()> {
             AdminCommand::Heal { target, deep } => heal(&client, target.as_deref(), deep).await,
             AdminCommand::User { command } => user(&client, command).await,
             AdminCommand::Policy { command } => policy(&client, command).await,
+            AdminCommand::Lifecycle { command } => lifecycle(&client, command).await,
         }
     })
 }
@@ -634,6 +664,106 @@ fn render_users(users: &[UserInfo]) -> String {
         );
     }
     out
+}
+
+async fn lifecycle(client: &AdminClient, command: LifecycleCommand) -> anyhow::Result<()> {
+    let when = |ms: Option<i64>| {
+        ms.and_then(|ms| time::OffsetDateTime::from_unix_timestamp(ms.div_euclid(1000)).ok())
+            .map_or("never".to_string(), |t| t.to_string())
+    };
+    let print_plan = |plan: &serde_json::Value| {
+        let list = |name: &str| plan[name].as_array().cloned().unwrap_or_default();
+        println!(
+            "Due now: {} (of {} objects looked at{})",
+            plan["due_now_count"],
+            plan["objects_looked_at"],
+            if plan["truncated"] == true {
+                ", more not looked at"
+            } else {
+                ""
+            }
+        );
+        for item in list("due_now") {
+            println!(
+                "  {:<40} {:<24} rule {}",
+                item["key"].as_str().unwrap_or(""),
+                item["action"].as_str().unwrap_or(""),
+                item["rule"].as_str().unwrap_or("")
+            );
+        }
+        println!("Next:");
+        for item in list("upcoming") {
+            println!(
+                "  {:<40} {:<24} rule {} at {}",
+                item["key"].as_str().unwrap_or(""),
+                item["action"].as_str().unwrap_or(""),
+                item["rule"].as_str().unwrap_or(""),
+                when(item["due_ms"].as_i64())
+            );
+        }
+    };
+    match command {
+        LifecycleCommand::Status { bucket, json } => {
+            let body = client
+                .send(Method::GET, "lifecycle", &[("bucket", &bucket)])
+                .await?;
+            let status: serde_json::Value = serde_json::from_slice(&body)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&status)?);
+                return Ok(());
+            }
+            println!(
+                "Bucket {bucket}: last scanned {}",
+                when(status["last_scan_ms"].as_i64())
+            );
+            for rule in status["rules"].as_array().cloned().unwrap_or_default() {
+                println!(
+                    "  rule {:<20} {:<8} expired {:>6}  uploads aborted {:>6}  transitions skipped {:>6}  last acted {}",
+                    rule["id"].as_str().unwrap_or(""),
+                    if rule["enabled"] == true { "enabled" } else { "disabled" },
+                    rule["expired"],
+                    rule["uploads_aborted"],
+                    rule["transitions_skipped"],
+                    when(rule["last_action_ms"].as_i64())
+                );
+            }
+            print_plan(&status["plan"]);
+        }
+        LifecycleCommand::DryRun { bucket, file, json } => {
+            let rules =
+                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            let body = client
+                .send_body(
+                    Method::POST,
+                    "lifecycle/dry-run",
+                    &[("bucket", &bucket)],
+                    rules,
+                )
+                .await?;
+            let plan: serde_json::Value = serde_json::from_slice(&body)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&plan)?);
+            } else {
+                println!(
+                    "Dry run of {} on bucket {bucket} (nothing changed)",
+                    file.display()
+                );
+                print_plan(&plan);
+            }
+        }
+        LifecycleCommand::Set { bucket, file } => {
+            let rules =
+                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            client
+                .send_body(Method::PUT, "lifecycle", &[("bucket", &bucket)], rules)
+                .await?;
+            println!(
+                "Set the lifecycle rules of {bucket} from {}",
+                file.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 async fn policy(client: &AdminClient, command: PolicyCommand) -> anyhow::Result<()> {

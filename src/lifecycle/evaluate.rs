@@ -167,3 +167,42 @@ pub fn abort_upload_rule<'c>(
         })
         .map(|r| r.id.as_str())
 }
+
+/// Every action the rules will ask for this current version, now or later, with when it falls
+/// due (for operators: what the scanner will act on next). Transitions to the class the version
+/// is already in are left out.
+pub fn upcoming(
+    config: &LifecycleConfig,
+    v: &VersionState<'_>,
+    clock: &Clock,
+) -> Vec<(i64, Action)> {
+    let mut out = Vec::new();
+    if !v.is_latest || v.is_delete_marker {
+        return out;
+    }
+    for rule in config.rules.iter().filter(|r| applies(r, v)) {
+        if let Some(when) = rule.expiration.as_ref().and_then(|e| e.when) {
+            out.push((
+                due(when, v.modified_ms, clock),
+                Action::Expire {
+                    rule: rule.id.clone(),
+                },
+            ));
+        }
+        for t in rule
+            .transitions
+            .iter()
+            .filter(|t| v.storage_class != Some(t.storage_class.as_str()))
+        {
+            out.push((
+                due(t.when, v.modified_ms, clock),
+                Action::Transition {
+                    rule: rule.id.clone(),
+                    storage_class: t.storage_class.clone(),
+                },
+            ));
+        }
+    }
+    out.sort_by_key(|(at, _)| *at);
+    out
+}

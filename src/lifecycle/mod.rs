@@ -5,14 +5,19 @@
 //!   checks them.
 //! - `evaluate`: the pure evaluator — one version and a clock in, the action due out.
 //! - `engine`: the background scanner that applies the rules through the object layer.
+//! - `plan`: what the rules ask for now and next, without acting (status and dry runs).
 
 pub mod engine;
 pub mod evaluate;
+pub mod plan;
 pub mod rules;
 
 #[cfg(test)]
 mod tests;
 
 pub use engine::{LifecycleScanner, LifecycleStatus};
-pub use evaluate::{abort_upload_rule, evaluate, expiration_of, Action, Clock, VersionState};
+pub use evaluate::{
+    abort_upload_rule, evaluate, expiration_of, upcoming, Action, Clock, VersionState,
+};
+pub use plan::{plan, Plan, Planned};
 pub use rules::{LifecycleConfig, RuleError};
