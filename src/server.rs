@@ -356,6 +356,7 @@ async fn serve_connection(
     let handler = Handler {
         router: shared.router.clone(),
         activity: activity.clone(),
+        peer,
     };
     if http2 {
         let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
@@ -718,6 +719,8 @@ impl Drop for TrackedBody {
 struct Handler {
     router: axum::Router,
     activity: Arc<Activity>,
+    /// The client's address, for policies that name one (`aws:SourceIp`).
+    peer: SocketAddr,
 }
 
 impl hyper::service::Service<Request<Incoming>> for Handler {
@@ -728,13 +731,16 @@ impl hyper::service::Service<Request<Incoming>> for Handler {
     fn call(&self, request: Request<Incoming>) -> Self::Future {
         let guard = self.activity.request_started();
         let activity = self.activity.clone();
-        let request = request.map(|inner| {
+        let mut request = request.map(|inner| {
             axum::body::Body::new(TrackedBody {
                 inner,
                 activity,
                 waiting: false,
             })
         });
+        request
+            .extensions_mut()
+            .insert(axum::extract::ConnectInfo(self.peer));
         let mut router = self.router.clone();
         let response = tower::Service::call(&mut router, request);
         Box::pin(async move {

@@ -761,3 +761,43 @@ async fn users_and_policies_are_healed_onto_a_replaced_drive() {
         std::fs::rename(drive.with_extension("away"), drive).unwrap();
     }
 }
+
+#[tokio::test]
+async fn bucket_policies_can_name_the_client_address() {
+    let server = TestServer::start();
+    let root = server.client();
+    create_bucket(&root, BUCKET).await;
+    put(&root, BUCKET, "dataset/part-0", b"public bytes").await;
+    let policy_from = |network: &str| {
+        format!(
+            r#"{{"Version": "2012-10-17", "Statement": [{{"Effect": "Allow", "Principal": "*",
+                "Action": "s3:GetObject", "Resource": "arn:aws:s3:::data/*",
+                "Condition": {{"IpAddress": {{"aws:SourceIp": "{network}"}}}}}}]}}"#
+        )
+    };
+    let anonymous_get = || {
+        let url = server.url("/data/dataset/part-0");
+        async move { raw_send("GET", &url, &[], Vec::new()).await }
+    };
+    // The tests reach the server from 127.0.0.1.
+    ok(
+        root.put_bucket_policy()
+            .bucket(BUCKET)
+            .policy(policy_from("127.0.0.0/8"))
+            .send()
+            .await,
+        "PutBucketPolicy for loopback",
+    );
+    let got = anonymous_get().await;
+    assert_eq!(got.status, 200, "{}", got.text());
+    assert_eq!(got.body, b"public bytes");
+    ok(
+        root.put_bucket_policy()
+            .bucket(BUCKET)
+            .policy(policy_from("10.0.0.0/8"))
+            .send()
+            .await,
+        "PutBucketPolicy for another network",
+    );
+    assert_eq!(anonymous_get().await.status, 403);
+}
