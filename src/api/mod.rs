@@ -193,16 +193,17 @@ async fn authenticated_dispatch(
     };
     let auth = auth.unwrap_or_else(auth::Authenticated::anonymous);
     let query = router::Query::parse(parts.uri.query());
+    let source_ip = parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|connected| connected.0.ip());
     // Every request is authorised, signed or not, except those that authenticate themselves
     // (a CORS preflight, a POST Object form).
     if !endpoint.is_anonymous() {
         let info = crate::iam::RequestInfo {
             headers: &parts.headers,
             query: &query,
-            source_ip: parts
-                .extensions
-                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-                .map(|connected| connected.0.ip()),
+            source_ip,
         };
         if let Err(err) = crate::iam::authorize(state, &auth.identity, &endpoint, &info).await {
             return (endpoint.name(), Err(err));
@@ -217,6 +218,8 @@ async fn authenticated_dispatch(
         body,
         trailers,
         decoded_length: auth.decoded_length,
+        identity: auth.identity.clone(),
+        source_ip,
     };
     let name = endpoint.name();
     (name, handlers::call(endpoint, request).await)

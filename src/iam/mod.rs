@@ -31,7 +31,6 @@ use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::router::{Endpoint, Query};
 use crate::api::AppState;
 use crate::object::{BucketName, ObjectError};
-use action::On;
 use policy::{Access, Caller, Context, Decision, Target};
 
 /// What authorisation looks at besides the endpoint.
@@ -60,10 +59,7 @@ pub async fn authorize(
         let resource = check.resource();
         let access = Access {
             action: check.action,
-            target: match check.on {
-                On::AllKeys => Target::AllUnder(&resource),
-                On::Bucket | On::Key(_) => Target::One(&resource),
-            },
+            target: Target::One(&resource),
             caller,
             context: &context,
         };

@@ -165,10 +165,6 @@ impl Context {
 pub enum Target<'a> {
     /// One resource: `arn:aws:s3:::bucket`, `arn:aws:s3:::bucket/key` or `arn:aws:s3:::*`.
     One(&'a str),
-    /// Any resource whose ARN starts with this (`arn:aws:s3:::bucket/`), for a request whose
-    /// keys are known only later (DeleteObjects): an `Allow` applies only if it covers them
-    /// all, a `Deny` applies if it may match any of them.
-    AllUnder(&'a str),
 }
 
 /// One permission check: may `caller` do `action` on `target`?
@@ -524,14 +520,8 @@ impl Statement {
                 let Some(pattern) = compile(pattern, vars) else {
                     return false;
                 };
-                // Under `AllUnder`, an `Allow` (or a `Deny`'s `NotResource`) must hold for every
-                // resource, a `Deny` (or an `Allow`'s `NotResource`) for one at least.
-                let for_all = (self.effect == Effect::Allow) == self.resources.is_only();
-                match access.target {
-                    Target::One(resource) => glob(&pattern, resource, false),
-                    Target::AllUnder(prefix) if for_all => covers_all(&pattern, prefix),
-                    Target::AllUnder(prefix) => may_match(&pattern, prefix),
-                }
+                let Target::One(resource) = access.target;
+                glob(&pattern, resource, false)
             })
             && self.conditions_hold(access.context, vars)
     }
@@ -551,10 +541,6 @@ impl Statement {
 }
 
 impl Patterns {
-    fn is_only(&self) -> bool {
-        matches!(self, Patterns::Only(_))
-    }
-
     fn matches(&self, matching: impl Fn(&str) -> bool) -> bool {
         match self {
             Patterns::Only(list) => list.iter().any(|p| matching(p)),
@@ -719,35 +705,6 @@ fn glob(pattern: &[Token], text: &str, ignore_case: bool) -> bool {
         }
     }
     pattern[p..].iter().all(|t| *t == Token::Any)
-}
-
-/// Whether the pattern matches every text that starts with `prefix` and goes on.
-fn covers_all(pattern: &[Token], prefix: &str) -> bool {
-    let mut tokens = pattern.iter();
-    for c in prefix.chars() {
-        match tokens.next() {
-            Some(Token::Char(p)) if *p == c => {}
-            Some(Token::One) => {}
-            Some(Token::Any) => return tokens.all(|t| *t == Token::Any),
-            _ => return false,
-        }
-    }
-    let rest: Vec<&Token> = tokens.collect();
-    !rest.is_empty() && rest.iter().all(|t| **t == Token::Any)
-}
-
-/// Whether the pattern may match a text that starts with `prefix` and goes on.
-fn may_match(pattern: &[Token], prefix: &str) -> bool {
-    let mut tokens = pattern.iter();
-    for c in prefix.chars() {
-        match tokens.next() {
-            Some(Token::Char(p)) if *p == c => {}
-            Some(Token::One) => {}
-            Some(Token::Any) => return true,
-            _ => return false,
-        }
-    }
-    tokens.next().is_some()
 }
 
 /// `a.b.c.d/n`, `x::y/n` or a single address.
@@ -1279,82 +1236,6 @@ mod tests {
             ),
             Decision::NotApplicable
         );
-    }
-
-    #[test]
-    fn requests_on_keys_known_later_need_an_allow_for_all_and_fall_to_any_deny() {
-        let under = |policy: &Policy| {
-            policy.evaluate(&Access {
-                action: "s3:DeleteObject",
-                target: Target::AllUnder("arn:aws:s3:::data/"),
-                caller: Caller::User("alice"),
-                context: &Context::default(),
-            })
-        };
-        let doc = |statements: &str| identity(&format!(r#"{{"Statement": [{statements}]}}"#));
-        let allow = |resource: &str| {
-            format!(r#"{{"Effect": "Allow", "Action": "s3:*", "Resource": "{resource}"}}"#)
-        };
-        let deny = |resource: &str| {
-            format!(r#"{{"Effect": "Deny", "Action": "s3:Delete*", "Resource": "{resource}"}}"#)
-        };
-        use Decision::*;
-        let cases = [
-            (allow("arn:aws:s3:::data/*"), Allow),
-            (allow("arn:aws:s3:::*"), Allow),
-            (allow("*"), Allow),
-            (allow("arn:aws:s3:::dat?/*"), Allow),
-            (allow("arn:aws:s3:::data/team-a/*"), NotApplicable),
-            (allow("arn:aws:s3:::data/?"), NotApplicable),
-            (allow("arn:aws:s3:::data"), NotApplicable),
-            (allow("arn:aws:s3:::data/"), NotApplicable),
-            (
-                format!("{}, {}", allow("*"), deny("arn:aws:s3:::data/secret/*")),
-                Deny,
-            ),
-            (
-                format!("{}, {}", allow("*"), deny("arn:aws:s3:::data/x")),
-                Deny,
-            ),
-            (format!("{}, {}", allow("*"), deny("arn:aws:s3:::*")), Deny),
-            (
-                format!("{}, {}", allow("*"), deny("arn:aws:s3:::other/*")),
-                Allow,
-            ),
-            (
-                format!("{}, {}", allow("*"), deny("arn:aws:s3:::data")),
-                Allow,
-            ),
-            (
-                r#"{"Effect": "Allow", "Action": "s3:*", "NotResource": "arn:aws:s3:::data/x"}"#
-                    .into(),
-                NotApplicable,
-            ),
-            (
-                r#"{"Effect": "Allow", "Action": "s3:*", "NotResource": "arn:aws:s3:::other/*"}"#
-                    .into(),
-                Allow,
-            ),
-            (
-                format!(
-                    "{}, {}",
-                    allow("*"),
-                    r#"{"Effect": "Deny", "Action": "s3:*", "NotResource": "arn:aws:s3:::data/public/*"}"#
-                ),
-                Deny,
-            ),
-            (
-                format!(
-                    "{}, {}",
-                    allow("*"),
-                    r#"{"Effect": "Deny", "Action": "s3:*", "NotResource": "arn:aws:s3:::data/*"}"#
-                ),
-                Allow,
-            ),
-        ];
-        for (statements, want) in cases {
-            assert_eq!(under(&doc(&statements)), want, "{statements}");
-        }
     }
 
     #[test]

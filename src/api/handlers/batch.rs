@@ -10,6 +10,21 @@ use crate::object::ObjectKey;
 /// Most keys one DeleteObjects request may name.
 const MAX_KEYS: usize = 1000;
 
+/// Each key of a batch is authorised as a DeleteObject of its own.
+async fn authorize_key(
+    state: &crate::api::AppState,
+    identity: &crate::api::auth::Identity,
+    info: &crate::iam::RequestInfo<'_>,
+    bucket: &crate::object::BucketName,
+    key: &ObjectKey,
+) -> Result<(), S3Error> {
+    let endpoint = crate::api::router::Endpoint::DeleteObject {
+        bucket: bucket.to_string(),
+        key: key.to_string(),
+    };
+    crate::iam::authorize(state, identity, &endpoint, info).await
+}
+
 pub async fn delete_objects(mut request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
     let name = bucket_name(bucket)?;
     // S3 requires a digest of the key list, so a corrupted list never deletes the wrong
@@ -27,6 +42,11 @@ pub async fn delete_objects(mut request: Request<'_>, bucket: &str) -> Result<Re
     }
     let store = &request.state.store;
     store.bucket(&name).await?;
+    let info = crate::iam::RequestInfo {
+        headers: request.headers,
+        query: &request.query,
+        source_ip: request.source_ip,
+    };
     let mut result = xml::DeleteResult {
         xmlns: (),
         deleted: Vec::new(),
@@ -38,10 +58,15 @@ pub async fn delete_objects(mut request: Request<'_>, bucket: &str) -> Result<Re
                 S3ErrorCode::NotImplemented,
                 "Deleting a specific version is not implemented yet.",
             )),
-            (Ok(key), _) => store
-                .delete_object(&name, &key)
-                .await
-                .map_err(S3Error::from),
+            (Ok(key), _) => {
+                match authorize_key(request.state, &request.identity, &info, &name, &key).await {
+                    Ok(()) => store
+                        .delete_object(&name, &key)
+                        .await
+                        .map_err(S3Error::from),
+                    Err(e) => Err(e),
+                }
+            }
             (Err(e), _) => Err(S3Error::from(e)),
         };
         match outcome {

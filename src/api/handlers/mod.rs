@@ -34,6 +34,10 @@ pub struct Request<'a> {
     pub trailers: Arc<TrailerSlot>,
     /// The decoded length of an `aws-chunked` body.
     pub decoded_length: Option<u64>,
+    /// Who sent it, and from where: for the checks a handler makes itself (DeleteObjects
+    /// authorises each key of its body).
+    pub identity: crate::api::auth::Identity,
+    pub source_ip: Option<std::net::IpAddr>,
 }
 
 /// Largest XML request body read into memory (a CompleteMultipartUpload of 10,000 parts).

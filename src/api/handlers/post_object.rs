@@ -102,6 +102,8 @@ pub async fn post_object(request: Request<'_>, bucket: &str) -> Result<Response,
         body: Box::pin(FileBody::new(file, range)),
         trailers: Arc::new(TrailerSlot::default()),
         decoded_length: None,
+        identity: identity.clone(),
+        source_ip: None,
     };
     refuse_unsupported(&put)?;
     let options = put_options(&put)?;
