@@ -259,6 +259,31 @@ const LIST_UPLOADS_PARAMS: &[&str] = &[
     "encoding-type",
 ];
 
+/// The object a copy reads: `x-amz-copy-source: [/]bucket/key[?versionId=…]`, URL-encoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopySource {
+    pub bucket: String,
+    pub key: String,
+    pub version: Option<String>,
+}
+
+/// Parses `x-amz-copy-source`; `None` when it is absent or names no bucket and key.
+pub fn copy_source(headers: &HeaderMap) -> Option<CopySource> {
+    let raw = headers.get("x-amz-copy-source")?.to_str().ok()?;
+    let decoded = percent_decode_str(raw).decode_utf8().ok()?;
+    let (path, version) = match decoded.split_once("?versionId=") {
+        Some((path, version)) => (path, Some(version.to_string())),
+        None => (&*decoded, None),
+    };
+    let path = path.strip_prefix('/').unwrap_or(path);
+    let (bucket, key) = path.split_once('/')?;
+    (!key.is_empty()).then(|| CopySource {
+        bucket: bucket.to_string(),
+        key: key.to_string(),
+        version,
+    })
+}
+
 /// The bucket a request's `Host` names when it is `bucket.DOMAIN` (virtual-hosted style).
 fn virtual_host_bucket(uri: &Uri, headers: &HeaderMap, domain: Option<&str>) -> Option<String> {
     let domain = domain?;
@@ -693,6 +718,30 @@ mod tests {
                 "{method} {uri}"
             );
         }
+    }
+
+    #[test]
+    fn copy_sources_are_decoded_with_their_version() {
+        let parse = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert("x-amz-copy-source", value.parse().unwrap());
+            copy_source(&headers)
+        };
+        assert_eq!(
+            parse("/src/dir%2Fthe%20key?versionId=v1"),
+            Some(CopySource {
+                bucket: "src".into(),
+                key: "dir/the key".into(),
+                version: Some("v1".into())
+            })
+        );
+        assert_eq!(
+            parse("src/k").map(|s| (s.key, s.version)),
+            Some(("k".into(), None))
+        );
+        assert_eq!(parse("/src/"), None);
+        assert_eq!(parse("src"), None);
+        assert_eq!(copy_source(&HeaderMap::new()), None);
     }
 
     #[test]

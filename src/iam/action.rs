@@ -1,10 +1,9 @@
 //! Which S3 action each request is, on which resource, with which condition keys.
 
 use axum::http::HeaderMap;
-use percent_encoding::percent_decode_str;
 
 use super::policy::{Context, S3_ARN_PREFIX};
-use crate::api::router::{Endpoint, Query};
+use crate::api::router::{copy_source, Endpoint, Query};
 
 /// One permission a request needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,8 +92,8 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
         DeleteObject { bucket, key } => vec![k("s3:DeleteObject", bucket, key)],
         CopyObject { bucket, key } | UploadPartCopy { bucket, key, .. } => {
             let mut checks = vec![k("s3:PutObject", bucket, key)];
-            if let Some((source_bucket, source_key)) = copy_source(headers) {
-                checks.push(k("s3:GetObject", &source_bucket, &source_key));
+            if let Some(source) = copy_source(headers) {
+                checks.push(k("s3:GetObject", &source.bucket, &source.key));
             }
             checks
         }
@@ -122,19 +121,6 @@ pub fn request_keys(endpoint: &Endpoint, query: &Query, context: &mut Context) {
             }
         }
     }
-}
-
-/// The bucket and key of `x-amz-copy-source: [/]bucket/key[?versionId=…]`, as the copy
-/// handlers read it; `None` when they would refuse it.
-fn copy_source(headers: &HeaderMap) -> Option<(String, String)> {
-    let raw = headers.get("x-amz-copy-source")?.to_str().ok()?;
-    let decoded = percent_decode_str(raw).decode_utf8().ok()?;
-    let path = decoded
-        .split_once("?versionId=")
-        .map_or(&*decoded, |(p, _)| p);
-    let path = path.strip_prefix('/').unwrap_or(path);
-    let (bucket, key) = path.split_once('/')?;
-    (!key.is_empty()).then(|| (bucket.to_string(), key.to_string()))
 }
 
 #[cfg(test)]

@@ -17,29 +17,17 @@ use crate::object::{
 /// Largest object CopyObject copies, as in S3 (bigger ones need UploadPartCopy).
 const MAX_COPY_SIZE: u64 = 5 << 30;
 
-/// `x-amz-copy-source: [/]bucket/key[?versionId=…]`, URL-encoded.
+/// The copy's source bucket and key; versioned sources wait for versioning.
 pub(super) fn copy_source(request: &Request<'_>) -> Result<(String, String), S3Error> {
-    let raw = headers::header(request.headers, "x-amz-copy-source").unwrap_or("");
-    let invalid = || S3Error::new(S3ErrorCode::InvalidArgument, "Invalid copy source");
-    let decoded = percent_encoding::percent_decode_str(raw)
-        .decode_utf8()
-        .map_err(|_| invalid())?;
-    let (path, version) = match decoded.split_once("?versionId=") {
-        Some((path, version)) => (path.to_string(), Some(version.to_string())),
-        None => (decoded.into_owned(), None),
-    };
-    if version.is_some_and(|v| v != "null") {
+    let source = crate::api::router::copy_source(request.headers)
+        .ok_or_else(|| S3Error::new(S3ErrorCode::InvalidArgument, "Invalid copy source"))?;
+    if source.version.as_deref().is_some_and(|v| v != "null") {
         return Err(S3Error::new(
             S3ErrorCode::NotImplemented,
             "Versioned copy sources are not implemented yet.",
         ));
     }
-    let path = path.strip_prefix('/').unwrap_or(&path);
-    let (bucket, key) = path.split_once('/').ok_or_else(invalid)?;
-    if key.is_empty() {
-        return Err(invalid());
-    }
-    Ok((bucket.to_string(), key.to_string()))
+    Ok((source.bucket, source.key))
 }
 
 /// `x-amz-metadata-directive` or `x-amz-tagging-directive`: COPY (the default) or REPLACE.
