@@ -119,7 +119,7 @@ impl Fixture {
             // Not timed: deleting keeps the disk from filling up over the runs.
             for key in &keys {
                 self.store
-                    .delete_object(&self.bucket, key)
+                    .delete_object(&self.bucket, key, None)
                     .await
                     .expect("delete");
             }

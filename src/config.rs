@@ -46,12 +46,15 @@ pub struct LifecycleConfig {
     /// How long a lifecycle "day" lasts: a real day, or `STRATA_LIFECYCLE_DAY_SECONDS` for tests
     /// and demos (the scanner's cycle shortens to match).
     pub day: Duration,
+    /// The tiers transitions move data to (`--tiers FILE`, see `crate::tier`).
+    pub tiers_file: Option<PathBuf>,
 }
 
 impl Default for LifecycleConfig {
     fn default() -> Self {
         Self {
             day: Duration::from_secs(24 * 3600),
+            tiers_file: None,
         }
     }
 }

@@ -14,5 +14,6 @@ pub mod metrics;
 pub mod object;
 pub mod server;
 pub mod storage;
+pub mod tier;
 pub mod tls;
 pub mod usage;

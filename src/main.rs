@@ -41,6 +41,10 @@ enum Command {
         /// both are reloaded when they change.
         #[arg(long, env = "STRATA_CERTS_DIR", value_name = "DIR")]
         certs_dir: Option<PathBuf>,
+        /// Tiers for lifecycle transitions: a JSON file naming drive pools and remote S3
+        /// endpoints (see README).
+        #[arg(long, env = "STRATA_TIERS_FILE", value_name = "FILE")]
+        tiers: Option<PathBuf>,
         /// Drive folders; `/data/d{1...9}` expands. Default: ./data/d1 … ./data/d9.
         drives: Vec<String>,
     },
@@ -64,11 +68,13 @@ fn main() -> std::process::ExitCode {
             json_logs,
             domain,
             certs_dir,
+            tiers,
             drives,
         } => {
             init_logging(json_logs);
             match server_config(address, &ec, block_size, domain, drives).and_then(|mut config| {
                 config.listener = listener_config(certs_dir)?;
+                config.lifecycle.tiers_file = tiers;
                 Ok(config)
             }) {
                 Ok(config) => run(config),
@@ -245,7 +251,10 @@ fn lifecycle_config() -> anyhow::Result<config::LifecycleConfig> {
     if day.is_zero() {
         anyhow::bail!("STRATA_LIFECYCLE_DAY_SECONDS must be at least 1");
     }
-    Ok(config::LifecycleConfig { day })
+    Ok(config::LifecycleConfig {
+        day,
+        tiers_file: None,
+    })
 }
 
 fn seconds_from_env(name: &str, default: u64) -> anyhow::Result<std::time::Duration> {

@@ -344,6 +344,26 @@ impl Metrics {
             "strata_lifecycle_transitions_skipped",
             "Transitions due but not done (no tier of that storage class), by bucket and rule",
         );
+        let versions_removed = rule_counter(
+            &mut registry,
+            "strata_lifecycle_versions_removed",
+            "Noncurrent versions the lifecycle scanner removed, by bucket and rule",
+        );
+        let markers_removed = rule_counter(
+            &mut registry,
+            "strata_lifecycle_delete_markers_removed",
+            "Expired delete markers the lifecycle scanner removed, by bucket and rule",
+        );
+        let transitioned = rule_counter(
+            &mut registry,
+            "strata_lifecycle_transitioned",
+            "Object versions the lifecycle scanner moved to a tier, by bucket and rule",
+        );
+        let transitions_failed = rule_counter(
+            &mut registry,
+            "strata_lifecycle_transitions_failed",
+            "Transitions that failed (a tier unreachable) and are retried, by bucket and rule",
+        );
         let last_scan = Family::<BucketLabels, Gauge<f64, AtomicU64>>::default();
         registry.register(
             "strata_lifecycle_last_scan_timestamp_seconds",
@@ -363,6 +383,18 @@ impl Metrics {
                 skipped
                     .get_or_create(&labels)
                     .inc_by(counts.transitions_skipped);
+                versions_removed
+                    .get_or_create(&labels)
+                    .inc_by(counts.versions_removed);
+                markers_removed
+                    .get_or_create(&labels)
+                    .inc_by(counts.markers_removed);
+                transitioned
+                    .get_or_create(&labels)
+                    .inc_by(counts.transitioned);
+                transitions_failed
+                    .get_or_create(&labels)
+                    .inc_by(counts.transitions_failed);
             }
             if let Some(at) = activity.last_scan_ms {
                 let labels = BucketLabels {
@@ -742,6 +774,10 @@ mod tests {
             "strata_lifecycle_expired_total",
             "strata_lifecycle_uploads_aborted_total",
             "strata_lifecycle_transitions_skipped_total",
+            "strata_lifecycle_versions_removed_total",
+            "strata_lifecycle_delete_markers_removed_total",
+            "strata_lifecycle_transitioned_total",
+            "strata_lifecycle_transitions_failed_total",
             "strata_lifecycle_last_scan_timestamp_seconds",
         ] {
             assert!(names.contains(name), "{name} missing from:\n{text}");

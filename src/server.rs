@@ -74,6 +74,18 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     let mut deployment = deployment;
     let set_count = deployment.sets.len();
     let store = ObjectStore::new(std::mem::take(&mut deployment.sets), &deployment.id);
+    if let Some(path) = &config.lifecycle.tiers_file {
+        let configs =
+            crate::tier::load_tiers(path).with_context(|| format!("--tiers {}", path.display()))?;
+        configs
+            .check_drives_apart(&config.drives)
+            .with_context(|| format!("--tiers {}", path.display()))?;
+        let tiers = crate::tier::build_tiers(&configs)
+            .await
+            .with_context(|| format!("opening the tiers of {}", path.display()))?;
+        tracing::info!(tiers = ?tiers.names().collect::<Vec<_>>(), "tiers for lifecycle transitions");
+        store.set_tiers(tiers);
+    }
     let deployment = Arc::new(deployment);
     background::spawn(background::StaleUploadCleaner {
         store: store.clone(),

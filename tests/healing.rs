@@ -327,3 +327,113 @@ async fn orphaned_data_folders_are_collected_and_live_ones_kept() {
     let shards: usize = server.drives().iter().map(|d| shard_files(d).len()).sum();
     assert_eq!(shards, 9 * 4, "every live shard file is still there");
 }
+
+#[tokio::test]
+async fn every_version_and_delete_marker_is_rebuilt_on_a_wiped_drive() {
+    use aws_sdk_s3::types::{BucketVersioningStatus, VersioningConfiguration};
+    let server = TestServer::start_with(fast_checks());
+    let client = server.client();
+    let bucket = unique_bucket("heal-versions");
+    create_bucket(&client, &bucket).await;
+    ok(
+        client
+            .put_bucket_versioning()
+            .bucket(&bucket)
+            .versioning_configuration(
+                VersioningConfiguration::builder()
+                    .status(BucketVersioningStatus::Enabled)
+                    .build(),
+            )
+            .send()
+            .await,
+        "PutBucketVersioning",
+    );
+    // Three versions of a key (inline, several blocks, inline), and a key whose newest
+    // version is a delete marker over data.
+    let mut versions = Vec::new();
+    for (i, size) in [10 * KIB, 2 * MIB + 7, 1].into_iter().enumerate() {
+        let data = payload(size, 900 + i as u64);
+        let out = client
+            .put_object()
+            .bucket(&bucket)
+            .key("model.bin")
+            .body(data.clone().into())
+            .send()
+            .await
+            .unwrap();
+        versions.push(("model.bin", out.version_id().unwrap().to_string(), data));
+    }
+    let hidden = payload(MIB, 950);
+    let out = client
+        .put_object()
+        .bucket(&bucket)
+        .key("hidden.bin")
+        .body(hidden.clone().into())
+        .send()
+        .await
+        .unwrap();
+    versions.push(("hidden.bin", out.version_id().unwrap().to_string(), hidden));
+    ok(
+        client
+            .delete_object()
+            .bucket(&bucket)
+            .key("hidden.bin")
+            .send()
+            .await,
+        "DELETE (a delete marker)",
+    );
+
+    let wiped = server.drives()[4].clone();
+    let before = shard_hashes(&wiped);
+    std::fs::remove_dir_all(&wiped).unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    std::fs::create_dir_all(&wiped).unwrap();
+    eventually(
+        "the heal pass after the replacement",
+        Duration::from_secs(60),
+        || heal_passes(&server) >= 1,
+    )
+    .await;
+    assert_eq!(
+        shard_hashes(&wiped),
+        before,
+        "noncurrent shards rebuilt too"
+    );
+
+    // The rebuilt drive stands in for three others: every version and the marker are there.
+    let pulled = pull_drives(&server, &[0, 1, 2]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for (key, id, data) in &versions {
+        let got = client
+            .get_object()
+            .bucket(&bucket)
+            .key(*key)
+            .version_id(id)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {key}?versionId={id}: {}", describe(&e)));
+        assert_same_bytes(
+            &got.body.collect().await.unwrap().into_bytes(),
+            data,
+            &format!("{key} version {id} from the rebuilt drive"),
+        );
+    }
+    assert_s3_error(
+        client
+            .get_object()
+            .bucket(&bucket)
+            .key("hidden.bin")
+            .send()
+            .await,
+        404,
+        "NoSuchKey",
+        "the delete marker was rebuilt",
+    );
+    let listed = ok(
+        client.list_object_versions().bucket(&bucket).send().await,
+        "ListObjectVersions",
+    );
+    assert_eq!(listed.versions().len(), 4);
+    assert_eq!(listed.delete_markers().len(), 1);
+    put_back(&pulled);
+}

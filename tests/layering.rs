@@ -77,7 +77,29 @@ fn erasure_knows_nothing_of_s3_or_http() {
 fn object_layer_does_not_reach_up() {
     assert_no_imports(
         "object",
-        &["crate::api", "crate::lifecycle", "axum", "hyper"],
+        &[
+            "crate::api",
+            "crate::lifecycle",
+            "crate::tier",
+            "axum",
+            "hyper",
+        ],
+    );
+}
+
+/// Tiers are stores below the object layer's `Tier` trait: a pool opens drives like the
+/// server does; neither kind knows of S3 requests or rules.
+#[test]
+fn tiers_know_nothing_of_requests_or_rules() {
+    assert_no_imports(
+        "tier",
+        &[
+            "crate::api",
+            "crate::lifecycle",
+            "crate::iam",
+            "axum",
+            "hyper",
+        ],
     );
 }
 

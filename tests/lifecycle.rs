@@ -427,3 +427,167 @@ async fn a_dry_run_lists_what_new_rules_would_do_and_status_shows_what_they_did(
         "{table}"
     );
 }
+
+/// Every version of `key` as ListObjectVersions gives them: (version id, is delete marker),
+/// newest first.
+async fn versions_of(client: &Client, bucket: &str, key: &str) -> Vec<(String, bool)> {
+    let listed = ok(
+        client
+            .list_object_versions()
+            .bucket(bucket)
+            .prefix(key)
+            .send()
+            .await,
+        "ListObjectVersions",
+    );
+    let mut out: Vec<(i64, String, bool)> = Vec::new();
+    for v in listed.versions() {
+        if v.key() == Some(key) {
+            let at = v.last_modified().map_or(0, |t| t.to_millis().unwrap());
+            out.push((at, v.version_id().unwrap_or("").to_string(), false));
+        }
+    }
+    for m in listed.delete_markers() {
+        if m.key() == Some(key) {
+            let at = m.last_modified().map_or(0, |t| t.to_millis().unwrap());
+            out.push((at, m.version_id().unwrap_or("").to_string(), true));
+        }
+    }
+    out.sort_by_key(|(at, _, _)| std::cmp::Reverse(*at));
+    out.into_iter()
+        .map(|(_, id, marker)| (id, marker))
+        .collect()
+}
+
+#[tokio::test]
+async fn versioned_buckets_lose_old_versions_and_lone_delete_markers_by_their_rules() {
+    use aws_sdk_s3::types::{
+        BucketVersioningStatus, NoncurrentVersionExpiration, VersioningConfiguration,
+    };
+    let server = TestServer::start_with(fast_days());
+    let client = server.client();
+    let bucket = unique_bucket("lc-versions");
+    create_bucket(&client, &bucket).await;
+    ok(
+        client
+            .put_bucket_versioning()
+            .bucket(&bucket)
+            .versioning_configuration(
+                VersioningConfiguration::builder()
+                    .status(BucketVersioningStatus::Enabled)
+                    .build(),
+            )
+            .send()
+            .await,
+        "PutBucketVersioning",
+    );
+    let logs = LifecycleRule::builder()
+        .id("logs")
+        .status(ExpirationStatus::Enabled)
+        .filter(LifecycleRuleFilter::builder().prefix("logs/").build())
+        .noncurrent_version_expiration(
+            NoncurrentVersionExpiration::builder()
+                .noncurrent_days(1)
+                .newer_noncurrent_versions(1)
+                .build(),
+        )
+        .expiration(
+            LifecycleExpiration::builder()
+                .expired_object_delete_marker(true)
+                .build(),
+        )
+        .build()
+        .unwrap();
+    put_rules(&client, &bucket, vec![logs, expire_rule("tmp", "tmp/", 1)]).await;
+
+    // logs/a: three versions; the oldest goes, the newest noncurrent one is kept.
+    let mut ids = Vec::new();
+    for round in 0..3u64 {
+        let data = payload(1000 + round as usize, round);
+        let put = client
+            .put_object()
+            .bucket(&bucket)
+            .key("logs/a")
+            .body(data.into())
+            .send()
+            .await
+            .unwrap();
+        ids.push(put.version_id().unwrap().to_string());
+    }
+    // logs/lone: a delete of a missing key leaves a delete marker and nothing else.
+    ok(
+        client
+            .delete_object()
+            .bucket(&bucket)
+            .key("logs/lone")
+            .send()
+            .await,
+        "DELETE of a missing key",
+    );
+    assert_eq!(versions_of(&client, &bucket, "logs/lone").await.len(), 1);
+    // tmp/x: expiry of the current version in a versioned bucket is a delete marker.
+    let tmp = payload(5000, 9);
+    put(&client, &bucket, "tmp/x", &tmp).await;
+
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let a = versions_of(&client, &bucket, "logs/a").await;
+        let lone = versions_of(&client, &bucket, "logs/lone").await;
+        let x = versions_of(&client, &bucket, "tmp/x").await;
+        let done = a.len() == 2 && lone.is_empty() && x.len() == 2;
+        if done {
+            let kept: Vec<&str> = a.iter().map(|(id, _)| id.as_str()).collect();
+            assert_eq!(
+                kept,
+                vec![ids[2].as_str(), ids[1].as_str()],
+                "the oldest went"
+            );
+            assert!(x[0].1, "tmp/x now ends in a delete marker");
+            assert!(!x[1].1, "and keeps its data as a noncurrent version");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "logs/a {a:?}, logs/lone {lone:?}, tmp/x {x:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_s3_error(
+        client
+            .get_object()
+            .bucket(&bucket)
+            .key("tmp/x")
+            .send()
+            .await,
+        404,
+        "NoSuchKey",
+        "an expired object in a versioned bucket",
+    );
+    let old = client
+        .get_object()
+        .bucket(&bucket)
+        .key("tmp/x")
+        .version_id(versions_of(&client, &bucket, "tmp/x").await[1].0.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_same_bytes(
+        &old.body.collect().await.unwrap().into_bytes(),
+        &tmp,
+        "the expired object's data, by version id",
+    );
+    let status = strata_admin(&server, &["lifecycle", "status", &bucket, "--json"]);
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let rule = |id: &str| {
+        status["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(rule("logs")["versions_removed"], 1);
+    assert_eq!(rule("logs")["markers_removed"], 1);
+    assert_eq!(rule("tmp")["expired"], 1);
+}

@@ -113,6 +113,8 @@ enum Operation {
         parts: Vec<CompletedPart>,
     },
     Delete,
+    /// Removes one version of the key for good.
+    DeleteVersion(String),
     /// Heals an object that the drives [`LOST_DRIVES`] lost.
     Heal,
 }
@@ -135,7 +137,10 @@ impl Operation {
                     .await
                     .map(drop)
             }
-            Operation::Delete => store.delete_object(&bucket, &key).await,
+            Operation::Delete => store.delete_object(&bucket, &key, None).await.map(drop),
+            Operation::DeleteVersion(id) => {
+                store.delete_object(&bucket, &key, Some(id)).await.map(drop)
+            }
             // A heal vouches for the drives it reports repaired: only a heal of both lost
             // drives counts as acknowledged.
             Operation::Heal => {
@@ -158,6 +163,10 @@ struct Scenario {
     after: Content,
     /// Other objects, written before: they must read back whatever happens.
     bystanders: Vec<(String, Content)>,
+    /// Versions of the target (id, content) that must read back by id whatever happens.
+    versions: Vec<(String, Content)>,
+    /// A version the operation removes: gone once acknowledged.
+    removed_version: Option<String>,
 }
 
 /// A pre-state builder: the bucket and two bystanders (inline and multi-block) on durable
@@ -210,8 +219,61 @@ impl PreState {
             before,
             after,
             bystanders: self.bystanders,
+            versions: Vec::new(),
+            removed_version: None,
         }
     }
+
+    /// A pre-state whose bucket has versioning enabled and whose target has two versions:
+    /// their ids and contents, oldest first.
+    async fn versioned() -> (Self, Vec<(String, Content)>) {
+        let pre = Self::new().await;
+        pre.store
+            .update_bucket_settings(&bucket(), |s| {
+                s.versioning = Some(strata::object::Versioning::Enabled);
+                Ok(())
+            })
+            .await
+            .unwrap();
+        let mut versions = Vec::new();
+        for (size, seed) in [(BLOCKS, 700), (INLINE, 701)] {
+            let data = payload(size, seed);
+            let record = pre
+                .store
+                .put_object(&bucket(), &key(TARGET), body(&data), PutOptions::default())
+                .await
+                .unwrap();
+            versions.push((record.version_id.unwrap(), Content::of(&data)));
+        }
+        (pre, versions)
+    }
+}
+
+/// In a versioned bucket: a new version, a delete marker, or the removal of the older
+/// version, over two versions that must survive (all but the removed one).
+async fn versioned(what: &str) -> Scenario {
+    let (pre, versions) = PreState::versioned().await;
+    let current = versions[1].1;
+    let (operation, after, removed) = match what {
+        "put" => {
+            let data = payload(ONE_BLOCK, 702);
+            let after = Content::of(&data);
+            (Operation::Put(data), after, None)
+        }
+        "delete marker" => (Operation::Delete, Content::Absent, None),
+        _ => (
+            Operation::DeleteVersion(versions[0].0.clone()),
+            current,
+            Some(versions[0].0.clone()),
+        ),
+    };
+    let mut scenario = pre.scenario(format!("versioned {what}"), operation, current, after);
+    scenario.versions = versions
+        .into_iter()
+        .filter(|(id, _)| Some(id) != removed.as_ref())
+        .collect();
+    scenario.removed_version = removed;
+    scenario
 }
 
 async fn put_new(size: usize) -> Scenario {
@@ -303,7 +365,7 @@ async fn heal(size: usize, loss: Loss) -> Scenario {
     let data = pre.put(TARGET, size, 600).await;
     let record = pre
         .store
-        .head_object(&bucket(), &key(TARGET))
+        .head_object(&bucket(), &key(TARGET), None)
         .await
         .unwrap();
     let dir = DataDir {
@@ -361,7 +423,7 @@ async fn read_back(
         .get_object(&bucket(), &key(name), GetOptions::default())
         .await
     {
-        Err(ObjectError::NoSuchKey) => Content::Absent,
+        Err(ObjectError::NoSuchKey | ObjectError::DeleteMarker { .. }) => Content::Absent,
         Err(e) => return Err(format!("GET failed: {e}")),
         Ok(result) => {
             let mut bytes = Vec::new();
@@ -382,8 +444,8 @@ async fn read_back(
             Content::of(&bytes)
         }
     };
-    let head = match store.head_object(&bucket(), &key(name)).await {
-        Err(ObjectError::NoSuchKey) => Content::Absent,
+    let head = match store.head_object(&bucket(), &key(name), None).await {
+        Err(ObjectError::NoSuchKey | ObjectError::DeleteMarker { .. }) => Content::Absent,
         Err(e) => return Err(format!("HEAD failed: {e}")),
         Ok(record) => match got {
             Content::Object { size, .. } if size as u64 == record.size => got,
@@ -433,7 +495,38 @@ async fn violations(store: &ObjectStore, scenario: &Scenario, acknowledged: bool
     {
         found.push(format!("{extra}: listed but never written"));
     }
+    for (id, content) in &scenario.versions {
+        match read_version(store, id).await {
+            Ok(got) if got == *content => {}
+            Ok(got) => found.push(format!("version {id}: reads {got:?}, wrote {content:?}")),
+            Err(problem) => found.push(format!("version {id}: {problem}")),
+        }
+    }
+    if let (Some(id), true) = (&scenario.removed_version, acknowledged) {
+        match read_version(store, id).await {
+            Err(problem) if problem.contains("no such version") => {}
+            other => found.push(format!("removed version {id}: {other:?}")),
+        }
+    }
     found
+}
+
+/// One version of the target, read whole by its id.
+async fn read_version(store: &ObjectStore, id: &str) -> Result<Content, String> {
+    let options = GetOptions {
+        version_id: Some(id.to_string()),
+        ..GetOptions::default()
+    };
+    let result = store
+        .get_object(&bucket(), &key(TARGET), options)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    let mut body = result.body;
+    while let Some(piece) = body.next().await {
+        bytes.extend_from_slice(&piece.map_err(|e| format!("cut short: {e}"))?);
+    }
+    Ok(Content::of(&bytes))
 }
 
 /// A stable seed per scenario, crash point and crash.
@@ -584,6 +677,13 @@ async fn delete_survives_power_loss() {
 }
 
 #[tokio::test]
+async fn versioned_writes_and_deletes_survive_power_loss() {
+    for what in ["put", "delete marker", "remove a version"] {
+        sweep(versioned(what).await).await;
+    }
+}
+
+#[tokio::test]
 async fn heal_survives_power_loss() {
     sweep(heal(BLOCKS, Loss::ShardFiles).await).await;
     sweep(heal(BLOCKS, Loss::WholeDrives).await).await;
@@ -626,6 +726,8 @@ async fn overwrite_cut_short_twice_keeps_a_readable_version() {
                 before: seen,
                 after: Content::of(&second_data),
                 bystanders: first_overwrite.bystanders.clone(),
+                versions: Vec::new(),
+                removed_version: None,
             };
             let sweep = crash_everywhere(&then).await;
             total.crash_points += sweep.crash_points;

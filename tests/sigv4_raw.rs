@@ -529,7 +529,7 @@ async fn unsupported_requests_are_not_implemented() {
     let cases = [
         ("GET", format!("/{bucket}?acl")),
         ("GET", format!("/{bucket}?website")),
-        ("GET", format!("/{bucket}?versioning")),
+        ("GET", format!("/{bucket}?replication")),
         ("PUT", format!("/{bucket}/obj?acl")),
     ];
     for (method, path) in &cases {

@@ -467,6 +467,14 @@ pub struct LifecycleRuleView {
     pub id: String,
     pub enabled: bool,
     pub expired: u64,
+    #[serde(default)]
+    pub versions_removed: u64,
+    #[serde(default)]
+    pub markers_removed: u64,
+    #[serde(default)]
+    pub transitioned: u64,
+    #[serde(default)]
+    pub transitions_failed: u64,
     pub uploads_aborted: u64,
     pub transitions_skipped: u64,
     pub last_action_ms: Option<i64>,
@@ -522,6 +530,10 @@ async fn lifecycle(
                         id: rule.id.clone(),
                         enabled: rule.enabled,
                         expired: done.expired,
+                        versions_removed: done.versions_removed,
+                        markers_removed: done.markers_removed,
+                        transitioned: done.transitioned,
+                        transitions_failed: done.transitions_failed,
                         uploads_aborted: done.uploads_aborted,
                         transitions_skipped: done.transitions_skipped,
                         last_action_ms: done.last_action_ms,

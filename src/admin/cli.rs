@@ -718,12 +718,16 @@ async fn lifecycle(client: &AdminClient, command: LifecycleCommand) -> anyhow::R
             );
             for rule in status["rules"].as_array().cloned().unwrap_or_default() {
                 println!(
-                    "  rule {:<20} {:<8} expired {:>6}  uploads aborted {:>6}  transitions skipped {:>6}  last acted {}",
+                    "  rule {:<20} {:<8} expired {:>6}  noncurrent removed {:>6}  markers removed {:>6}  transitioned {:>6} (failed {}, skipped {})  uploads aborted {:>6}  last acted {}",
                     rule["id"].as_str().unwrap_or(""),
                     if rule["enabled"] == true { "enabled" } else { "disabled" },
                     rule["expired"],
-                    rule["uploads_aborted"],
+                    rule["versions_removed"],
+                    rule["markers_removed"],
+                    rule["transitioned"],
+                    rule["transitions_failed"],
                     rule["transitions_skipped"],
+                    rule["uploads_aborted"],
                     when(rule["last_action_ms"].as_i64())
                 );
             }

@@ -48,6 +48,7 @@ pub enum S3ErrorCode {
     NoSuchKey,
     NoSuchTagSet,
     NoSuchUpload,
+    NoSuchVersion,
     NotImplemented,
     PreconditionFailed,
     RequestTimeTooSkewed,
@@ -103,6 +104,7 @@ impl S3ErrorCode {
             NoSuchKey => "NoSuchKey",
             NoSuchTagSet => "NoSuchTagSet",
             NoSuchUpload => "NoSuchUpload",
+            NoSuchVersion => "NoSuchVersion",
             NotImplemented => "NotImplemented",
             PreconditionFailed => "PreconditionFailed",
             RequestTimeTooSkewed => "RequestTimeTooSkewed",
@@ -128,7 +130,8 @@ impl S3ErrorCode {
             | NoSuchLifecycleConfiguration
             | NoSuchKey
             | NoSuchTagSet
-            | NoSuchUpload => StatusCode::NOT_FOUND,
+            | NoSuchUpload
+            | NoSuchVersion => StatusCode::NOT_FOUND,
             NoSuchBucketPolicy => StatusCode::NOT_FOUND,
             BucketAlreadyOwnedByYou | BucketNotEmpty => StatusCode::CONFLICT,
             InvalidRange | InvalidPartNumber => StatusCode::RANGE_NOT_SATISFIABLE,
@@ -175,6 +178,9 @@ pub struct S3Error {
     pub resource: Option<String>,
     /// Request id, filled in by the router just before rendering.
     pub request_id: Option<String>,
+    /// Response headers that come with the error (a delete marker's `x-amz-delete-marker`
+    /// and `x-amz-version-id`); HEAD answers carry them without the body.
+    pub headers: Vec<(&'static str, String)>,
 }
 
 impl S3Error {
@@ -184,6 +190,7 @@ impl S3Error {
             message: message.into(),
             resource: None,
             request_id: None,
+            headers: Vec::new(),
         }
     }
 
@@ -194,6 +201,12 @@ impl S3Error {
 
     pub fn with_resource(mut self, resource: impl Into<String>) -> Self {
         self.resource = Some(resource.into());
+        self
+    }
+
+    /// Adds a response header to the error's answer.
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
         self
     }
 
@@ -248,6 +261,11 @@ impl IntoResponse for S3Error {
             .header("content-type", "application/xml");
         if let Some(id) = &self.request_id {
             builder = builder.header("x-amz-request-id", id.as_str());
+        }
+        for (name, value) in &self.headers {
+            if let Ok(value) = axum::http::HeaderValue::from_str(value) {
+                builder = builder.header(*name, value);
+            }
         }
         // HEAD responses carry no body; hyper drops it, the status tells the client.
         builder
@@ -305,6 +323,7 @@ fn default_message(code: S3ErrorCode) -> &'static str {
         NoSuchKey => "The specified key does not exist.",
         NoSuchTagSet => "The TagSet does not exist",
         NoSuchUpload => "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
+        NoSuchVersion => "The specified version does not exist.",
         NotImplemented => "A header or query you provided implies functionality that is not implemented.",
         PreconditionFailed => "At least one of the pre-conditions you specified did not hold",
         RequestTimeTooSkewed => "The difference between the request time and the server's time is too large.",
@@ -331,6 +350,22 @@ mod tests {
              <RequestId>ID1</RequestId></Error>"
         );
         assert_eq!(err.code.status(), StatusCode::NOT_FOUND);
+    }
+
+    #[test]
+    fn errors_carry_their_headers() {
+        let err = S3Error::from_code(S3ErrorCode::NoSuchKey)
+            .with_header("x-amz-delete-marker", "true")
+            .with_header("x-amz-version-id", "null");
+        let response = err.into_response();
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        assert_eq!(response.headers()["x-amz-delete-marker"], "true");
+        assert_eq!(response.headers()["x-amz-version-id"], "null");
+        assert_eq!(
+            S3ErrorCode::NoSuchVersion.status(),
+            StatusCode::NOT_FOUND,
+            "NoSuchVersion is a 404"
+        );
     }
 
     #[test]

@@ -318,6 +318,20 @@ impl From<ObjectError> for S3Error {
             ObjectError::BucketNotEmpty => S3Error::from_code(C::BucketNotEmpty),
             ObjectError::InvalidBucketName(_) => S3Error::from_code(C::InvalidBucketName),
             ObjectError::NoSuchKey => S3Error::from_code(C::NoSuchKey),
+            ObjectError::NoSuchVersion => S3Error::from_code(C::NoSuchVersion),
+            // A GET of a key whose newest version is a delete marker finds no key; one that
+            // names the marker asks for something a marker cannot give. Both say what they hit.
+            ObjectError::DeleteMarker {
+                version_id,
+                by_version,
+            } => S3Error::from_code(if by_version {
+                C::MethodNotAllowed
+            } else {
+                C::NoSuchKey
+            })
+            .with_header("x-amz-delete-marker", "true")
+            .with_header("x-amz-version-id", version_id),
+            ObjectError::Tier(e) => S3Error::new(C::ServiceUnavailable, e.to_string()),
             ObjectError::KeyTooLong => S3Error::from_code(C::KeyTooLongError),
             ObjectError::NoSuchUpload => S3Error::from_code(C::NoSuchUpload),
             ObjectError::InvalidPart => S3Error::from_code(C::InvalidPart),

@@ -34,14 +34,20 @@ pub enum Endpoint {
     GetObject {
         bucket: String,
         key: String,
+        /// `?versionId=`: the version to act on (`null` names the null version).
+        version_id: Option<String>,
     },
     HeadObject {
         bucket: String,
         key: String,
+        /// `?versionId=`: the version to act on (`null` names the null version).
+        version_id: Option<String>,
     },
     DeleteObject {
         bucket: String,
         key: String,
+        /// `?versionId=`: the version to act on (`null` names the null version).
+        version_id: Option<String>,
     },
     CopyObject {
         bucket: String,
@@ -50,14 +56,20 @@ pub enum Endpoint {
     GetObjectTagging {
         bucket: String,
         key: String,
+        /// `?versionId=`: the version to act on (`null` names the null version).
+        version_id: Option<String>,
     },
     PutObjectTagging {
         bucket: String,
         key: String,
+        /// `?versionId=`: the version to act on (`null` names the null version).
+        version_id: Option<String>,
     },
     DeleteObjectTagging {
         bucket: String,
         key: String,
+        /// `?versionId=`: the version to act on (`null` names the null version).
+        version_id: Option<String>,
     },
     GetBucketTagging {
         bucket: String,
@@ -87,6 +99,15 @@ pub enum Endpoint {
         bucket: String,
     },
     GetBucketPolicy {
+        bucket: String,
+    },
+    GetBucketVersioning {
+        bucket: String,
+    },
+    PutBucketVersioning {
+        bucket: String,
+    },
+    ListObjectVersions {
         bucket: String,
     },
     PutBucketPolicy {
@@ -183,6 +204,9 @@ impl Endpoint {
             Endpoint::GetBucketPolicy { .. } => "GetBucketPolicy",
             Endpoint::PutBucketPolicy { .. } => "PutBucketPolicy",
             Endpoint::DeleteBucketPolicy { .. } => "DeleteBucketPolicy",
+            Endpoint::GetBucketVersioning { .. } => "GetBucketVersioning",
+            Endpoint::PutBucketVersioning { .. } => "PutBucketVersioning",
+            Endpoint::ListObjectVersions { .. } => "ListObjectVersions",
             Endpoint::CorsPreflight { .. } => "CorsPreflight",
             Endpoint::CreateMultipartUpload { .. } => "CreateMultipartUpload",
             Endpoint::UploadPart { .. } => "UploadPart",
@@ -249,6 +273,15 @@ const LIST_V2_PARAMS: &[&str] = &[
     "fetch-owner",
 ];
 const LIST_V1_PARAMS: &[&str] = &["prefix", "delimiter", "max-keys", "marker", "encoding-type"];
+const LIST_VERSIONS_PARAMS: &[&str] = &[
+    "versions",
+    "prefix",
+    "delimiter",
+    "key-marker",
+    "version-id-marker",
+    "max-keys",
+    "encoding-type",
+];
 const LIST_UPLOADS_PARAMS: &[&str] = &[
     "uploads",
     "prefix",
@@ -395,6 +428,16 @@ pub fn parse(
             Method::DELETE if query.has("policy") => {
                 only(&["policy"], Endpoint::DeleteBucketPolicy { bucket })
             }
+            Method::PUT if query.has("versioning") => {
+                only(&["versioning"], Endpoint::PutBucketVersioning { bucket })
+            }
+            Method::GET if query.has("versioning") => {
+                only(&["versioning"], Endpoint::GetBucketVersioning { bucket })
+            }
+            Method::GET if query.has("versions") => only(
+                LIST_VERSIONS_PARAMS,
+                Endpoint::ListObjectVersions { bucket },
+            ),
             Method::PUT => only(&[], Endpoint::CreateBucket { bucket }),
             Method::HEAD => only(&[], Endpoint::HeadBucket { bucket }),
             Method::DELETE => only(&[], Endpoint::DeleteBucket { bucket }),
@@ -421,11 +464,34 @@ pub fn parse(
             _ => not_implemented(),
         };
     }
+    let version_id = query.get("versionId").map(str::to_string);
     if query.has("tagging") {
+        const TAGGING: &[&str] = &["tagging", "versionId"];
         return match *method {
-            Method::PUT => only(&["tagging"], Endpoint::PutObjectTagging { bucket, key }),
-            Method::GET => only(&["tagging"], Endpoint::GetObjectTagging { bucket, key }),
-            Method::DELETE => only(&["tagging"], Endpoint::DeleteObjectTagging { bucket, key }),
+            Method::PUT => only(
+                TAGGING,
+                Endpoint::PutObjectTagging {
+                    bucket,
+                    key,
+                    version_id,
+                },
+            ),
+            Method::GET => only(
+                TAGGING,
+                Endpoint::GetObjectTagging {
+                    bucket,
+                    key,
+                    version_id,
+                },
+            ),
+            Method::DELETE => only(
+                TAGGING,
+                Endpoint::DeleteObjectTagging {
+                    bucket,
+                    key,
+                    version_id,
+                },
+            ),
             _ => not_implemented(),
         };
     }
@@ -460,9 +526,30 @@ pub fn parse(
                 upload_id,
             },
         ),
-        (Method::GET, None) => only(&["partNumber"], Endpoint::GetObject { bucket, key }),
-        (Method::HEAD, None) => only(&["partNumber"], Endpoint::HeadObject { bucket, key }),
-        (Method::DELETE, None) => only(&[], Endpoint::DeleteObject { bucket, key }),
+        (Method::GET, None) => only(
+            &["partNumber", "versionId"],
+            Endpoint::GetObject {
+                bucket,
+                key,
+                version_id,
+            },
+        ),
+        (Method::HEAD, None) => only(
+            &["partNumber", "versionId"],
+            Endpoint::HeadObject {
+                bucket,
+                key,
+                version_id,
+            },
+        ),
+        (Method::DELETE, None) => only(
+            &["versionId"],
+            Endpoint::DeleteObject {
+                bucket,
+                key,
+                version_id,
+            },
+        ),
         (Method::DELETE, Some(upload_id)) => only(
             &["uploadId"],
             Endpoint::AbortMultipartUpload {
@@ -519,7 +606,8 @@ mod tests {
             parse_at("bucket.s3.example.com:9000", "/a/b.txt"),
             Endpoint::GetObject {
                 bucket: b(),
-                key: "a/b.txt".into()
+                key: "a/b.txt".into(),
+                version_id: None
             }
         );
         assert_eq!(
@@ -531,14 +619,16 @@ mod tests {
             parse_at("s3.example.com", "/bucket/k"),
             Endpoint::GetObject {
                 bucket: b(),
-                key: "k".into()
+                key: "k".into(),
+                version_id: None
             }
         );
         assert_eq!(
             parse_at("127.0.0.1:9000", "/bucket/k"),
             Endpoint::GetObject {
                 bucket: b(),
-                key: "k".into()
+                key: "k".into(),
+                version_id: None
             }
         );
     }
@@ -602,6 +692,7 @@ mod tests {
                 Endpoint::GetObject {
                     bucket: b(),
                     key: "k".into(),
+                    version_id: None,
                 },
             ),
             (
@@ -635,6 +726,7 @@ mod tests {
                 Endpoint::DeleteObjectTagging {
                     bucket: b(),
                     key: "k".into(),
+                    version_id: None,
                 },
             ),
             (
@@ -656,6 +748,7 @@ mod tests {
                 Endpoint::GetObject {
                     bucket: b(),
                     key: k(),
+                    version_id: None,
                 },
             ),
             (
@@ -664,6 +757,7 @@ mod tests {
                 Endpoint::HeadObject {
                     bucket: b(),
                     key: k(),
+                    version_id: None,
                 },
             ),
             (
@@ -672,6 +766,7 @@ mod tests {
                 Endpoint::DeleteObject {
                     bucket: b(),
                     key: k(),
+                    version_id: None,
                 },
             ),
             (
@@ -721,6 +816,96 @@ mod tests {
     }
 
     #[test]
+    fn versioning_requests_map_to_endpoints() {
+        let v = |id: &str| Some(id.to_string());
+        let k = || "my-image.jpg".to_string();
+        let table = [
+            (
+                Method::GET,
+                "/bucket?versioning",
+                Endpoint::GetBucketVersioning { bucket: b() },
+            ),
+            (
+                Method::PUT,
+                "/bucket?versioning",
+                Endpoint::PutBucketVersioning { bucket: b() },
+            ),
+            (
+                Method::GET,
+                "/bucket?versions",
+                Endpoint::ListObjectVersions { bucket: b() },
+            ),
+            (
+                Method::GET,
+                "/bucket?versions&key-marker=key2&version-id-marker=null&max-keys=3&prefix=p&delimiter=%2F&encoding-type=url",
+                Endpoint::ListObjectVersions { bucket: b() },
+            ),
+            (
+                Method::GET,
+                "/bucket/my-image.jpg?versionId=L4kqtJlcpXroDTDmpUMLUo",
+                Endpoint::GetObject {
+                    bucket: b(),
+                    key: k(),
+                    version_id: v("L4kqtJlcpXroDTDmpUMLUo"),
+                },
+            ),
+            (
+                Method::HEAD,
+                "/bucket/my-image.jpg?versionId=null&partNumber=1",
+                Endpoint::HeadObject {
+                    bucket: b(),
+                    key: k(),
+                    version_id: v("null"),
+                },
+            ),
+            (
+                Method::DELETE,
+                "/bucket/my-image.jpg?versionId=UIORUnfnd89493jJFJ",
+                Endpoint::DeleteObject {
+                    bucket: b(),
+                    key: k(),
+                    version_id: v("UIORUnfnd89493jJFJ"),
+                },
+            ),
+            (
+                Method::PUT,
+                "/bucket/my-image.jpg?tagging&versionId=v2",
+                Endpoint::PutObjectTagging {
+                    bucket: b(),
+                    key: k(),
+                    version_id: v("v2"),
+                },
+            ),
+            (
+                Method::GET,
+                "/bucket/my-image.jpg?tagging&versionId=v2",
+                Endpoint::GetObjectTagging {
+                    bucket: b(),
+                    key: k(),
+                    version_id: v("v2"),
+                },
+            ),
+            (
+                Method::DELETE,
+                "/bucket/my-image.jpg?tagging",
+                Endpoint::DeleteObjectTagging {
+                    bucket: b(),
+                    key: k(),
+                    version_id: None,
+                },
+            ),
+        ];
+        for (method, uri, expected) in table {
+            let got = route(method.clone(), uri).unwrap();
+            assert_eq!(got, expected, "{method} {uri}");
+        }
+        assert_eq!(
+            Endpoint::ListObjectVersions { bucket: b() }.name(),
+            "ListObjectVersions"
+        );
+    }
+
+    #[test]
     fn copy_sources_are_decoded_with_their_version() {
         let parse = |value: &str| {
             let mut headers = HeaderMap::new();
@@ -764,7 +949,8 @@ mod tests {
             got,
             Endpoint::GetObject {
                 bucket: b(),
-                key: "a b/+c//d%".into()
+                key: "a b/+c//d%".into(),
+                version_id: None
             }
         );
         let got = route(Method::PUT, "/bucket/a/").unwrap();
@@ -781,7 +967,14 @@ mod tests {
     fn unsupported_requests_are_not_implemented() {
         for (method, uri, headers) in [
             (Method::GET, "/bucket?acl", HeaderMap::new()),
-            (Method::PUT, "/bucket?versioning", HeaderMap::new()),
+            (Method::PUT, "/bucket?replication", HeaderMap::new()),
+            (Method::POST, "/bucket?versions", HeaderMap::new()),
+            (Method::PUT, "/bucket/key?versionId=v1", HeaderMap::new()),
+            (
+                Method::GET,
+                "/bucket?versions&version-id=x",
+                HeaderMap::new(),
+            ),
             (Method::GET, "/bucket?acl", HeaderMap::new()),
             (Method::POST, "/bucket/key?tagging", HeaderMap::new()),
             (Method::POST, "/", HeaderMap::new()),

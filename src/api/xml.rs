@@ -371,18 +371,97 @@ pub struct DeleteResult {
     pub error: Vec<DeleteError>,
 }
 
+/// One key DeleteObjects deleted: the version it removed (when one was named), and the
+/// delete marker it made or removed.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct Deleted {
     pub key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delete_marker: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delete_marker_version_id: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct DeleteError {
     pub key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version_id: Option<String>,
     pub code: String,
     pub message: String,
+}
+
+/// A bucket's versioning state, in PutBucketVersioning requests and GetBucketVersioning
+/// answers (empty for a bucket that never had versioning).
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct VersioningConfiguration {
+    #[serde(rename = "@xmlns", serialize_with = "ns", skip_deserializing)]
+    pub xmlns: (),
+    #[serde(rename = "Status", default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(rename = "MfaDelete", default, skip_serializing_if = "Option::is_none")]
+    pub mfa_delete: Option<String>,
+}
+
+/// ListObjectVersions' answer.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ListVersionsResult {
+    #[serde(rename = "@xmlns", serialize_with = "ns")]
+    pub xmlns: (),
+    pub name: String,
+    pub prefix: String,
+    pub key_marker: String,
+    pub version_id_marker: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_key_marker: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_version_id_marker: Option<String>,
+    pub max_keys: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delimiter: Option<String>,
+    pub is_truncated: bool,
+    /// `Version` and `DeleteMarker` elements, interleaved in listing order as S3 sends them.
+    #[serde(rename = "$value")]
+    pub entries: Vec<VersionItem>,
+    pub common_prefixes: Vec<CommonPrefix>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encoding_type: Option<String>,
+}
+
+/// One entry of a ListVersionsResult; the variant names the element.
+#[derive(Debug, Serialize)]
+pub enum VersionItem {
+    Version(ObjectVersion),
+    DeleteMarker(DeleteMarkerEntry),
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ObjectVersion {
+    pub key: String,
+    pub version_id: String,
+    pub is_latest: bool,
+    pub last_modified: String,
+    #[serde(rename = "ETag")]
+    pub etag: String,
+    pub size: u64,
+    pub storage_class: String,
+    pub owner: Owner,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct DeleteMarkerEntry {
+    pub key: String,
+    pub version_id: String,
+    pub is_latest: bool,
+    pub last_modified: String,
+    pub owner: Owner,
 }
 
 /// The answer to a POST Object form upload with `success_action_status` 201.
@@ -443,6 +522,133 @@ mod tests {
              <ETag>\"abc\"</ETag><Size>3</Size><StorageClass>STANDARD</StorageClass></Contents>\
              <CommonPrefixes><Prefix>p/q/</Prefix></CommonPrefixes></ListBucketResult>"
         );
+    }
+
+    fn owner() -> Owner {
+        Owner {
+            id: "75aa57f09aa0c8caeab4f8c24e99d10f8e7faeebf76c078efc7c6caea54ba06a".into(),
+            display_name: "root".into(),
+        }
+    }
+
+    #[test]
+    fn list_versions_renders_like_s3() {
+        let doc = ListVersionsResult {
+            xmlns: (),
+            name: "bucket".into(),
+            prefix: "my".into(),
+            key_marker: String::new(),
+            version_id_marker: String::new(),
+            next_key_marker: Some("my-second-image.jpg".into()),
+            next_version_id_marker: Some("null".into()),
+            max_keys: 2,
+            delimiter: None,
+            is_truncated: true,
+            entries: vec![
+                VersionItem::Version(ObjectVersion {
+                    key: "my-image.jpg".into(),
+                    version_id: "3f5c2a1b".into(),
+                    is_latest: true,
+                    last_modified: "2009-10-12T17:50:30.000Z".into(),
+                    etag: "\"fba9dede5f27731c9771645a39863328\"".into(),
+                    size: 434234,
+                    storage_class: "STANDARD".into(),
+                    owner: owner(),
+                }),
+                VersionItem::DeleteMarker(DeleteMarkerEntry {
+                    key: "my-second-image.jpg".into(),
+                    version_id: "null".into(),
+                    is_latest: true,
+                    last_modified: "2009-11-12T17:50:30.000Z".into(),
+                    owner: owner(),
+                }),
+            ],
+            common_prefixes: vec![CommonPrefix {
+                prefix: "my/".into(),
+            }],
+            encoding_type: None,
+        };
+        let owner_xml =
+            "<Owner><ID>75aa57f09aa0c8caeab4f8c24e99d10f8e7faeebf76c078efc7c6caea54ba06a</ID>\
+                         <DisplayName>root</DisplayName></Owner>";
+        assert_eq!(
+            render("ListVersionsResult", &doc),
+            format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+                 <ListVersionsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
+                 <Name>bucket</Name><Prefix>my</Prefix><KeyMarker/>\
+                 <VersionIdMarker/><NextKeyMarker>my-second-image.jpg</NextKeyMarker>\
+                 <NextVersionIdMarker>null</NextVersionIdMarker><MaxKeys>2</MaxKeys>\
+                 <IsTruncated>true</IsTruncated>\
+                 <Version><Key>my-image.jpg</Key><VersionId>3f5c2a1b</VersionId>\
+                 <IsLatest>true</IsLatest><LastModified>2009-10-12T17:50:30.000Z</LastModified>\
+                 <ETag>\"fba9dede5f27731c9771645a39863328\"</ETag><Size>434234</Size>\
+                 <StorageClass>STANDARD</StorageClass>{owner_xml}</Version>\
+                 <DeleteMarker><Key>my-second-image.jpg</Key><VersionId>null</VersionId>\
+                 <IsLatest>true</IsLatest><LastModified>2009-11-12T17:50:30.000Z</LastModified>\
+                 {owner_xml}</DeleteMarker>\
+                 <CommonPrefixes><Prefix>my/</Prefix></CommonPrefixes></ListVersionsResult>"
+            )
+        );
+    }
+
+    #[test]
+    fn versioning_configuration_renders_and_parses() {
+        let never = VersioningConfiguration::default();
+        assert!(render("VersioningConfiguration", &never).ends_with(
+            "<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"/>"
+        ));
+        let enabled = VersioningConfiguration {
+            status: Some("Enabled".into()),
+            ..VersioningConfiguration::default()
+        };
+        assert!(render("VersioningConfiguration", &enabled).ends_with(
+            "<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
+             <Status>Enabled</Status></VersioningConfiguration>"
+        ));
+        let body = br#"<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
+              <Status>Suspended</Status>
+              <MfaDelete>Disabled</MfaDelete>
+            </VersioningConfiguration>"#;
+        let parsed: VersioningConfiguration = parse(body).unwrap();
+        assert_eq!(parsed.status.as_deref(), Some("Suspended"));
+        assert_eq!(parsed.mfa_delete.as_deref(), Some("Disabled"));
+        let bad = parse::<VersioningConfiguration>(b"<VersioningConfiguration><Status>");
+        assert_eq!(bad.unwrap_err().code, S3ErrorCode::MalformedXML);
+    }
+
+    #[test]
+    fn deleted_entries_say_what_was_removed() {
+        let doc = DeleteResult {
+            xmlns: (),
+            deleted: vec![
+                Deleted {
+                    key: "a".into(),
+                    version_id: None,
+                    delete_marker: Some(true),
+                    delete_marker_version_id: Some("m1".into()),
+                },
+                Deleted {
+                    key: "b".into(),
+                    version_id: Some("v1".into()),
+                    delete_marker: None,
+                    delete_marker_version_id: None,
+                },
+            ],
+            error: vec![DeleteError {
+                key: "c".into(),
+                version_id: Some("x".into()),
+                code: "InvalidArgument".into(),
+                message: "Invalid version id specified".into(),
+            }],
+        };
+        assert!(render("DeleteResult", &doc).ends_with(
+            "<Deleted><Key>a</Key><DeleteMarker>true</DeleteMarker>\
+             <DeleteMarkerVersionId>m1</DeleteMarkerVersionId></Deleted>\
+             <Deleted><Key>b</Key><VersionId>v1</VersionId></Deleted>\
+             <Error><Key>c</Key><VersionId>x</VersionId><Code>InvalidArgument</Code>\
+             <Message>Invalid version id specified</Message></Error></DeleteResult>"
+        ));
     }
 
     #[test]

@@ -82,24 +82,84 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
         GetBucketPolicy { bucket } => vec![b("s3:GetBucketPolicy", bucket)],
         PutBucketPolicy { bucket } => vec![b("s3:PutBucketPolicy", bucket)],
         DeleteBucketPolicy { bucket } => vec![b("s3:DeleteBucketPolicy", bucket)],
+        GetBucketVersioning { bucket } => vec![b("s3:GetBucketVersioning", bucket)],
+        PutBucketVersioning { bucket } => vec![b("s3:PutBucketVersioning", bucket)],
+        ListObjectVersions { bucket } => vec![b("s3:ListBucketVersions", bucket)],
         PutObject { bucket, key }
         | CreateMultipartUpload { bucket, key }
         | UploadPart { bucket, key, .. }
         | CompleteMultipartUpload { bucket, key, .. } => vec![k("s3:PutObject", bucket, key)],
-        GetObject { bucket, key } | HeadObject { bucket, key } => {
-            vec![k("s3:GetObject", bucket, key)]
+        // As in AWS, a request that names a version is the `*Version*` action.
+        GetObject {
+            bucket,
+            key,
+            version_id,
         }
-        DeleteObject { bucket, key } => vec![k("s3:DeleteObject", bucket, key)],
+        | HeadObject {
+            bucket,
+            key,
+            version_id,
+        } => vec![k(
+            by_version(version_id, "s3:GetObject", "s3:GetObjectVersion"),
+            bucket,
+            key,
+        )],
+        DeleteObject {
+            bucket,
+            key,
+            version_id,
+        } => vec![k(
+            by_version(version_id, "s3:DeleteObject", "s3:DeleteObjectVersion"),
+            bucket,
+            key,
+        )],
         CopyObject { bucket, key } | UploadPartCopy { bucket, key, .. } => {
             let mut checks = vec![k("s3:PutObject", bucket, key)];
             if let Some(source) = copy_source(headers) {
-                checks.push(k("s3:GetObject", &source.bucket, &source.key));
+                let read = by_version(&source.version, "s3:GetObject", "s3:GetObjectVersion");
+                checks.push(k(read, &source.bucket, &source.key));
             }
             checks
         }
-        GetObjectTagging { bucket, key } => vec![k("s3:GetObjectTagging", bucket, key)],
-        PutObjectTagging { bucket, key } => vec![k("s3:PutObjectTagging", bucket, key)],
-        DeleteObjectTagging { bucket, key } => vec![k("s3:DeleteObjectTagging", bucket, key)],
+        GetObjectTagging {
+            bucket,
+            key,
+            version_id,
+        } => vec![k(
+            by_version(
+                version_id,
+                "s3:GetObjectTagging",
+                "s3:GetObjectVersionTagging",
+            ),
+            bucket,
+            key,
+        )],
+        PutObjectTagging {
+            bucket,
+            key,
+            version_id,
+        } => vec![k(
+            by_version(
+                version_id,
+                "s3:PutObjectTagging",
+                "s3:PutObjectVersionTagging",
+            ),
+            bucket,
+            key,
+        )],
+        DeleteObjectTagging {
+            bucket,
+            key,
+            version_id,
+        } => vec![k(
+            by_version(
+                version_id,
+                "s3:DeleteObjectTagging",
+                "s3:DeleteObjectVersionTagging",
+            ),
+            bucket,
+            key,
+        )],
         ListParts { bucket, key, .. } => vec![k("s3:ListMultipartUploadParts", bucket, key)],
         AbortMultipartUpload { bucket, key, .. } => {
             vec![k("s3:AbortMultipartUpload", bucket, key)]
@@ -110,16 +170,44 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
     }
 }
 
+/// The action of a request on a key: `plain`, or `versioned` when it names a version.
+fn by_version(
+    version_id: &Option<String>,
+    plain: &'static str,
+    versioned: &'static str,
+) -> &'static str {
+    if version_id.is_some() {
+        versioned
+    } else {
+        plain
+    }
+}
+
 /// The condition keys of the request itself: a listing's `s3:prefix` (empty when none is
-/// given, as on AWS), `s3:delimiter` and `s3:max-keys`.
+/// given, as on AWS), `s3:delimiter` and `s3:max-keys`; the `s3:versionid` a request on a
+/// version names.
 pub fn request_keys(endpoint: &Endpoint, query: &Query, context: &mut Context) {
-    if let Endpoint::ListObjectsV1 { .. } | Endpoint::ListObjectsV2 { .. } = endpoint {
-        context.set("s3:prefix", query.get("prefix").unwrap_or(""));
-        for key in ["delimiter", "max-keys"] {
-            if let Some(value) = query.get(key) {
-                context.set(&format!("s3:{key}"), value);
+    use Endpoint::*;
+    match endpoint {
+        ListObjectsV1 { .. } | ListObjectsV2 { .. } | ListObjectVersions { .. } => {
+            context.set("s3:prefix", query.get("prefix").unwrap_or(""));
+            for key in ["delimiter", "max-keys"] {
+                if let Some(value) = query.get(key) {
+                    context.set(&format!("s3:{key}"), value);
+                }
             }
         }
+        GetObject { version_id, .. }
+        | HeadObject { version_id, .. }
+        | DeleteObject { version_id, .. }
+        | GetObjectTagging { version_id, .. }
+        | PutObjectTagging { version_id, .. }
+        | DeleteObjectTagging { version_id, .. } => {
+            if let Some(id) = version_id {
+                context.set("s3:versionid", id);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -157,6 +245,7 @@ mod tests {
                 Endpoint::HeadObject {
                     bucket: bucket(),
                     key: key(),
+                    version_id: None,
                 },
                 "s3:GetObject",
                 "arn:aws:s3:::data/a/b.txt",
@@ -181,6 +270,21 @@ mod tests {
                 "s3:DeleteBucketPolicy",
                 "arn:aws:s3:::data",
             ),
+            (
+                Endpoint::GetBucketVersioning { bucket: bucket() },
+                "s3:GetBucketVersioning",
+                "arn:aws:s3:::data",
+            ),
+            (
+                Endpoint::PutBucketVersioning { bucket: bucket() },
+                "s3:PutBucketVersioning",
+                "arn:aws:s3:::data",
+            ),
+            (
+                Endpoint::ListObjectVersions { bucket: bucket() },
+                "s3:ListBucketVersions",
+                "arn:aws:s3:::data",
+            ),
         ];
         for (endpoint, action, resource) in table {
             assert_eq!(one(endpoint), (action, resource.to_string()));
@@ -188,6 +292,96 @@ mod tests {
         assert!(checks(&Endpoint::CorsPreflight { bucket: bucket() }, &none).is_empty());
         // DeleteObjects authorises each key of its body in the handler.
         assert!(checks(&Endpoint::DeleteObjects { bucket: bucket() }, &none).is_empty());
+    }
+
+    #[test]
+    fn requests_naming_a_version_are_the_version_actions() {
+        use Endpoint::*;
+        let none = HeaderMap::new();
+        let action = |endpoint: Endpoint| checks(&endpoint, &none)[0].action;
+        let (b, k) = (|| "data".to_string(), || "a/b.txt".to_string());
+        for (version_id, get, delete, get_tags, put_tags, delete_tags) in [
+            (
+                None,
+                "s3:GetObject",
+                "s3:DeleteObject",
+                "s3:GetObjectTagging",
+                "s3:PutObjectTagging",
+                "s3:DeleteObjectTagging",
+            ),
+            (
+                Some("null".to_string()),
+                "s3:GetObjectVersion",
+                "s3:DeleteObjectVersion",
+                "s3:GetObjectVersionTagging",
+                "s3:PutObjectVersionTagging",
+                "s3:DeleteObjectVersionTagging",
+            ),
+        ] {
+            let v = || version_id.clone();
+            let (bucket, key, version_id) = (b(), k(), v());
+            assert_eq!(
+                action(GetObject {
+                    bucket,
+                    key,
+                    version_id
+                }),
+                get
+            );
+            let (bucket, key, version_id) = (b(), k(), v());
+            assert_eq!(
+                action(HeadObject {
+                    bucket,
+                    key,
+                    version_id
+                }),
+                get
+            );
+            let (bucket, key, version_id) = (b(), k(), v());
+            assert_eq!(
+                action(DeleteObject {
+                    bucket,
+                    key,
+                    version_id
+                }),
+                delete
+            );
+            let (bucket, key, version_id) = (b(), k(), v());
+            assert_eq!(
+                action(GetObjectTagging {
+                    bucket,
+                    key,
+                    version_id
+                }),
+                get_tags
+            );
+            let (bucket, key, version_id) = (b(), k(), v());
+            assert_eq!(
+                action(PutObjectTagging {
+                    bucket,
+                    key,
+                    version_id
+                }),
+                put_tags
+            );
+            let (bucket, key, version_id) = (b(), k(), v());
+            assert_eq!(
+                action(DeleteObjectTagging {
+                    bucket,
+                    key,
+                    version_id
+                }),
+                delete_tags
+            );
+        }
+        let mut context = Context::default();
+        let endpoint = GetObject {
+            bucket: b(),
+            key: k(),
+            version_id: Some("v1".into()),
+        };
+        request_keys(&endpoint, &Query::parse(Some("versionId=v1")), &mut context);
+        assert_eq!(context.get("s3:versionid"), Some("v1"));
     }
 
     #[test]
@@ -209,7 +403,10 @@ mod tests {
             got,
             [
                 ("s3:PutObject", "arn:aws:s3:::dst/k".to_string()),
-                ("s3:GetObject", "arn:aws:s3:::src/dir/the key".to_string()),
+                (
+                    "s3:GetObjectVersion",
+                    "arn:aws:s3:::src/dir/the key".to_string()
+                ),
             ]
         );
     }

@@ -11,12 +11,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::Serialize;
 
-use super::evaluate::{abort_upload_rule, evaluate, Action, Clock, VersionState};
+use super::evaluate::{abort_upload_rule, evaluate, Action, Clock};
 use super::rules::LifecycleConfig;
+use super::walk::{version_states, KeyWalk};
 use crate::background::Worker;
-use crate::object::{
-    now_ms, BucketName, ListEntry, ListQuery, ObjectKey, ObjectStore, UploadQuery,
-};
+use crate::object::{now_ms, BucketName, ObjectKey, ObjectRecord, ObjectStore, UploadQuery};
 
 /// Objects listed per page while scanning.
 const PAGE: usize = 1000;
@@ -25,6 +24,13 @@ const PAGE: usize = 1000;
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct RuleActivity {
     pub expired: u64,
+    /// Noncurrent versions removed for good.
+    pub versions_removed: u64,
+    /// Delete markers removed once they hid nothing.
+    pub markers_removed: u64,
+    pub transitioned: u64,
+    /// Transitions that failed (a tier down) and are retried.
+    pub transitions_failed: u64,
     pub uploads_aborted: u64,
     /// Transitions asked for but not done: no tier of that name is configured.
     pub transitions_skipped: u64,
@@ -94,64 +100,104 @@ impl LifecycleScanner {
         config: &LifecycleConfig,
     ) -> anyhow::Result<()> {
         let mut scanned = 0;
-        let mut after = None;
-        loop {
-            let query = ListQuery {
-                after: after.clone(),
-                max_keys: PAGE,
-                ..ListQuery::default()
-            };
-            let page = self.store.list_objects(bucket, &query).await?;
-            for entry in &page.entries {
-                let ListEntry::Object { key, record } = entry else {
-                    continue;
-                };
-                scanned += 1;
-                let version = VersionState {
-                    key,
-                    size: record.size,
-                    tags: &record.tags,
-                    modified_ms: record.modified_ms,
-                    storage_class: record.storage_class.as_deref(),
-                    is_latest: true,
-                    ..VersionState::default()
-                };
-                match evaluate(config, &version, &self.clock()) {
-                    Some(Action::Expire { rule }) => {
-                        let key = ObjectKey::parse(key)?;
-                        let judged = record.clone();
-                        let deleted = self
-                            .store
-                            .delete_object_if(bucket, &key, |now| now.same_version(&judged))
-                            .await?;
-                        if deleted {
-                            tracing::info!(bucket = %bucket, key = %key, rule, "lifecycle: expired");
-                            self.status
-                                .record(bucket.as_str(), &rule, |a| a.expired += 1);
-                        }
-                    }
-                    Some(Action::Transition {
-                        rule,
-                        storage_class,
-                    }) => {
-                        tracing::warn!(bucket = %bucket, key, rule, storage_class, "lifecycle: no tier of that name is configured; transition skipped");
-                        self.status
-                            .record(bucket.as_str(), &rule, |a| a.transitions_skipped += 1);
-                    }
-                    // Noncurrent versions and delete markers need a versioned bucket.
-                    Some(_) | None => {}
-                }
-            }
-            match (page.truncated, page.entries.last()) {
-                (true, Some(last)) => after = Some(last.name().to_string()),
-                _ => break,
-            }
+        let mut walk = KeyWalk::new(&self.store, bucket).await?;
+        while let Some((key, versions)) = walk.next_key().await? {
+            scanned += versions.len() as u64;
+            self.judge(bucket, config, &key, &versions).await?;
         }
         self.abort_uploads(bucket, config).await?;
         let mut buckets = self.status.buckets.lock().expect("not poisoned");
         let activity = buckets.entry(bucket.to_string()).or_default();
         activity.last_scan_ms = Some(now_ms());
         activity.objects_scanned = scanned;
+        Ok(())
+    }
+
+    /// Asks the evaluator about every version of one key (newest first) and acts on each
+    /// answer. Every action re-checks, under the key's lock, that the version is still the
+    /// one judged.
+    async fn judge(
+        &self,
+        bucket: &BucketName,
+        config: &LifecycleConfig,
+        key: &str,
+        versions: &[ObjectRecord],
+    ) -> anyhow::Result<()> {
+        let clock = self.clock();
+        let object_key = ObjectKey::parse(key)?;
+        for (record, state) in versions.iter().zip(version_states(key, versions)) {
+            let Some(action) = evaluate(config, &state, &clock) else {
+                continue;
+            };
+            let judged = record.clone();
+            let same = move |now: &ObjectRecord| now.same_version(&judged);
+            let version_id = record.version_id_str();
+            match action {
+                Action::Expire { rule } => {
+                    if self
+                        .store
+                        .delete_object_if(bucket, &object_key, same)
+                        .await?
+                    {
+                        tracing::info!(bucket = %bucket, key, rule, "lifecycle: expired");
+                        self.status
+                            .record(bucket.as_str(), &rule, |a| a.expired += 1);
+                    }
+                }
+                Action::DeleteVersion { rule } => {
+                    let removed = self
+                        .store
+                        .remove_version_if(bucket, &object_key, version_id, same)
+                        .await?;
+                    if removed.version_id.is_some() {
+                        tracing::info!(bucket = %bucket, key, version_id, rule, "lifecycle: removed a noncurrent version");
+                        self.status
+                            .record(bucket.as_str(), &rule, |a| a.versions_removed += 1);
+                    }
+                }
+                Action::RemoveDeleteMarker { rule } => {
+                    let removed = self
+                        .store
+                        .remove_version_if(bucket, &object_key, version_id, same)
+                        .await?;
+                    if removed.version_id.is_some() {
+                        tracing::info!(bucket = %bucket, key, version_id, rule, "lifecycle: removed an expired delete marker");
+                        self.status
+                            .record(bucket.as_str(), &rule, |a| a.markers_removed += 1);
+                    }
+                }
+                Action::Transition {
+                    rule,
+                    storage_class,
+                } => {
+                    if self.store.tiers().get(&storage_class).is_none() {
+                        tracing::warn!(bucket = %bucket, key, rule, storage_class, "lifecycle: no tier of that name is configured; transition skipped");
+                        self.status
+                            .record(bucket.as_str(), &rule, |a| a.transitions_skipped += 1);
+                        continue;
+                    }
+                    let version = record.version_id.is_some().then_some(version_id);
+                    let moved = self
+                        .store
+                        .transition_object(bucket, &object_key, version, &storage_class, same)
+                        .await;
+                    match moved {
+                        Ok(true) => {
+                            tracing::info!(bucket = %bucket, key, version_id, rule, storage_class, "lifecycle: transitioned");
+                            self.status
+                                .record(bucket.as_str(), &rule, |a| a.transitioned += 1);
+                        }
+                        Ok(false) => {}
+                        // A tier that is down: the object stays where it is, retried next pass.
+                        Err(e) => {
+                            tracing::warn!(bucket = %bucket, key, rule, storage_class, error = %e, "lifecycle: transition failed; retried next pass");
+                            self.status
+                                .record(bucket.as_str(), &rule, |a| a.transitions_failed += 1);
+                        }
+                    }
+                }
+            }
+        }
         Ok(())
     }
 

@@ -177,8 +177,11 @@ pub fn upcoming(
     clock: &Clock,
 ) -> Vec<(i64, Action)> {
     let mut out = Vec::new();
-    if !v.is_latest || v.is_delete_marker {
+    if v.is_delete_marker {
         return out;
+    }
+    if !v.is_latest {
+        return upcoming_noncurrent(config, v, clock);
     }
     for rule in config.rules.iter().filter(|r| applies(r, v)) {
         if let Some(when) = rule.expiration.as_ref().and_then(|e| e.when) {
@@ -196,6 +199,46 @@ pub fn upcoming(
         {
             out.push((
                 due(t.when, v.modified_ms, clock),
+                Action::Transition {
+                    rule: rule.id.clone(),
+                    storage_class: t.storage_class.clone(),
+                },
+            ));
+        }
+    }
+    out.sort_by_key(|(at, _)| *at);
+    out
+}
+
+/// What the rules will ask for a noncurrent version (not a delete marker), with when.
+fn upcoming_noncurrent(
+    config: &LifecycleConfig,
+    v: &VersionState<'_>,
+    clock: &Clock,
+) -> Vec<(i64, Action)> {
+    let mut out = Vec::new();
+    let Some(since) = v.noncurrent_since_ms else {
+        return out;
+    };
+    let kept = |newer: Option<u32>| v.newer_noncurrent < newer.unwrap_or(0);
+    for rule in config.rules.iter().filter(|r| applies(r, v)) {
+        if let Some(e) = rule
+            .noncurrent_expiration
+            .as_ref()
+            .filter(|e| !kept(e.newer_noncurrent_versions))
+        {
+            out.push((
+                due_after(since, e.days, clock.day_ms),
+                Action::DeleteVersion {
+                    rule: rule.id.clone(),
+                },
+            ));
+        }
+        for t in rule.noncurrent_transitions.iter().filter(|t| {
+            !kept(t.newer_noncurrent_versions) && v.storage_class != Some(t.storage_class.as_str())
+        }) {
+            out.push((
+                due_after(since, t.days, clock.day_ms),
                 Action::Transition {
                     rule: rule.id.clone(),
                     storage_class: t.storage_class.clone(),

@@ -6,11 +6,13 @@
 //! - `evaluate`: the pure evaluator — one version and a clock in, the action due out.
 //! - `engine`: the background scanner that applies the rules through the object layer.
 //! - `plan`: what the rules ask for now and next, without acting (status and dry runs).
+//! - `walk`: a bucket key by key, each key with its versions: what `engine` and `plan` go over.
 
 pub mod engine;
 pub mod evaluate;
 pub mod plan;
 pub mod rules;
+pub mod walk;
 
 #[cfg(test)]
 mod tests;

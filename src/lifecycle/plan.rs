@@ -3,11 +3,10 @@
 
 use serde::Serialize;
 
-use super::evaluate::{
-    abort_upload_rule, due_after, evaluate, upcoming, Action, Clock, VersionState,
-};
+use super::evaluate::{abort_upload_rule, due_after, evaluate, upcoming, Action, Clock};
 use super::rules::LifecycleConfig;
-use crate::object::{BucketName, ListEntry, ListQuery, ObjectError, ObjectStore, UploadQuery};
+use super::walk::{version_states, KeyWalk};
+use crate::object::{BucketName, ObjectError, ObjectStore, UploadQuery};
 
 /// Objects a plan looks at, at most: a plan is a preview, not a scan of the whole bucket.
 const MAX_OBJECTS: usize = 100_000;
@@ -58,29 +57,11 @@ pub async fn plan(
 ) -> Result<Plan, ObjectError> {
     let mut plan = Plan::default();
     let mut later: Vec<Planned> = Vec::new();
-    let mut after = None;
-    loop {
-        let query = ListQuery {
-            after: after.clone(),
-            max_keys: 1000,
-            ..ListQuery::default()
-        };
-        let page = store.list_objects(bucket, &query).await?;
-        for entry in &page.entries {
-            let ListEntry::Object { key, record } = entry else {
-                continue;
-            };
+    let mut walk = KeyWalk::new(store, bucket).await?;
+    while let Some((key, versions)) = walk.next_key().await? {
+        for state in version_states(&key, &versions) {
             plan.objects_looked_at += 1;
-            let version = VersionState {
-                key,
-                size: record.size,
-                tags: &record.tags,
-                modified_ms: record.modified_ms,
-                storage_class: record.storage_class.as_deref(),
-                is_latest: true,
-                ..VersionState::default()
-            };
-            if let Some(action) = evaluate(config, &version, clock) {
+            if let Some(action) = evaluate(config, &state, clock) {
                 plan.due_now_count += 1;
                 if plan.due_now.len() < MAX_LISTED {
                     let (rule, action) = describe(&action);
@@ -93,7 +74,7 @@ pub async fn plan(
                 }
                 continue;
             }
-            if let Some((due_ms, action)) = upcoming(config, &version, clock)
+            if let Some((due_ms, action)) = upcoming(config, &state, clock)
                 .into_iter()
                 .find(|(at, _)| *at > clock.now_ms)
             {
@@ -107,12 +88,8 @@ pub async fn plan(
             }
         }
         if plan.objects_looked_at as usize >= MAX_OBJECTS {
-            plan.truncated = page.truncated;
+            plan.truncated = true;
             break;
-        }
-        match (page.truncated, page.entries.last()) {
-            (true, Some(last)) => after = Some(last.name().to_string()),
-            _ => break,
         }
     }
     let uploads = store

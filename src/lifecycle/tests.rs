@@ -287,6 +287,65 @@ fn noncurrent_versions_expire_keeping_the_newest_ones() {
         None,
         "current untouched"
     );
+    // Operators see when each noncurrent version goes: only those beyond the kept two.
+    assert_eq!(upcoming(&config, &version(1), &at(0)), vec![]);
+    assert_eq!(
+        upcoming(&config, &version(2), &at(0)),
+        vec![(7 * DAY, Action::DeleteVersion { rule: "nc".into() })]
+    );
+}
+
+#[test]
+fn the_versions_of_a_key_are_judged_newest_first() {
+    let version = |ms: i64, marker: bool| crate::object::ObjectRecord {
+        modified_ms: ms,
+        delete_marker: marker,
+        ..walk_fixture()
+    };
+    // Newest first: a marker, then three versions.
+    let versions = [
+        version(40, true),
+        version(30, false),
+        version(20, false),
+        version(10, false),
+    ];
+    let states = walk::version_states("k", &versions);
+    assert!(states[0].is_latest && states[0].is_delete_marker);
+    assert_eq!(
+        states
+            .iter()
+            .map(|s| (s.noncurrent_since_ms, s.newer_noncurrent))
+            .collect::<Vec<_>>(),
+        vec![(None, 0), (Some(40), 0), (Some(30), 1), (Some(20), 2)],
+        "a version is noncurrent from its successor's time; markers are not counted"
+    );
+    assert!(!states[0].only_version);
+    assert!(walk::version_states("k", &versions[..1])[0].only_version);
+}
+
+fn walk_fixture() -> crate::object::ObjectRecord {
+    crate::object::ObjectRecord {
+        size: 0,
+        etag: String::new(),
+        modified_ms: 0,
+        data_id: uuid::Uuid::nil(),
+        content_type: None,
+        user_meta: vec![],
+        headers: vec![],
+        checksum: None,
+        tags: vec![],
+        storage_class: None,
+        revision: 0,
+        data_shards: 6,
+        parity_shards: 3,
+        block_size: 1 << 20,
+        inline: true,
+        parts: vec![],
+        superseded: None,
+        version_id: None,
+        delete_marker: false,
+        tier: None,
+    }
 }
 
 #[test]

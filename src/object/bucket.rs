@@ -127,7 +127,13 @@ impl ObjectStore {
             max_keys: 1,
             ..ListQuery::default()
         };
-        if !self.list_objects(name, &probe).await?.entries.is_empty() {
+        // A versioned bucket is empty only once every version and delete marker is gone.
+        let versions = self
+            .list_table::<super::record::VersionsRecord>(name, &probe, false)
+            .await?;
+        if !self.list_objects(name, &probe).await?.entries.is_empty()
+            || !versions.entries.is_empty()
+        {
             return Err(ObjectError::BucketNotEmpty);
         }
         let mut uploads_prefix = name.as_str().as_bytes().to_vec();

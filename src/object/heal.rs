@@ -15,8 +15,9 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use super::record::{self, inline_key, object_key, BucketRecord, ObjectRecord};
+use super::record::{self, inline_key, object_key, BucketRecord, ObjectRecord, VersionsRecord};
 use super::version::{agree_on_version, read_records};
+use super::versioning::{agree_on_state, key_versions, read_states};
 use super::{Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::erasure::{ErasureError, ErasureSet, ShardSource};
 use crate::storage::{DataDir, MetaOp, MetaTable};
@@ -137,6 +138,12 @@ impl ObjectStore {
     ) -> Result<HealReport, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
         let set = self.set_for(bucket, key);
+        let states = read_states(set, bucket.as_str(), key.as_str()).await;
+        if states.iter().any(|s| matches!(s, Ok(Some(_)))) {
+            if let Some(report) = self.heal_versioned(set, &bucket_record, key, depth).await? {
+                return Ok(report);
+            }
+        }
         let mut report = HealReport {
             objects_checked: 1,
             ..HealReport::default()
@@ -165,56 +172,21 @@ impl ObjectStore {
             .iter()
             .map(|r| matches!(r, Ok(Some(held)) if held.same_version(&version)))
             .collect();
-
-        // Data: inline chunks, or each part's shard files.
-        let staging = Uuid::new_v4();
-        let mut inline_chunks = None;
-        let mut data_ok = vec![true; online.len()];
-        let mut rebuilt_on = vec![false; online.len()];
-        if version.inline {
-            let chunk_key = inline_key(bucket.as_str(), key.as_str(), version.data_id);
-            let sources: Vec<Option<ShardSource>> = set
-                .meta_get_all(MetaTable::Inline, &chunk_key)
-                .await
-                .into_iter()
-                .map(|c| c.ok().flatten().map(|b| ShardSource::Inline(b.into())))
-                .collect();
-            let good = set.verify_sources(version.size, &sources).await;
-            data_ok = good.clone();
-            if data_ok.iter().zip(&online).any(|(&ok, &on)| on && !ok) {
-                let sources = keep_good(sources, &good);
-                inline_chunks = Some(set.rebuild_inline(version.size, sources).await?);
-            }
-        } else {
-            for part in version.parts.iter().filter(|p| p.size > 0) {
-                let sources = set.open_all_shards(&dir, &part.file).await;
-                let good = match depth {
-                    HealDepth::Deep => set.verify_sources(part.size, &sources).await,
-                    HealDepth::Quick => sources.iter().map(Option::is_some).collect(),
-                };
-                let targets: Vec<bool> = good
-                    .iter()
-                    .zip(&online)
-                    .map(|(&ok, &on)| on && !ok)
-                    .collect();
-                for (ok, &g) in data_ok.iter_mut().zip(&good) {
-                    *ok &= g;
-                }
-                if !targets.contains(&true) {
-                    continue;
-                }
-                let sources = keep_good(sources, &good);
-                let staged = set
-                    .rebuild_part(part.size, sources, &targets, staging, &part.file)
-                    .await?;
-                for (i, &done) in staged.iter().enumerate() {
-                    if done {
-                        rebuilt_on[i] = true;
-                        report.shards_rebuilt += 1;
-                    }
-                }
-            }
-        }
+        let DataHeal {
+            staging,
+            inline_chunks,
+            data_ok,
+            rebuilt_on,
+        } = heal_data(
+            set,
+            &bucket_record,
+            key,
+            &version,
+            depth,
+            &online,
+            &mut report,
+        )
+        .await?;
         let targets: Vec<bool> = (0..online.len())
             .map(|i| online[i] && (!record_ok[i] || !data_ok[i]))
             .collect();
@@ -280,6 +252,176 @@ impl ObjectStore {
             }
         }
         Ok(report)
+    }
+}
+
+impl ObjectStore {
+    /// Heals a key of a versioned bucket: the agreed versions record (and the `Objects`
+    /// record of its newest version) goes to the drives that miss it or hold another state,
+    /// and every version's data is checked and rebuilt like a single object's. `None` when
+    /// no versions record is agreed on (stale ones are purged): the key then heals as an
+    /// unversioned one.
+    async fn heal_versioned(
+        &self,
+        set: &ErasureSet,
+        bucket_record: &BucketRecord,
+        key: &ObjectKey,
+        depth: HealDepth,
+    ) -> Result<Option<HealReport>, ObjectError> {
+        let mut report = HealReport {
+            objects_checked: 1,
+            ..HealReport::default()
+        };
+        let current = match key_versions(set, &bucket_record.name, key.as_str()).await {
+            Ok(current) => current,
+            Err(ObjectError::Erasure(ErasureError::ReadQuorum)) => {
+                tracing::warn!(bucket = %bucket_record.name, key = %key, "heal: drives do not agree on this key's versions; left as they are");
+                report.unresolved = 1;
+                return Ok(Some(report));
+            }
+            Err(e) => return Err(e),
+        };
+        let Some(state) = current.state.clone() else {
+            self.purge_stale_states(set, bucket_record, key).await?;
+            return Ok(None);
+        };
+        let newest = state.versions.first().filter(|v| !v.delete_marker);
+        let online: Vec<bool> = current.states.iter().map(|r| r.is_ok()).collect();
+        let record_ok: Vec<bool> = current
+            .states
+            .iter()
+            .zip(&current.records)
+            .map(|(held_state, held_object)| {
+                let state_ok = matches!(held_state, Ok(Some(s)) if s.state == state.state);
+                let object_ok = match (held_object, newest) {
+                    (Ok(Some(held)), Some(newest)) => held.same_version(newest),
+                    (Ok(None), None) => true,
+                    _ => false,
+                };
+                state_ok && object_ok
+            })
+            .collect();
+        let mut data_ok = vec![true; online.len()];
+        let mut healed = Vec::new();
+        for version in &state.versions {
+            if version.has_local_data() {
+                report.bytes_checked += version.size;
+            }
+            let heal = heal_data(
+                set,
+                bucket_record,
+                key,
+                version,
+                depth,
+                &online,
+                &mut report,
+            )
+            .await?;
+            for (ok, &good) in data_ok.iter_mut().zip(&heal.data_ok) {
+                *ok &= good;
+            }
+            healed.push((version, heal));
+        }
+        let targets: Vec<bool> = (0..online.len())
+            .map(|i| online[i] && (!record_ok[i] || !data_ok[i]))
+            .collect();
+        let remove_staging = || async {
+            for (_, heal) in &healed {
+                set.remove_staged(heal.staging).await;
+            }
+        };
+        if !targets.contains(&true) {
+            remove_staging().await;
+            return Ok(Some(report));
+        }
+
+        // Commit, if the key is still in the state healed.
+        let guard = self.locks.write(&bucket_record.name, key.as_str()).await;
+        let still = matches!(
+            key_versions(set, &bucket_record.name, key.as_str()).await,
+            Ok(now) if now.state.as_ref().is_some_and(|s| s.state == state.state)
+        );
+        if !still {
+            drop(guard);
+            remove_staging().await;
+            return Ok(Some(report));
+        }
+        let db_key = object_key(&bucket_record.name, key.as_str());
+        let results = join_all(set.drives().iter().enumerate().map(|(i, drive)| {
+            let (healed, state, targets, db_key) = (&healed, &state, &targets, &db_key);
+            async move {
+                if !targets[i] {
+                    return false;
+                }
+                let mut ops = vec![MetaOp::Put {
+                    table: MetaTable::Versions,
+                    key: db_key.clone(),
+                    value: record::encode(state),
+                }];
+                ops.push(match newest {
+                    Some(newest) => MetaOp::Put {
+                        table: MetaTable::Objects,
+                        key: db_key.clone(),
+                        value: record::encode(newest),
+                    },
+                    None => MetaOp::Delete {
+                        table: MetaTable::Objects,
+                        key: db_key.clone(),
+                    },
+                });
+                for (version, heal) in healed {
+                    let dir = DataDir {
+                        bucket_id: bucket_record.id.clone(),
+                        data_id: version.data_id,
+                    };
+                    if heal.rebuilt_on[i] && drive.commit_staged(heal.staging, &dir).await.is_err()
+                    {
+                        return false;
+                    }
+                    if let Some(chunks) = &heal.inline_chunks {
+                        ops.push(MetaOp::Put {
+                            table: MetaTable::Inline,
+                            key: inline_key(&bucket_record.name, key.as_str(), version.data_id),
+                            value: chunks[i].to_vec(),
+                        });
+                    }
+                }
+                drive.meta_apply(ops).await.is_ok()
+            }
+        }))
+        .await;
+        drop(guard);
+        remove_staging().await;
+        report.records_repaired = results.iter().filter(|&&ok| ok).count() as u64;
+        report.objects_healed = u64::from(report.records_repaired > 0);
+        Ok(Some(report))
+    }
+
+    /// Removes versions records that agreement says no longer exist (every version of the
+    /// key was deleted) from the drives that still hold one.
+    async fn purge_stale_states(
+        &self,
+        set: &ErasureSet,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+    ) -> Result<u64, ObjectError> {
+        let _guard = self.locks.write(&bucket.name, key.as_str()).await;
+        let states = read_states(set, &bucket.name, key.as_str()).await;
+        if !matches!(agree_on_state(set, &states), Ok(Agreement::NotFound)) {
+            return Ok(0);
+        }
+        let mut purged = 0;
+        for (i, held) in states.iter().enumerate() {
+            let Ok(Some(_)) = held else { continue };
+            let removed = set.drives()[i]
+                .meta_apply(vec![MetaOp::Delete {
+                    table: MetaTable::Versions,
+                    key: object_key(&bucket.name, key.as_str()),
+                }])
+                .await;
+            purged += u64::from(removed.is_ok());
+        }
+        Ok(purged)
     }
 }
 
@@ -432,6 +574,94 @@ impl ObjectStore {
     }
 }
 
+/// What healing one version's data found and rebuilt.
+struct DataHeal {
+    /// Staging folder holding rebuilt shard files, to commit on the drives they are for.
+    staging: Uuid,
+    /// Every drive's inline chunk, when some were missing or bad.
+    inline_chunks: Option<Vec<bytes::Bytes>>,
+    /// Drives whose data for the version is whole.
+    data_ok: Vec<bool>,
+    /// Drives that a rebuilt shard file waits for in staging.
+    rebuilt_on: Vec<bool>,
+}
+
+/// Checks one version's data (inline chunks, or each part's shard files; with `Deep`, their
+/// checksums too) and rebuilds what the online drives miss into staging.
+async fn heal_data(
+    set: &ErasureSet,
+    bucket_record: &BucketRecord,
+    key: &ObjectKey,
+    version: &ObjectRecord,
+    depth: HealDepth,
+    online: &[bool],
+    report: &mut HealReport,
+) -> Result<DataHeal, ObjectError> {
+    let bucket = &bucket_record.name;
+    let dir = DataDir {
+        bucket_id: bucket_record.id.clone(),
+        data_id: version.data_id,
+    };
+
+    // Data: inline chunks, or each part's shard files.
+    let staging = Uuid::new_v4();
+    let mut inline_chunks = None;
+    let mut data_ok = vec![true; online.len()];
+    let mut rebuilt_on = vec![false; online.len()];
+    if !version.has_local_data() {
+        // A delete marker, or data that lives in a tier: nothing on these drives.
+    } else if version.inline {
+        let chunk_key = inline_key(bucket.as_str(), key.as_str(), version.data_id);
+        let sources: Vec<Option<ShardSource>> = set
+            .meta_get_all(MetaTable::Inline, &chunk_key)
+            .await
+            .into_iter()
+            .map(|c| c.ok().flatten().map(|b| ShardSource::Inline(b.into())))
+            .collect();
+        let good = set.verify_sources(version.size, &sources).await;
+        data_ok = good.clone();
+        if data_ok.iter().zip(online).any(|(&ok, &on)| on && !ok) {
+            let sources = keep_good(sources, &good);
+            inline_chunks = Some(set.rebuild_inline(version.size, sources).await?);
+        }
+    } else {
+        for part in version.parts.iter().filter(|p| p.size > 0) {
+            let sources = set.open_all_shards(&dir, &part.file).await;
+            let good = match depth {
+                HealDepth::Deep => set.verify_sources(part.size, &sources).await,
+                HealDepth::Quick => sources.iter().map(Option::is_some).collect(),
+            };
+            let targets: Vec<bool> = good
+                .iter()
+                .zip(online)
+                .map(|(&ok, &on)| on && !ok)
+                .collect();
+            for (ok, &g) in data_ok.iter_mut().zip(&good) {
+                *ok &= g;
+            }
+            if !targets.contains(&true) {
+                continue;
+            }
+            let sources = keep_good(sources, &good);
+            let staged = set
+                .rebuild_part(part.size, sources, &targets, staging, &part.file)
+                .await?;
+            for (i, &done) in staged.iter().enumerate() {
+                if done {
+                    rebuilt_on[i] = true;
+                    report.shards_rebuilt += 1;
+                }
+            }
+        }
+    }
+    Ok(DataHeal {
+        staging,
+        inline_chunks,
+        data_ok,
+        rebuilt_on,
+    })
+}
+
 /// Keeps the sources that verified as good.
 fn keep_good(sources: Vec<Option<ShardSource>>, good: &[bool]) -> Vec<Option<ShardSource>> {
     sources
@@ -461,9 +691,13 @@ async fn scan_keys(
     start: Bound<Vec<u8>>,
     prefix: &[u8],
 ) -> (Vec<Vec<u8>>, Option<Vec<u8>>) {
-    let scans = set
-        .meta_scan_all(MetaTable::Objects, start, prefix, SCAN_PAGE)
-        .await;
+    // Keys of versioned buckets whose newest version is a delete marker have only a
+    // versions record.
+    let (objects, versions) = futures::join!(
+        set.meta_scan_all(MetaTable::Objects, start.clone(), prefix, SCAN_PAGE),
+        set.meta_scan_all(MetaTable::Versions, start, prefix, SCAN_PAGE)
+    );
+    let scans: Vec<_> = objects.into_iter().chain(versions).collect();
     let cutoff = scans
         .iter()
         .flatten()
@@ -600,7 +834,7 @@ impl ObjectStore {
 async fn referenced_data(set: &ErasureSet) -> Option<HashSet<Uuid>> {
     let mut referenced = HashSet::new();
     for drive in set.drives() {
-        for table in [MetaTable::Objects, MetaTable::Uploads] {
+        for table in [MetaTable::Objects, MetaTable::Versions, MetaTable::Uploads] {
             let mut start = Bound::Unbounded;
             loop {
                 let page = drive
@@ -611,6 +845,11 @@ async fn referenced_data(set: &ErasureSet) -> Option<HashSet<Uuid>> {
                     if table == MetaTable::Objects {
                         let record = record::decode::<ObjectRecord>(value).ok()?;
                         referenced.extend(versions_of(&record).map(|v| v.data_id));
+                    } else if table == MetaTable::Versions {
+                        let record = record::decode::<VersionsRecord>(value).ok()?;
+                        let states = std::iter::once(&record).chain(record.superseded.as_deref());
+                        referenced
+                            .extend(states.flat_map(|s| s.versions.iter().map(|v| v.data_id)));
                     } else {
                         let upload = record::decode::<super::UploadRecord>(value).ok()?;
                         referenced.insert(upload.data_id);

@@ -16,8 +16,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::future::{join_all, BoxFuture};
 
-use super::record::{self, object_key, ObjectRecord};
+use super::record::{self, object_key, ObjectRecord, VersionsRecord};
 use super::version::{agree_on_version, DriveRecords};
+use super::versioning::{agree_on_state, DriveStates};
 use super::{Agreement, BucketName, ObjectError, ObjectStore};
 use crate::erasure::{ErasureError, ErasureSet};
 use crate::storage::{rolled_up_len, DriveError, MetaTable};
@@ -80,17 +81,56 @@ pub struct ListQuery {
     pub max_keys: usize,
 }
 
+/// A record kind a listing merges: its table, and how drives' copies agree.
+pub(crate) trait Listed: Sized + Clone + Send + Sync + serde::de::DeserializeOwned {
+    const TABLE: MetaTable;
+    /// What a read quorum of a set agrees on, from every drive's copy (`Err`: not read).
+    fn agree(set: &ErasureSet, copies: Vec<Result<Option<Self>, DriveError>>) -> Option<Self>;
+    /// Drops what only crash recovery needs (the superseded copy).
+    fn strip(&mut self);
+    /// Whether the record is listed at all (a delete marker's tombstone is not).
+    fn visible(&self) -> bool {
+        true
+    }
+}
+
+impl Listed for ObjectRecord {
+    const TABLE: MetaTable = MetaTable::Objects;
+    fn agree(set: &ErasureSet, copies: DriveRecords) -> Option<Self> {
+        match agree_on_version(set, &copies) {
+            Ok(Agreement::Found { value, .. }) => Some(value),
+            _ => None,
+        }
+    }
+    fn strip(&mut self) {
+        self.superseded = None;
+    }
+    fn visible(&self) -> bool {
+        !self.delete_marker
+    }
+}
+
+impl Listed for VersionsRecord {
+    const TABLE: MetaTable = MetaTable::Versions;
+    fn agree(set: &ErasureSet, copies: DriveStates) -> Option<Self> {
+        match agree_on_state(set, &copies) {
+            Ok(Agreement::Found { value, .. }) => Some(value),
+            _ => None,
+        }
+    }
+    fn strip(&mut self) {
+        self.superseded = None;
+    }
+}
+
 /// One listed item.
 #[derive(Debug, Clone)]
-pub enum ListEntry {
-    Object {
-        key: String,
-        record: Box<ObjectRecord>,
-    },
+pub enum ListEntry<R = ObjectRecord> {
+    Object { key: String, record: Box<R> },
     CommonPrefix(String),
 }
 
-impl ListEntry {
+impl<R> ListEntry<R> {
     /// The key or prefix, which is also where the next page starts.
     pub fn name(&self) -> &str {
         match self {
@@ -101,10 +141,19 @@ impl ListEntry {
 }
 
 /// One page of a listing.
-#[derive(Debug, Clone, Default)]
-pub struct ListPage {
-    pub entries: Vec<ListEntry>,
+#[derive(Debug, Clone)]
+pub struct ListPage<R = ObjectRecord> {
+    pub entries: Vec<ListEntry<R>>,
     pub truncated: bool,
+}
+
+impl<R> Default for ListPage<R> {
+    fn default() -> Self {
+        Self {
+            entries: Vec::new(),
+            truncated: false,
+        }
+    }
 }
 
 /// The database keys a listing covers and how it groups them.
@@ -159,8 +208,8 @@ impl Scope<'_> {
         String::from_utf8_lossy(&name[self.base.len()..]).into_owned()
     }
 
-    fn object(&self, key: &[u8], mut record: ObjectRecord) -> ListEntry {
-        record.superseded = None;
+    fn object<R: Listed>(&self, key: &[u8], mut record: R) -> ListEntry<R> {
+        record.strip();
         ListEntry::Object {
             key: self.user_name(key),
             record: Box::new(record),
@@ -180,6 +229,17 @@ impl ObjectStore {
         query: &ListQuery,
     ) -> Result<ListPage, ObjectError> {
         self.bucket(bucket).await?;
+        self.list_table(bucket, query, false).await
+    }
+
+    /// A page of the records of one table, listed like objects; with `including_after`, the
+    /// key `query.after` itself is listed too.
+    pub(crate) async fn list_table<R: Listed>(
+        &self,
+        bucket: &BucketName,
+        query: &ListQuery,
+        including_after: bool,
+    ) -> Result<ListPage<R>, ObjectError> {
         if query.max_keys == 0 {
             return Ok(ListPage::default());
         }
@@ -200,7 +260,11 @@ impl ObjectStore {
                         key.push(AFTER_ALL);
                     }
                 }
-                Bound::Excluded(key)
+                if including_after {
+                    Bound::Included(key)
+                } else {
+                    Bound::Excluded(key)
+                }
             }
         };
         let mut entries = self.collect(&scope, cursor, query.max_keys + 1).await?;
@@ -211,12 +275,12 @@ impl ObjectStore {
 
     /// Up to `wanted` entries of the listing after `cursor`. Boxed: a common prefix whose
     /// drives disagree on its first key is checked by listing inside it.
-    fn collect<'a>(
+    fn collect<'a, R: Listed>(
         &'a self,
         scope: &'a Scope<'a>,
         mut cursor: Bound<Vec<u8>>,
         wanted: usize,
-    ) -> BoxFuture<'a, Result<Vec<ListEntry>, ObjectError>> {
+    ) -> BoxFuture<'a, Result<Vec<ListEntry<R>>, ObjectError>> {
         Box::pin(async move {
             let mut listing = Listing {
                 store: self,
@@ -238,13 +302,13 @@ impl ObjectStore {
     /// What `name` is listed as when all the drives read of a set (a majority) hold the same
     /// key with the same record bytes: that version is current on more drives than any other
     /// can be, which makes it the one `agree_on_version` picks. `None` when they differ.
-    fn held_alike(
+    fn held_alike<R: Listed>(
         &self,
         scope: &Scope<'_>,
         scans: &Scans,
         name: Name<'_>,
         copies: &[Copy<'_>],
-    ) -> Option<ListEntry> {
+    ) -> Option<ListEntry<R>> {
         // A key lives in the set of its first copy (copies elsewhere would be strays of an
         // older layout); a common prefix exists if any set holds a key under it.
         let first_set = copies.first()?.set;
@@ -256,8 +320,10 @@ impl ObjectStore {
             let count = copies.iter().filter(|c| c.set == set).count();
             // Every drive read holds it, and alike.
             let record = (alike && count == read)
-                .then(|| record::decode::<ObjectRecord>(one.record).ok())
-                .flatten();
+                .then(|| record::decode::<R>(one.record).ok())
+                .flatten()
+                // A tombstone puts the round in doubt: the quorum round skips it.
+                .filter(Listed::visible);
             match (name, record) {
                 (Name::Key(key), Some(record)) => return Some(scope.object(key, record)),
                 (Name::Key(_), None) => return None,
@@ -274,7 +340,7 @@ impl ObjectStore {
     /// their first key under it; when those of a set name the same key, that key decides.
     /// Otherwise (a write or delete under way, a drive behind), the keys under the prefix are
     /// listed until one is agreed on.
-    async fn prefix_has_agreed_key(
+    async fn prefix_has_agreed_key<R: Listed>(
         &self,
         scope: &Scope<'_>,
         scans: &Scans,
@@ -288,7 +354,7 @@ impl ObjectStore {
                 continue;
             };
             if in_set.iter().all(|c| c.key == first.key)
-                && self.agreed_record(scans, &in_set).is_some()
+                && self.agreed_record::<R>(scans, &in_set).is_some()
             {
                 return Ok(true);
             }
@@ -302,12 +368,12 @@ impl ObjectStore {
             Bound::Excluded(key) if key.starts_with(prefix) => Bound::Excluded(key.clone()),
             _ => Bound::Unbounded,
         };
-        Ok(!self.collect(&inside, start, 1).await?.is_empty())
+        Ok(!self.collect::<R>(&inside, start, 1).await?.is_empty())
     }
 
     /// The version of a listed key that a read quorum of its set agrees on, if any. All
     /// `copies` are of one key, and every drive has been read.
-    fn agreed_record(&self, scans: &Scans, copies: &[Copy<'_>]) -> Option<ObjectRecord> {
+    fn agreed_record<R: Listed>(&self, scans: &Scans, copies: &[Copy<'_>]) -> Option<R> {
         // A key lives in one set; copies elsewhere would be strays of an older layout.
         let set_index = copies.first()?.set;
         let set = &self.sets[set_index];
@@ -317,8 +383,8 @@ impl ObjectStore {
         for (i, copy) in copies.iter().enumerate() {
             let same = copies.iter().filter(|c| c.record == copy.record).count();
             if 2 * same > set.drives().len() && same >= set.read_quorum() {
-                if let Ok(record) = record::decode::<ObjectRecord>(copy.record) {
-                    return Some(record);
+                if let Ok(record) = record::decode::<R>(copy.record) {
+                    return Some(record).filter(Listed::visible);
                 }
                 break;
             }
@@ -327,28 +393,25 @@ impl ObjectStore {
                 break;
             }
         }
-        let records: DriveRecords = scans[set_index]
+        let records: Vec<Result<Option<R>, DriveError>> = scans[set_index]
             .iter()
             .enumerate()
             .map(|(drive, scan)| match scan {
                 Some(Ok(_)) => Ok(copies
                     .iter()
                     .find(|c| c.drive == drive)
-                    .and_then(|c| record::decode::<ObjectRecord>(c.record).ok())),
+                    .and_then(|c| record::decode::<R>(c.record).ok())),
                 _ => Err(DriveError::Offline(String::new())),
             })
             .collect();
         // A key whose versions no read quorum agrees on is left out of the page, like a key
         // whose GET would fail: one damaged key does not fail a whole listing.
-        match agree_on_version(set, &records) {
-            Ok(Agreement::Found { value, .. }) => Some(value),
-            _ => None,
-        }
+        R::agree(set, records).filter(Listed::visible)
     }
 }
 
 /// A listing under way: what it covers and what it has found so far.
-struct Listing<'a> {
+struct Listing<'a, R> {
     store: &'a ObjectStore,
     scope: &'a Scope<'a>,
     /// Entries each drive returns per round.
@@ -357,10 +420,10 @@ struct Listing<'a> {
     wanted: usize,
     /// The drive of each set that rounds read first.
     first_drive: usize,
-    entries: Vec<ListEntry>,
+    entries: Vec<ListEntry<R>>,
 }
 
-impl Listing<'_> {
+impl<R: Listed> Listing<'_, R> {
     /// One round of scans from `cursor`: a majority of each set's drives first, and every
     /// drive when those differ on a key or do not all answer.
     async fn round(&mut self, cursor: &Bound<Vec<u8>>) -> Result<Round, ObjectError> {
@@ -422,20 +485,10 @@ impl Listing<'_> {
                     Some(d) => {
                         let delimiter = d.to_vec();
                         drive
-                            .meta_scan_delimited(
-                                MetaTable::Objects,
-                                start,
-                                prefix,
-                                delimiter,
-                                batch,
-                            )
+                            .meta_scan_delimited(R::TABLE, start, prefix, delimiter, batch)
                             .await
                     }
-                    None => {
-                        drive
-                            .meta_scan(MetaTable::Objects, start, prefix, batch)
-                            .await
-                    }
+                    None => drive.meta_scan(R::TABLE, start, prefix, batch).await,
                 }
             }
         }))
@@ -477,7 +530,7 @@ impl Listing<'_> {
                     .agreed_record(scans, &copies)
                     .map(|record| scope.object(key, record)),
                 (Settle::Quorum, Name::Prefix(prefix)) => store
-                    .prefix_has_agreed_key(scope, scans, &copies, prefix, start)
+                    .prefix_has_agreed_key::<R>(scope, scans, &copies, prefix, start)
                     .await?
                     .then(|| ListEntry::CommonPrefix(scope.user_name(prefix))),
             };
@@ -637,6 +690,9 @@ mod tests {
             inline: true,
             parts: vec![],
             superseded: None,
+            version_id: None,
+            delete_marker: false,
+            tier: None,
         }
     }
 

@@ -9,6 +9,7 @@ mod commit;
 mod hashing;
 mod heal;
 mod list;
+mod list_versions;
 mod locks;
 mod md5_lanes;
 mod multipart;
@@ -17,8 +18,11 @@ mod objects;
 mod record;
 mod span;
 mod system;
+pub mod tier;
+mod tiering;
 mod uploads;
 mod version;
+mod versioning;
 
 use std::sync::Arc;
 
@@ -33,14 +37,18 @@ pub use checksum::{ChecksumAlgorithm, ChecksumType};
 pub use hashing::ExpectedChecksum;
 pub use heal::{HealDepth, HealReport};
 pub use list::{ListEntry, ListPage, ListQuery};
+pub use list_versions::{VersionEntry, VersionsPage, VersionsQuery};
 pub use multipart::{CompleteOptions, CompletedPart, PartsPage, UploadOptions};
 pub use names::{BucketName, ObjectKey, MAX_KEY_LEN};
 pub use objects::{GetOptions, GetResult, PutOptions, WriteCondition};
 pub use record::{
-    BucketRecord, BucketSettings, CorsRule, ObjectRecord, PartRecord, StoredChecksum, UploadRecord,
+    BucketRecord, BucketSettings, CorsRule, ObjectRecord, PartRecord, StoredChecksum, TierLocation,
+    UploadRecord, Versioning, NULL_VERSION,
 };
 pub use span::{ByteRange, ReadSpan};
+pub use tier::{Tier, TierError, Tiers};
 pub use uploads::{UploadEntry, UploadQuery, UploadsPage};
+pub use versioning::Deleted;
 
 use locks::NamespaceLocks;
 
@@ -63,6 +71,14 @@ pub enum ObjectError {
     InvalidBucketName(String),
     #[error("no such key")]
     NoSuchKey,
+    #[error("no such version")]
+    NoSuchVersion,
+    /// The version asked for (the newest one, or the one named) is a delete marker.
+    #[error("the version is a delete marker")]
+    DeleteMarker {
+        version_id: String,
+        by_version: bool,
+    },
     #[error("key too long")]
     KeyTooLong,
     #[error("no such upload")]
@@ -89,6 +105,8 @@ pub enum ObjectError {
     InvalidRequest(String),
     #[error(transparent)]
     Erasure(#[from] ErasureError),
+    #[error(transparent)]
+    Tier(#[from] TierError),
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -107,6 +125,8 @@ pub struct ObjectStore {
     md5: md5_lanes::Md5Lanes,
     /// Objects that reads found damaged, for the healer.
     heal_queue: heal::HealQueue,
+    /// Where lifecycle transitions move data, by name.
+    tiers: arc_swap::ArcSwap<Tiers>,
 }
 
 impl ObjectStore {
@@ -125,6 +145,7 @@ impl ObjectStore {
             part_locks: NamespaceLocks::new(),
             md5: md5_lanes::Md5Lanes::start(),
             heal_queue: heal::HealQueue::new(HEAL_QUEUE_LEN),
+            tiers: arc_swap::ArcSwap::from_pointee(Tiers::default()),
         })
     }
 

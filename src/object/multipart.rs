@@ -395,6 +395,9 @@ impl ObjectStore {
             inline: false,
             parts,
             superseded: None,
+            version_id: super::versioning::version_id_for(bucket_record.settings.versioning),
+            delete_marker: false,
+            tier: None,
         };
         let mut extra = vec![MetaOp::Delete {
             table: MetaTable::Uploads,

@@ -13,6 +13,7 @@ use super::record::{
     self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, StoredChecksum,
 };
 use super::version::{agree_on_version, read_records, replaced_versions, DriveRecords};
+use super::versioning::version_id_for;
 use super::{
     now_ms, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, ReadSpan, INLINE_LIMIT,
 };
@@ -47,7 +48,7 @@ pub enum WriteCondition {
 }
 
 impl WriteCondition {
-    fn check(&self, current: Option<&ObjectRecord>) -> Result<(), ObjectError> {
+    pub(crate) fn check(&self, current: Option<&ObjectRecord>) -> Result<(), ObjectError> {
         match (self, current) {
             (WriteCondition::IfNoneMatch, None) => Ok(()),
             (WriteCondition::IfNoneMatch, Some(_)) => Err(ObjectError::PreconditionFailed),
@@ -67,6 +68,8 @@ impl WriteCondition {
 #[derive(Debug, Default, Clone)]
 pub struct GetOptions {
     pub span: Option<ReadSpan>,
+    /// The version to read (`null` names the null version); the newest when `None`.
+    pub version_id: Option<String>,
 }
 
 /// A version about to be committed.
@@ -124,6 +127,9 @@ impl ObjectStore {
             inline: false,
             parts: Vec::new(),
             superseded: None,
+            version_id: version_id_for(bucket_record.settings.versioning),
+            delete_marker: false,
+            tier: None,
         };
         let inline = match outcome.encoded {
             Encoded::Inline(chunks) => {
@@ -171,6 +177,9 @@ impl ObjectStore {
         key: &ObjectKey,
         version: NewVersion<'_>,
     ) -> Result<(), ObjectError> {
+        if bucket.settings.versioning.is_some() {
+            return self.add_version(set, bucket, key, &version).await;
+        }
         let guard = self.locks.write(&bucket.name, key.as_str()).await;
         let current = read_records(set, &bucket.name, key.as_str()).await;
         let agreed = match agree_on_version(set, &current) {
@@ -195,65 +204,54 @@ impl ObjectStore {
         Ok(())
     }
 
-    /// Rewrites the current version's record and keeps its data: `change` sees the version
-    /// and returns its new metadata (or refuses), all under the key's write lock. Tagging
-    /// and copying an object onto itself are such changes.
-    pub async fn update_object_metadata(
+    /// Writes a new revision of an unversioned key's record over the one its drives agree
+    /// on (`current`, read under the key's write lock), keeping the data.
+    pub(crate) async fn rewrite_object_record(
         &self,
-        bucket: &BucketName,
+        set: &ErasureSet,
+        bucket: &BucketRecord,
         key: &ObjectKey,
-        change: impl FnOnce(&ObjectRecord) -> Result<ObjectRecord, ObjectError>,
-    ) -> Result<ObjectRecord, ObjectError> {
-        let bucket_record = self.bucket(bucket).await?;
-        let set = self.set_for(bucket, key);
-        let guard = self.locks.write(bucket.as_str(), key.as_str()).await;
-        let current = read_records(set, bucket.as_str(), key.as_str()).await;
-        let version = match agree_on_version(set, &current)? {
+        current: &DriveRecords,
+        record: &ObjectRecord,
+    ) -> Result<(), ObjectError> {
+        let agreed = match agree_on_version(set, current)? {
             Agreement::Found { value, .. } => value,
             Agreement::NotFound => return Err(ObjectError::NoSuchKey),
         };
-        let mut record = change(&version)?;
-        record.data_id = version.data_id;
-        record.revision = version.revision + 1;
         let new = NewVersion {
-            record: &record,
+            record,
             inline: None,
             extra: Vec::new(),
             condition: None,
         };
-        commit_over(
-            set,
-            &bucket_record,
-            key,
-            &current,
-            Some(Some(version)),
-            &new,
-        )
-        .await?;
-        drop(guard);
-        self.delete_data(
-            set,
-            &bucket_record,
-            replaced_versions(&current, Some(record.data_id)),
-        )
-        .await;
-        Ok(record)
+        commit_over(set, bucket, key, current, Some(Some(agreed.clone())), &new).await?;
+        let mut replaced = replaced_versions(current, Some(record.data_id));
+        // Data moved to a tier leaves the drives (or the tier it was in).
+        if record.tier != agreed.tier {
+            replaced.push(agreed);
+        }
+        self.delete_data(set, bucket, replaced).await;
+        Ok(())
     }
 
     /// Removes the shard files of versions no longer referenced as current (best effort: a
     /// drive that misses it keeps an orphan, never a live object's data).
-    async fn delete_data(
+    pub(crate) async fn delete_data(
         &self,
         set: &ErasureSet,
         bucket: &BucketRecord,
         versions: Vec<ObjectRecord>,
     ) {
-        for version in versions.into_iter().filter(|v| !v.inline) {
-            set.delete_data_dir(&DataDir {
-                bucket_id: bucket.id.clone(),
-                data_id: version.data_id,
-            })
-            .await;
+        for version in versions {
+            if let Some(location) = &version.tier {
+                self.delete_from_tier(location).await;
+            } else if !version.inline && !version.delete_marker {
+                set.delete_data_dir(&DataDir {
+                    bucket_id: bucket.id.clone(),
+                    data_id: version.data_id,
+                })
+                .await;
+            }
         }
     }
 
@@ -261,14 +259,35 @@ impl ObjectStore {
         &self,
         bucket: &BucketName,
         key: &ObjectKey,
+        version_id: Option<&str>,
     ) -> Result<ObjectRecord, ObjectError> {
-        self.bucket(bucket).await?;
+        let bucket_record = self.bucket(bucket).await?;
         let set = self.set_for(bucket, key);
         let _guard = self.locks.read(bucket.as_str(), key.as_str()).await;
-        let records = read_records(set, bucket.as_str(), key.as_str()).await;
+        self.read_version(set, &bucket_record, key, version_id)
+            .await
+            .map(|(record, ..)| record)
+    }
+
+    /// The version a read names (the newest when `version_id` is `None`), the drives that
+    /// hold its data, and every drive's `Objects` record. Called under the key's read lock.
+    async fn read_version(
+        &self,
+        set: &ErasureSet,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+        version_id: Option<&str>,
+    ) -> Result<(ObjectRecord, Vec<bool>, DriveRecords), ObjectError> {
+        if let Some(id) = version_id {
+            return self.find_version(set, &bucket.name, key.as_str(), id).await;
+        }
+        let records = read_records(set, &bucket.name, key.as_str()).await;
         match agree_on_version(set, &records)? {
-            Agreement::Found { value, .. } => Ok(value),
-            Agreement::NotFound => Err(ObjectError::NoSuchKey),
+            Agreement::Found { value, holders } if !value.delete_marker => {
+                Ok((value, holders, records))
+            }
+            // Absent, or the tombstone of a delete marker: the versions record tells.
+            _ => self.newest_when_unlisted(set, bucket, key.as_str()).await,
         }
     }
 
@@ -284,15 +303,22 @@ impl ObjectStore {
         // Shard files are opened under the read lock: an overwrite that commits afterwards
         // deletes their names, but open files stay readable to the end of this GET.
         let guard = self.locks.read(bucket.as_str(), key.as_str()).await;
-        let records = read_records(set, bucket.as_str(), key.as_str()).await;
-        let (record, holders) = match agree_on_version(set, &records)? {
-            Agreement::Found { value, holders } => (value, holders),
-            Agreement::NotFound => return Err(ObjectError::NoSuchKey),
-        };
+        let (record, holders, records) = self
+            .read_version(set, &bucket_record, key, options.version_id.as_deref())
+            .await?;
         let range = options.span.map(|r| record.resolve_span(r)).transpose()?;
         let (start, end) = range.unwrap_or((0, record.size));
 
         let mut streams: Vec<ByteStream> = Vec::new();
+        if let Some(location) = &record.tier {
+            drop(guard);
+            let body = self.read_from_tier(location, start, end).await?;
+            return Ok(GetResult {
+                record,
+                range,
+                body,
+            });
+        }
         if record.inline {
             let chunk_key = inline_key(bucket.as_str(), key.as_str(), record.data_id);
             let chunks = set.meta_get_all(MetaTable::Inline, &chunk_key).await;
@@ -354,20 +380,9 @@ impl ObjectStore {
         })
     }
 
-    /// Deletes a key; deleting a missing key succeeds, as in S3.
-    pub async fn delete_object(
-        &self,
-        bucket: &BucketName,
-        key: &ObjectKey,
-    ) -> Result<(), ObjectError> {
-        self.delete_object_if(bucket, key, |_| true)
-            .await
-            .map(|_| ())
-    }
-
     /// Deletes a key only if `still` holds for its current version (checked under the key's
-    /// write lock): expiry must not delete an object overwritten since it was judged. Returns
-    /// whether it deleted anything.
+    /// write lock): expiry must not delete an object overwritten since it was judged. In a
+    /// versioned bucket the delete is a delete marker. Returns whether it deleted anything.
     pub async fn delete_object_if(
         &self,
         bucket: &BucketName,
@@ -375,6 +390,14 @@ impl ObjectStore {
         still: impl FnOnce(&ObjectRecord) -> bool,
     ) -> Result<bool, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
+        if let Some(mode) = bucket_record.settings.versioning {
+            let marked = self
+                .add_delete_marker(bucket, &bucket_record, key, mode, |current| {
+                    current.is_some_and(still)
+                })
+                .await?;
+            return Ok(marked.delete_marker);
+        }
         let set = self.set_for(bucket, key);
         let db_key = object_key(bucket.as_str(), key.as_str());
         let guard = self.locks.write(bucket.as_str(), key.as_str()).await;

@@ -58,6 +58,19 @@ pub struct BucketSettings {
     /// Lifecycle configuration (`?lifecycle`), as S3's XML, validated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifecycle: Option<String>,
+    /// Versioning (`?versioning`); `None` while it was never enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versioning: Option<Versioning>,
+}
+
+/// The versioning state of a bucket that has had versioning enabled; it never goes back to
+/// unversioned, as in S3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Versioning {
+    /// Every write makes a new version; deletes leave delete markers.
+    Enabled,
+    /// Writes replace the `null` version; versions made before are kept.
+    Suspended,
 }
 
 /// One CORS rule of a bucket.
@@ -137,10 +150,46 @@ pub struct ObjectRecord {
     /// that a crash in the middle of a commit leaves the old version readable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded: Option<Box<ObjectRecord>>,
+    /// S3's version id; `None` is the `null` version (unversioned and suspended writes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_id: Option<String>,
+    /// A delete marker: a version that records a delete and holds no data.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub delete_marker: bool,
+    /// Where the data went when lifecycle moved it to a tier; then `parts` is empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<TierLocation>,
+}
+
+/// An object's data in a tier.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TierLocation {
+    /// The tier's name (also the version's storage class).
+    pub tier: String,
+    /// The object's name inside the tier.
+    pub object: String,
+}
+
+/// Every version of one key of a versioned bucket, newest first, delete markers included.
+/// Stored on every drive of the key's set beside the `Objects` record of the newest version
+/// that is not a delete marker (which listings read).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionsRecord {
+    /// Fresh for every commit of the key: tells drives' copies apart.
+    pub state: Uuid,
+    pub versions: Vec<ObjectRecord>,
+    /// The state this one replaced on this drive, kept until the key is written again so
+    /// that a commit cut short leaves the old state whole (see `ObjectRecord::superseded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded: Option<Box<VersionsRecord>>,
 }
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl ObjectRecord {
@@ -148,6 +197,34 @@ impl ObjectRecord {
     pub fn same_version(&self, other: &ObjectRecord) -> bool {
         self.data_id == other.data_id && self.revision == other.revision
     }
+
+    /// The version id as S3 shows it: `null` for the null version.
+    pub fn version_id_str(&self) -> &str {
+        self.version_id.as_deref().unwrap_or(NULL_VERSION)
+    }
+
+    /// Whether this is the version a request's `versionId` names.
+    pub fn has_version_id(&self, id: &str) -> bool {
+        self.version_id_str() == id
+    }
+
+    /// Whether the version's bytes live on this set's drives (not in a tier, not a marker).
+    pub fn has_local_data(&self) -> bool {
+        !self.delete_marker && self.tier.is_none()
+    }
+}
+
+/// S3's name of the version that unversioned and suspended writes make.
+pub const NULL_VERSION: &str = "null";
+
+/// A fresh version id: 32 hex digits, ordered by time of creation.
+pub fn new_version_id() -> String {
+    Uuid::now_v7().simple().to_string()
+}
+
+/// Whether a `versionId` a client sent could name a version here.
+pub fn is_valid_version_id(id: &str) -> bool {
+    id == NULL_VERSION || (id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// A multipart upload in progress, stored on every drive of the key's set.
@@ -237,6 +314,7 @@ mod tests {
                 cors: None,
                 policy: Some("{}".into()),
                 lifecycle: None,
+                versioning: Some(Versioning::Enabled),
             },
         };
         let bytes = encode(&record);

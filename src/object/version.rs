@@ -128,6 +128,9 @@ mod tests {
             inline: true,
             parts: vec![],
             superseded: None,
+            version_id: None,
+            delete_marker: false,
+            tier: None,
         }
     }
 

@@ -626,7 +626,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(collect(got.body).await, &data[1..]);
-        store.delete_object(&bucket, &before).await.unwrap();
+        store.delete_object(&bucket, &before, None).await.unwrap();
         assert_eq!(states[0].calls.load(Ordering::SeqCst), reached);
         let took = started.elapsed();
         assert!(

@@ -34,16 +34,18 @@ fn table(which: MetaTable) -> Table {
         MetaTable::Uploads => TableDefinition::new("uploads"),
         MetaTable::Parts => TableDefinition::new("parts"),
         MetaTable::System => TableDefinition::new("system"),
+        MetaTable::Versions => TableDefinition::new("versions"),
     }
 }
 
-const ALL_TABLES: [MetaTable; 6] = [
+const ALL_TABLES: [MetaTable; 7] = [
     MetaTable::Buckets,
     MetaTable::Objects,
     MetaTable::Inline,
     MetaTable::Uploads,
     MetaTable::Parts,
     MetaTable::System,
+    MetaTable::Versions,
 ];
 
 /// A drive folder on this machine.

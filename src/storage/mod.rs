@@ -39,6 +39,8 @@ pub enum MetaTable {
     Parts,
     /// Deployment-wide records (identities and policies): name → record.
     System,
+    /// Bucket + key → every version of a key of a versioned bucket, newest first.
+    Versions,
 }
 
 /// One change to the metadata database; a batch of them commits atomically.

@@ -268,7 +268,7 @@ struct Entry {
 }
 
 /// The metadata database, one map per [`MetaTable`].
-type Tables = [BTreeMap<Vec<u8>, Vec<u8>>; 6];
+type Tables = [BTreeMap<Vec<u8>, Vec<u8>>; 7];
 
 fn table_index(table: MetaTable) -> usize {
     match table {
@@ -278,6 +278,7 @@ fn table_index(table: MetaTable) -> usize {
         MetaTable::Uploads => 3,
         MetaTable::Parts => 4,
         MetaTable::System => 5,
+        MetaTable::Versions => 6,
     }
 }
 

@@ -5,24 +5,42 @@ use axum::response::Response;
 use super::{bucket_name, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::{xml, xml_response};
-use crate::object::ObjectKey;
+use crate::object::{Deleted, ObjectKey};
 
 /// Most keys one DeleteObjects request may name.
 const MAX_KEYS: usize = 1000;
 
-/// Each key of a batch is authorised as a DeleteObject of its own.
+/// Each key of a batch is authorised as a DeleteObject of its own (of a version, when the
+/// entry names one).
 async fn authorize_key(
     state: &crate::api::AppState,
     identity: &crate::api::auth::Identity,
     info: &crate::iam::RequestInfo<'_>,
     bucket: &crate::object::BucketName,
     key: &ObjectKey,
+    version_id: Option<&str>,
 ) -> Result<(), S3Error> {
     let endpoint = crate::api::router::Endpoint::DeleteObject {
         bucket: bucket.to_string(),
         key: key.to_string(),
+        version_id: version_id.map(str::to_string),
     };
     crate::iam::authorize(state, identity, &endpoint, info).await
+}
+
+/// What S3 reports for one deleted entry: the version named, and the delete marker the
+/// delete made (no version named) or removed (the version named was one).
+fn deleted_entry(key: String, asked: Option<String>, deleted: Deleted) -> xml::Deleted {
+    let marker_id = deleted
+        .delete_marker
+        .then_some(deleted.version_id)
+        .flatten();
+    xml::Deleted {
+        key,
+        version_id: asked,
+        delete_marker: marker_id.is_some().then_some(true),
+        delete_marker_version_id: marker_id,
+    }
 }
 
 pub async fn delete_objects(mut request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
@@ -53,30 +71,30 @@ pub async fn delete_objects(mut request: Request<'_>, bucket: &str) -> Result<Re
         error: Vec::new(),
     };
     for object in parsed.objects {
-        let outcome = match (ObjectKey::parse(&object.key), &object.version_id) {
-            (_, Some(version)) if version != "null" => Err(S3Error::new(
-                S3ErrorCode::NotImplemented,
-                "Deleting a specific version is not implemented yet.",
-            )),
-            (Ok(key), _) => {
-                match authorize_key(request.state, &request.identity, &info, &name, &key).await {
+        let version = object.version_id.as_deref();
+        let outcome = match ObjectKey::parse(&object.key) {
+            Ok(key) => {
+                let identity = &request.identity;
+                match authorize_key(request.state, identity, &info, &name, &key, version).await {
                     Ok(()) => store
-                        .delete_object(&name, &key)
+                        .delete_object(&name, &key, version)
                         .await
                         .map_err(S3Error::from),
                     Err(e) => Err(e),
                 }
             }
-            (Err(e), _) => Err(S3Error::from(e)),
+            Err(e) => Err(S3Error::from(e)),
         };
         match outcome {
-            Ok(()) => {
+            Ok(deleted) => {
                 if !parsed.quiet.unwrap_or(false) {
-                    result.deleted.push(xml::Deleted { key: object.key });
+                    let entry = deleted_entry(object.key, object.version_id, deleted);
+                    result.deleted.push(entry);
                 }
             }
             Err(e) => result.error.push(xml::DeleteError {
                 key: object.key,
+                version_id: object.version_id,
                 code: e.code.as_str().to_string(),
                 message: e.message.into_owned(),
             }),

@@ -1,33 +1,78 @@
-//! CopyObject: a copy to another key streams the source through a new PUT; a copy onto
-//! itself rewrites the metadata and keeps the data.
+//! CopyObject: a copy streams the source (its newest version, or the one named) through a
+//! new PUT; a copy onto itself in an unversioned bucket rewrites the metadata and keeps the
+//! data.
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 
 use super::multipart::checksums;
 use super::object::{put_options, refuse_unsupported};
+use super::versioning::set_written_version;
 use super::{bucket_name, object_key, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{self, iso8601, ConditionFailure};
 use crate::api::{xml, xml_response};
 use crate::object::{
-    ExpectedChecksum, GetOptions, ObjectError, ObjectKey, ObjectRecord, PutOptions,
+    BucketName, ExpectedChecksum, GetOptions, ObjectError, ObjectKey, ObjectRecord, PutOptions,
 };
 
 /// Largest object CopyObject copies, as in S3 (bigger ones need UploadPartCopy).
 const MAX_COPY_SIZE: u64 = 5 << 30;
 
-/// The copy's source bucket and key; versioned sources wait for versioning.
-pub(super) fn copy_source(request: &Request<'_>) -> Result<(String, String), S3Error> {
+/// The object a copy reads: its newest version, or the one `x-amz-copy-source` names.
+pub(super) struct CopySource {
+    pub bucket: BucketName,
+    pub key: ObjectKey,
+    pub version_id: Option<String>,
+}
+
+impl CopySource {
+    /// Whether the source is `bucket`/`key` as it is now (no version named).
+    fn is_current(&self, bucket: &BucketName, key: &ObjectKey) -> bool {
+        self.bucket == *bucket && self.key == *key && self.version_id.is_none()
+    }
+}
+
+/// The copy's source, from `x-amz-copy-source`.
+pub(super) fn copy_source(request: &Request<'_>) -> Result<CopySource, S3Error> {
     let source = crate::api::router::copy_source(request.headers)
         .ok_or_else(|| S3Error::new(S3ErrorCode::InvalidArgument, "Invalid copy source"))?;
-    if source.version.as_deref().is_some_and(|v| v != "null") {
-        return Err(S3Error::new(
-            S3ErrorCode::NotImplemented,
-            "Versioned copy sources are not implemented yet.",
-        ));
+    Ok(CopySource {
+        bucket: bucket_name(&source.bucket)?,
+        key: ObjectKey::parse(&source.key)?,
+        version_id: source.version,
+    })
+}
+
+/// A failed read of a copy's source. A delete marker is no object to copy: named by its
+/// version it is an invalid source, as in S3; as the newest version it hides the key. The
+/// marker's headers are left out, since they would describe the source, not the answer.
+pub(super) fn source_error(err: ObjectError) -> S3Error {
+    match err {
+        ObjectError::DeleteMarker {
+            by_version: true, ..
+        } => S3Error::new(
+            S3ErrorCode::InvalidRequest,
+            "The source of a copy request may not specifically refer to a delete marker by version id.",
+        ),
+        ObjectError::DeleteMarker { .. } => S3Error::from_code(S3ErrorCode::NoSuchKey),
+        other => other.into(),
     }
-    Ok((source.bucket, source.key))
+}
+
+/// `x-amz-copy-source-version-id`: the version copied, when it has an id or was named.
+pub(super) fn set_source_version(
+    headers: &mut HeaderMap,
+    source: &CopySource,
+    read: &ObjectRecord,
+) {
+    let shown = match &read.version_id {
+        Some(id) => Some(id.as_str()),
+        None => source.version_id.is_some().then(|| read.version_id_str()),
+    };
+    if let Some(value) = shown.and_then(|id| HeaderValue::from_str(id).ok()) {
+        headers.insert("x-amz-copy-source-version-id", value);
+    }
 }
 
 /// `x-amz-metadata-directive` or `x-amz-tagging-directive`: COPY (the default) or REPLACE.
@@ -90,9 +135,7 @@ pub async fn copy_object(
     let name = bucket_name(bucket)?;
     let object = object_key(key)?;
     refuse_unsupported(&request)?;
-    let (source_bucket, source_key) = copy_source(&request)?;
-    let source_bucket = bucket_name(&source_bucket)?;
-    let source_key = ObjectKey::parse(&source_key)?;
+    let source = copy_source(&request)?;
     let replace_metadata = replaces(&request, "x-amz-metadata-directive")?;
     let replace_tags = replaces(&request, "x-amz-tagging-directive")?;
     let mut requested = put_options(&request)?;
@@ -104,7 +147,9 @@ pub async fn copy_object(
     let store = &request.state.store;
     let request_headers = request.headers;
 
-    let record = if source_bucket == name && source_key == object {
+    // Copying a version onto its key (restoring it) is a copy like any other.
+    let onto_itself = source.is_current(&name, &object);
+    if onto_itself {
         let changes_something =
             replace_metadata || request.headers.contains_key("x-amz-storage-class");
         if !changes_something {
@@ -113,6 +158,12 @@ pub async fn copy_object(
                 "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
             ));
         }
+    }
+    // A copy onto itself rewrites the metadata in place, unless the bucket keeps versions:
+    // then the copy is a new version and the old one stays.
+    let in_place = onto_itself && store.bucket(&name).await?.settings.versioning.is_none();
+    let mut copied = None;
+    let record = if in_place {
         if requested.condition.is_some() {
             return Err(S3Error::new(
                 S3ErrorCode::NotImplemented,
@@ -120,7 +171,7 @@ pub async fn copy_object(
             ));
         }
         store
-            .update_object_metadata(&name, &object, |current| {
+            .update_object_metadata(&name, &object, None, |current| {
                 check_source(request_headers, current)?;
                 check_size(current)?;
                 let options = copied_metadata(current, replace_metadata, replace_tags, requested);
@@ -136,23 +187,27 @@ pub async fn copy_object(
             .await?
     } else {
         // The stream is of the version read here, so the conditions hold for what is copied.
-        let source = store
-            .get_object(&source_bucket, &source_key, GetOptions::default())
-            .await?;
-        check_source(request.headers, &source.record)?;
-        check_size(&source.record)?;
-        let mut options =
-            copied_metadata(&source.record, replace_metadata, replace_tags, requested);
+        let options = GetOptions {
+            span: None,
+            version_id: source.version_id.clone(),
+        };
+        let read = store
+            .get_object(&source.bucket, &source.key, options)
+            .await
+            .map_err(source_error)?;
+        check_source(request.headers, &read.record)?;
+        check_size(&read.record)?;
+        let mut options = copied_metadata(&read.record, replace_metadata, replace_tags, requested);
         if options.checksum.is_none() {
-            options.checksum = source
+            options.checksum = read
                 .record
                 .checksum
                 .as_ref()
                 .map(|c| ExpectedChecksum::Compute(c.algorithm));
         }
-        store
-            .put_object(&name, &object, source.body, options)
-            .await?
+        let written = store.put_object(&name, &object, read.body, options).await?;
+        copied = Some(read.record);
+        written
     };
     let doc = xml::CopyResult {
         xmlns: (),
@@ -160,5 +215,10 @@ pub async fn copy_object(
         etag: format!("\"{}\"", record.etag),
         checksums: checksums(record.checksum.as_ref()),
     };
-    Ok(xml_response(xml::render("CopyObjectResult", &doc)))
+    let mut response = xml_response(xml::render("CopyObjectResult", &doc));
+    set_written_version(response.headers_mut(), &record);
+    if let Some(read) = &copied {
+        set_source_version(response.headers_mut(), &source, read);
+    }
+    Ok(response)
 }

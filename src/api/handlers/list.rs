@@ -50,7 +50,7 @@ impl Encoder {
     }
 }
 
-fn max_keys(request: &Request<'_>) -> Result<usize, S3Error> {
+pub(super) fn max_keys(request: &Request<'_>) -> Result<usize, S3Error> {
     match request.query.get("max-keys") {
         None => Ok(MAX_KEYS),
         Some(v) => v

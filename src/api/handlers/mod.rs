@@ -6,11 +6,13 @@ mod copy;
 mod cors;
 mod lifecycle;
 mod list;
+mod list_versions;
 mod multipart;
 mod object;
 mod policy;
 mod post_object;
 mod tagging;
+mod versioning;
 
 use std::sync::Arc;
 
@@ -113,19 +115,37 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
         ListObjectsV1 { bucket } => list::list_objects_v1(request, &bucket).await,
         ListObjectsV2 { bucket } => list::list_objects_v2(request, &bucket).await,
         PutObject { bucket, key } => object::put_object(request, &bucket, &key).await,
-        GetObject { bucket, key } => object::get_object(request, &bucket, &key, true).await,
-        HeadObject { bucket, key } => object::get_object(request, &bucket, &key, false).await,
-        DeleteObject { bucket, key } => object::delete_object(request, &bucket, &key).await,
+        GetObject {
+            bucket,
+            key,
+            version_id,
+        } => object::get_object(request, &bucket, &key, version_id, true).await,
+        HeadObject {
+            bucket,
+            key,
+            version_id,
+        } => object::get_object(request, &bucket, &key, version_id, false).await,
+        DeleteObject {
+            bucket,
+            key,
+            version_id,
+        } => object::delete_object(request, &bucket, &key, version_id.as_deref()).await,
         CopyObject { bucket, key } => copy::copy_object(request, &bucket, &key).await,
-        GetObjectTagging { bucket, key } => {
-            tagging::get_object_tagging(request, &bucket, &key).await
-        }
-        PutObjectTagging { bucket, key } => {
-            tagging::put_object_tagging(request, &bucket, &key).await
-        }
-        DeleteObjectTagging { bucket, key } => {
-            tagging::delete_object_tagging(request, &bucket, &key).await
-        }
+        GetObjectTagging {
+            bucket,
+            key,
+            version_id,
+        } => tagging::get_object_tagging(request, &bucket, &key, version_id.as_deref()).await,
+        PutObjectTagging {
+            bucket,
+            key,
+            version_id,
+        } => tagging::put_object_tagging(request, &bucket, &key, version_id.as_deref()).await,
+        DeleteObjectTagging {
+            bucket,
+            key,
+            version_id,
+        } => tagging::delete_object_tagging(request, &bucket, &key, version_id.as_deref()).await,
         GetBucketTagging { bucket } => tagging::get_bucket_tagging(request, &bucket).await,
         PutBucketTagging { bucket } => tagging::put_bucket_tagging(request, &bucket).await,
         DeleteBucketTagging { bucket } => tagging::delete_bucket_tagging(request, &bucket).await,
@@ -140,6 +160,11 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
         GetBucketPolicy { bucket } => policy::get_bucket_policy(request, &bucket).await,
         PutBucketPolicy { bucket } => policy::put_bucket_policy(request, &bucket).await,
         DeleteBucketPolicy { bucket } => policy::delete_bucket_policy(request, &bucket).await,
+        GetBucketVersioning { bucket } => versioning::get_bucket_versioning(request, &bucket).await,
+        PutBucketVersioning { bucket } => versioning::put_bucket_versioning(request, &bucket).await,
+        ListObjectVersions { bucket } => {
+            list_versions::list_object_versions(request, &bucket).await
+        }
         CorsPreflight { bucket } => cors::preflight(request, &bucket).await,
         CreateMultipartUpload { bucket, key } => multipart::create(request, &bucket, &key).await,
         UploadPart {

@@ -4,16 +4,17 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::bucket::owner;
-use super::copy::copy_source;
+use super::copy::{copy_source, set_source_version, source_error};
 use super::list::Encoder;
 use super::object::{body_length, put_options, refuse_unsupported, stored_response};
+use super::versioning::set_written_version;
 use super::{bucket_name, object_key, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{self, iso8601, storage_class_name, ConditionFailure};
 use crate::api::{xml, xml_response};
 use crate::object::{
     ByteRange, ChecksumAlgorithm, ChecksumType, CompleteOptions, CompletedPart, GetOptions,
-    ObjectKey, ReadSpan, StoredChecksum, UploadOptions, UploadQuery,
+    ReadSpan, StoredChecksum, UploadOptions, UploadQuery,
 };
 
 const MAX_PARTS_LISTED: usize = 1000;
@@ -133,14 +134,15 @@ pub async fn upload_part_copy(
     let name = bucket_name(bucket)?;
     let object = object_key(key)?;
     let number = part_number(number)?;
-    let (source_bucket, source_key) = copy_source(&request)?;
-    let source_bucket = bucket_name(&source_bucket)?;
-    let source_key = ObjectKey::parse(&source_key)?;
+    let source = copy_source(&request)?;
     let range = copy_range(&request)?;
     let store = &request.state.store;
     // The upload must exist before any source byte is read.
     store.upload_record(&name, &object, upload_id).await?;
-    let head = store.head_object(&source_bucket, &source_key).await?;
+    let head = store
+        .head_object(&source.bucket, &source.key, source.version_id.as_deref())
+        .await
+        .map_err(source_error)?;
     // Unlike a GET, a copy range must lie within the source.
     if let Some(ByteRange::From {
         last: Some(last), ..
@@ -164,22 +166,21 @@ pub async fn upload_part_copy(
             return Err(S3Error::from_code(S3ErrorCode::PreconditionFailed));
         }
     }
-    let source = store
-        .get_object(
-            &source_bucket,
-            &source_key,
-            GetOptions {
-                span: range.map(ReadSpan::Range),
-            },
-        )
-        .await?;
+    let options = GetOptions {
+        span: range.map(ReadSpan::Range),
+        version_id: source.version_id.clone(),
+    };
+    let read = store
+        .get_object(&source.bucket, &source.key, options)
+        .await
+        .map_err(source_error)?;
     // The source may have been overwritten since its conditions were checked: copy only
     // what was checked.
     let conditional = request
         .headers
         .keys()
         .any(|name| name.as_str().starts_with("x-amz-copy-source-if-"));
-    if conditional && source.record.etag != head.etag {
+    if conditional && read.record.etag != head.etag {
         return Err(S3Error::from_code(S3ErrorCode::PreconditionFailed));
     }
     let part = store
@@ -188,7 +189,7 @@ pub async fn upload_part_copy(
             &object,
             upload_id,
             number,
-            source.body,
+            read.body,
             Default::default(),
         )
         .await?;
@@ -198,7 +199,9 @@ pub async fn upload_part_copy(
         etag: format!("\"{}\"", part.etag),
         checksums: checksums(part.checksum.as_ref()),
     };
-    Ok(xml_response(xml::render("CopyPartResult", &doc)))
+    let mut response = xml_response(xml::render("CopyPartResult", &doc));
+    set_source_version(response.headers_mut(), &source, &read.record);
+    Ok(response)
 }
 
 /// The `Checksum*` element of a stored checksum.
@@ -264,10 +267,9 @@ pub async fn complete(
             .as_ref()
             .map(|c| c.kind.as_str().to_string()),
     };
-    Ok(xml_response(xml::render(
-        "CompleteMultipartUploadResult",
-        &doc,
-    )))
+    let mut response = xml_response(xml::render("CompleteMultipartUploadResult", &doc));
+    set_written_version(response.headers_mut(), &record);
+    Ok(response)
 }
 
 pub async fn abort(

@@ -4,6 +4,7 @@ use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+use super::versioning::{set_deleted, set_version_id, set_written_version, shown_version};
 use super::{bucket_name, object_key, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{self, ConditionFailure};
@@ -88,7 +89,9 @@ pub async fn put_object(
         .store
         .put_object(&bucket, &key, request.body, options)
         .await?;
-    Ok(stored_response(&record.etag, record.checksum.as_ref()))
+    let mut response = stored_response(&record.etag, record.checksum.as_ref());
+    set_written_version(response.headers_mut(), &record);
+    Ok(response)
 }
 
 /// The answer to a PUT or UploadPart: the ETag, and the checksum that was verified.
@@ -108,25 +111,32 @@ fn quoted(etag: &str) -> HeaderValue {
     HeaderValue::from_str(&format!("\"{etag}\"")).expect("etags are hex")
 }
 
-/// GET (with a body) and HEAD (without).
+/// GET (with a body) and HEAD (without), of the newest version or of the one named.
 pub async fn get_object(
     request: Request<'_>,
     bucket: &str,
     key: &str,
+    version_id: Option<String>,
     with_body: bool,
 ) -> Result<Response, S3Error> {
     let bucket = bucket_name(bucket)?;
     let key = object_key(key)?;
     let span = read_span(&request)?;
     let store = &request.state.store;
+    let asked = version_id.is_some();
     let (record, range, body) = if with_body {
-        let got = store.get_object(&bucket, &key, GetOptions { span }).await?;
+        let options = GetOptions { span, version_id };
+        let got = store.get_object(&bucket, &key, options).await?;
         (got.record, got.range, Some(got.body))
     } else {
-        let record = store.head_object(&bucket, &key).await?;
+        let record = store
+            .head_object(&bucket, &key, version_id.as_deref())
+            .await?;
         let range = span.map(|s| record.resolve_span(s)).transpose()?;
         (record, range, None)
     };
+    let settings = store.bucket(&bucket).await.ok().map(|b| b.settings);
+    let versioning = settings.as_ref().and_then(|s| s.versioning);
     // partNumber=1 of an object uploaded in one piece is the whole object, answered as such.
     let part_asked = matches!(span, Some(ReadSpan::Part(_)));
     let range = range.filter(|_| !part_asked || record.is_multipart());
@@ -136,6 +146,10 @@ pub async fn get_object(
             .is_some_and(|m| m.eq_ignore_ascii_case("enabled"));
     let mut response = Response::new(Body::empty());
     *response.headers_mut() = headers::object_headers(&record, with_checksum);
+    set_version_id(
+        response.headers_mut(),
+        shown_version(&record, versioning, asked),
+    );
 
     match headers::check_conditions(request.headers, &record.etag, headers::modified(&record)) {
         Ok(()) => {}
@@ -148,7 +162,11 @@ pub async fn get_object(
         }
     }
     apply_response_overrides(&request, &mut response);
-    if let Some(expiration) = expiration_header(request.state, &bucket, &key, &record).await {
+    // Expiration is judged for the current version; a version named by id may be noncurrent.
+    let lifecycle = settings.and_then(|s| s.lifecycle).filter(|_| !asked);
+    if let Some(expiration) =
+        lifecycle.and_then(|xml| expiration_header(request.state, &xml, &key, &record))
+    {
         response
             .headers_mut()
             .insert("x-amz-expiration", expiration);
@@ -177,17 +195,16 @@ pub async fn get_object(
     Ok(response)
 }
 
-/// `x-amz-expiration: expiry-date="…", rule-id="…"` when a lifecycle rule will expire the
-/// object, as S3 answers GET and HEAD.
-async fn expiration_header(
+/// `x-amz-expiration: expiry-date="…", rule-id="…"` when a rule of the bucket's lifecycle
+/// configuration (`lifecycle`, as stored) will expire the object, as S3 answers GET and HEAD.
+fn expiration_header(
     state: &crate::api::AppState,
-    bucket: &crate::object::BucketName,
+    lifecycle: &str,
     key: &crate::object::ObjectKey,
     record: &crate::object::ObjectRecord,
 ) -> Option<HeaderValue> {
     use crate::lifecycle::{expiration_of, Clock, LifecycleConfig, VersionState};
-    let settings = state.store.bucket(bucket).await.ok()?.settings;
-    let config = LifecycleConfig::from_xml(settings.lifecycle.as_deref()?).ok()?;
+    let config = LifecycleConfig::from_xml(lifecycle).ok()?;
     let version = VersionState {
         key: key.as_str(),
         size: record.size,
@@ -251,13 +268,21 @@ fn apply_response_overrides(request: &Request<'_>, response: &mut Response) {
     }
 }
 
+/// DELETE: in a versioned bucket, a delete marker, or with `versionId` that version for good.
 pub async fn delete_object(
     request: Request<'_>,
     bucket: &str,
     key: &str,
+    version_id: Option<&str>,
 ) -> Result<Response, S3Error> {
     let bucket = bucket_name(bucket)?;
     let key = object_key(key)?;
-    request.state.store.delete_object(&bucket, &key).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    let deleted = request
+        .state
+        .store
+        .delete_object(&bucket, &key, version_id)
+        .await?;
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    set_deleted(response.headers_mut(), &deleted);
+    Ok(response)
 }

@@ -113,7 +113,9 @@ pub async fn post_object(request: Request<'_>, bucket: &str) -> Result<Response,
         .put_object(&bucket_name, &key_name, put.body, options)
         .await?;
     skip_rest(multipart).await;
-    Ok(success(request.headers, &form, bucket, &key, &record.etag))
+    let mut response = success(request.headers, &form, bucket, &key, &record.etag);
+    super::versioning::set_written_version(response.headers_mut(), &record);
+    Ok(response)
 }
 
 /// Reads the fields before `file`; returns them and the `file` field, whose data is left

@@ -3,10 +3,12 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
+use super::versioning::{bucket_versioning, set_version_id, shown_version};
 use super::{bucket_name, object_key, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{check_tags, TagLimit, BUCKET_TAG_LIMIT, OBJECT_TAG_LIMIT};
-use crate::api::{xml, xml_response};
+use crate::api::{xml, xml_response, AppState};
+use crate::object::{BucketName, ObjectRecord};
 
 /// Reads and checks the tag set of a PutObjectTagging or PutBucketTagging request.
 async fn tag_set(
@@ -22,54 +24,83 @@ fn tagging_response(tags: &[(String, String)]) -> Response {
     xml_response(xml::render("Tagging", &xml::Tagging::new(tags)))
 }
 
+/// Object tagging answers name the version whose tags they are, as S3's do.
+async fn with_version(
+    state: &AppState,
+    name: &BucketName,
+    record: &ObjectRecord,
+    asked: Option<&str>,
+    mut response: Response,
+) -> Response {
+    let versioning = match record.version_id {
+        Some(_) => None,
+        None => bucket_versioning(state, name).await,
+    };
+    set_version_id(
+        response.headers_mut(),
+        shown_version(record, versioning, asked.is_some()),
+    );
+    response
+}
+
 pub async fn put_object_tagging(
     mut request: Request<'_>,
     bucket: &str,
     key: &str,
+    version_id: Option<&str>,
 ) -> Result<Response, S3Error> {
     let name = bucket_name(bucket)?;
     let object = object_key(key)?;
     let tags = tag_set(&mut request, OBJECT_TAG_LIMIT).await?;
-    request
+    let record = request
         .state
         .store
-        .update_object_metadata(&name, &object, |current| {
+        .update_object_metadata(&name, &object, version_id, |current| {
             let mut record = current.clone();
             record.tags = tags;
             Ok(record)
         })
         .await?;
-    Ok(StatusCode::OK.into_response())
+    let response = StatusCode::OK.into_response();
+    Ok(with_version(request.state, &name, &record, version_id, response).await)
 }
 
 pub async fn get_object_tagging(
     request: Request<'_>,
     bucket: &str,
     key: &str,
+    version_id: Option<&str>,
 ) -> Result<Response, S3Error> {
     let name = bucket_name(bucket)?;
     let object = object_key(key)?;
-    let record = request.state.store.head_object(&name, &object).await?;
-    Ok(tagging_response(&record.tags))
+    let record = request
+        .state
+        .store
+        .head_object(&name, &object, version_id)
+        .await?;
+    let response = tagging_response(&record.tags);
+    Ok(with_version(request.state, &name, &record, version_id, response).await)
 }
 
 pub async fn delete_object_tagging(
     request: Request<'_>,
     bucket: &str,
     key: &str,
+    version_id: Option<&str>,
 ) -> Result<Response, S3Error> {
     let name = bucket_name(bucket)?;
     let object = object_key(key)?;
-    request
+    let record = request
         .state
         .store
-        .update_object_metadata(&name, &object, |current| {
+        .update_object_metadata(&name, &object, version_id, |current| {
             let mut record = current.clone();
             record.tags.clear();
             Ok(record)
         })
         .await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    let response = StatusCode::NO_CONTENT.into_response();
+    Ok(with_version(request.state, &name, &record, version_id, response).await)
 }
 
 pub async fn put_bucket_tagging(

@@ -1,0 +1,126 @@
+//! Object data in tiers: moving a version's bytes to a tier (a lifecycle transition),
+//! reading them back, and removing them with the version.
+
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use super::record::TierLocation;
+use super::{BucketName, GetOptions, ObjectError, ObjectKey, ObjectStore, Tier, TierError, Tiers};
+use crate::body::ByteStream;
+
+impl ObjectStore {
+    /// Installs the tiers configured on this server (once, at start).
+    pub fn set_tiers(&self, tiers: Tiers) {
+        self.tiers.store(Arc::new(tiers));
+    }
+
+    pub fn tiers(&self) -> Arc<Tiers> {
+        self.tiers.load_full()
+    }
+
+    fn tier(&self, name: &str) -> Result<Arc<dyn Tier>, ObjectError> {
+        self.tiers.load().get(name).cloned().ok_or_else(|| {
+            ObjectError::Tier(TierError::Failed {
+                tier: name.to_string(),
+                reason: "no tier of that name is configured".into(),
+            })
+        })
+    }
+
+    /// Streams bytes `start..end` of a version whose data is in a tier.
+    pub(crate) async fn read_from_tier(
+        &self,
+        location: &TierLocation,
+        start: u64,
+        end: u64,
+    ) -> Result<ByteStream, ObjectError> {
+        let tier = self.tier(&location.tier)?;
+        Ok(tier.get(&location.object, start, end).await?)
+    }
+
+    /// Removes a version's data from its tier. Best effort, like removing shard folders: a
+    /// tier that is down keeps an orphan (logged), never a live object's data.
+    pub(crate) async fn delete_from_tier(&self, location: &TierLocation) {
+        let result = match self.tier(&location.tier) {
+            Ok(tier) => tier
+                .delete(&location.object)
+                .await
+                .map_err(ObjectError::from),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = result {
+            tracing::warn!(tier = %location.tier, object = %location.object, error = %e, "could not remove a version's data from its tier; it is left there");
+        }
+    }
+
+    /// Moves one version's data to `tier_name` (from the drives, or from a warmer tier), if
+    /// `still` holds for the version once the
+    /// copy is in the tier (lifecycle checks it is the version it judged). The version keeps
+    /// its key, metadata, ETag and version id; its storage class becomes the tier's name.
+    /// Returns whether it moved. On any failure the object is left as it was.
+    pub async fn transition_object(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        version_id: Option<&str>,
+        tier_name: &str,
+        still: impl Fn(&super::ObjectRecord) -> bool,
+    ) -> Result<bool, ObjectError> {
+        let tier = self.tier(tier_name)?;
+        let source = self
+            .get_object(
+                bucket,
+                key,
+                GetOptions {
+                    version_id: version_id.map(str::to_string),
+                    ..GetOptions::default()
+                },
+            )
+            .await?;
+        // Small objects live in the metadata records: moving them saves nothing (S3 does not
+        // transition objects under 128 KiB either).
+        let already_there = source
+            .record
+            .tier
+            .as_ref()
+            .is_some_and(|t| t.tier == tier_name);
+        if already_there || source.record.inline || !still(&source.record) {
+            return Ok(false);
+        }
+        let bucket_id = self.bucket(bucket).await?.id;
+        let location = TierLocation {
+            tier: tier_name.to_string(),
+            object: format!("{bucket_id}/{}", Uuid::new_v4().simple()),
+        };
+        tier.put(&location.object, source.body, source.record.size)
+            .await?;
+        let judged = source.record;
+        let moved = self
+            .update_object_metadata(bucket, key, version_id, |now| {
+                if !now.same_version(&judged) {
+                    return Err(ObjectError::PreconditionFailed);
+                }
+                let mut moved = now.clone();
+                moved.tier = Some(location.clone());
+                moved.storage_class = Some(tier_name.to_string());
+                moved.parts.clear();
+                moved.inline = false;
+                Ok(moved)
+            })
+            .await;
+        match moved {
+            Ok(_) => Ok(true),
+            Err(e) => {
+                self.delete_from_tier(&location).await;
+                match e {
+                    ObjectError::PreconditionFailed
+                    | ObjectError::NoSuchKey
+                    | ObjectError::NoSuchVersion
+                    | ObjectError::DeleteMarker { .. } => Ok(false),
+                    e => Err(e),
+                }
+            }
+        }
+    }
+}

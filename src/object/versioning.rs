@@ -1,0 +1,615 @@
+//! Versioned keys: every version of a key, delete markers included, in one record per drive.
+//!
+//! A key of a bucket that has had versioning enabled keeps a [`VersionsRecord`] (its versions,
+//! newest first) in the `Versions` table of every drive of its set, committed like an object
+//! record: atomically per drive, with the state it replaced kept as `superseded`, so that a
+//! commit cut short leaves the old state whole and readers take the state a read quorum
+//! holds. Beside it, in the same transaction, the `Objects` table keeps the newest version:
+//! listings and plain GETs read only that, as in an unversioned bucket. When the newest
+//! version is a delete marker, the marker is committed there too (as a tombstone readers
+//! skip, so that a commit cut short resolves to the same state in both tables) and removed
+//! once the commit has its quorum. Keys written before versioning was enabled have no
+//! `Versions` record; their one version (the `null` one) is their `Objects` record.
+
+use bytes::Bytes;
+use uuid::Uuid;
+
+use super::commit::commit;
+use super::record::{
+    self, inline_key, is_valid_version_id, new_version_id, object_key, BucketRecord, ObjectRecord,
+    Versioning, VersionsRecord,
+};
+use super::version::{agree_on_version, read_records, DriveRecords};
+use super::{now_ms, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
+use crate::erasure::{ErasureError, ErasureSet};
+use crate::storage::{DriveError, MetaOp, MetaTable};
+
+/// Each drive's versions record of a key, decoded.
+pub(crate) type DriveStates = Vec<Result<Option<VersionsRecord>, DriveError>>;
+
+/// What a delete did, as S3 reports it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Deleted {
+    /// The version the delete made (a delete marker) or removed; `None` in an unversioned
+    /// bucket.
+    pub version_id: Option<String>,
+    /// Whether that version is a delete marker.
+    pub delete_marker: bool,
+}
+
+/// Reads a key's versions record from every drive of its set.
+pub(crate) async fn read_states(set: &ErasureSet, bucket: &str, key: &str) -> DriveStates {
+    set.meta_get_all(MetaTable::Versions, &object_key(bucket, key))
+        .await
+        .into_iter()
+        .map(|answer| answer.map(|bytes| bytes.and_then(|b| record::decode(&b).ok())))
+        .collect()
+}
+
+/// The states a drive's record vouches for: its current one and the one it replaced.
+fn states_of(record: &VersionsRecord) -> impl Iterator<Item = &VersionsRecord> {
+    std::iter::once(record).chain(record.superseded.as_deref())
+}
+
+/// The newest state held by a read quorum of drives (the rules of `agree_on_version`).
+pub(crate) fn agree_on_state(
+    set: &ErasureSet,
+    states: &DriveStates,
+) -> Result<Agreement<VersionsRecord>, ObjectError> {
+    let held = |state: &VersionsRecord, current_only: bool| {
+        states
+            .iter()
+            .filter(|r| match r {
+                Ok(Some(record)) if current_only => record.state == state.state,
+                Ok(Some(record)) => states_of(record).any(|s| s.state == state.state),
+                _ => false,
+            })
+            .count()
+    };
+    let chosen = states
+        .iter()
+        .filter_map(|r| r.as_ref().ok().and_then(Option::as_ref))
+        .flat_map(states_of)
+        .filter(|s| held(s, false) >= set.read_quorum())
+        .max_by_key(|s| (held(s, true), s.state));
+    if let Some(state) = chosen {
+        let mut value = state.clone();
+        value.superseded = None;
+        let holders = states
+            .iter()
+            .map(|r| matches!(r, Ok(Some(record)) if states_of(record).any(|s| s.state == value.state)))
+            .collect();
+        return Ok(Agreement::Found { value, holders });
+    }
+    let not_found = states.iter().filter(|r| matches!(r, Ok(None))).count();
+    if not_found > states.len() - set.read_quorum() {
+        return Ok(Agreement::NotFound);
+    }
+    Err(ErasureError::ReadQuorum.into())
+}
+
+/// A key's versions as its set agrees on them, with what each drive holds.
+pub(crate) struct KeyVersions {
+    pub states: DriveStates,
+    pub records: DriveRecords,
+    /// The agreed versions record; `None` when the key has none (never written while
+    /// versioning was on).
+    pub state: Option<VersionsRecord>,
+    /// The agreed `Objects` record.
+    pub object: Option<ObjectRecord>,
+    /// Every version, newest first.
+    pub versions: Vec<ObjectRecord>,
+}
+
+impl KeyVersions {
+    pub fn find(&self, version_id: &str) -> Option<&ObjectRecord> {
+        self.versions.iter().find(|v| v.has_version_id(version_id))
+    }
+
+    /// The drives that hold a version's data: those whose records name it.
+    pub fn data_holders(&self, version: &ObjectRecord) -> Vec<bool> {
+        self.states
+            .iter()
+            .zip(&self.records)
+            .map(|(state, object)| {
+                let in_state = matches!(state, Ok(Some(s)) if states_of(s)
+                    .any(|s| s.versions.iter().any(|v| v.data_id == version.data_id)));
+                let in_object = matches!(object, Ok(Some(o)) if o.data_id == version.data_id
+                    || o.superseded.as_ref().is_some_and(|s| s.data_id == version.data_id));
+                in_state || in_object
+            })
+            .collect()
+    }
+}
+
+/// Reads both records of a key from every drive and agrees on its versions.
+pub(crate) async fn key_versions(
+    set: &ErasureSet,
+    bucket: &str,
+    key: &str,
+) -> Result<KeyVersions, ObjectError> {
+    let (states, records) = futures::join!(
+        read_states(set, bucket, key),
+        read_records(set, bucket, key)
+    );
+    let object = match agree_on_version(set, &records) {
+        Ok(Agreement::Found { value, .. }) => Some(value),
+        Ok(Agreement::NotFound) => None,
+        Err(e) => return Err(e),
+    };
+    let state = match agree_on_state(set, &states)? {
+        Agreement::Found { value, .. } => Some(value),
+        Agreement::NotFound => None,
+    };
+    let versions = match &state {
+        Some(state) => state.versions.clone(),
+        None => object
+            .iter()
+            .filter(|o| !o.delete_marker)
+            .cloned()
+            .collect(),
+    };
+    Ok(KeyVersions {
+        states,
+        records,
+        state,
+        object,
+        versions,
+    })
+}
+
+/// A new version about to join a key's versions.
+pub(crate) struct Addition<'a> {
+    pub record: &'a ObjectRecord,
+    pub inline: Option<&'a [Bytes]>,
+}
+
+/// A key's next state: its versions (newest first), the new version's inline data if one
+/// joins, and other changes committed with it on every drive.
+pub(crate) struct NewState<'a> {
+    pub versions: Vec<ObjectRecord>,
+    pub added: Option<Addition<'a>>,
+    pub extra: Vec<MetaOp>,
+}
+
+impl NewState<'_> {
+    /// Versions that keep their data: a removal or a metadata change.
+    fn of(versions: Vec<ObjectRecord>) -> Self {
+        Self {
+            versions,
+            added: None,
+            extra: Vec::new(),
+        }
+    }
+}
+
+/// Fails unless `id` could name a version.
+pub(crate) fn check_version_id(id: &str) -> Result<(), ObjectError> {
+    if is_valid_version_id(id) {
+        Ok(())
+    } else {
+        Err(ObjectError::InvalidArgument(
+            "Invalid version id specified".into(),
+        ))
+    }
+}
+
+impl ObjectStore {
+    /// Commits `versions` (newest first) as a key's new state on every drive of its set,
+    /// under the key's write lock (`current` was read under it), then removes the data of
+    /// versions no longer referenced. `extra` changes commit with it on every drive.
+    pub(crate) async fn commit_versions(
+        &self,
+        set: &ErasureSet,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+        current: &KeyVersions,
+        next: NewState<'_>,
+    ) -> Result<(), ObjectError> {
+        let NewState {
+            versions,
+            added,
+            extra,
+        } = next;
+        let db_key = object_key(&bucket.name, key.as_str());
+        let new_state = (!versions.is_empty()).then(|| VersionsRecord {
+            state: Uuid::new_v4(),
+            versions: versions.clone(),
+            superseded: None,
+        });
+        let newest_object = versions.first();
+        // What the drives must keep readable until the next commit: the new versions and,
+        // as long as the new state may be cut short, the old ones.
+        let keeps = |data_id: Uuid| {
+            versions.iter().any(|v| v.data_id == data_id)
+                || (new_state.is_some() && current.versions.iter().any(|v| v.data_id == data_id))
+        };
+        let batches = current
+            .states
+            .iter()
+            .zip(&current.records)
+            .enumerate()
+            .map(|(i, (held_state, held_object))| {
+                let (held_state, held_object) =
+                    (held_state.as_ref().ok()?, held_object.as_ref().ok()?);
+                let mut ops = Vec::new();
+                match &new_state {
+                    Some(state) => {
+                        let mut state = state.clone();
+                        state.superseded = current.state.clone().map(Box::new);
+                        ops.push(MetaOp::Put {
+                            table: MetaTable::Versions,
+                            key: db_key.clone(),
+                            value: record::encode(&state),
+                        });
+                    }
+                    None => ops.push(MetaOp::Delete {
+                        table: MetaTable::Versions,
+                        key: db_key.clone(),
+                    }),
+                }
+                match newest_object {
+                    Some(newest) => {
+                        let mut newest = newest.clone();
+                        newest.superseded = current.object.clone().map(Box::new);
+                        ops.push(MetaOp::Put {
+                            table: MetaTable::Objects,
+                            key: db_key.clone(),
+                            value: record::encode(&newest),
+                        });
+                    }
+                    None => ops.push(MetaOp::Delete {
+                        table: MetaTable::Objects,
+                        key: db_key.clone(),
+                    }),
+                }
+                if let Some(Addition {
+                    record,
+                    inline: Some(chunks),
+                }) = &added
+                {
+                    ops.push(MetaOp::Put {
+                        table: MetaTable::Inline,
+                        key: inline_key(&bucket.name, key.as_str(), record.data_id),
+                        value: chunks[i].to_vec(),
+                    });
+                }
+                let held_versions = held_state
+                    .iter()
+                    .flat_map(states_of)
+                    .flat_map(|s| s.versions.iter())
+                    .chain(
+                        held_object
+                            .iter()
+                            .flat_map(|o| std::iter::once(o).chain(o.superseded.as_deref())),
+                    );
+                let mut dropped: Vec<Uuid> = Vec::new();
+                for version in held_versions.filter(|v| v.inline && !keeps(v.data_id)) {
+                    if !dropped.contains(&version.data_id) {
+                        dropped.push(version.data_id);
+                        ops.push(MetaOp::Delete {
+                            table: MetaTable::Inline,
+                            key: inline_key(&bucket.name, key.as_str(), version.data_id),
+                        });
+                    }
+                }
+                ops.extend(extra.iter().cloned());
+                Some(ops)
+            })
+            .collect();
+        commit(set, batches).await?;
+        if newest_object.is_some_and(|v| v.delete_marker) {
+            // The tombstone has done its job (see the module's note); a drive that misses
+            // this keeps it until healed, and readers skip it meanwhile.
+            set.meta_apply_all(vec![MetaOp::Delete {
+                table: MetaTable::Objects,
+                key: db_key.clone(),
+            }])
+            .await;
+        }
+        // Shard folders of versions gone from the new state go now: the state is committed.
+        let mut gone: Vec<ObjectRecord> = Vec::new();
+        let known = current
+            .states
+            .iter()
+            .flatten()
+            .flatten()
+            .flat_map(states_of)
+            .flat_map(|s| s.versions.iter())
+            .chain(
+                current
+                    .records
+                    .iter()
+                    .flatten()
+                    .flatten()
+                    .flat_map(|o| std::iter::once(o).chain(o.superseded.as_deref())),
+            );
+        for version in known {
+            let referenced = versions
+                .iter()
+                .any(|v| v.data_id == version.data_id && v.tier == version.tier);
+            if !referenced && !gone.iter().any(|g| g.data_id == version.data_id) {
+                let mut version = version.clone();
+                version.superseded = None;
+                gone.push(version);
+            }
+        }
+        self.delete_data(set, bucket, gone).await;
+        Ok(())
+    }
+
+    /// Adds a new version of a key in a versioned bucket, as a PUT, copy or multipart
+    /// completion does. With versioning suspended it replaces the `null` version.
+    /// The record carries its version id already (see [`version_id_for`]); a `null` one
+    /// replaces the key's `null` version.
+    pub(crate) async fn add_version(
+        &self,
+        set: &ErasureSet,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+        version: &super::objects::NewVersion<'_>,
+    ) -> Result<(), ObjectError> {
+        let _guard = self.locks.write(&bucket.name, key.as_str()).await;
+        let current = key_versions(set, &bucket.name, key.as_str()).await?;
+        if let Some(condition) = version.condition {
+            condition.check(current.versions.first().filter(|v| !v.delete_marker))?;
+        }
+        let record = version.record;
+        let mut versions = vec![record.clone()];
+        versions.extend(
+            current
+                .versions
+                .iter()
+                .filter(|v| v.version_id.is_some() || record.version_id.is_some())
+                .cloned(),
+        );
+        let added = Addition {
+            record,
+            inline: version.inline.as_deref(),
+        };
+        let next = NewState {
+            versions,
+            added: Some(added),
+            extra: version.extra.clone(),
+        };
+        self.commit_versions(set, bucket, key, &current, next).await
+    }
+
+    /// Deletes a key or one version of it. Without a version id, a versioned bucket gets a
+    /// delete marker (the `null` one while suspended) and an unversioned bucket loses the
+    /// key; with one, that version goes for good (a missing version is no error, as in S3).
+    pub async fn delete_object(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        version_id: Option<&str>,
+    ) -> Result<Deleted, ObjectError> {
+        if let Some(id) = version_id {
+            check_version_id(id)?;
+            return self.remove_version_if(bucket, key, id, |_| true).await;
+        }
+        let bucket_record = self.bucket(bucket).await?;
+        match bucket_record.settings.versioning {
+            None => {
+                self.delete_object_if(bucket, key, |_| true).await?;
+                Ok(Deleted::default())
+            }
+            Some(mode) => {
+                self.add_delete_marker(bucket, &bucket_record, key, mode, |_| true)
+                    .await
+            }
+        }
+    }
+
+    /// Puts a delete marker on top of a key's versions, if `still` holds for its current
+    /// version (`None`: the key has none, or a delete marker is newest).
+    pub(crate) async fn add_delete_marker(
+        &self,
+        name: &BucketName,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+        mode: Versioning,
+        still: impl FnOnce(Option<&ObjectRecord>) -> bool,
+    ) -> Result<Deleted, ObjectError> {
+        let set = self.set_for(name, key);
+        let _guard = self.locks.write(&bucket.name, key.as_str()).await;
+        let current = key_versions(set, &bucket.name, key.as_str()).await?;
+        if !still(current.versions.first().filter(|v| !v.delete_marker)) {
+            return Ok(Deleted::default());
+        }
+        let marker = delete_marker(mode, set);
+        let mut versions = vec![marker.clone()];
+        versions.extend(
+            current
+                .versions
+                .iter()
+                .filter(|v| v.version_id.is_some() || mode == Versioning::Enabled)
+                .cloned(),
+        );
+        self.commit_versions(set, bucket, key, &current, NewState::of(versions))
+            .await?;
+        Ok(Deleted {
+            version_id: Some(marker.version_id_str().to_string()),
+            delete_marker: true,
+        })
+    }
+
+    /// Removes one version of a key for good if `still` holds for it (lifecycle checks that
+    /// it is the version it judged). A missing version is no error.
+    pub async fn remove_version_if(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        version_id: &str,
+        still: impl FnOnce(&ObjectRecord) -> bool,
+    ) -> Result<Deleted, ObjectError> {
+        let bucket_record = self.bucket(bucket).await?;
+        let set = self.set_for(bucket, key);
+        let _guard = self.locks.write(bucket.as_str(), key.as_str()).await;
+        let current = key_versions(set, bucket.as_str(), key.as_str()).await?;
+        let removed = Deleted {
+            version_id: Some(version_id.to_string()),
+            delete_marker: false,
+        };
+        let Some(version) = current.find(version_id) else {
+            return Ok(removed);
+        };
+        if !still(version) {
+            return Ok(Deleted::default());
+        }
+        let delete_marker = version.delete_marker;
+        let versions: Vec<ObjectRecord> = current
+            .versions
+            .iter()
+            .filter(|v| !v.has_version_id(version_id))
+            .cloned()
+            .collect();
+        self.commit_versions(set, &bucket_record, key, &current, NewState::of(versions))
+            .await?;
+        Ok(Deleted {
+            delete_marker,
+            ..removed
+        })
+    }
+
+    /// Rewrites one version's record and keeps its data (tagging, a self-copy, a transition to
+    /// a tier): `change` sees the version (the newest when `version_id` is `None`) and returns
+    /// its new metadata or refuses, all under the key's write lock.
+    pub async fn update_object_metadata(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        version_id: Option<&str>,
+        change: impl FnOnce(&ObjectRecord) -> Result<ObjectRecord, ObjectError>,
+    ) -> Result<ObjectRecord, ObjectError> {
+        if let Some(id) = version_id {
+            check_version_id(id)?;
+        }
+        let bucket_record = self.bucket(bucket).await?;
+        let set = self.set_for(bucket, key);
+        let _guard = self.locks.write(bucket.as_str(), key.as_str()).await;
+        let current = key_versions(set, bucket.as_str(), key.as_str()).await?;
+        let index = select(&current.versions, version_id)?;
+        let version = &current.versions[index];
+        let mut record = change(version)?;
+        record.data_id = version.data_id;
+        record.version_id = version.version_id.clone();
+        record.delete_marker = false;
+        record.revision = version.revision + 1;
+        record.superseded = None;
+        if current.state.is_none() {
+            // An unversioned key: its one record is rewritten over the agreed one.
+            self.rewrite_object_record(set, &bucket_record, key, &current.records, &record)
+                .await?;
+            return Ok(record);
+        }
+        let mut versions = current.versions.clone();
+        versions[index] = record.clone();
+        self.commit_versions(set, &bucket_record, key, &current, NewState::of(versions))
+            .await?;
+        Ok(record)
+    }
+
+    /// One version of a key as the drives agree on it, with the drives holding its data.
+    pub(crate) async fn find_version(
+        &self,
+        set: &ErasureSet,
+        bucket: &str,
+        key: &str,
+        version_id: &str,
+    ) -> Result<(ObjectRecord, Vec<bool>, DriveRecords), ObjectError> {
+        check_version_id(version_id)?;
+        let current = key_versions(set, bucket, key).await?;
+        let index = select(&current.versions, Some(version_id))?;
+        let version = current.versions[index].clone();
+        let holders = current.data_holders(&version);
+        Ok((version, holders, current.records))
+    }
+
+    /// The newest version of a key whose `Objects` record agreement found missing: in a
+    /// versioned bucket the versions record decides (a delete marker, or a version whose
+    /// `Objects` record a cut-short commit left behind).
+    pub(crate) async fn newest_when_unlisted(
+        &self,
+        set: &ErasureSet,
+        bucket: &BucketRecord,
+        key: &str,
+    ) -> Result<(ObjectRecord, Vec<bool>, DriveRecords), ObjectError> {
+        if bucket.settings.versioning.is_none() {
+            return Err(ObjectError::NoSuchKey);
+        }
+        let current = key_versions(set, &bucket.name, key).await?;
+        match current.versions.first() {
+            None => Err(ObjectError::NoSuchKey),
+            Some(newest) if newest.delete_marker => Err(ObjectError::DeleteMarker {
+                version_id: newest.version_id_str().to_string(),
+                by_version: false,
+            }),
+            Some(newest) => {
+                let holders = current.data_holders(newest);
+                Ok((newest.clone(), holders, current.records))
+            }
+        }
+    }
+}
+
+/// The index of the version a request names (the newest when `version_id` is `None`).
+fn select(versions: &[ObjectRecord], version_id: Option<&str>) -> Result<usize, ObjectError> {
+    match version_id {
+        None => match versions.first() {
+            None => Err(ObjectError::NoSuchKey),
+            Some(newest) if newest.delete_marker => Err(ObjectError::DeleteMarker {
+                version_id: newest.version_id_str().to_string(),
+                by_version: false,
+            }),
+            Some(_) => Ok(0),
+        },
+        Some(id) => {
+            let index = versions
+                .iter()
+                .position(|v| v.has_version_id(id))
+                .ok_or(ObjectError::NoSuchVersion)?;
+            if versions[index].delete_marker {
+                return Err(ObjectError::DeleteMarker {
+                    version_id: id.to_string(),
+                    by_version: true,
+                });
+            }
+            Ok(index)
+        }
+    }
+}
+
+/// The version id a new version gets in a bucket in this versioning state.
+pub(crate) fn version_id_for(versioning: Option<Versioning>) -> Option<String> {
+    match versioning {
+        Some(Versioning::Enabled) => Some(new_version_id()),
+        Some(Versioning::Suspended) | None => None,
+    }
+}
+
+/// A fresh delete marker.
+fn delete_marker(mode: Versioning, set: &ErasureSet) -> ObjectRecord {
+    ObjectRecord {
+        size: 0,
+        etag: String::new(),
+        modified_ms: now_ms(),
+        data_id: Uuid::new_v4(),
+        content_type: None,
+        user_meta: Vec::new(),
+        headers: Vec::new(),
+        checksum: None,
+        tags: Vec::new(),
+        storage_class: None,
+        revision: 0,
+        data_shards: set.data_shards() as u8,
+        parity_shards: set.parity_shards() as u8,
+        block_size: set.block_size() as u32,
+        inline: false,
+        parts: Vec::new(),
+        superseded: None,
+        version_id: version_id_for(Some(mode)),
+        delete_marker: true,
+        tier: None,
+    }
+}

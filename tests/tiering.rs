@@ -1,0 +1,374 @@
+//! Lifecycle transitions to tiers, end to end through the S3 API: a server with two tiers (a
+//! second local drive pool, `WARM`, and another Strata server as a remote S3 tier, `COLD`),
+//! rules from the aws CLI's JSON, and an accelerated clock. Objects age hot → WARM → COLD →
+//! expired, read back identical at every stage; deletes reach the tier; a remote tier that is
+//! down makes reads fail clearly and loses nothing.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use aws_sdk_s3::Client;
+use common::*;
+
+/// One lifecycle day, in seconds: long enough for the test to see every stage.
+const DAY_SECONDS: u64 = 2;
+
+/// A server with a `WARM` pool tier (4+2 over 6 folders) and a `COLD` tier on `remote`, in
+/// bucket `archive` under `strata/`.
+struct Tiered {
+    server: TestServer,
+    remote: TestServer,
+    pool_drives: Vec<PathBuf>,
+    _dir: tempfile::TempDir,
+}
+
+fn tiers_file(dir: &Path, pool_drives: &[PathBuf], remote: &TestServer) -> PathBuf {
+    let doc = serde_json::json!({
+        "tiers": [
+            {
+                "name": "WARM",
+                "type": "pool",
+                "drives": pool_drives,
+                "data_shards": 4,
+                "parity_shards": 2
+            },
+            {
+                "name": "COLD",
+                "type": "s3",
+                "endpoint": remote.endpoint(),
+                "bucket": "archive",
+                "prefix": "strata/",
+                "access_key": ACCESS_KEY,
+                "secret_key": SECRET_KEY,
+                "region": REGION
+            }
+        ]
+    });
+    let path = dir.join("tiers.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    path
+}
+
+async fn start_tiered() -> Tiered {
+    // A fixed port: the remote tier is restarted where the tiers file says it is.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let remote = TestServer::start_with(ServerOptions {
+        address: format!("127.0.0.1:{port}"),
+        ..ServerOptions::default()
+    });
+    create_bucket(&remote.client(), "archive").await;
+    let dir = tempfile::tempdir().unwrap();
+    let pool_drives: Vec<PathBuf> = (1..=6)
+        .map(|i| dir.path().join(format!("warm{i}")))
+        .collect();
+    let file = tiers_file(dir.path(), &pool_drives, &remote);
+    let server = TestServer::start_with(ServerOptions {
+        env: vec![
+            (
+                "STRATA_LIFECYCLE_DAY_SECONDS".into(),
+                DAY_SECONDS.to_string(),
+            ),
+            ("STRATA_METRICS_AUTH".into(), "public".into()),
+        ],
+        extra_args: vec!["--tiers".into(), file.display().to_string()],
+        ..ServerOptions::default()
+    });
+    Tiered {
+        server,
+        remote,
+        pool_drives,
+        _dir: dir,
+    }
+}
+
+/// Puts lifecycle rules written as the aws CLI's JSON, through `strata admin lifecycle set`
+/// (which sends them as S3 XML).
+fn set_rules(server: &TestServer, bucket: &str, rules_json: &str) {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), rules_json).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args([
+            "admin",
+            "--endpoint",
+            &server.endpoint(),
+            "lifecycle",
+            "set",
+        ])
+        .arg(bucket)
+        .arg(file.path())
+        .env("STRATA_ROOT_USER", ACCESS_KEY)
+        .env("STRATA_ROOT_PASSWORD", SECRET_KEY)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "strata admin lifecycle set: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The storage class HEAD reports (`STANDARD` when none is named), or `None` once gone.
+async fn storage_class(client: &Client, bucket: &str, key: &str) -> Option<String> {
+    match client.head_object().bucket(bucket).key(key).send().await {
+        Ok(head) => Some(
+            head.storage_class()
+                .map(|c| c.as_str().to_string())
+                .unwrap_or_else(|| "STANDARD".into()),
+        ),
+        Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) => None,
+        Err(e) => panic!("HEAD {key}: {e:?}"),
+    }
+}
+
+async fn wait_for_class(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+    want: Option<&str>,
+    timeout: Duration,
+) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let class = storage_class(client, bucket, key).await;
+        if class.as_deref() == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{key}: storage class {class:?}, waiting for {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Object names the remote tier's bucket holds.
+async fn remote_objects(remote: &TestServer) -> Vec<String> {
+    list_all_keys(&remote.client(), "archive", None).await
+}
+
+/// Reads the whole object and a range, and checks both against `want`.
+async fn assert_reads(client: &Client, bucket: &str, key: &str, want: &[u8], stage: &str) {
+    let got = get(client, bucket, key).await;
+    assert_same_bytes(&got, want, &format!("{key} at {stage}"));
+    let range = client
+        .get_object()
+        .bucket(bucket)
+        .key(key)
+        .range("bytes=1000-300999")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("range GET at {stage}: {e:?}"));
+    let part = range.body.collect().await.unwrap().into_bytes();
+    assert_same_bytes(
+        &part,
+        &want[1000..301_000],
+        &format!("{key} range at {stage}"),
+    );
+}
+
+#[tokio::test]
+async fn objects_age_from_hot_to_warm_to_cold_to_expired_and_read_back_identical() {
+    let tiered = start_tiered().await;
+    let client = tiered.server.client();
+    let bucket = unique_bucket("tiers");
+    create_bucket(&client, &bucket).await;
+    set_rules(
+        &tiered.server,
+        &bucket,
+        r#"{"Rules": [{
+            "ID": "checkpoints",
+            "Status": "Enabled",
+            "Filter": {"Prefix": "ckpt/"},
+            "Transitions": [
+                {"Days": 1, "StorageClass": "WARM"},
+                {"Days": 3, "StorageClass": "COLD"}
+            ],
+            "Expiration": {"Days": 5}
+        }]}"#,
+    );
+    let data = payload(3 * MIB + 12_345, 7);
+    let etag = put(&client, &bucket, "ckpt/step-1000.bin", &data).await;
+    put(&client, &bucket, "keep/notes.bin", &data).await;
+    let meta = client
+        .head_object()
+        .bucket(&bucket)
+        .key("ckpt/step-1000.bin")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(meta.e_tag(), Some(etag.as_str()));
+    assert_reads(&client, &bucket, "ckpt/step-1000.bin", &data, "hot").await;
+
+    let day = Duration::from_secs(DAY_SECONDS);
+    wait_for_class(
+        &client,
+        &bucket,
+        "ckpt/step-1000.bin",
+        Some("WARM"),
+        day * 4,
+    )
+    .await;
+    assert_reads(&client, &bucket, "ckpt/step-1000.bin", &data, "WARM").await;
+    let head = client
+        .head_object()
+        .bucket(&bucket)
+        .key("ckpt/step-1000.bin")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        head.e_tag(),
+        Some(etag.as_str()),
+        "the ETag survives tiering"
+    );
+    assert_eq!(head.content_length(), Some(data.len() as i64));
+    // The shards left the hot drives: only the object outside the rule keeps files there.
+    let hot_shards = || -> usize {
+        tiered
+            .server
+            .drives()
+            .iter()
+            .map(|d| shard_files(d).len())
+            .sum()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while hot_shards() != 9 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        hot_shards(),
+        9,
+        "one object's shards, one per drive, stay hot"
+    );
+
+    wait_for_class(
+        &client,
+        &bucket,
+        "ckpt/step-1000.bin",
+        Some("COLD"),
+        day * 4,
+    )
+    .await;
+    assert_reads(&client, &bucket, "ckpt/step-1000.bin", &data, "COLD").await;
+    assert_eq!(
+        remote_objects(&tiered.remote).await.len(),
+        1,
+        "the object is in COLD"
+    );
+
+    wait_for_class(&client, &bucket, "ckpt/step-1000.bin", None, day * 4).await;
+    assert!(
+        remote_objects(&tiered.remote).await.is_empty(),
+        "expiry removed the tier's copy"
+    );
+    assert_eq!(
+        storage_class(&client, &bucket, "keep/notes.bin")
+            .await
+            .as_deref(),
+        Some("STANDARD"),
+        "objects outside the rule stay where they are"
+    );
+    let metrics = reqwest::get(tiered.server.url("/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("strata_lifecycle_transitioned_total{bucket=\"")
+            && metrics
+                .lines()
+                .any(|l| l.starts_with("strata_lifecycle_transitioned_total") && l.ends_with(" 2")),
+        "two transitions counted:\n{metrics}"
+    );
+
+    // Nothing is left in the warm pool either: open it as the server does, after it stops.
+    let pool_drives = tiered.pool_drives.clone();
+    drop(tiered);
+    let warm = strata::tier::build_tier(&strata::tier::TierConfig {
+        name: "WARM".into(),
+        kind: strata::tier::TierKind::Pool(strata::tier::PoolConfig {
+            drives: pool_drives,
+            data_shards: 4,
+            parity_shards: 2,
+            block_size: strata::erasure::DEFAULT_BLOCK_SIZE,
+        }),
+    })
+    .await
+    .unwrap();
+    assert!(warm.list().await.unwrap().is_empty(), "WARM was emptied");
+}
+
+#[tokio::test]
+async fn deleting_a_tiered_object_removes_the_tier_copy_and_a_down_tier_loses_nothing() {
+    let tiered = start_tiered().await;
+    let client = tiered.server.client();
+    let bucket = unique_bucket("tiers-del");
+    create_bucket(&client, &bucket).await;
+    set_rules(
+        &tiered.server,
+        &bucket,
+        r#"{"Rules": [{"ID": "cold", "Status": "Enabled", "Filter": {"Prefix": ""},
+            "Transitions": [{"Days": 1, "StorageClass": "COLD"}]}]}"#,
+    );
+    let first = payload(MIB + 1, 1);
+    let second = payload(2 * MIB + 3, 2);
+    put(&client, &bucket, "a.bin", &first).await;
+    put(&client, &bucket, "b.bin", &second).await;
+    let wait = Duration::from_secs(DAY_SECONDS * 4);
+    wait_for_class(&client, &bucket, "a.bin", Some("COLD"), wait).await;
+    wait_for_class(&client, &bucket, "b.bin", Some("COLD"), wait).await;
+    assert_eq!(remote_objects(&tiered.remote).await.len(), 2);
+
+    ok(
+        client
+            .delete_object()
+            .bucket(&bucket)
+            .key("a.bin")
+            .send()
+            .await,
+        "DELETE a tiered object",
+    );
+    assert_eq!(
+        remote_objects(&tiered.remote).await.len(),
+        1,
+        "the delete removed a.bin's copy in the tier"
+    );
+
+    // The remote tier goes down: reads fail with a clear 503, the object stays.
+    tiered.remote.kill();
+    let err = client
+        .get_object()
+        .bucket(&bucket)
+        .key("b.bin")
+        .send()
+        .await
+        .expect_err("the tier is down");
+    assert_eq!(err.raw_response().map(|r| r.status().as_u16()), Some(503));
+    assert_eq!(
+        storage_class(&client, &bucket, "b.bin").await.as_deref(),
+        Some("COLD"),
+        "HEAD still answers from the record"
+    );
+    tiered.remote.restart();
+    assert_reads(
+        &client,
+        &bucket,
+        "b.bin",
+        &second,
+        "COLD after the tier came back",
+    )
+    .await;
+
+    // An overwrite replaces the tiered version: its tier copy goes too.
+    put(&client, &bucket, "b.bin", &first).await;
+    assert!(remote_objects(&tiered.remote).await.is_empty());
+    assert_object(&client, &bucket, "b.bin", &first).await;
+}
