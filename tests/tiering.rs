@@ -372,3 +372,99 @@ async fn deleting_a_tiered_object_removes_the_tier_copy_and_a_down_tier_loses_no
     assert!(remote_objects(&tiered.remote).await.is_empty());
     assert_object(&client, &bucket, "b.bin", &first).await;
 }
+
+#[tokio::test]
+async fn noncurrent_versions_move_to_a_tier_and_go_with_their_version() {
+    use aws_sdk_s3::types::{BucketVersioningStatus, VersioningConfiguration};
+    let tiered = start_tiered().await;
+    let client = tiered.server.client();
+    let bucket = unique_bucket("tiers-versions");
+    create_bucket(&client, &bucket).await;
+    ok(
+        client
+            .put_bucket_versioning()
+            .bucket(&bucket)
+            .versioning_configuration(
+                VersioningConfiguration::builder()
+                    .status(BucketVersioningStatus::Enabled)
+                    .build(),
+            )
+            .send()
+            .await,
+        "PutBucketVersioning",
+    );
+    set_rules(
+        &tiered.server,
+        &bucket,
+        r#"{"Rules": [{"ID": "old-to-cold", "Status": "Enabled", "Filter": {"Prefix": ""},
+            "NoncurrentVersionTransitions": [{"NoncurrentDays": 1, "StorageClass": "COLD"}]}]}"#,
+    );
+    let old = payload(2 * MIB + 9, 11);
+    let new = payload(MIB + 5, 12);
+    let old_id = client
+        .put_object()
+        .bucket(&bucket)
+        .key("w.bin")
+        .body(old.clone().into())
+        .send()
+        .await
+        .unwrap()
+        .version_id()
+        .unwrap()
+        .to_string();
+    put(&client, &bucket, "w.bin", &new).await;
+
+    let class_of_old = || async {
+        let listed = client
+            .list_object_versions()
+            .bucket(&bucket)
+            .send()
+            .await
+            .unwrap();
+        listed
+            .versions()
+            .iter()
+            .find(|v| v.version_id() == Some(old_id.as_str()))
+            .and_then(|v| v.storage_class().map(|c| c.as_str().to_string()))
+    };
+    let deadline = Instant::now() + Duration::from_secs(DAY_SECONDS * 4);
+    while class_of_old().await.as_deref() != Some("COLD") {
+        assert!(Instant::now() < deadline, "the old version never moved");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(remote_objects(&tiered.remote).await.len(), 1);
+    assert_eq!(
+        storage_class(&client, &bucket, "w.bin").await.as_deref(),
+        Some("STANDARD"),
+        "the current version stays hot"
+    );
+    let got = client
+        .get_object()
+        .bucket(&bucket)
+        .key("w.bin")
+        .version_id(&old_id)
+        .send()
+        .await
+        .unwrap();
+    assert_same_bytes(
+        &got.body.collect().await.unwrap().into_bytes(),
+        &old,
+        "the old version read back from COLD",
+    );
+    assert_object(&client, &bucket, "w.bin", &new).await;
+
+    ok(
+        client
+            .delete_object()
+            .bucket(&bucket)
+            .key("w.bin")
+            .version_id(&old_id)
+            .send()
+            .await,
+        "DELETE the tiered version",
+    );
+    assert!(
+        remote_objects(&tiered.remote).await.is_empty(),
+        "removing the version removed its tier copy"
+    );
+}

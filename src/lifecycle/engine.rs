@@ -20,6 +20,18 @@ use crate::object::{now_ms, BucketName, ObjectKey, ObjectRecord, ObjectStore, Up
 /// Objects listed per page while scanning.
 const PAGE: usize = 1000;
 
+/// Deployment-wide records holding where an interrupted pass over a bucket goes on.
+pub const CURSOR_PREFIX: &str = "lifecycle/cursor/";
+/// Keys judged between two saves of a pass's cursor.
+const CURSOR_EVERY: u64 = 1000;
+
+/// Where a pass over a bucket goes on after a restart.
+#[derive(Debug, Serialize, serde::Deserialize)]
+struct PassCursor {
+    /// The last key the pass judged with all its versions.
+    after: String,
+}
+
 /// What the scanner did for one rule, for operators.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct RuleActivity {
@@ -94,16 +106,39 @@ impl LifecycleScanner {
         }
     }
 
+    /// One pass over a bucket, from where an interrupted pass stopped if one did: every
+    /// [`CURSOR_EVERY`] keys the pass records the last key it judged, so a restart goes on
+    /// from there (and the next pass covers the keys before it).
     async fn scan_bucket(
         &self,
         bucket: &BucketName,
         config: &LifecycleConfig,
     ) -> anyhow::Result<()> {
-        let mut scanned = 0;
-        let mut walk = KeyWalk::new(&self.store, bucket).await?;
+        let cursor_key = format!("{CURSOR_PREFIX}{bucket}");
+        let resume = self
+            .store
+            .system_get(&cursor_key)
+            .await?
+            .and_then(|bytes| serde_json::from_slice::<PassCursor>(&bytes).ok());
+        if let Some(cursor) = &resume {
+            tracing::info!(bucket = %bucket, after = cursor.after, "lifecycle: resuming an interrupted pass");
+        }
+        let resumed = resume.is_some();
+        let mut walk = KeyWalk::new(&self.store, bucket, resume.map(|c| c.after)).await?;
+        let (mut scanned, mut keys) = (0, 0u64);
         while let Some((key, versions)) = walk.next_key().await? {
             scanned += versions.len() as u64;
             self.judge(bucket, config, &key, &versions).await?;
+            keys += 1;
+            if keys.is_multiple_of(CURSOR_EVERY) {
+                let cursor = PassCursor { after: key };
+                self.store
+                    .system_put(&cursor_key, serde_json::to_vec(&cursor)?)
+                    .await?;
+            }
+        }
+        if resumed || keys >= CURSOR_EVERY {
+            self.store.system_delete(&cursor_key).await?;
         }
         self.abort_uploads(bucket, config).await?;
         let mut buckets = self.status.buckets.lock().expect("not poisoned");

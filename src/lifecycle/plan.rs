@@ -57,7 +57,7 @@ pub async fn plan(
 ) -> Result<Plan, ObjectError> {
     let mut plan = Plan::default();
     let mut later: Vec<Planned> = Vec::new();
-    let mut walk = KeyWalk::new(store, bucket).await?;
+    let mut walk = KeyWalk::new(store, bucket, None).await?;
     while let Some((key, versions)) = walk.next_key().await? {
         for state in version_states(&key, &versions) {
             plan.objects_looked_at += 1;

@@ -30,15 +30,22 @@ pub struct KeyWalk<'a> {
 }
 
 impl<'a> KeyWalk<'a> {
-    pub async fn new(store: &'a ObjectStore, bucket: &'a BucketName) -> Result<Self, ObjectError> {
+    /// A walk of the keys after `after` (all of them when `None`).
+    pub async fn new(
+        store: &'a ObjectStore,
+        bucket: &'a BucketName,
+        after: Option<String>,
+    ) -> Result<Self, ObjectError> {
         let versioned = store.bucket(bucket).await?.settings.versioning.is_some();
         let cursor = if versioned {
             Cursor::Versions(VersionsQuery {
+                key_marker: after,
                 max_keys: PAGE,
                 ..VersionsQuery::default()
             })
         } else {
             Cursor::Objects(ListQuery {
+                after,
                 max_keys: PAGE,
                 ..ListQuery::default()
             })

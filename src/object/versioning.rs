@@ -492,6 +492,10 @@ impl ObjectStore {
         let index = select(&current.versions, version_id)?;
         let version = &current.versions[index];
         let mut record = change(version)?;
+        // A version whose data is in a tier is of the tier's class until it moves again.
+        if let Some(location) = record.tier.as_ref().filter(|_| record.tier == version.tier) {
+            record.storage_class = Some(location.tier.clone());
+        }
         record.data_id = version.data_id;
         record.version_id = version.version_id.clone();
         record.delete_marker = false;
