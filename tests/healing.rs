@@ -330,24 +330,12 @@ async fn orphaned_data_folders_are_collected_and_live_ones_kept() {
 
 #[tokio::test]
 async fn every_version_and_delete_marker_is_rebuilt_on_a_wiped_drive() {
-    use aws_sdk_s3::types::{BucketVersioningStatus, VersioningConfiguration};
+    use aws_sdk_s3::types::BucketVersioningStatus;
     let server = TestServer::start_with(fast_checks());
     let client = server.client();
     let bucket = unique_bucket("heal-versions");
     create_bucket(&client, &bucket).await;
-    ok(
-        client
-            .put_bucket_versioning()
-            .bucket(&bucket)
-            .versioning_configuration(
-                VersioningConfiguration::builder()
-                    .status(BucketVersioningStatus::Enabled)
-                    .build(),
-            )
-            .send()
-            .await,
-        "PutBucketVersioning",
-    );
+    set_versioning(&client, &bucket, BucketVersioningStatus::Enabled).await;
     // Three versions of a key (inline, several blocks, inline), and a key whose newest
     // version is a delete marker over data.
     let mut versions = Vec::new();

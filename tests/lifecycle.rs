@@ -461,26 +461,12 @@ async fn versions_of(client: &Client, bucket: &str, key: &str) -> Vec<(String, b
 
 #[tokio::test]
 async fn versioned_buckets_lose_old_versions_and_lone_delete_markers_by_their_rules() {
-    use aws_sdk_s3::types::{
-        BucketVersioningStatus, NoncurrentVersionExpiration, VersioningConfiguration,
-    };
+    use aws_sdk_s3::types::{BucketVersioningStatus, NoncurrentVersionExpiration};
     let server = TestServer::start_with(fast_days());
     let client = server.client();
     let bucket = unique_bucket("lc-versions");
     create_bucket(&client, &bucket).await;
-    ok(
-        client
-            .put_bucket_versioning()
-            .bucket(&bucket)
-            .versioning_configuration(
-                VersioningConfiguration::builder()
-                    .status(BucketVersioningStatus::Enabled)
-                    .build(),
-            )
-            .send()
-            .await,
-        "PutBucketVersioning",
-    );
+    set_versioning(&client, &bucket, BucketVersioningStatus::Enabled).await;
     let logs = LifecycleRule::builder()
         .id("logs")
         .status(ExpirationStatus::Enabled)

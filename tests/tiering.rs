@@ -375,24 +375,12 @@ async fn deleting_a_tiered_object_removes_the_tier_copy_and_a_down_tier_loses_no
 
 #[tokio::test]
 async fn noncurrent_versions_move_to_a_tier_and_go_with_their_version() {
-    use aws_sdk_s3::types::{BucketVersioningStatus, VersioningConfiguration};
+    use aws_sdk_s3::types::BucketVersioningStatus;
     let tiered = start_tiered().await;
     let client = tiered.server.client();
     let bucket = unique_bucket("tiers-versions");
     create_bucket(&client, &bucket).await;
-    ok(
-        client
-            .put_bucket_versioning()
-            .bucket(&bucket)
-            .versioning_configuration(
-                VersioningConfiguration::builder()
-                    .status(BucketVersioningStatus::Enabled)
-                    .build(),
-            )
-            .send()
-            .await,
-        "PutBucketVersioning",
-    );
+    set_versioning(&client, &bucket, BucketVersioningStatus::Enabled).await;
     set_rules(
         &tiered.server,
         &bucket,

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use aws_sdk_s3::types::{
     BucketVersioningStatus, CompletedMultipartUpload, CompletedPart, Delete, MetadataDirective,
-    ObjectIdentifier, Tag, Tagging, VersioningConfiguration,
+    ObjectIdentifier, Tag, Tagging,
 };
 use aws_sdk_s3::Client;
 use common::*;
@@ -22,22 +22,6 @@ const UNKNOWN_VERSION: &str = "0000000000000000000000000000beef";
 // ---------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------
-
-async fn set_versioning(client: &Client, bucket: &str, status: BucketVersioningStatus) {
-    ok(
-        client
-            .put_bucket_versioning()
-            .bucket(bucket)
-            .versioning_configuration(
-                VersioningConfiguration::builder()
-                    .status(status.clone())
-                    .build(),
-            )
-            .send()
-            .await,
-        &format!("PutBucketVersioning {bucket} {status:?}"),
-    );
-}
 
 /// A fresh bucket with versioning enabled.
 async fn versioned_bucket(prefix: &str) -> (Client, String) {

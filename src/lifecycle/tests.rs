@@ -300,7 +300,7 @@ fn the_versions_of_a_key_are_judged_newest_first() {
     let version = |ms: i64, marker: bool| crate::object::ObjectRecord {
         modified_ms: ms,
         delete_marker: marker,
-        ..walk_fixture()
+        ..crate::object::ObjectRecord::for_tests()
     };
     // Newest first: a marker, then three versions.
     let versions = [
@@ -321,31 +321,6 @@ fn the_versions_of_a_key_are_judged_newest_first() {
     );
     assert!(!states[0].only_version);
     assert!(walk::version_states("k", &versions[..1])[0].only_version);
-}
-
-fn walk_fixture() -> crate::object::ObjectRecord {
-    crate::object::ObjectRecord {
-        size: 0,
-        etag: String::new(),
-        modified_ms: 0,
-        data_id: uuid::Uuid::nil(),
-        content_type: None,
-        user_meta: vec![],
-        headers: vec![],
-        checksum: None,
-        tags: vec![],
-        storage_class: None,
-        revision: 0,
-        data_shards: 6,
-        parity_shards: 3,
-        block_size: 1 << 20,
-        inline: true,
-        parts: vec![],
-        superseded: None,
-        version_id: None,
-        delete_marker: false,
-        tier: None,
-    }
 }
 
 #[test]

@@ -676,23 +676,7 @@ mod tests {
             size: 0,
             etag: etag.into(),
             modified_ms: 1,
-            data_id: uuid::Uuid::new_v4(),
-            content_type: None,
-            user_meta: vec![],
-            headers: vec![],
-            checksum: None,
-            tags: vec![],
-            storage_class: None,
-            revision: 0,
-            data_shards: 6,
-            parity_shards: 3,
-            block_size: 1 << 20,
-            inline: true,
-            parts: vec![],
-            superseded: None,
-            version_id: None,
-            delete_marker: false,
-            tier: None,
+            ..ObjectRecord::for_tests()
         }
     }
 

@@ -214,6 +214,35 @@ impl ObjectRecord {
     }
 }
 
+#[cfg(test)]
+impl ObjectRecord {
+    /// An empty inline 6+3 version with a fresh data id, for tests to adjust.
+    pub(crate) fn for_tests() -> Self {
+        ObjectRecord {
+            size: 0,
+            etag: String::new(),
+            modified_ms: 0,
+            data_id: Uuid::new_v4(),
+            content_type: None,
+            user_meta: vec![],
+            headers: vec![],
+            checksum: None,
+            tags: vec![],
+            storage_class: None,
+            revision: 0,
+            data_shards: 6,
+            parity_shards: 3,
+            block_size: 1 << 20,
+            inline: true,
+            parts: vec![],
+            superseded: None,
+            version_id: None,
+            delete_marker: false,
+            tier: None,
+        }
+    }
+}
+
 /// S3's name of the version that unversioned and suspended writes make.
 pub const NULL_VERSION: &str = "null";
 

@@ -265,3 +265,24 @@ pub async fn new_bucket(prefix: &str) -> (Client, String) {
     create_bucket(&client, &bucket).await;
     (client, bucket)
 }
+
+/// Puts a bucket's versioning state (Enabled or Suspended).
+pub async fn set_versioning(
+    client: &Client,
+    bucket: &str,
+    status: aws_sdk_s3::types::BucketVersioningStatus,
+) {
+    ok(
+        client
+            .put_bucket_versioning()
+            .bucket(bucket)
+            .versioning_configuration(
+                aws_sdk_s3::types::VersioningConfiguration::builder()
+                    .status(status.clone())
+                    .build(),
+            )
+            .send()
+            .await,
+        &format!("PutBucketVersioning {bucket} {status:?}"),
+    );
+}
