@@ -5,7 +5,8 @@ The session server is the release binary (`target/release/strata`, or `$STRATA_B
 boto3, the minio SDK and the aws CLI exactly as a user would, and assert what a user checks:
 HTTP status, the S3 error code, and byte-identical data (sha256).
 
-Tests that need a server of their own (drive faults, restarts) use `start_server`.
+Tests that need a server of their own (drive faults, restarts, tiers) use `start_server`; one
+that must come back on the same port after a restart asks for `address=f"127.0.0.1:{free_port()}"`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import hashlib
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -83,11 +85,14 @@ def _die_with_parent() -> None:
 class StrataServer:
     """One `strata server` process on a free loopback port, its log drained to a file."""
 
-    def __init__(self, drives: list[str], log_path: Path, extra_args=(), env=None):
+    def __init__(
+        self, drives: list[str], log_path: Path, extra_args=(), env=None, address="127.0.0.1:0"
+    ):
         self.drives = [str(d) for d in drives]
         self.log_path = log_path
         self.extra_args = list(extra_args)
         self.env = env
+        self.address = address
         self.proc: subprocess.Popen | None = None
         self.host: str | None = None
         self.port: int | None = None
@@ -113,7 +118,7 @@ class StrataServer:
         )
         if self.env:
             env.update(self.env)
-        cmd = [str(STRATA_BIN), "server", "--address", "127.0.0.1:0", *self.extra_args, *self.drives]
+        cmd = [str(STRATA_BIN), "server", "--address", self.address, *self.extra_args, *self.drives]
         log = open(self.log_path, "ab", buffering=0)
         log.write(f"$ {' '.join(cmd)}\n".encode())
         self.proc = subprocess.Popen(
@@ -295,6 +300,34 @@ class AwsCli:
         return proc
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on right now, for a server that must keep its port
+    across restarts (another process could take it in between; unlikely on a test machine)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_aws_cli(endpoint: str, home: Path) -> AwsCli:
+    """The aws CLI bound to `endpoint` with the test credentials, its config kept in `home`."""
+    config = home / "config"
+    config.write_text(f"[default]\nregion = {REGION}\ns3 =\n    addressing_style = path\n")
+    credentials = home / "credentials"
+    credentials.write_text("")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(
+        AWS_ACCESS_KEY_ID=ACCESS_KEY,
+        AWS_SECRET_ACCESS_KEY=SECRET_KEY,
+        AWS_DEFAULT_REGION=REGION,
+        AWS_CONFIG_FILE=str(config),
+        AWS_SHARED_CREDENTIALS_FILE=str(credentials),
+        AWS_EC2_METADATA_DISABLED="true",
+        AWS_PAGER="",
+        HOME=str(home),
+    )
+    return AwsCli(endpoint, env)
+
+
 def unique_name(prefix: str) -> str:
     """A valid bucket name no other test uses."""
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
@@ -352,23 +385,7 @@ def mc(server) -> Minio:
 
 @pytest.fixture(scope="session")
 def aws(server, tmp_path_factory) -> AwsCli:
-    home = tmp_path_factory.mktemp("aws-home")
-    config = home / "config"
-    config.write_text(f"[default]\nregion = {REGION}\ns3 =\n    addressing_style = path\n")
-    credentials = home / "credentials"
-    credentials.write_text("")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(
-        AWS_ACCESS_KEY_ID=ACCESS_KEY,
-        AWS_SECRET_ACCESS_KEY=SECRET_KEY,
-        AWS_DEFAULT_REGION=REGION,
-        AWS_CONFIG_FILE=str(config),
-        AWS_SHARED_CREDENTIALS_FILE=str(credentials),
-        AWS_EC2_METADATA_DISABLED="true",
-        AWS_PAGER="",
-        HOME=str(home),
-    )
-    return AwsCli(server.endpoint, env)
+    return make_aws_cli(server.endpoint, tmp_path_factory.mktemp("aws-home"))
 
 
 @pytest.fixture
@@ -391,13 +408,14 @@ def bucket(s3):
 
 @pytest.fixture
 def start_server(tmp_path):
-    """Factory: `start_server(drives, extra_args=(), env=None)` starts a server over the given
-    drive paths (strings may use the `{1...9}` range form); every one is stopped afterwards."""
+    """Factory: `start_server(drives, extra_args=(), env=None, address="127.0.0.1:0")` starts a
+    server over the given drive paths (strings may use the `{1...9}` range form); every one is
+    stopped afterwards."""
     started: list[StrataServer] = []
 
-    def start(drives, extra_args=(), env=None) -> StrataServer:
+    def start(drives, extra_args=(), env=None, address="127.0.0.1:0") -> StrataServer:
         log = tmp_path / f"server-{len(started)}.log"
-        srv = StrataServer(list(drives), log, extra_args, env)
+        srv = StrataServer(list(drives), log, extra_args, env, address)
         started.append(srv)
         _SERVERS.append(srv)
         return srv.start()

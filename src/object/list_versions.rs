@@ -58,7 +58,8 @@ impl ObjectStore {
             prefix: query.prefix.clone(),
             delimiter: query.delimiter.clone(),
             after: query.key_marker.clone(),
-            max_keys: query.max_keys,
+            // Resuming inside a key, that key may have nothing left after the marker.
+            max_keys: query.max_keys + usize::from(resume_inside),
         };
         let versioned = self
             .list_table::<VersionsRecord>(bucket, &keys, resume_inside)
