@@ -357,7 +357,44 @@ async fn deleting_a_tiered_object_removes_the_tier_copy_and_a_down_tier_loses_no
         Some("COLD"),
         "HEAD still answers from the record"
     );
+    // Transitions due while the tier is down wait: the object stays hot and whole.
+    let third = payload(MIB + 77, 3);
+    put(&client, &bucket, "c.bin", &third).await;
+    let failed = || async {
+        let metrics = reqwest::get(tiered.server.url("/metrics"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        metrics
+            .lines()
+            .filter(|l| l.starts_with("strata_lifecycle_transitions_failed_total"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum::<u64>()
+    };
+    let deadline = Instant::now() + wait;
+    while failed().await == 0 {
+        assert!(Instant::now() < deadline, "no transition was attempted");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        storage_class(&client, &bucket, "c.bin").await.as_deref(),
+        Some("STANDARD")
+    );
+    assert_object(&client, &bucket, "c.bin", &third).await;
     tiered.remote.restart();
+    wait_for_class(&client, &bucket, "c.bin", Some("COLD"), wait).await;
+    assert_object(&client, &bucket, "c.bin", &third).await;
+    ok(
+        client
+            .delete_object()
+            .bucket(&bucket)
+            .key("c.bin")
+            .send()
+            .await,
+        "DELETE c.bin",
+    );
     assert_reads(
         &client,
         &bucket,
