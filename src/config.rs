@@ -48,6 +48,9 @@ pub struct LifecycleConfig {
     pub day: Duration,
     /// The tiers transitions move data to (`--tiers FILE`, see `crate::tier`).
     pub tiers_file: Option<PathBuf>,
+    /// How hard the scanner may work (`STRATA_LIFECYCLE_DUTY`,
+    /// `STRATA_LIFECYCLE_MAX_OBJECTS_PER_SEC`).
+    pub pace: crate::lifecycle::Pace,
 }
 
 impl Default for LifecycleConfig {
@@ -55,6 +58,7 @@ impl Default for LifecycleConfig {
         Self {
             day: Duration::from_secs(24 * 3600),
             tiers_file: None,
+            pace: crate::lifecycle::Pace::default(),
         }
     }
 }

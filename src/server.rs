@@ -114,6 +114,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         store: store.clone(),
         day: config.lifecycle.day,
         status: lifecycle_status.clone(),
+        pace: config.lifecycle.pace,
     });
     let usage = Arc::new(Usage::default());
     background::spawn(UsageScanner::new(

@@ -24,6 +24,7 @@ fn scanner(store: &Arc<ObjectStore>, status: &Arc<LifecycleStatus>) -> Lifecycle
         // A millisecond-long day: every object is due at once.
         day: Duration::from_millis(1),
         status: status.clone(),
+        pace: strata::lifecycle::Pace::unpaced(),
     }
 }
 

@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use super::evaluate::{abort_upload_rule, evaluate, Action, Clock};
+use super::pace::{Pace, Pacer};
 use super::rules::LifecycleConfig;
 use super::walk::{version_states, KeyWalk};
 use crate::background::Worker;
@@ -96,6 +97,8 @@ pub struct LifecycleScanner {
     /// How long a lifecycle day lasts (`STRATA_LIFECYCLE_DAY_SECONDS` in tests and demos).
     pub day: Duration,
     pub status: Arc<LifecycleStatus>,
+    /// How hard a pass may work (`STRATA_LIFECYCLE_DUTY`).
+    pub pace: Pace,
 }
 
 impl LifecycleScanner {
@@ -126,6 +129,7 @@ impl LifecycleScanner {
         let resumed = resume.is_some();
         let mut walk = KeyWalk::new(&self.store, bucket, resume.map(|c| c.after)).await?;
         let (mut scanned, mut keys) = (0, 0u64);
+        let mut pacer = Pacer::new(self.pace);
         while let Some((key, versions)) = walk.next_key().await? {
             scanned += versions.len() as u64;
             self.judge(bucket, config, &key, &versions).await?;
@@ -136,6 +140,7 @@ impl LifecycleScanner {
                     .system_put(&cursor_key, serde_json::to_vec(&cursor)?)
                     .await?;
             }
+            pacer.work_done(versions.len() as u64).await;
         }
         if resumed || keys >= CURSOR_EVERY {
             self.store.system_delete(&cursor_key).await?;

@@ -6,10 +6,12 @@
 //! - `evaluate`: the pure evaluator — one version and a clock in, the action due out.
 //! - `engine`: the background scanner that applies the rules through the object layer.
 //! - `plan`: what the rules ask for now and next, without acting (status and dry runs).
+//! - `pace`: how hard the scanner may work, so that clients keep the drives and the CPU.
 //! - `walk`: a bucket key by key, each key with its versions: what `engine` and `plan` go over.
 
 pub mod engine;
 pub mod evaluate;
+pub mod pace;
 pub mod plan;
 pub mod rules;
 pub mod walk;
@@ -18,6 +20,7 @@ pub mod walk;
 mod tests;
 
 pub use engine::{LifecycleScanner, LifecycleStatus};
+pub use pace::{Pace, Pacer};
 pub use evaluate::{
     abort_upload_rule, evaluate, expiration_of, upcoming, Action, Clock, VersionState,
 };
