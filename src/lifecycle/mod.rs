@@ -20,9 +20,9 @@ pub mod walk;
 mod tests;
 
 pub use engine::{LifecycleScanner, LifecycleStatus};
-pub use pace::{Pace, Pacer};
 pub use evaluate::{
     abort_upload_rule, evaluate, expiration_of, upcoming, Action, Clock, VersionState,
 };
+pub use pace::{Pace, Pacer};
 pub use plan::{plan, Plan, Planned};
 pub use rules::{LifecycleConfig, RuleError};
