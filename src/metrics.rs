@@ -370,6 +370,12 @@ impl Metrics {
             "When the lifecycle scanner last finished a bucket, Unix seconds",
             last_scan.clone(),
         );
+        let scanned = Family::<BucketLabels, Gauge>::default();
+        registry.register(
+            "strata_lifecycle_objects_scanned",
+            "Object versions the lifecycle scanner's last pass over a bucket judged",
+            scanned.clone(),
+        );
         for (bucket, activity) in &snapshot.lifecycle {
             for (rule, counts) in &activity.rules {
                 let labels = RuleLabels {
@@ -401,6 +407,9 @@ impl Metrics {
                     bucket: bucket.clone(),
                 };
                 last_scan.get_or_create(&labels).set(at as f64 / 1000.0);
+                scanned
+                    .get_or_create(&labels)
+                    .set(activity.objects_scanned as i64);
             }
         }
 
@@ -779,6 +788,7 @@ mod tests {
             "strata_lifecycle_transitioned_total",
             "strata_lifecycle_transitions_failed_total",
             "strata_lifecycle_last_scan_timestamp_seconds",
+            "strata_lifecycle_objects_scanned",
         ] {
             assert!(names.contains(name), "{name} missing from:\n{text}");
         }

@@ -458,6 +458,9 @@ async fn identities(
 pub struct LifecycleStatusView {
     pub bucket: String,
     pub last_scan_ms: Option<i64>,
+    /// Object versions the last pass judged.
+    #[serde(default)]
+    pub objects_scanned: u64,
     pub rules: Vec<LifecycleRuleView>,
     pub plan: serde_json::Value,
 }
@@ -544,6 +547,7 @@ async fn lifecycle(
             let view = LifecycleStatusView {
                 bucket: bucket.to_string(),
                 last_scan_ms: activity.last_scan_ms,
+                objects_scanned: activity.objects_scanned,
                 rules,
                 plan: serde_json::to_value(plan).expect("plans serialise"),
             };

@@ -713,8 +713,9 @@ async fn lifecycle(client: &AdminClient, command: LifecycleCommand) -> anyhow::R
                 return Ok(());
             }
             println!(
-                "Bucket {bucket}: last scanned {}",
-                when(status["last_scan_ms"].as_i64())
+                "Bucket {bucket}: last scanned {} ({} object versions)",
+                when(status["last_scan_ms"].as_i64()),
+                status["objects_scanned"]
             );
             for rule in status["rules"].as_array().cloned().unwrap_or_default() {
                 println!(
