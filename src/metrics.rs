@@ -426,6 +426,18 @@ impl Metrics {
                 "Bytes of object data in the bucket at the last usage scan",
                 bytes.clone(),
             );
+            let noncurrent = Family::<BucketLabels, Gauge>::default();
+            let noncurrent_bytes = Family::<BucketLabels, Gauge>::default();
+            registry.register(
+                "strata_bucket_noncurrent_versions",
+                "Noncurrent object versions a versioned bucket keeps, at the last usage scan",
+                noncurrent.clone(),
+            );
+            registry.register(
+                "strata_bucket_noncurrent_bytes",
+                "Bytes of the noncurrent versions a versioned bucket keeps, at the last usage scan",
+                noncurrent_bytes.clone(),
+            );
             for (bucket, counted) in &usage.buckets {
                 let labels = BucketLabels {
                     bucket: bucket.clone(),
@@ -436,6 +448,12 @@ impl Metrics {
                 bytes
                     .get_or_create(&labels)
                     .set(saturating_i64(counted.bytes));
+                noncurrent
+                    .get_or_create(&labels)
+                    .set(saturating_i64(counted.noncurrent_versions));
+                noncurrent_bytes
+                    .get_or_create(&labels)
+                    .set(saturating_i64(counted.noncurrent_bytes));
             }
             let finished = Gauge::<f64, AtomicU64>::default();
             finished.set(
@@ -731,6 +749,8 @@ mod tests {
                     BucketUsage {
                         objects: 2,
                         bytes: 10,
+                        noncurrent_versions: 1,
+                        noncurrent_bytes: 4,
                     },
                 )]
                 .into(),
@@ -775,6 +795,8 @@ mod tests {
             "strata_drive_total_bytes",
             "strata_bucket_objects",
             "strata_bucket_bytes",
+            "strata_bucket_noncurrent_versions",
+            "strata_bucket_noncurrent_bytes",
             "strata_heal_objects_checked_total",
             "strata_heal_objects_healed_total",
             "strata_heal_running",

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant, SystemTime};
 use async_trait::async_trait;
 
 use crate::background::Worker;
-use crate::object::{BucketName, ListEntry, ListQuery, ObjectError, ObjectStore};
+use crate::object::{
+    BucketName, ListEntry, ListQuery, ObjectError, ObjectStore, VersionEntry, VersionsQuery,
+};
 
 /// Keys per listing page while counting: the API's own page size.
 const PAGE: usize = 1000;
@@ -22,6 +24,9 @@ pub struct BucketUsage {
     pub objects: u64,
     /// Bytes of user data (object sizes).
     pub bytes: u64,
+    /// Versions other than the current ones, delete markers left out (versioned buckets).
+    pub noncurrent_versions: u64,
+    pub noncurrent_bytes: u64,
 }
 
 /// The result of one finished count of every bucket.
@@ -72,12 +77,16 @@ impl UsageScanner {
     }
 }
 
-/// Counts one bucket by walking its listing a page at a time.
+/// Counts one bucket by walking its listing a page at a time (and its versions, when it
+/// keeps them).
 pub async fn count_bucket(
     store: &ObjectStore,
     bucket: &BucketName,
 ) -> Result<BucketUsage, ObjectError> {
     let mut usage = BucketUsage::default();
+    if store.bucket(bucket).await?.settings.versioning.is_some() {
+        count_versions(store, bucket, &mut usage).await?;
+    }
     let mut query = ListQuery {
         max_keys: PAGE,
         ..ListQuery::default()
@@ -94,6 +103,37 @@ pub async fn count_bucket(
             Some(last) if page.truncated => query.after = Some(last.name().to_string()),
             _ => return Ok(usage),
         }
+    }
+}
+
+/// Adds the noncurrent versions of a versioned bucket to its usage.
+async fn count_versions(
+    store: &ObjectStore,
+    bucket: &BucketName,
+    usage: &mut BucketUsage,
+) -> Result<(), ObjectError> {
+    let mut query = VersionsQuery {
+        max_keys: PAGE,
+        ..VersionsQuery::default()
+    };
+    loop {
+        let page = store.list_object_versions(bucket, &query).await?;
+        for entry in &page.entries {
+            match entry {
+                VersionEntry::Version {
+                    record, is_latest, ..
+                } if !is_latest && !record.delete_marker => {
+                    usage.noncurrent_versions += 1;
+                    usage.noncurrent_bytes += record.size;
+                }
+                _ => {}
+            }
+        }
+        if !page.truncated {
+            return Ok(());
+        }
+        query.key_marker = page.next_key_marker;
+        query.version_id_marker = page.next_version_id_marker;
     }
 }
 

@@ -433,6 +433,27 @@ async fn drives_and_bucket_usage_are_reported() {
     // Bucket usage, once a scan has run after the writes.
     create_bucket(&client, "usage-a").await;
     create_bucket(&client, "usage-b").await;
+    // A versioned bucket: two versions of a key, one of them noncurrent, and a delete marker
+    // over another (its data noncurrent too).
+    create_bucket(&client, "usage-v").await;
+    set_versioning(
+        &client,
+        "usage-v",
+        aws_sdk_s3::types::BucketVersioningStatus::Enabled,
+    )
+    .await;
+    put(&client, "usage-v", "k", &payload(100, 1)).await;
+    put(&client, "usage-v", "k", &payload(30, 2)).await;
+    put(&client, "usage-v", "gone", &payload(7, 3)).await;
+    ok(
+        client
+            .delete_object()
+            .bucket("usage-v")
+            .key("gone")
+            .send()
+            .await,
+        "DELETE",
+    );
     let sizes = [0, 1, 200 * KIB, MIB + 3];
     for (i, size) in sizes.iter().enumerate() {
         put(
@@ -458,6 +479,11 @@ async fn drives_and_bucket_usage_are_reported() {
         usage.get("strata_bucket_bytes", &[("bucket", "usage-b")]),
         Some(0.0)
     );
+    let of_v = |name: &str| usage.get(name, &[("bucket", "usage-v")]);
+    assert_eq!(of_v("strata_bucket_objects"), Some(1.0));
+    assert_eq!(of_v("strata_bucket_bytes"), Some(30.0));
+    assert_eq!(of_v("strata_bucket_noncurrent_versions"), Some(2.0));
+    assert_eq!(of_v("strata_bucket_noncurrent_bytes"), Some(107.0));
     // The scan that counted the writes finished after them.
     let scanned = usage
         .get("strata_usage_scan_timestamp_seconds", &[])
