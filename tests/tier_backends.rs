@@ -321,3 +321,31 @@ async fn listings_page_past_a_thousand_objects() {
         RemoteS3Tier::new("ARCHIVE", &remote_config(server(), &bucket, SECRET_KEY)).expect("tier");
     check_listing_pages(&remote, 1003).await;
 }
+
+#[tokio::test]
+async fn a_pool_tier_serves_around_a_corrupt_shard_and_rebuilds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let tier = pool_tier(dir.path()).await;
+    let data = payload(MIB + 99, 5);
+    let name = object_name();
+    tier.put(&name, body(&data), data.len() as u64)
+        .await
+        .expect("put");
+    let drive = dir.path().join("c2");
+    let shards = shard_files(&drive);
+    assert_eq!(shards.len(), 1, "one shard file on each pool drive");
+    let original = std::fs::read(&shards[0]).unwrap();
+    flip_bytes(&shards[0]);
+
+    let got = tier.get(&name, 0, data.len() as u64).await.expect("get");
+    assert_same_bytes(&read_all(got).await, &data, "read around the bad shard");
+    // The read reported the damage; the pool's healer rebuilds the shard.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::fs::read(&shards[0]).ok().as_deref() != Some(original.as_slice()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the corrupt shard was never rebuilt"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

@@ -50,9 +50,22 @@ impl PoolTier {
         for drive in &deployment.offline {
             tracing::warn!(tier = name, drive = %drive.display(), "tier drive offline; serving degraded");
         }
+        let store = ObjectStore::new(deployment.sets, &deployment.id);
+        // The pool heals itself as the server's own drives do: what reads find damaged at
+        // once, everything else at the periodic scrub.
+        let healing = crate::config::HealingConfig::default();
+        let healer = Arc::new(crate::healing::Healer::default());
+        healer.spawn_read_healer(store.clone());
+        crate::background::spawn(crate::healing::Scrubber {
+            store: store.clone(),
+            healer,
+            interval: healing.scrub_interval,
+            max_rate: healing.scrub_rate,
+            orphan_age: healing.orphan_age,
+        });
         let tier = Self {
             name: name.to_string(),
-            store: ObjectStore::new(deployment.sets, &deployment.id),
+            store,
             bucket: BucketName::parse(POOL_BUCKET).expect("the pool bucket name is valid"),
             bucket_ready: AtomicBool::new(false),
         };
