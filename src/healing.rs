@@ -130,13 +130,15 @@ impl Healer {
         pass
     }
 
-    /// Heals, one by one, the objects that reads found damaged.
-    pub fn spawn_read_healer(self: &Arc<Self>, store: Arc<ObjectStore>) {
-        let Some(mut requests) = store.take_heal_requests() else {
-            return;
-        };
+    /// Heals, one by one, the objects that reads found damaged (the store's queue is taken
+    /// once: `None` if it was taken already).
+    pub fn spawn_read_healer(
+        self: &Arc<Self>,
+        store: Arc<ObjectStore>,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        let mut requests = store.take_heal_requests()?;
         let healer = self.clone();
-        tokio::spawn(async move {
+        Some(tokio::spawn(async move {
             while let Some((bucket, key)) = requests.recv().await {
                 match store.heal_object(&bucket, &key, HealDepth::Deep).await {
                     Ok(report) => {
@@ -151,7 +153,7 @@ impl Healer {
                     }
                 }
             }
-        });
+        }))
     }
 }
 

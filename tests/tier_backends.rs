@@ -192,6 +192,8 @@ async fn pool_tier_objects_survive_reopening_its_drives() {
             .await
             .expect("put");
     }
+    // The dropped tier's healers stop at their next turn, and with them its hold on the drives.
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     let tier = pool_tier(dir.path()).await;
     assert_eq!(sorted_list(tier.as_ref()).await, vec![name.clone()]);
     let got = tier.get(&name, 0, data.len() as u64).await.expect("get");
@@ -206,6 +208,7 @@ fn remote_config(server: &TestServer, bucket: &str, secret_key: &str) -> RemoteC
         access_key: ACCESS_KEY.to_string(),
         secret_key: secret_key.to_string(),
         region: REGION.to_string(),
+        part_size: strata::tier::DEFAULT_PART_SIZE,
     }
 }
 
@@ -348,4 +351,60 @@ async fn a_pool_tier_serves_around_a_corrupt_shard_and_rebuilds_it() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+}
+
+#[tokio::test]
+async fn remote_tier_sends_large_objects_in_parts() {
+    let (client, bucket) = new_bucket("tier-parts").await;
+    let config = RemoteConfig {
+        part_size: 5 * MIB as u64,
+        ..remote_config(server(), &bucket, SECRET_KEY)
+    };
+    let tier = RemoteS3Tier::new("ARCHIVE", &config).expect("tier");
+    // Three parts, the last one short; chunks that straddle the part boundaries.
+    let data = payload(12 * MIB + 3, 21);
+    let name = object_name();
+    tier.put(&name, body(&data), data.len() as u64)
+        .await
+        .expect("multipart put");
+    let stored = client
+        .head_object()
+        .bucket(&bucket)
+        .key(format!("strata/{name}"))
+        .send()
+        .await
+        .expect("HEAD on the remote");
+    assert!(
+        stored.e_tag().is_some_and(|e| e.ends_with("-3\"")),
+        "stored as a 3-part upload: {:?}",
+        stored.e_tag()
+    );
+    let got = tier.get(&name, 0, data.len() as u64).await.expect("get");
+    assert_same_bytes(&read_all(got).await, &data, "multipart object");
+    let (from, to) = (5 * MIB as u64 - 10, 10 * MIB as u64 + 10);
+    let got = tier.get(&name, from, to).await.expect("range across parts");
+    assert_same_bytes(
+        &read_all(got).await,
+        &data[from as usize..to as usize],
+        "a range across part boundaries",
+    );
+
+    // A body shorter than announced fails, and leaves neither an object nor an upload.
+    let short = object_name();
+    let _ = assert_failed(
+        tier.put(&short, body(&data[..11 * MIB]), data.len() as u64)
+            .await,
+        "a short multipart body",
+    );
+    assert_eq!(sorted_list(&tier).await, vec![name.clone()]);
+    let uploads = client
+        .list_multipart_uploads()
+        .bucket(&bucket)
+        .send()
+        .await
+        .expect("ListMultipartUploads");
+    assert!(
+        uploads.uploads().is_empty(),
+        "the failed upload was aborted"
+    );
 }

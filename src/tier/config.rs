@@ -61,7 +61,15 @@ pub struct RemoteConfig {
     pub access_key: String,
     pub secret_key: String,
     pub region: String,
+    /// Objects larger than this go up as multipart uploads in parts of this size (S3 takes
+    /// at most 5 GiB in one PUT).
+    pub part_size: u64,
 }
+
+/// Default part size of multipart uploads to a remote tier.
+pub const DEFAULT_PART_SIZE: u64 = 256 << 20;
+/// S3's bounds on a part (all but the last).
+const PART_SIZES: std::ops::RangeInclusive<u64> = (5 << 20)..=(5 << 30);
 
 /// The secret key stays out of logs.
 impl std::fmt::Debug for RemoteConfig {
@@ -73,6 +81,7 @@ impl std::fmt::Debug for RemoteConfig {
             .field("access_key", &self.access_key)
             .field("secret_key", &"<set>")
             .field("region", &self.region)
+            .field("part_size", &self.part_size)
             .finish()
     }
 }
@@ -106,6 +115,7 @@ enum TierDoc {
         access_key: String,
         secret_key: String,
         region: Option<String>,
+        part_size: Option<u64>,
     },
 }
 
@@ -237,6 +247,7 @@ impl TryFrom<TierDoc> for TierConfig {
                 access_key,
                 secret_key,
                 region,
+                part_size,
             } => {
                 check_name(&name)?;
                 let endpoint = check_endpoint(&endpoint)?;
@@ -256,6 +267,10 @@ impl TryFrom<TierDoc> for TierConfig {
                 if region.is_empty() {
                     bail!("field region: must not be empty");
                 }
+                let part_size = part_size.unwrap_or(DEFAULT_PART_SIZE);
+                if !PART_SIZES.contains(&part_size) {
+                    bail!("field part_size: must be between 5 MiB and 5 GiB, got {part_size}");
+                }
                 Ok(TierConfig {
                     name,
                     kind: TierKind::S3(RemoteConfig {
@@ -265,6 +280,7 @@ impl TryFrom<TierDoc> for TierConfig {
                         access_key,
                         secret_key,
                         region,
+                        part_size,
                     }),
                 })
             }

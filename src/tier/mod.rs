@@ -15,6 +15,7 @@ use crate::object::{Tier, Tiers};
 
 pub use config::{
     load_tiers, parse_tiers, PoolConfig, RemoteConfig, TierConfig, TierConfigs, TierKind,
+    DEFAULT_PART_SIZE,
 };
 pub use pool::{PoolTier, POOL_BUCKET};
 pub use remote::RemoteS3Tier;

@@ -34,6 +34,16 @@ pub struct PoolTier {
     bucket: BucketName,
     /// The bucket is known to exist: puts skip the check.
     bucket_ready: AtomicBool,
+    /// The pool's healers; they stop with the tier, which then closes its drives.
+    healers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for PoolTier {
+    fn drop(&mut self) {
+        for healer in &self.healers {
+            healer.abort();
+        }
+    }
 }
 
 impl PoolTier {
@@ -55,19 +65,23 @@ impl PoolTier {
         // once, everything else at the periodic scrub.
         let healing = crate::config::HealingConfig::default();
         let healer = Arc::new(crate::healing::Healer::default());
-        healer.spawn_read_healer(store.clone());
-        crate::background::spawn(crate::healing::Scrubber {
+        let mut healers: Vec<_> = healer
+            .spawn_read_healer(store.clone())
+            .into_iter()
+            .collect();
+        healers.push(crate::background::spawn(crate::healing::Scrubber {
             store: store.clone(),
             healer,
             interval: healing.scrub_interval,
             max_rate: healing.scrub_rate,
             orphan_age: healing.orphan_age,
-        });
+        }));
         let tier = Self {
             name: name.to_string(),
             store,
             bucket: BucketName::parse(POOL_BUCKET).expect("the pool bucket name is valid"),
             bucket_ready: AtomicBool::new(false),
+            healers,
         };
         if let Err(e) = tier.ensure_bucket().await {
             tracing::warn!(tier = name, error = %e, "tier bucket not created yet; retrying on first put");

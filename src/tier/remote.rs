@@ -20,7 +20,7 @@ use reqwest::header::{CONTENT_LENGTH, RANGE};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use serde::Deserialize;
 
-use super::body::{exact_size, idle_limited};
+use super::body::{exact_size, idle_limited, BodyFault};
 use super::config::RemoteConfig;
 use crate::body::ByteStream;
 use crate::object::{Tier, TierError};
@@ -57,6 +57,8 @@ pub struct RemoteS3Tier {
     region: String,
     credentials: Credentials,
     client: reqwest::Client,
+    /// Objects larger than this go up in parts of this size.
+    part_size: u64,
 }
 
 impl RemoteS3Tier {
@@ -77,6 +79,7 @@ impl RemoteS3Tier {
             bucket: config.bucket.clone(),
             prefix: config.prefix.clone(),
             region: config.region.clone(),
+            part_size: config.part_size,
             credentials: Credentials::new(
                 config.access_key.clone(),
                 config.secret_key.clone(),
@@ -195,6 +198,9 @@ impl Tier for RemoteS3Tier {
         let url = self.object_url(object)?;
         // A body of the wrong length is cut off mid-request, so the remote stores nothing.
         let (mut body, fault) = exact_size(body, size);
+        if size > self.part_size {
+            return self.put_in_parts(&url, body, size, &fault).await;
+        }
         if size == 0 {
             // With `Content-Length: 0` the body is never read: check here that it is empty.
             while let Some(chunk) = body.next().await {
@@ -202,26 +208,7 @@ impl Tier for RemoteS3Tier {
             }
             body = Box::pin(futures::stream::empty());
         }
-        let request = self
-            .signed(Method::PUT, &url, SignableBody::UnsignedPayload)?
-            .header(CONTENT_LENGTH, size);
-        let response = match send_streaming(request, body).await {
-            Ok(Ok(response)) => response,
-            Ok(Err(_)) | Err(Stalled) if fault.get().is_some() => {
-                return Err(self.failed(fault.get().unwrap_or_default().to_string()))
-            }
-            Ok(Err(e)) => return Err(self.unreachable(e)),
-            Err(Stalled) => {
-                return Err(TierError::Unavailable {
-                    tier: self.name.clone(),
-                    reason: format!("PUT {object}: nothing moved for {IDLE_TIMEOUT:?}"),
-                })
-            }
-        };
-        if !response.status().is_success() {
-            return Err(self.refused(response, None).await);
-        }
-        Ok(())
+        self.upload(&url, body, size, &fault).await.map(drop)
     }
 
     async fn get(&self, object: &str, start: u64, end: u64) -> Result<ByteStream, TierError> {
@@ -319,6 +306,214 @@ impl Tier for RemoteS3Tier {
     }
 }
 
+impl RemoteS3Tier {
+    /// PUTs `size` bytes of `body` to `url` (an object or one part of an upload) and returns
+    /// the answer; `fault` tells a body of the wrong length from a lost connection.
+    async fn upload(
+        &self,
+        url: &str,
+        body: ByteStream,
+        size: u64,
+        fault: &BodyFault,
+    ) -> Result<Response, TierError> {
+        let request = self
+            .signed(Method::PUT, url, SignableBody::UnsignedPayload)?
+            .header(CONTENT_LENGTH, size);
+        let response = match send_streaming(request, body).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(_)) | Err(Stalled) if fault.get().is_some() => {
+                return Err(self.failed(fault.get().unwrap_or_default().to_string()))
+            }
+            Ok(Err(e)) => return Err(self.unreachable(e)),
+            Err(Stalled) => {
+                return Err(TierError::Unavailable {
+                    tier: self.name.clone(),
+                    reason: format!("PUT {url}: nothing moved for {IDLE_TIMEOUT:?}"),
+                })
+            }
+        };
+        if !response.status().is_success() {
+            return Err(self.refused(response, None).await);
+        }
+        Ok(response)
+    }
+
+    /// Uploads a large object as a multipart upload, one part after the other, each part
+    /// streamed from the body as it comes; an upload that fails is aborted.
+    async fn put_in_parts(
+        &self,
+        url: &str,
+        body: ByteStream,
+        size: u64,
+        fault: &BodyFault,
+    ) -> Result<(), TierError> {
+        let upload_id = self.create_upload(url).await?;
+        let upload = format!("uploadId={}", utf8_percent_encode(&upload_id, QUERY_CHARS));
+        let mut parts = Vec::new();
+        let source = Arc::new(tokio::sync::Mutex::new(PartSource {
+            body,
+            leftover: None,
+        }));
+        let mut sent = Ok(());
+        for (number, offset) in (1..).zip((0..size).step_by(self.part_size as usize)) {
+            let length = self.part_size.min(size - offset);
+            let part = part_stream(source.clone(), length);
+            let part_url = format!("{url}?partNumber={number}&{upload}");
+            match self.upload(&part_url, part, length, fault).await {
+                Ok(response) => {
+                    let etag = response
+                        .headers()
+                        .get(reqwest::header::ETAG)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_string();
+                    parts.push((number, etag));
+                }
+                Err(e) => {
+                    sent = Err(e);
+                    break;
+                }
+            }
+        }
+        if sent.is_ok() {
+            let mut rest = source.lock().await;
+            if rest.leftover.is_some() || rest.body.next().await.is_some() {
+                sent = Err(self.failed(format!("the body is longer than {size} bytes")));
+            }
+        }
+        if sent.is_ok() {
+            sent = self.complete_upload(url, &upload, &parts).await;
+        }
+        if sent.is_err() {
+            self.abort_upload(url, &upload).await;
+        }
+        sent
+    }
+
+    async fn create_upload(&self, url: &str) -> Result<String, TierError> {
+        let request = self
+            .signed(
+                Method::POST,
+                &format!("{url}?uploads"),
+                SignableBody::Bytes(&[]),
+            )?
+            .timeout(REQUEST_TIMEOUT);
+        let response = request.send().await.map_err(|e| self.unreachable(e))?;
+        if !response.status().is_success() {
+            return Err(self.refused(response, None).await);
+        }
+        let body = read_capped(response, MAX_DOCUMENT)
+            .await
+            .map_err(|e| self.unreachable(e))?
+            .unwrap_or_default();
+        let doc: InitiateDoc = quick_xml::de::from_str(&String::from_utf8_lossy(&body))
+            .map_err(|e| self.failed(format!("malformed CreateMultipartUpload answer: {e}")))?;
+        Ok(doc.upload_id)
+    }
+
+    async fn complete_upload(
+        &self,
+        url: &str,
+        upload: &str,
+        parts: &[(u32, String)],
+    ) -> Result<(), TierError> {
+        let mut doc = String::from("<CompleteMultipartUpload>");
+        for (number, etag) in parts {
+            let etag = quick_xml::escape::escape(etag.as_str());
+            doc.push_str(&format!(
+                "<Part><PartNumber>{number}</PartNumber><ETag>{etag}</ETag></Part>"
+            ));
+        }
+        doc.push_str("</CompleteMultipartUpload>");
+        let request = self
+            .signed(
+                Method::POST,
+                &format!("{url}?{upload}"),
+                SignableBody::Bytes(doc.as_bytes()),
+            )?
+            // Completing a large upload may take the remote a while; it keeps answering.
+            .timeout(REQUEST_TIMEOUT * 5)
+            .body(doc);
+        let response = request.send().await.map_err(|e| self.unreachable(e))?;
+        if !response.status().is_success() {
+            return Err(self.refused(response, None).await);
+        }
+        // S3 may answer 200 and still fail the completion in the body.
+        let body = read_capped(response, MAX_DOCUMENT)
+            .await
+            .map_err(|e| self.unreachable(e))?
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&body);
+        if text.contains("<Error>") {
+            let error: ErrorDoc = quick_xml::de::from_str(&text).unwrap_or_default();
+            return Err(answer_error(
+                &self.name,
+                None,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &error,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Best effort: an upload left behind is the remote's to expire.
+    async fn abort_upload(&self, url: &str, upload: &str) {
+        let aborted = match self.signed(
+            Method::DELETE,
+            &format!("{url}?{upload}"),
+            SignableBody::Bytes(&[]),
+        ) {
+            Ok(request) => request.timeout(REQUEST_TIMEOUT).send().await.ok(),
+            Err(_) => None,
+        };
+        if !aborted.is_some_and(|r| r.status().is_success()) {
+            tracing::warn!(tier = %self.name, url, "could not abort a multipart upload to the tier");
+        }
+    }
+}
+
+/// The body of a multipart upload, handed out part by part.
+struct PartSource {
+    body: ByteStream,
+    /// What the last chunk held past the end of the part it was read for.
+    leftover: Option<bytes::Bytes>,
+}
+
+/// The next `length` bytes of `source`, as one part's body.
+fn part_stream(source: Arc<tokio::sync::Mutex<PartSource>>, length: u64) -> ByteStream {
+    Box::pin(futures::stream::unfold(
+        (source, length),
+        |(source, left)| async move {
+            if left == 0 {
+                return None;
+            }
+            let next = {
+                let mut held = source.lock().await;
+                let chunk = match held.leftover.take() {
+                    Some(chunk) => Some(Ok(chunk)),
+                    None => held.body.next().await,
+                };
+                match chunk {
+                    Some(Ok(mut chunk)) => {
+                        if chunk.len() as u64 > left {
+                            held.leftover = Some(chunk.split_off(left as usize));
+                        }
+                        Some(Ok(chunk))
+                    }
+                    other => other,
+                }
+            };
+            match next? {
+                Ok(chunk) => {
+                    let left = left - chunk.len() as u64;
+                    Some((Ok(chunk), (source, left)))
+                }
+                Err(e) => Some((Err(e), (source, 0))),
+            }
+        },
+    ))
+}
+
 /// An upload that made no progress for `IDLE_TIMEOUT` and got no answer.
 struct Stalled;
 
@@ -411,6 +606,13 @@ fn answer_error(tier: &str, object: Option<&str>, status: StatusCode, doc: &Erro
     }
 }
 
+/// The answer to CreateMultipartUpload: only what the tier needs.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct InitiateDoc {
+    upload_id: String,
+}
+
 /// A ListObjectsV2 page: only what the tier needs.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -440,6 +642,7 @@ mod tests {
             access_key: "ak".into(),
             secret_key: "sk".into(),
             region: "us-east-1".into(),
+            part_size: super::super::config::DEFAULT_PART_SIZE,
         };
         RemoteS3Tier::new("ARCHIVE", &config).unwrap()
     }
