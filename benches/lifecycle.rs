@@ -6,11 +6,11 @@
 //! within 1.10x of its median when the scanner has nothing to do.
 //!
 //! One bucket (`scanned`) holds N zero-byte objects, written straight into every drive's
-//! metadata database exactly as a PUT of an empty body leaves them (as `benches/list.rs`
-//! does; filling by PUT would take hours). The server runs with
-//! `STRATA_LIFECYCLE_DAY_SECONDS=24`, so the scanner starts a pass one second after the last
-//! one ended. A far-future expiration rule (36,500 days) makes it list and evaluate every
-//! object without acting.
+//! metadata database exactly as a PUT of an empty body leaves them (with
+//! `benches/common/fill.rs`, like `benches/list.rs`; filling by PUT would take hours). The
+//! server runs with `STRATA_LIFECYCLE_DAY_SECONDS=24`, so the scanner starts a pass one second
+//! after the last one ended. A far-future expiration rule (36,500 days) makes it list and
+//! evaluate every object without acting.
 //!
 //! The foreground mix, one of each per round, in another bucket except the listing:
 //!
@@ -48,39 +48,32 @@
 //! scanner's pace, for one) are measured too. The drive folders live under
 //! `CARGO_TARGET_TMPDIR` (target/tmp) and are removed at the end.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use base64::Engine;
-use bytes::Bytes;
 use md5::Digest;
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
-use strata::config::ServerConfig;
-use strata::erasure::DEFAULT_BLOCK_SIZE;
-use strata::object::{BucketName, ObjectKey, ObjectRecord, ObjectStore, PutOptions};
-use strata::storage::{MetaOp, MetaTable};
+use percent_encoding::utf8_percent_encode;
 
-const DATA: usize = 6;
-const PARITY: usize = 3;
+use common::fill::{fill, template};
+use common::request::{self, element, send, Payload, Span};
+use common::server::{print_warnings, Server};
+use common::sigv4::QUERY_VALUE;
+use common::stats::{median, Figures};
+use common::store::open_store;
+use common::{env_or, DATA, PARITY};
+
 /// The bucket the scanner walks (and the foreground listing pages through).
 const SCANNED_BUCKET: &str = "scanned";
 /// The bucket of the foreground GETs and PUTs; it never has rules.
 const FOREGROUND_BUCKET: &str = "foreground";
-/// Holds the one object written by a real PUT, whose stored form the fill copies.
-const TEMPLATE_BUCKET: &str = "template";
-const TEMPLATE_KEY: &str = "empty";
 const SMALL_KEY: &str = "small-4k";
 const SMALL_SIZE: usize = 4 << 10;
 const PUT_SIZE: usize = 64 << 10;
-const USER: &str = "bench-admin";
-const PASSWORD: &str = "bench-password-0123456789";
-const REGION: &str = "us-east-1";
 const PAGE: usize = 1000;
-/// Keys per metadata transaction while filling.
-const FILL_BATCH: usize = 25_000;
 /// A lifecycle day of 24 s: a pass every second (the shortest pause the scanner takes).
 const DAY_SECONDS: &str = "24";
 /// The pause between two passes with that day; a pass starts this long after the last ended.
@@ -88,176 +81,14 @@ const PASS_PAUSE: Duration = Duration::from_secs(1);
 /// Untimed rounds before anything is measured.
 const WARM_UP: usize = 20;
 const GOAL_RATIO: f64 = 1.10;
-/// Format byte in front of every stored record (`src/object/record.rs`); checked against a
-/// record the server wrote before the fill uses it.
-const RECORD_VERSION: u8 = 1;
-/// SHA-256 of an empty payload, for `x-amz-content-sha256`.
-const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 /// Every object is evaluated, none is due for a century.
 const FAR_RULE: &str = "<LifecycleConfiguration><Rule><ID>far</ID><Status>Enabled</Status>\
     <Filter><Prefix></Prefix></Filter><Expiration><Days>36500</Days></Expiration></Rule>\
     </LifecycleConfiguration>";
-/// Query values as SigV4 canonicalises them: everything but unreserved characters escaped.
-const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'_')
-    .remove(b'.')
-    .remove(b'~');
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    match std::env::var(name) {
-        Ok(v) => v
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={v:?} is not a number")),
-        Err(_) => default,
-    }
-}
 
 /// Key number `i` of the scanned bucket; zero-padded, so key order is number order.
 fn key(i: usize) -> String {
     format!("data/obj-{i:09}")
-}
-
-/// Median and 90th percentile, in milliseconds.
-#[derive(Clone, Copy)]
-struct Figures {
-    median: f64,
-    p90: f64,
-}
-
-impl Figures {
-    fn of(ms: &[f64]) -> Self {
-        let mut ms = ms.to_vec();
-        ms.sort_by(f64::total_cmp);
-        let at = |q: f64| ms[((ms.len() - 1) as f64 * q).round() as usize];
-        Figures {
-            median: at(0.5),
-            p90: at(0.9),
-        }
-    }
-}
-
-fn config(drives: &[PathBuf]) -> ServerConfig {
-    ServerConfig {
-        address: "127.0.0.1:0".parse().expect("address"),
-        drives: drives.to_vec(),
-        data_shards: DATA,
-        parity_shards: PARITY,
-        block_size: DEFAULT_BLOCK_SIZE,
-        root_user: USER.into(),
-        root_password: PASSWORD.into(),
-        default_credentials: false,
-        region: REGION.into(),
-        domain: None,
-        stale_upload_expiry: Duration::from_secs(3600),
-        stale_upload_scan: Duration::from_secs(3600),
-        healing: Default::default(),
-        listener: Default::default(),
-        metrics: Default::default(),
-        limits: Default::default(),
-        lifecycle: Default::default(),
-    }
-}
-
-/// The store opened in-process over the drives, the way the server opens it. It must be
-/// dropped before the server starts: each drive's database admits one process.
-fn open_store(drives: &[PathBuf]) -> Arc<ObjectStore> {
-    let deployment = strata::deployment::open(&config(drives)).expect("drives open");
-    assert_eq!(
-        deployment.sets.len(),
-        1,
-        "the fill places every key in set 0"
-    );
-    ObjectStore::new(deployment.sets, &deployment.id)
-}
-
-fn bucket(name: &str) -> BucketName {
-    BucketName::parse(name).expect("valid bucket name")
-}
-
-/// Database key of an object (`src/object/record.rs`): bucket, NUL, key.
-fn object_key(bucket: &str, key: &str) -> Vec<u8> {
-    [bucket.as_bytes(), &[0], key.as_bytes()].concat()
-}
-
-/// Database key of an inline object's chunk: the object key, NUL, the data id.
-fn inline_key(bucket: &str, key: &str, data_id: uuid::Uuid) -> Vec<u8> {
-    [object_key(bucket, key).as_slice(), &[0], data_id.as_bytes()].concat()
-}
-
-fn encode(record: &ObjectRecord) -> Vec<u8> {
-    let mut out = vec![RECORD_VERSION];
-    out.extend(rmp_serde::to_vec_named(record).expect("record serialises"));
-    out
-}
-
-/// Creates the buckets and PUTs one empty object for real; returns its record, after checking
-/// that this file writes records and keys byte for byte as the store does.
-async fn template(store: &ObjectStore) -> ObjectRecord {
-    for name in [SCANNED_BUCKET, FOREGROUND_BUCKET, TEMPLATE_BUCKET] {
-        store.create_bucket(&bucket(name)).await.expect("bucket");
-    }
-    let empty: strata::body::ByteStream = Box::pin(futures::stream::empty());
-    let key = ObjectKey::parse(TEMPLATE_KEY).expect("valid key");
-    store
-        .put_object(&bucket(TEMPLATE_BUCKET), &key, empty, PutOptions::default())
-        .await
-        .expect("PUT of the template");
-    let drive = &store.sets()[0].drives()[0];
-    let stored = drive
-        .meta_get(
-            MetaTable::Objects,
-            object_key(TEMPLATE_BUCKET, TEMPLATE_KEY),
-        )
-        .await
-        .expect("drive answers")
-        .expect("the object key layout matches the store's");
-    let record: ObjectRecord = rmp_serde::from_slice(&stored[1..]).expect("record decodes");
-    assert!(
-        encode(&record) == stored,
-        "the record encoding changed: update encode() in benches/lifecycle.rs"
-    );
-    assert!(record.inline && record.size == 0 && record.superseded.is_none());
-    let chunk = drive
-        .meta_get(
-            MetaTable::Inline,
-            inline_key(TEMPLATE_BUCKET, TEMPLATE_KEY, record.data_id),
-        )
-        .await
-        .expect("drive answers")
-        .expect("the inline key layout matches the store's");
-    assert!(chunk.is_empty(), "an empty object has empty inline chunks");
-    record
-}
-
-/// Puts keys `0..count` in the scanned bucket on every drive, `FILL_BATCH` keys per
-/// transaction, in key order.
-async fn fill(store: &ObjectStore, template: &ObjectRecord, count: usize) {
-    let drives = store.sets()[0].drives();
-    let mut start = 0;
-    while start < count {
-        let end = (start + FILL_BATCH).min(count);
-        let mut ops = Vec::with_capacity(2 * (end - start));
-        for key in (start..end).map(key) {
-            let mut record = template.clone();
-            record.data_id = uuid::Uuid::now_v7();
-            ops.push(MetaOp::Put {
-                table: MetaTable::Inline,
-                key: inline_key(SCANNED_BUCKET, &key, record.data_id),
-                value: Vec::new(),
-            });
-            ops.push(MetaOp::Put {
-                table: MetaTable::Objects,
-                key: object_key(SCANNED_BUCKET, &key),
-                value: encode(&record),
-            });
-        }
-        let applied = futures::future::join_all(drives.iter().map(|d| d.meta_apply(ops.clone())));
-        for result in applied.await {
-            result.expect("fill transaction");
-        }
-        start = end;
-    }
 }
 
 /// One finished pass of the lifecycle scanner, as the server logged it.
@@ -270,7 +101,47 @@ struct Pass {
 }
 
 /// The scanner's passes so far, appended by the thread that reads the server's log.
-type Passes = Arc<Mutex<Vec<Pass>>>;
+#[derive(Clone, Default)]
+struct Passes(Arc<Mutex<Vec<Pass>>>);
+
+impl Passes {
+    /// Records the pass if `line` is a `pass done` line of the lifecycle worker; says whether
+    /// it was.
+    fn record(&self, line: &str) -> bool {
+        let Some(buckets) = lifecycle_pass(line) else {
+            return false;
+        };
+        self.0.lock().expect("not poisoned").push(Pass {
+            done: logged_at(line),
+            buckets,
+        });
+        true
+    }
+
+    fn all(&self) -> Vec<Pass> {
+        self.0.lock().expect("not poisoned").clone()
+    }
+
+    /// Waits for the first pass that ends after `after` and walked a number of buckets that
+    /// `wanted` accepts.
+    async fn after(&self, after: Instant, wanted: impl Fn(usize) -> bool) -> Pass {
+        let deadline = Instant::now() + Duration::from_secs(1800);
+        loop {
+            let found = self
+                .all()
+                .into_iter()
+                .find(|p| p.done > after && wanted(p.buckets));
+            if let Some(pass) = found {
+                return pass;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the lifecycle scanner logged no such pass in 30 minutes"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
 
 /// The buckets count of a `pass done` line of the lifecycle worker, if `line` is one.
 fn lifecycle_pass(line: &str) -> Option<usize> {
@@ -295,109 +166,26 @@ fn logged_at(line: &str) -> Instant {
     }
 }
 
-/// The server child; stopped on drop, also when the bench panics.
-struct Server {
-    child: Child,
-    endpoint: String,
-    passes: Passes,
-}
-
-impl Server {
-    fn start(drives: &[PathBuf]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-            .args(["server", "--address", "127.0.0.1:0"])
-            .args(drives)
-            .env("STRATA_ROOT_USER", USER)
-            .env("STRATA_ROOT_PASSWORD", PASSWORD)
-            .env("STRATA_LIFECYCLE_DAY_SECONDS", DAY_SECONDS)
-            // The other scanners over every bucket stay out of the figures.
-            .env("STRATA_USAGE_SCAN_SECS", "86400")
-            .env("STRATA_SCRUB_INTERVAL_SECS", "86400")
-            // Warnings, the `listening on` line, and each worker's `pass done`.
-            .env(
-                "STRATA_LOG",
-                "warn,strata::server=info,strata::background=debug",
-            )
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn strata");
-        let (tx, rx) = std::sync::mpsc::channel();
-        let passes = Passes::default();
-        let log = passes.clone();
-        let stderr = child.stderr.take().expect("piped stderr");
-        // Keeps draining stderr after the address is known: a full pipe would block the server.
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(buckets) = lifecycle_pass(&line) {
-                    log.lock().expect("not poisoned").push(Pass {
-                        done: logged_at(&line),
-                        buckets,
-                    });
-                } else if let Some((_, rest)) = line.split_once("listening on http://") {
-                    let addr = rest.split_whitespace().next().unwrap_or_default();
-                    let _ = tx.send(addr.to_string());
-                } else if !line.contains(" INFO ") && !line.contains(" DEBUG ") {
-                    eprintln!("[strata] {line}");
-                }
-            }
-        });
-        // Guarded before waiting, so a server that never announces itself is killed too.
-        let mut server = Server {
-            child,
-            endpoint: String::new(),
-            passes,
-        };
-        let addr = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("server announces `listening on http://ADDR`");
-        server.endpoint = format!("http://{addr}");
-        server
-    }
-
-    fn passes(&self) -> Vec<Pass> {
-        self.passes.lock().expect("not poisoned").clone()
-    }
-
-    /// Waits for the first pass that ends after `after` and walked a number of buckets that
-    /// `wanted` accepts.
-    async fn pass_after(&self, after: Instant, wanted: impl Fn(usize) -> bool) -> Pass {
-        let deadline = Instant::now() + Duration::from_secs(1800);
-        loop {
-            let found = self
-                .passes()
-                .into_iter()
-                .find(|p| p.done > after && wanted(p.buckets));
-            if let Some(pass) = found {
-                return pass;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the lifecycle scanner logged no such pass in 30 minutes"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
+/// Starts the server with a pass every second, logging each worker's `pass done`, which go
+/// to `passes`.
+fn start_server(drives: &[PathBuf], passes: &Passes) -> Server {
+    let env = [
+        ("STRATA_LIFECYCLE_DAY_SECONDS", DAY_SECONDS),
+        // The other scanners over every bucket stay out of the figures.
+        ("STRATA_USAGE_SCAN_SECS", "86400"),
+        ("STRATA_SCRUB_INTERVAL_SECS", "86400"),
+        // Warnings, the `listening on` line, and each worker's `pass done`.
+        (
+            "STRATA_LOG",
+            "warn,strata::server=info,strata::background=debug",
+        ),
+    ];
+    let passes = passes.clone();
+    Server::start(drives, &env, move |line| {
+        if !passes.record(line) {
+            print_warnings(line);
         }
-    }
-}
-
-impl Drop for Server {
-    /// SIGTERM first: a killed server leaves its databases to be repaired at the next open.
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    })
 }
 
 /// When the scanner was walking the bucket: from a pass's start (the pause after the
@@ -418,74 +206,8 @@ fn overlap(scans: &[(Instant, Instant)], from: Instant, to: Instant) -> Duration
         .sum()
 }
 
-/// SigV4 headers for a request of `url` whose payload has this SHA-256, signed now.
-fn sign(method: &str, url: &str, payload_sha256: &str) -> Vec<(String, String)> {
-    use aws_sigv4::http_request::{
-        sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest,
-        SigningSettings, UriPathNormalizationMode,
-    };
-    let identity =
-        aws_credential_types::Credentials::new(USER, PASSWORD, None, None, "bench").into();
-    let mut settings = SigningSettings::default();
-    settings.percent_encoding_mode = PercentEncodingMode::Single;
-    settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
-    settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
-    let params = aws_sigv4::sign::v4::SigningParams::builder()
-        .identity(&identity)
-        .region(REGION)
-        .name("s3")
-        .time(SystemTime::now())
-        .settings(settings)
-        .build()
-        .expect("signing params")
-        .into();
-    let request = SignableRequest::new(
-        method,
-        url,
-        std::iter::empty(),
-        SignableBody::Precomputed(payload_sha256.to_string()),
-    )
-    .expect("signable request");
-    let (instructions, _) = sign(request, &params).expect("sign").into_parts();
-    instructions
-        .headers()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-/// A payload and its SHA-256, hashed once: the timed requests pay signing, not hashing.
-struct Payload {
-    body: Bytes,
-    sha256: String,
-}
-
-impl Payload {
-    fn new(body: impl Into<Bytes>) -> Self {
-        let body = body.into();
-        let sha256 = hex::encode(sha2::Sha256::digest(&body));
-        Payload { body, sha256 }
-    }
-
-    fn empty() -> Self {
-        Payload {
-            body: Bytes::new(),
-            sha256: EMPTY_SHA256.to_string(),
-        }
-    }
-}
-
-/// When a request ran: from signing (a client pays it too) to the last byte of the body.
-#[derive(Clone, Copy)]
-struct Span {
-    start: Instant,
-    end: Instant,
-}
-
+// Where a request ran against the scanner's passes; `Span` is `common::request`'s.
 impl Span {
-    fn ms(&self) -> f64 {
-        (self.end - self.start).as_secs_f64() * 1e3
-    }
-
     /// Whether the request ran entirely inside one of `scans`.
     fn inside(&self, scans: &[(Instant, Instant)]) -> bool {
         scans
@@ -499,53 +221,6 @@ impl Span {
             .iter()
             .all(|&(start, end)| self.end <= start || end <= self.start)
     }
-}
-
-/// Sends one signed request and reads its body whole; panics unless it succeeds. Returns the
-/// body and when the request ran.
-async fn send(
-    client: &reqwest::Client,
-    method: reqwest::Method,
-    url: &str,
-    payload: &Payload,
-    headers: &[(&str, String)],
-) -> (Bytes, Span) {
-    let start = Instant::now();
-    let mut request = client.request(method.clone(), url);
-    for (name, value) in sign(method.as_str(), url, &payload.sha256) {
-        request = request.header(name, value);
-    }
-    for (name, value) in headers {
-        request = request.header(*name, value);
-    }
-    let response = request
-        .body(payload.body.clone())
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
-    let status = response.status();
-    let body = response
-        .bytes()
-        .await
-        .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
-    let span = Span {
-        start,
-        end: Instant::now(),
-    };
-    assert!(
-        status.is_success(),
-        "{method} {url}: {status} {}",
-        String::from_utf8_lossy(&body)
-    );
-    (body, span)
-}
-
-/// Text of the first `<tag>...</tag>` of a document.
-fn element<'a>(xml: &'a str, tag: &str) -> Option<&'a str> {
-    let open = format!("<{tag}>");
-    let start = xml.find(&open)? + open.len();
-    let end = xml[start..].find(&format!("</{tag}>"))? + start;
-    Some(&xml[start..end])
 }
 
 /// The foreground operations, in the order of a round.
@@ -575,14 +250,7 @@ impl Foreground {
     /// One GET, one PUT and one LIST, each checked; when they ran, in `OPERATIONS` order.
     async fn round(&mut self) -> [Span; 3] {
         let url = self.url(&format!("/{FOREGROUND_BUCKET}/{SMALL_KEY}"));
-        let (body, get) = send(
-            &self.client,
-            reqwest::Method::GET,
-            &url,
-            &Payload::empty(),
-            &[],
-        )
-        .await;
+        let (body, get) = request::get(&self.client, &url).await;
         assert!(body == self.small.body, "GET returns the small object");
 
         self.puts += 1;
@@ -594,14 +262,7 @@ impl Foreground {
             "/{SCANNED_BUCKET}?list-type=2&max-keys={PAGE}&start-after={}",
             utf8_percent_encode(&key(first), QUERY_VALUE)
         ));
-        let (body, list) = send(
-            &self.client,
-            reqwest::Method::GET,
-            &url,
-            &Payload::empty(),
-            &[],
-        )
-        .await;
+        let (body, list) = request::get(&self.client, &url).await;
         let xml = String::from_utf8_lossy(&body);
         assert_eq!(element(&xml, "KeyCount"), Some("1000"), "a full page");
         let expected = key(first + 1);
@@ -688,13 +349,6 @@ fn rates(keys: usize, scans: &[(Instant, Instant)]) -> Vec<f64> {
         .collect()
 }
 
-fn median(values: &[f64]) -> f64 {
-    match values.is_empty() {
-        true => f64::NAN,
-        false => Figures::of(values).median,
-    }
-}
-
 fn main() {
     let keys: usize = env_or("STRATA_BENCH_LIFECYCLE_KEYS", 200_000);
     let rounds: usize = env_or("STRATA_BENCH_LIFECYCLE_ROUNDS", 200);
@@ -707,15 +361,9 @@ fn main() {
         rounds >= 1 && pairs >= 1,
         "need at least one round and pair"
     );
-    // Under target/tmp, on the repository's disk (/tmp may be tmpfs); removed on drop, after
-    // the server is gone.
-    let dir = tempfile::Builder::new()
-        .prefix("lifecycle-bench-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("temp folder");
-    let drives: Vec<PathBuf> = (1..=DATA + PARITY)
-        .map(|i| dir.path().join(format!("d{i}")))
-        .collect();
+    // Removed on drop, after the server is gone.
+    let dir = common::temp_dir("lifecycle-bench-");
+    let drives = common::drives(dir.path());
     println!(
         "lifecycle scanner vs foreground traffic: {keys} objects in the scanned bucket, \
          {DATA}+{PARITY} over {} drive folders under {}; {pairs} idle and {pairs} busy phases \
@@ -727,9 +375,9 @@ fn main() {
 
     runtime.block_on(async {
         let store = open_store(&drives);
-        let template = template(&store).await;
+        let template = template(&store, &[SCANNED_BUCKET, FOREGROUND_BUCKET]).await;
         let start = Instant::now();
-        fill(&store, &template, keys).await;
+        fill(&store, &template, SCANNED_BUCKET, keys, key).await;
         let took = start.elapsed().as_secs_f64();
         println!(
             "filled {keys} keys in {took:.1} s ({:.0} keys/s)",
@@ -738,7 +386,8 @@ fn main() {
         // Closes the databases for the server.
     });
 
-    let server = Server::start(&drives);
+    let passes = Passes::default();
+    let server = start_server(&drives, &passes);
     let mut fg = Foreground {
         client: reqwest::Client::builder()
             .timeout(Duration::from_secs(120))
@@ -759,12 +408,12 @@ fn main() {
 
         // The scanner alone: two full passes with no foreground traffic, after one without
         // rules (a pass's start is known from the end of the one before).
-        server.pass_after(Instant::now(), |b| b == 0).await;
+        passes.after(Instant::now(), |b| b == 0).await;
         let on = Instant::now();
         fg.set_rule(true).await;
-        let first = server.pass_after(on, |b| b > 0).await;
-        let second = server.pass_after(first.done, |b| b > 0).await;
-        let alone = scans(&server.passes())
+        let first = passes.after(on, |b| b > 0).await;
+        let second = passes.after(first.done, |b| b > 0).await;
+        let alone = scans(&passes.all())
             .into_iter()
             .filter(|&(start, end)| start >= on && end <= second.done)
             .collect::<Vec<_>>();
@@ -786,7 +435,7 @@ fn main() {
                     Kind::Idle => {
                         fg.set_rule(false).await;
                         // A pass that walks no bucket: the one in flight at the switch is over.
-                        server.pass_after(switched, |b| b == 0).await;
+                        passes.after(switched, |b| b == 0).await;
                     }
                     Kind::Busy => {
                         fg.set_rule(true).await;
@@ -801,13 +450,12 @@ fn main() {
         // The pass in flight when the last busy phase ended, so its scan is on record.
         let end = Instant::now();
         fg.set_rule(false).await;
-        server.pass_after(end, |b| b == 0).await;
+        passes.after(end, |b| b == 0).await;
         phases
     });
 
-    let passes = server.passes();
     drop(server);
-    report(keys, &phases, &passes);
+    report(keys, &phases, &passes.all());
 }
 
 /// The busy/idle ratios of one operation's median, mean and 90th percentile.

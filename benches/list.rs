@@ -27,33 +27,26 @@
 //! and size, 30). The drive folders live under `CARGO_TARGET_TMPDIR` (target/tmp) and are
 //! removed at the end.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use base64::Engine;
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
-use strata::config::ServerConfig;
-use strata::erasure::DEFAULT_BLOCK_SIZE;
-use strata::object::{
-    BucketName, ListEntry, ListQuery, ObjectKey, ObjectRecord, ObjectStore, PutOptions,
-};
-use strata::storage::{MetaOp, MetaTable};
+use percent_encoding::utf8_percent_encode;
+use strata::object::{ListEntry, ListQuery, ObjectStore};
 
-const DATA: usize = 6;
-const PARITY: usize = 3;
+use common::fill::{fill, template};
+use common::request::{element, get};
+use common::server::{print_warnings, Server};
+use common::sigv4::QUERY_VALUE;
+use common::stats::Figures;
+use common::store::{bucket, open_store};
+use common::{env_or, DATA, PARITY};
+
 const BUCKET: &str = "bench";
-/// Holds the one object written by a real PUT, whose stored form the fill copies.
-const TEMPLATE_BUCKET: &str = "template";
-const TEMPLATE_KEY: &str = "empty";
-const USER: &str = "bench-admin";
-const PASSWORD: &str = "bench-password-0123456789";
-const REGION: &str = "us-east-1";
 const PAGE: usize = 1000;
-/// Keys per metadata transaction while filling.
-const FILL_BATCH: usize = 25_000;
 const SIZES: [usize; 3] = [10_000, 100_000, 1_000_000];
 /// Untimed pages before each scenario's timed ones.
 const WARM_UP: usize = 3;
@@ -61,26 +54,6 @@ const GOAL_MS: f64 = 20.0;
 const GOAL_RATIO: f64 = 1.5;
 const SHARDS: usize = 1024;
 const ANNOTATIONS: usize = 500;
-/// Format byte in front of every stored record (`src/object/record.rs`); checked against a
-/// record the server wrote before the fill uses it.
-const RECORD_VERSION: u8 = 1;
-/// SHA-256 of an empty payload, for `x-amz-content-sha256`.
-const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-/// Query values as SigV4 canonicalises them: everything but unreserved characters escaped.
-const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'_')
-    .remove(b'.')
-    .remove(b'~');
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    match std::env::var(name) {
-        Ok(v) => v
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={v:?} is not a number")),
-        Err(_) => default,
-    }
-}
 
 /// Key number `i` of the bucket; see the module comment for the layout.
 fn key(i: usize) -> String {
@@ -149,149 +122,6 @@ static SCENARIOS: [Scenario; 5] = [
     },
 ];
 
-/// Median and 90th percentile of page times, in milliseconds.
-#[derive(Clone, Copy)]
-struct Figures {
-    median: f64,
-    p90: f64,
-}
-
-impl Figures {
-    fn of(mut ms: Vec<f64>) -> Self {
-        ms.sort_by(f64::total_cmp);
-        let at = |q: f64| ms[((ms.len() - 1) as f64 * q).round() as usize];
-        Figures {
-            median: at(0.5),
-            p90: at(0.9),
-        }
-    }
-}
-
-fn config(drives: &[PathBuf]) -> ServerConfig {
-    ServerConfig {
-        address: "127.0.0.1:0".parse().expect("address"),
-        drives: drives.to_vec(),
-        data_shards: DATA,
-        parity_shards: PARITY,
-        block_size: DEFAULT_BLOCK_SIZE,
-        root_user: USER.into(),
-        root_password: PASSWORD.into(),
-        default_credentials: false,
-        region: REGION.into(),
-        domain: None,
-        stale_upload_expiry: Duration::from_secs(3600),
-        stale_upload_scan: Duration::from_secs(3600),
-        healing: Default::default(),
-        listener: Default::default(),
-        metrics: Default::default(),
-        limits: Default::default(),
-        lifecycle: Default::default(),
-    }
-}
-
-/// The store opened in-process over the drives, the way the server opens it. It must be
-/// dropped before the server starts: each drive's database admits one process.
-fn open_store(drives: &[PathBuf]) -> Arc<ObjectStore> {
-    let deployment = strata::deployment::open(&config(drives)).expect("drives open");
-    assert_eq!(
-        deployment.sets.len(),
-        1,
-        "the fill places every key in set 0"
-    );
-    ObjectStore::new(deployment.sets, &deployment.id)
-}
-
-fn bucket(name: &str) -> BucketName {
-    BucketName::parse(name).expect("valid bucket name")
-}
-
-/// Database key of an object (`src/object/record.rs`): bucket, NUL, key.
-fn object_key(bucket: &str, key: &str) -> Vec<u8> {
-    [bucket.as_bytes(), &[0], key.as_bytes()].concat()
-}
-
-/// Database key of an inline object's chunk: the object key, NUL, the data id.
-fn inline_key(bucket: &str, key: &str, data_id: uuid::Uuid) -> Vec<u8> {
-    [object_key(bucket, key).as_slice(), &[0], data_id.as_bytes()].concat()
-}
-
-fn encode(record: &ObjectRecord) -> Vec<u8> {
-    let mut out = vec![RECORD_VERSION];
-    out.extend(rmp_serde::to_vec_named(record).expect("record serialises"));
-    out
-}
-
-/// Creates the buckets and PUTs one empty object for real; returns its record, after checking
-/// that this file writes records and keys byte for byte as the store does.
-async fn template(store: &ObjectStore) -> ObjectRecord {
-    for name in [BUCKET, TEMPLATE_BUCKET] {
-        store.create_bucket(&bucket(name)).await.expect("bucket");
-    }
-    let empty: strata::body::ByteStream = Box::pin(futures::stream::empty());
-    let key = ObjectKey::parse(TEMPLATE_KEY).expect("valid key");
-    store
-        .put_object(&bucket(TEMPLATE_BUCKET), &key, empty, PutOptions::default())
-        .await
-        .expect("PUT of the template");
-    let drive = &store.sets()[0].drives()[0];
-    let stored = drive
-        .meta_get(
-            MetaTable::Objects,
-            object_key(TEMPLATE_BUCKET, TEMPLATE_KEY),
-        )
-        .await
-        .expect("drive answers")
-        .expect("the object key layout matches the store's");
-    let record: ObjectRecord = rmp_serde::from_slice(&stored[1..]).expect("record decodes");
-    assert!(
-        encode(&record) == stored,
-        "the record encoding changed: update encode() in benches/list.rs"
-    );
-    assert!(record.inline && record.size == 0 && record.superseded.is_none());
-    let chunk = drive
-        .meta_get(
-            MetaTable::Inline,
-            inline_key(TEMPLATE_BUCKET, TEMPLATE_KEY, record.data_id),
-        )
-        .await
-        .expect("drive answers")
-        .expect("the inline key layout matches the store's");
-    assert!(chunk.is_empty(), "an empty object has empty inline chunks");
-    record
-}
-
-/// Puts keys `0..count` in the bucket on every drive, `FILL_BATCH` keys per transaction.
-async fn fill(store: &ObjectStore, template: &ObjectRecord, count: usize) {
-    let drives = store.sets()[0].drives();
-    let mut start = 0;
-    while start < count {
-        let end = (start + FILL_BATCH).min(count);
-        // Sorted, so each transaction inserts in key order.
-        let mut keys: Vec<String> = (start..end).map(key).collect();
-        keys.sort_unstable();
-        let mut ops = Vec::with_capacity(2 * keys.len());
-        for key in &keys {
-            let mut record = template.clone();
-            record.data_id = uuid::Uuid::now_v7();
-            ops.push(MetaOp::Put {
-                table: MetaTable::Inline,
-                key: inline_key(BUCKET, key, record.data_id),
-                value: Vec::new(),
-            });
-            ops.push(MetaOp::Put {
-                table: MetaTable::Objects,
-                key: object_key(BUCKET, key),
-                value: encode(&record),
-            });
-        }
-        let applied = futures::future::join_all(drives.iter().map(|d| d.meta_apply(ops.clone())));
-        for result in applied.await {
-            result.expect("fill transaction");
-        }
-        start = end;
-    }
-}
-
 /// One page through `ObjectStore::list_objects`, checked; returns its time.
 async fn page_in_process(store: &ObjectStore, scenario: &Scenario) -> Duration {
     let query = ListQuery {
@@ -314,72 +144,6 @@ async fn page_in_process(store: &ObjectStore, scenario: &Scenario) -> Duration {
         scenario.name
     );
     elapsed
-}
-
-/// The server child; stopped on drop, also when the bench panics.
-struct Server {
-    child: Child,
-    endpoint: String,
-}
-
-impl Server {
-    fn start(drives: &[PathBuf]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-            .args(["server", "--address", "127.0.0.1:0"])
-            .args(drives)
-            .env("STRATA_ROOT_USER", USER)
-            .env("STRATA_ROOT_PASSWORD", PASSWORD)
-            // Warnings only, except the `listening on` line of `strata::server`.
-            .env("STRATA_LOG", "warn,strata::server=info")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn strata");
-        let (tx, rx) = std::sync::mpsc::channel();
-        let stderr = child.stderr.take().expect("piped stderr");
-        // Keeps draining stderr after the address is known: a full pipe would block the server.
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some((_, rest)) = line.split_once("listening on http://") {
-                    let addr = rest.split_whitespace().next().unwrap_or_default();
-                    let _ = tx.send(addr.to_string());
-                } else if !line.contains(" INFO ") {
-                    eprintln!("[strata] {line}");
-                }
-            }
-        });
-        // Guarded before waiting, so a server that never announces itself is killed too.
-        let mut server = Server {
-            child,
-            endpoint: String::new(),
-        };
-        let addr = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("server announces `listening on http://ADDR`");
-        server.endpoint = format!("http://{addr}");
-        server
-    }
-}
-
-impl Drop for Server {
-    /// SIGTERM first: a killed server leaves its databases to be repaired at the next open,
-    /// which at 1M keys takes longer than the listing figures.
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// The URL of a ListObjectsV2 page, query values escaped as SigV4 expects.
@@ -406,64 +170,12 @@ fn list_url(endpoint: &str, scenario: &Scenario) -> String {
     format!("{endpoint}/{BUCKET}?{}", query.join("&"))
 }
 
-/// SigV4 headers for a GET of `url` with an empty body, signed now.
-fn sign_get(url: &str) -> Vec<(String, String)> {
-    use aws_sigv4::http_request::{
-        sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest,
-        SigningSettings, UriPathNormalizationMode,
-    };
-    let identity =
-        aws_credential_types::Credentials::new(USER, PASSWORD, None, None, "bench").into();
-    let mut settings = SigningSettings::default();
-    settings.percent_encoding_mode = PercentEncodingMode::Single;
-    settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
-    settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
-    let params = aws_sigv4::sign::v4::SigningParams::builder()
-        .identity(&identity)
-        .region(REGION)
-        .name("s3")
-        .time(SystemTime::now())
-        .settings(settings)
-        .build()
-        .expect("signing params")
-        .into();
-    let request = SignableRequest::new(
-        "GET",
-        url,
-        std::iter::empty(),
-        SignableBody::Precomputed(EMPTY_SHA256.to_string()),
-    )
-    .expect("signable request");
-    let (instructions, _) = sign(request, &params).expect("sign").into_parts();
-    instructions
-        .headers()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-/// Text of the first `<tag>...</tag>` of a document.
-fn element<'a>(xml: &'a str, tag: &str) -> Option<&'a str> {
-    let open = format!("<{tag}>");
-    let start = xml.find(&open)? + open.len();
-    let end = xml[start..].find(&format!("</{tag}>"))? + start;
-    Some(&xml[start..end])
-}
-
 /// One signed ListObjectsV2 page over HTTP, body read whole and checked; returns its time
 /// (signing included: a client pays it too).
 async fn page_http(client: &reqwest::Client, endpoint: &str, scenario: &Scenario) -> Duration {
     let url = list_url(endpoint, scenario);
-    let start = Instant::now();
-    let mut request = client.get(&url);
-    for (name, value) in sign_get(&url) {
-        request = request.header(name, value);
-    }
-    let response = request.send().await.expect("ListObjectsV2 request");
-    let status = response.status();
-    let body = response.bytes().await.expect("ListObjectsV2 body");
-    let elapsed = start.elapsed();
+    let (body, span) = get(client, &url).await;
     let xml = String::from_utf8_lossy(&body);
-    assert!(status.is_success(), "{}: {status} {xml}", scenario.name);
     assert_eq!(element(&xml, "KeyCount"), Some("1000"), "{}", scenario.name);
     assert_eq!(
         element(&xml, "IsTruncated"),
@@ -476,7 +188,7 @@ async fn page_http(client: &reqwest::Client, endpoint: &str, scenario: &Scenario
         false => element(&xml, "Contents").and_then(|c| element(c, "Key")),
     };
     assert_eq!(first, Some(scenario.first), "{}", scenario.name);
-    elapsed
+    span.elapsed()
 }
 
 /// Median and 90th percentile, per scenario, of each size.
@@ -504,7 +216,7 @@ where
             }
         }
         for (size, times) in ms.into_iter().enumerate() {
-            table[size].push(Figures::of(times));
+            table[size].push(Figures::of(&times));
         }
     }
     table
@@ -558,20 +270,12 @@ fn main() {
     if sizes.last() != Some(&max) {
         sizes.push(max);
     }
-    // Under target/tmp, on the repository's disk (/tmp may be tmpfs); removed on drop, after
-    // the servers are gone.
-    let dir = tempfile::Builder::new()
-        .prefix("list-bench-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("temp folder");
+    // Removed on drop, after the servers are gone.
+    let dir = common::temp_dir("list-bench-");
     // One deployment per size, all measured side by side.
     let deployments: Vec<Vec<PathBuf>> = sizes
         .iter()
-        .map(|size| {
-            (1..=DATA + PARITY)
-                .map(|i| dir.path().join(format!("{}/d{i}", thousands(*size))))
-                .collect()
-        })
+        .map(|size| common::drives(&dir.path().join(thousands(*size))))
         .collect();
     println!(
         "ListObjectsV2 pages of {PAGE} over buckets of {} keys, each in its own {DATA}+{PARITY} \
@@ -592,9 +296,9 @@ fn main() {
         let mut stores = Vec::new();
         for (size, drives) in sizes.iter().zip(&deployments) {
             let store = open_store(drives);
-            let template = template(&store).await;
+            let template = template(&store, &[BUCKET]).await;
             let start = Instant::now();
-            fill(&store, &template, *size).await;
+            fill(&store, &template, BUCKET, *size, key).await;
             let took = start.elapsed();
             println!(
                 "filled {} keys in {:.1} s ({:.0} keys/s)",
@@ -614,7 +318,10 @@ fn main() {
     // Closes the databases for the servers.
     drop(stores);
 
-    let servers: Vec<Server> = deployments.iter().map(|d| Server::start(d)).collect();
+    let servers: Vec<Server> = deployments
+        .iter()
+        .map(|d| Server::start(d, &[], print_warnings))
+        .collect();
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(120))
         .build()

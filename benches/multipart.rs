@@ -8,10 +8,11 @@
 //! STRATA_BENCH_RUNS (upload/raw pairs, 3). The `summary:` lines are medians over the runs.
 //! MB/s are 10^6 bytes of user data per second.
 
+mod common;
+
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,29 +26,19 @@ use bytes::Bytes;
 use rand::{Rng, RngCore};
 use tokio::sync::Semaphore;
 
+use common::server::Server;
+use common::{env_or, DATA, PARITY, PASSWORD, REGION, USER};
+
 const MIB: usize = 1 << 20;
 const GIB: f64 = (1u64 << 30) as f64;
-const DATA: usize = 6;
-const PARITY: usize = 3;
 /// Write size of the raw-disk baseline (dd-like).
 const RAW_WRITE: usize = 4 * MIB;
 /// Bytes at the start of each part that carry its number, so no two parts are equal.
 const PREFIX: usize = 8;
 const BUCKET: &str = "bench";
 const KEY: &str = "checkpoints/model.safetensors";
-const USER: &str = "bench-admin";
-const PASSWORD: &str = "bench-password-0123456789";
 const RSS_GOAL: u64 = 512 * MIB as u64;
 const RATIO_GOAL: f64 = 0.70;
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    match std::env::var(name) {
-        Ok(v) => v
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={v:?} is not a number")),
-        Err(_) => default,
-    }
-}
 
 /// The object: `size` bytes cut into parts of `part` bytes (the last may be shorter). Every
 /// part is `base` with its first `PREFIX` bytes replaced by the part number.
@@ -85,65 +76,7 @@ impl Layout {
     }
 }
 
-/// The server child; killed on drop, also when the bench panics.
-struct Server {
-    child: Child,
-    endpoint: String,
-}
-
-impl Server {
-    fn start(drives: &[PathBuf]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-            .args(["server", "--address", "127.0.0.1:0"])
-            .args(drives)
-            .env("STRATA_ROOT_USER", USER)
-            .env("STRATA_ROOT_PASSWORD", PASSWORD)
-            // Warnings only, except the startup lines of `strata::server`: the `listening on`
-            // line is logged at info level.
-            .env("STRATA_LOG", "warn,strata::server=info")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn strata");
-        let (tx, rx) = std::sync::mpsc::channel();
-        let stderr = child.stderr.take().expect("piped stderr");
-        // Keeps draining stderr after the address is known: a full pipe would block the server.
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                eprintln!("[strata] {line}");
-                if let Some((_, rest)) = line.split_once("listening on http://") {
-                    let addr = rest.split_whitespace().next().unwrap_or_default();
-                    let _ = tx.send(addr.to_string());
-                }
-            }
-        });
-        // Guarded before waiting, so a server that never announces itself is killed too.
-        let mut server = Server {
-            child,
-            endpoint: String::new(),
-        };
-        let addr = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("server announces `listening on http://ADDR`");
-        server.endpoint = format!("http://{addr}");
-        server
-    }
-
-    /// A line of /proc/<pid>/status in bytes (`VmRSS`, `VmHWM`).
-    fn status_bytes(&self, field: &str) -> u64 {
-        status_bytes(self.child.id(), field)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
+/// A line of /proc/<pid>/status in bytes (`VmRSS`, `VmHWM`); 0 if it cannot be read.
 fn status_bytes(pid: u32, field: &str) -> u64 {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
@@ -169,7 +102,7 @@ fn client(endpoint: &str) -> Client {
     let config = aws_sdk_s3::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .http_client(aws_smithy_http_client::Builder::new().build_http())
-        .region(Region::new("us-east-1"))
+        .region(Region::new(REGION))
         .endpoint_url(endpoint)
         .force_path_style(true)
         .credentials_provider(Credentials::new(USER, PASSWORD, None, None, "bench"))
@@ -354,17 +287,13 @@ fn main() {
         part: part_mib * MIB,
         base: base.into(),
     });
-    // Under target/tmp, on the repository's disk (/tmp may be tmpfs); removed on drop, after
-    // the server (declared later, so dropped first) is killed.
-    let dir = tempfile::Builder::new()
-        .prefix("multipart-bench-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("temp folder");
-    let drives: Vec<PathBuf> = (1..=DATA + PARITY)
-        .map(|i| dir.path().join(format!("d{i}")))
-        .collect();
-    let server = Server::start(&drives);
-    let pid = server.child.id();
+    // Removed on drop, after the server (declared later, so dropped first) is stopped.
+    let dir = common::temp_dir("multipart-bench-");
+    // Everything the server logs, its startup lines too.
+    let server = Server::start(&common::drives(dir.path()), &[], |line| {
+        eprintln!("[strata] {line}")
+    });
+    let pid = server.pid();
     let command = format!(
         "STRATA_BENCH_GIB={gib} STRATA_BENCH_PARALLEL={parallel} STRATA_BENCH_PART_MIB={part_mib} \
          STRATA_BENCH_RUNS={runs} cargo bench --bench multipart"
@@ -421,7 +350,7 @@ fn main() {
         complete.push(u.complete.as_secs_f64() * 1e3);
         max_rss = max_rss.max(u.max_rss);
     }
-    let hwm = server.status_bytes("VmHWM");
+    let hwm = status_bytes(pid, "VmHWM");
     let ratio = median(&mut ratio);
     let ceiling = median(&mut raw);
     println!("command: {command}");

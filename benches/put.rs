@@ -13,6 +13,8 @@
 //! Run: `cargo bench --bench put`. The `summary:` lines at the end are medians of 5 runs, each
 //! run of the pipeline alternating with a run of its baseline on this shared, noisy machine.
 
+mod common;
+
 use std::fs::{self, File};
 use std::hint::black_box;
 use std::io::Write;
@@ -24,19 +26,19 @@ use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throug
 use futures::future::join_all;
 use rand::RngCore;
 use strata::body::ByteStream;
-use strata::config::ServerConfig;
-use strata::erasure::DEFAULT_BLOCK_SIZE;
 use strata::object::{BucketName, ObjectKey, ObjectStore, PutOptions};
 use tempfile::TempDir;
 use tokio::runtime::Runtime;
+
+use common::stats::median;
+use common::store::{bucket, open_store};
+use common::{DATA, PARITY};
 
 const OBJECT: usize = 256 << 20;
 /// Body chunk size, as a network read would hand them over.
 const CHUNK: usize = 64 << 10;
 /// Write size of the raw-disk baseline.
 const RAW_WRITE: usize = 4 << 20;
-const DATA: usize = 6;
-const PARITY: usize = 3;
 /// Summary runs per figure: 5 rather than 7 keeps `cargo bench --bench put` under 3 minutes.
 const RUNS: usize = 5;
 
@@ -52,34 +54,9 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Self {
-        let dir = tempfile::Builder::new()
-            .prefix("put-bench-")
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-            .expect("temp folder");
-        let config = ServerConfig {
-            address: "127.0.0.1:0".parse().expect("address"),
-            drives: (1..=DATA + PARITY)
-                .map(|i| dir.path().join(format!("d{i}")))
-                .collect(),
-            data_shards: DATA,
-            parity_shards: PARITY,
-            block_size: DEFAULT_BLOCK_SIZE,
-            root_user: "bench".into(),
-            root_password: "bench-password".into(),
-            default_credentials: false,
-            region: "us-east-1".into(),
-            domain: None,
-            stale_upload_expiry: Duration::from_secs(3600),
-            stale_upload_scan: Duration::from_secs(3600),
-            healing: Default::default(),
-            listener: Default::default(),
-            metrics: Default::default(),
-            limits: Default::default(),
-            lifecycle: Default::default(),
-        };
-        let deployment = strata::deployment::open(&config).expect("drives open");
-        let store = ObjectStore::new(deployment.sets, &deployment.id);
-        let bucket = BucketName::parse("bench").expect("valid name");
+        let dir = common::temp_dir("put-bench-");
+        let store = open_store(&common::drives(dir.path()));
+        let bucket = bucket("bench");
         // Multi-threaded like the server: one worker per core, blocking pool for drive I/O.
         let runtime = Runtime::new().expect("runtime starts");
         runtime
@@ -192,11 +169,6 @@ fn gbps(bytes: usize, time: Duration) -> f64 {
     bytes as f64 / time.as_secs_f64() / 1e9
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 fn put(c: &mut Criterion) {
     let f = Fixture::new();
     let mut group = c.benchmark_group("put_256MiB");
@@ -237,9 +209,9 @@ fn put(c: &mut Criterion) {
     }
     println!(
         "summary: 1 PUT {:.3} GB/s | MD5 alone {:.3} GB/s | PUT/MD5 {:.2} (goal >= 0.9)",
-        median(&mut put),
-        median(&mut md5),
-        median(&mut ratio)
+        median(&put),
+        median(&md5),
+        median(&ratio)
     );
     for n in [2, 4] {
         let (mut put, mut disk, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
@@ -250,13 +222,13 @@ fn put(c: &mut Criterion) {
             disk.push(d);
             ratio.push(p / user_ceiling(d));
         }
-        let disk = median(&mut disk);
+        let disk = median(&disk);
         println!(
             "summary: {n} concurrent PUTs {:.3} GB/s aggregate | raw disk write {disk:.3} GB/s \
              = ceiling {:.3} GB/s of user data | PUT/ceiling {:.2} (goal >= 0.8)",
-            median(&mut put),
+            median(&put),
             user_ceiling(disk),
-            median(&mut ratio)
+            median(&ratio)
         );
     }
 }
