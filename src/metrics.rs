@@ -324,46 +324,53 @@ impl Metrics {
             );
         }
 
-        let rule_counter = |registry: &mut Registry, name: &str, help: &str| {
-            let family = Family::<RuleLabels, Counter>::default();
-            registry.register(name, help, family.clone());
-            family
-        };
-        let expired = rule_counter(
-            &mut registry,
-            "strata_lifecycle_expired",
-            "Objects the lifecycle scanner expired, by bucket and rule",
-        );
-        let aborted = rule_counter(
-            &mut registry,
-            "strata_lifecycle_uploads_aborted",
-            "Incomplete multipart uploads the lifecycle scanner aborted, by bucket and rule",
-        );
-        let skipped = rule_counter(
-            &mut registry,
-            "strata_lifecycle_transitions_skipped",
-            "Transitions due but not done (no tier of that storage class), by bucket and rule",
-        );
-        let versions_removed = rule_counter(
-            &mut registry,
-            "strata_lifecycle_versions_removed",
-            "Noncurrent versions the lifecycle scanner removed, by bucket and rule",
-        );
-        let markers_removed = rule_counter(
-            &mut registry,
-            "strata_lifecycle_delete_markers_removed",
-            "Expired delete markers the lifecycle scanner removed, by bucket and rule",
-        );
-        let transitioned = rule_counter(
-            &mut registry,
-            "strata_lifecycle_transitioned",
-            "Object versions the lifecycle scanner moved to a tier, by bucket and rule",
-        );
-        let transitions_failed = rule_counter(
-            &mut registry,
-            "strata_lifecycle_transitions_failed",
-            "Transitions that failed (a tier unreachable) and are retried, by bucket and rule",
-        );
+        use crate::lifecycle::engine::RuleActivity;
+        // One counter per kind of lifecycle action, by bucket and rule.
+        let rule_counts: [(&str, &str, fn(&RuleActivity) -> u64); 7] = [
+            (
+                "strata_lifecycle_expired",
+                "Objects the lifecycle scanner expired, by bucket and rule",
+                |a| a.expired,
+            ),
+            (
+                "strata_lifecycle_uploads_aborted",
+                "Incomplete multipart uploads the lifecycle scanner aborted, by bucket and rule",
+                |a| a.uploads_aborted,
+            ),
+            (
+                "strata_lifecycle_transitions_skipped",
+                "Transitions due but not done (no tier of that storage class), by bucket and rule",
+                |a| a.transitions_skipped,
+            ),
+            (
+                "strata_lifecycle_versions_removed",
+                "Noncurrent versions the lifecycle scanner removed, by bucket and rule",
+                |a| a.versions_removed,
+            ),
+            (
+                "strata_lifecycle_delete_markers_removed",
+                "Expired delete markers the lifecycle scanner removed, by bucket and rule",
+                |a| a.markers_removed,
+            ),
+            (
+                "strata_lifecycle_transitioned",
+                "Object versions the lifecycle scanner moved to a tier, by bucket and rule",
+                |a| a.transitioned,
+            ),
+            (
+                "strata_lifecycle_transitions_failed",
+                "Transitions that failed (a tier unreachable) and are retried, by bucket and rule",
+                |a| a.transitions_failed,
+            ),
+        ];
+        let rule_families: Vec<_> = rule_counts
+            .iter()
+            .map(|(name, help, count)| {
+                let family = Family::<RuleLabels, Counter>::default();
+                registry.register(*name, *help, family.clone());
+                (family, count)
+            })
+            .collect();
         let last_scan = Family::<BucketLabels, Gauge<f64, AtomicU64>>::default();
         registry.register(
             "strata_lifecycle_last_scan_timestamp_seconds",
@@ -382,25 +389,9 @@ impl Metrics {
                     bucket: bucket.clone(),
                     rule: rule.clone(),
                 };
-                expired.get_or_create(&labels).inc_by(counts.expired);
-                aborted
-                    .get_or_create(&labels)
-                    .inc_by(counts.uploads_aborted);
-                skipped
-                    .get_or_create(&labels)
-                    .inc_by(counts.transitions_skipped);
-                versions_removed
-                    .get_or_create(&labels)
-                    .inc_by(counts.versions_removed);
-                markers_removed
-                    .get_or_create(&labels)
-                    .inc_by(counts.markers_removed);
-                transitioned
-                    .get_or_create(&labels)
-                    .inc_by(counts.transitioned);
-                transitions_failed
-                    .get_or_create(&labels)
-                    .inc_by(counts.transitions_failed);
+                for (family, count) in &rule_families {
+                    family.get_or_create(&labels).inc_by(count(counts));
+                }
             }
             if let Some(at) = activity.last_scan_ms {
                 let labels = BucketLabels {
