@@ -97,6 +97,13 @@ pub struct Metrics {
     heal: Mutex<HealTotals>,
 }
 
+/// A lifecycle counter: its name, its help, and what it counts of a rule's activity.
+type RuleCount = (
+    &'static str,
+    &'static str,
+    fn(&crate::lifecycle::engine::RuleActivity) -> u64,
+);
+
 impl Metrics {
     pub fn new(config: &MetricsConfig, usage: Arc<Usage>) -> Self {
         let mut registry = Registry::default();
@@ -324,9 +331,8 @@ impl Metrics {
             );
         }
 
-        use crate::lifecycle::engine::RuleActivity;
         // One counter per kind of lifecycle action, by bucket and rule.
-        let rule_counts: [(&str, &str, fn(&RuleActivity) -> u64); 7] = [
+        let rule_counts: [RuleCount; 7] = [
             (
                 "strata_lifecycle_expired",
                 "Objects the lifecycle scanner expired, by bucket and rule",
