@@ -98,6 +98,20 @@ fn heal_passes(server: &TestServer) -> usize {
     server.log().matches("heal pass done").count()
 }
 
+/// The disk at `drive` dies and an empty one takes its place while the server runs; returns
+/// once the heal pass that follows has finished.
+async fn replace_drive_and_heal(server: &TestServer, drive: &Path) {
+    std::fs::remove_dir_all(drive).unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    std::fs::create_dir_all(drive).unwrap();
+    eventually(
+        "the heal pass after the replacement",
+        Duration::from_secs(60),
+        || heal_passes(server) >= 1,
+    )
+    .await;
+}
+
 fn fast_checks() -> ServerOptions {
     ServerOptions {
         env: vec![("STRATA_DRIVE_CHECK_SECS".into(), "1".into())],
@@ -142,15 +156,7 @@ async fn a_wiped_drive_is_formatted_into_place_and_rebuilt_while_serving() {
     assert!(!before.is_empty());
 
     // The disk dies and an empty one takes its place, with the server running.
-    std::fs::remove_dir_all(&wiped).unwrap();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    std::fs::create_dir_all(&wiped).unwrap();
-    eventually(
-        "the heal pass after the replacement",
-        Duration::from_secs(60),
-        || heal_passes(&server) >= 1,
-    )
-    .await;
+    replace_drive_and_heal(&server, &wiped).await;
     assert_eq!(
         shard_hashes(&wiped),
         before,
@@ -373,15 +379,7 @@ async fn every_version_and_delete_marker_is_rebuilt_on_a_wiped_drive() {
 
     let wiped = server.drives()[4].clone();
     let before = shard_hashes(&wiped);
-    std::fs::remove_dir_all(&wiped).unwrap();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    std::fs::create_dir_all(&wiped).unwrap();
-    eventually(
-        "the heal pass after the replacement",
-        Duration::from_secs(60),
-        || heal_passes(&server) >= 1,
-    )
-    .await;
+    replace_drive_and_heal(&server, &wiped).await;
     assert_eq!(
         shard_hashes(&wiped),
         before,

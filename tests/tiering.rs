@@ -87,6 +87,15 @@ async fn start_tiered() -> Tiered {
     }
 }
 
+impl Tiered {
+    async fn new_bucket(&self, prefix: &str) -> (Client, String) {
+        let client = self.server.client();
+        let bucket = unique_bucket(prefix);
+        create_bucket(&client, &bucket).await;
+        (client, bucket)
+    }
+}
+
 /// Puts lifecycle rules written as the aws CLI's JSON, through `strata admin lifecycle set`
 /// (which sends them as S3 XML).
 fn set_rules(server: &TestServer, bucket: &str, rules_json: &str) {
@@ -176,9 +185,7 @@ async fn assert_reads(client: &Client, bucket: &str, key: &str, want: &[u8], sta
 #[tokio::test]
 async fn objects_age_from_hot_to_warm_to_cold_to_expired_and_read_back_identical() {
     let tiered = start_tiered().await;
-    let client = tiered.server.client();
-    let bucket = unique_bucket("tiers");
-    create_bucket(&client, &bucket).await;
+    let (client, bucket) = tiered.new_bucket("tiers").await;
     set_rules(
         &tiered.server,
         &bucket,
@@ -196,6 +203,9 @@ async fn objects_age_from_hot_to_warm_to_cold_to_expired_and_read_back_identical
     let data = payload(3 * MIB + 12_345, 7);
     let etag = put(&client, &bucket, "ckpt/step-1000.bin", &data).await;
     put(&client, &bucket, "keep/notes.bin", &data).await;
+    // Small objects live in the metadata records: moving them would save nothing.
+    let small = payload(100 * KIB, 8);
+    put(&client, &bucket, "ckpt/small.json", &small).await;
     let meta = client
         .head_object()
         .bucket(&bucket)
@@ -247,6 +257,14 @@ async fn objects_age_from_hot_to_warm_to_cold_to_expired_and_read_back_identical
         9,
         "one object's shards, one per drive, stay hot"
     );
+    assert_eq!(
+        storage_class(&client, &bucket, "ckpt/small.json")
+            .await
+            .as_deref(),
+        Some("STANDARD"),
+        "an object of 128 KiB or less is not transitioned"
+    );
+    assert_object(&client, &bucket, "ckpt/small.json", &small).await;
 
     wait_for_class(
         &client,
@@ -309,9 +327,7 @@ async fn objects_age_from_hot_to_warm_to_cold_to_expired_and_read_back_identical
 #[tokio::test]
 async fn deleting_a_tiered_object_removes_the_tier_copy_and_a_down_tier_loses_nothing() {
     let tiered = start_tiered().await;
-    let client = tiered.server.client();
-    let bucket = unique_bucket("tiers-del");
-    create_bucket(&client, &bucket).await;
+    let (client, bucket) = tiered.new_bucket("tiers-del").await;
     set_rules(
         &tiered.server,
         &bucket,
@@ -414,9 +430,7 @@ async fn deleting_a_tiered_object_removes_the_tier_copy_and_a_down_tier_loses_no
 async fn noncurrent_versions_move_to_a_tier_and_go_with_their_version() {
     use aws_sdk_s3::types::BucketVersioningStatus;
     let tiered = start_tiered().await;
-    let client = tiered.server.client();
-    let bucket = unique_bucket("tiers-versions");
-    create_bucket(&client, &bucket).await;
+    let (client, bucket) = tiered.new_bucket("tiers-versions").await;
     set_versioning(&client, &bucket, BucketVersioningStatus::Enabled).await;
     set_rules(
         &tiered.server,

@@ -72,8 +72,4 @@ impl Tiers {
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.by_name.keys().map(String::as_str)
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
-    }
 }
