@@ -163,21 +163,12 @@ impl ObjectStore {
             Err(e) => return Err(e),
         };
         report.bytes_checked = version.size;
-        let dir = DataDir {
-            bucket_id: bucket_record.id.clone(),
-            data_id: version.data_id,
-        };
         let online: Vec<bool> = records.iter().map(|r| r.is_ok()).collect();
         let record_ok: Vec<bool> = records
             .iter()
             .map(|r| matches!(r, Ok(Some(held)) if held.same_version(&version)))
             .collect();
-        let DataHeal {
-            staging,
-            inline_chunks,
-            data_ok,
-            rebuilt_on,
-        } = heal_data(
+        let heal = heal_data(
             set,
             &bucket_record,
             key,
@@ -188,7 +179,7 @@ impl ObjectStore {
         )
         .await?;
         let targets: Vec<bool> = (0..online.len())
-            .map(|i| online[i] && (!record_ok[i] || !data_ok[i]))
+            .map(|i| online[i] && (!record_ok[i] || !heal.data_ok[i]))
             .collect();
         if !targets.contains(&true) {
             return Ok(report);
@@ -203,40 +194,26 @@ impl ObjectStore {
         );
         if !still_current {
             drop(guard);
-            set.remove_staged(staging).await;
+            set.remove_staged(heal.staging).await;
             return Ok(report);
         }
         let mut healed = version.clone();
         healed.superseded = None;
-        let results = join_all(set.drives().iter().enumerate().map(|(i, drive)| {
-            let (healed, dir, inline_chunks, targets, rebuilt_on) =
-                (&healed, &dir, &inline_chunks, &targets, &rebuilt_on);
-            let db_key = object_key(bucket.as_str(), key.as_str());
-            async move {
-                if !targets[i] {
-                    return false;
-                }
-                if rebuilt_on[i] && drive.commit_staged(staging, dir).await.is_err() {
-                    return false;
-                }
-                let mut ops = vec![MetaOp::Put {
-                    table: MetaTable::Objects,
-                    key: db_key,
-                    value: record::encode(healed),
-                }];
-                if let Some(chunks) = inline_chunks {
-                    ops.push(MetaOp::Put {
-                        table: MetaTable::Inline,
-                        key: inline_key(bucket.as_str(), key.as_str(), healed.data_id),
-                        value: chunks[i].to_vec(),
-                    });
-                }
-                drive.meta_apply(ops).await.is_ok()
-            }
-        }))
+        let record = vec![MetaOp::Put {
+            table: MetaTable::Objects,
+            key: object_key(bucket.as_str(), key.as_str()),
+            value: record::encode(&healed),
+        }];
+        let results = commit_healed(
+            set,
+            &bucket_record,
+            key,
+            &targets,
+            &[(&healed, heal)],
+            record,
+        )
         .await;
         drop(guard);
-        set.remove_staged(staging).await;
         report.records_repaired = results.iter().filter(|&&ok| ok).count() as u64;
         report.objects_healed = u64::from(report.records_repaired > 0);
         // What the healed drives held before, other than this version, is garbage now.
@@ -347,51 +324,26 @@ impl ObjectStore {
             return Ok(Some(report));
         }
         let db_key = object_key(&bucket_record.name, key.as_str());
-        let results = join_all(set.drives().iter().enumerate().map(|(i, drive)| {
-            let (healed, state, targets, db_key) = (&healed, &state, &targets, &db_key);
-            async move {
-                if !targets[i] {
-                    return false;
-                }
-                let mut ops = vec![MetaOp::Put {
-                    table: MetaTable::Versions,
-                    key: db_key.clone(),
-                    value: record::encode(state),
-                }];
-                ops.push(match newest {
-                    Some(newest) => MetaOp::Put {
-                        table: MetaTable::Objects,
-                        key: db_key.clone(),
-                        value: record::encode(newest),
-                    },
-                    None => MetaOp::Delete {
-                        table: MetaTable::Objects,
-                        key: db_key.clone(),
-                    },
-                });
-                for (version, heal) in healed {
-                    let dir = DataDir {
-                        bucket_id: bucket_record.id.clone(),
-                        data_id: version.data_id,
-                    };
-                    if heal.rebuilt_on[i] && drive.commit_staged(heal.staging, &dir).await.is_err()
-                    {
-                        return false;
-                    }
-                    if let Some(chunks) = &heal.inline_chunks {
-                        ops.push(MetaOp::Put {
-                            table: MetaTable::Inline,
-                            key: inline_key(&bucket_record.name, key.as_str(), version.data_id),
-                            value: chunks[i].to_vec(),
-                        });
-                    }
-                }
-                drive.meta_apply(ops).await.is_ok()
-            }
-        }))
-        .await;
+        let records = vec![
+            MetaOp::Put {
+                table: MetaTable::Versions,
+                key: db_key.clone(),
+                value: record::encode(&state),
+            },
+            match newest {
+                Some(newest) => MetaOp::Put {
+                    table: MetaTable::Objects,
+                    key: db_key,
+                    value: record::encode(newest),
+                },
+                None => MetaOp::Delete {
+                    table: MetaTable::Objects,
+                    key: db_key,
+                },
+            },
+        ];
+        let results = commit_healed(set, bucket_record, key, &targets, &healed, records).await;
         drop(guard);
-        remove_staging().await;
         report.records_repaired = results.iter().filter(|&&ok| ok).count() as u64;
         report.objects_healed = u64::from(report.records_repaired > 0);
         Ok(Some(report))
@@ -660,6 +612,50 @@ async fn heal_data(
         data_ok,
         rebuilt_on,
     })
+}
+
+/// Puts what a heal rebuilt on the `targets` drives: each version's rebuilt shard files move
+/// from staging into place, then `records` and the rebuilt inline chunks commit in one
+/// transaction per drive. Staging is removed afterwards. Returns which drives took it all.
+async fn commit_healed(
+    set: &ErasureSet,
+    bucket: &BucketRecord,
+    key: &ObjectKey,
+    targets: &[bool],
+    healed: &[(&ObjectRecord, DataHeal)],
+    records: Vec<MetaOp>,
+) -> Vec<bool> {
+    let results = join_all(set.drives().iter().enumerate().map(|(i, drive)| {
+        let records = records.clone();
+        async move {
+            if !targets[i] {
+                return false;
+            }
+            let mut ops = records;
+            for (version, heal) in healed {
+                let dir = DataDir {
+                    bucket_id: bucket.id.clone(),
+                    data_id: version.data_id,
+                };
+                if heal.rebuilt_on[i] && drive.commit_staged(heal.staging, &dir).await.is_err() {
+                    return false;
+                }
+                if let Some(chunks) = &heal.inline_chunks {
+                    ops.push(MetaOp::Put {
+                        table: MetaTable::Inline,
+                        key: inline_key(&bucket.name, key.as_str(), version.data_id),
+                        value: chunks[i].to_vec(),
+                    });
+                }
+            }
+            drive.meta_apply(ops).await.is_ok()
+        }
+    }))
+    .await;
+    for (_, heal) in healed {
+        set.remove_staged(heal.staging).await;
+    }
+    results
 }
 
 /// Keeps the sources that verified as good.
