@@ -350,6 +350,45 @@ async fn start_after_skips_keys() {
 }
 
 #[tokio::test]
+async fn a_start_before_the_prefix_lists_the_whole_prefix() {
+    let keys = ["a1", "a2/x", "b/1", "b/2", "b3", "c"];
+    let (client, bucket) = bucket_with_keys("startbefore", &keys).await;
+    for delimiter in [None, Some("/")] {
+        let out = ok(
+            client
+                .list_objects_v2()
+                .bucket(&bucket)
+                .prefix("b")
+                .start_after("a")
+                .set_delimiter(delimiter.map(str::to_string))
+                .send()
+                .await,
+            "ListObjectsV2 start-after before the prefix",
+        );
+        let want: &[&str] = match delimiter {
+            None => &["b/1", "b/2", "b3"],
+            Some(_) => &["b3"],
+        };
+        assert_eq!(keys_of(&out), strings(want), "delimiter {delimiter:?}");
+        let want_prefixes: &[&str] = if delimiter.is_some() { &["b/"] } else { &[] };
+        assert_eq!(prefixes_of(&out), strings(want_prefixes));
+        let out = ok(
+            client
+                .list_objects()
+                .bucket(&bucket)
+                .prefix("b")
+                .marker("a2")
+                .set_delimiter(delimiter.map(str::to_string))
+                .send()
+                .await,
+            "ListObjects marker before the prefix",
+        );
+        let keys: Vec<&str> = out.contents().iter().filter_map(|o| o.key()).collect();
+        assert_eq!(keys, want, "V1 marker, delimiter {delimiter:?}");
+    }
+}
+
+#[tokio::test]
 async fn max_keys_zero_returns_no_keys() {
     let (client, bucket) = bucket_with_keys("maxzero", &["a", "b"]).await;
     let out = ok(

@@ -14,8 +14,8 @@ use uuid::Uuid;
 
 use super::direct::DirectFile;
 use super::{
-    past_prefix, rolled_up_len, DataDir, DiskInfo, Drive, DriveError, Format, MetaOp, MetaTable,
-    ShardReader, ShardWriter,
+    past_prefix, rolled_up_len, scan_from, DataDir, DiskInfo, Drive, DriveError, Format, MetaOp,
+    MetaTable, ShardReader, ShardWriter,
 };
 
 const SYSTEM_DIR: &str = ".strata";
@@ -443,10 +443,11 @@ impl Drive for LocalDrive {
         self.blocking(move |_| {
             let txn = db.begin_read().map_err(db_err)?;
             let t = txn.open_table(table(which)).map_err(db_err)?;
+            let start = scan_from(start, &prefix);
             let start = match &start {
                 Bound::Included(k) => Bound::Included(k.as_slice()),
                 Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
-                Bound::Unbounded => Bound::Included(prefix.as_slice()),
+                Bound::Unbounded => Bound::Unbounded,
             };
             let mut out = Vec::new();
             for entry in t
@@ -476,10 +477,7 @@ impl Drive for LocalDrive {
         self.blocking(move |_| {
             let txn = db.begin_read().map_err(db_err)?;
             let t = txn.open_table(table(which)).map_err(db_err)?;
-            let mut from = match start {
-                Bound::Unbounded => Bound::Included(prefix.clone()),
-                start => start,
-            };
+            let mut from = scan_from(start, &prefix);
             let mut out = Vec::new();
             // One read transaction; each common prefix found re-seeks past its other keys.
             'seeks: loop {

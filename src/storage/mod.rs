@@ -183,6 +183,15 @@ pub fn rolled_up_len(key: &[u8], prefix_len: usize, delimiter: &[u8]) -> Option<
     Some(prefix_len + at + delimiter.len())
 }
 
+/// Where a scan of the keys under `prefix` from `start` begins: at `start`, or at the prefix
+/// when `start` sorts before it (the keys between them are not under the prefix).
+pub fn scan_from(start: Bound<Vec<u8>>, prefix: &[u8]) -> Bound<Vec<u8>> {
+    match start {
+        Bound::Included(ref key) | Bound::Excluded(ref key) if key.as_slice() >= prefix => start,
+        _ => Bound::Included(prefix.to_vec()),
+    }
+}
+
 /// The smallest key that sorts after every key starting with `prefix`; `None` if none does.
 pub fn past_prefix(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut next = prefix.to_vec();

@@ -32,8 +32,8 @@ use rand::{Rng, SeedableRng};
 use uuid::Uuid;
 
 use super::{
-    past_prefix, rolled_up_len, DataDir, Drive, DriveError, MetaOp, MetaTable, ShardReader,
-    ShardWriter,
+    past_prefix, rolled_up_len, scan_from, DataDir, Drive, DriveError, MetaOp, MetaTable,
+    ShardReader, ShardWriter,
 };
 
 /// What a crash keeps of the changes that were not durable yet.
@@ -659,10 +659,7 @@ impl Drive for SimDrive {
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
         self.read_call("meta_scan")?;
         let state = self.state();
-        let start = match start {
-            Bound::Unbounded => Bound::Included(prefix.clone()),
-            start => start,
-        };
+        let start = scan_from(start, &prefix);
         Ok(state.meta[table_index(table)]
             .range((start, Bound::Unbounded))
             .take_while(|(k, _)| k.starts_with(&prefix))
@@ -682,10 +679,7 @@ impl Drive for SimDrive {
         self.read_call("meta_scan_delimited")?;
         let state = self.state();
         let table = &state.meta[table_index(table)];
-        let mut from = match start {
-            Bound::Unbounded => Bound::Included(prefix.clone()),
-            start => start,
-        };
+        let mut from = scan_from(start, &prefix);
         let mut out = Vec::new();
         // Each common prefix found is returned once, and the scan jumps past its other keys.
         while out.len() < limit {
