@@ -12,6 +12,8 @@ use bytes::Bytes;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use uuid::Uuid;
 
+mod dir_index;
+
 use super::direct::DirectFile;
 use super::{
     past_prefix, rolled_up_len, scan_from, DataDir, DiskInfo, Drive, DriveError, Format, MetaOp,
@@ -98,6 +100,10 @@ impl LocalDrive {
         let txn = db.begin_write().map_err(db_err)?;
         for which in ALL_TABLES {
             txn.open_table(table(which)).map_err(db_err)?;
+            if let Some(built @ 1..) = dir_index::build_if_missing(&txn, which)? {
+                tracing::info!(drive = %root.display(), table = ?which, directories = built,
+                    "built the directory index of a database written before it existed");
+            }
         }
         txn.commit().map_err(db_err)?;
         Ok(Self {
@@ -399,11 +405,22 @@ impl Drive for LocalDrive {
                         value,
                     } => {
                         let mut t = txn.open_table(table(which)).map_err(db_err)?;
-                        t.insert(key.as_slice(), value.as_slice()).map_err(db_err)?;
+                        let existed = t
+                            .insert(key.as_slice(), value.as_slice())
+                            .map_err(db_err)?
+                            .is_some();
+                        if let Some(index) = dir_index::index_table(which) {
+                            let mut index = txn.open_table(index).map_err(db_err)?;
+                            dir_index::on_insert(&mut index, &key, &value, existed)?;
+                        }
                     }
                     MetaOp::Delete { table: which, key } => {
                         let mut t = txn.open_table(table(which)).map_err(db_err)?;
-                        t.remove(key.as_slice()).map_err(db_err)?;
+                        let removed = t.remove(key.as_slice()).map_err(db_err)?.is_some();
+                        if let (true, Some(index)) = (removed, dir_index::index_table(which)) {
+                            let mut index = txn.open_table(index).map_err(db_err)?;
+                            dir_index::on_remove(&t, &mut index, &key)?;
+                        }
                     }
                     MetaOp::DeletePrefix {
                         table: which,
@@ -416,8 +433,15 @@ impl Drive for LocalDrive {
                             .map_while(|entry| entry.ok().map(|(k, _)| k.value().to_vec()))
                             .take_while(|k| k.starts_with(&prefix))
                             .collect();
+                        let mut index = match dir_index::index_table(which) {
+                            Some(index) => Some(txn.open_table(index).map_err(db_err)?),
+                            None => None,
+                        };
                         for key in keys {
                             t.remove(key.as_slice()).map_err(db_err)?;
+                            if let Some(index) = &mut index {
+                                dir_index::on_remove(&t, index, &key)?;
+                            }
                         }
                     }
                 }
@@ -477,7 +501,17 @@ impl Drive for LocalDrive {
         self.blocking(move |_| {
             let txn = db.begin_read().map_err(db_err)?;
             let t = txn.open_table(table(which)).map_err(db_err)?;
-            let mut from = scan_from(start, &prefix);
+            let start = scan_from(start, &prefix);
+            if let (true, Some(index)) =
+                (dir_index::serves(&delimiter), dir_index::index_table(which))
+            {
+                let index = txn.open_table(index).map_err(db_err)?;
+                let found = dir_index::scan_subdirectories(&t, &index, &start, &prefix, limit)?;
+                if let Some(found) = found {
+                    return Ok(found);
+                }
+            }
+            let mut from = start;
             let mut out = Vec::new();
             // One read transaction; each common prefix found re-seeks past its other keys.
             'seeks: loop {
@@ -516,7 +550,8 @@ impl Drive for LocalDrive {
 mod tests {
     use super::*;
 
-    fn format() -> Format {
+    /// The format of a lone test drive.
+    pub(super) fn format() -> Format {
         Format {
             version: 1,
             deployment_id: "d".into(),
