@@ -338,10 +338,12 @@ async fn deleting_a_tiered_object_removes_the_tier_copy_and_a_down_tier_loses_no
     let second = payload(2 * MIB + 3, 2);
     put(&client, &bucket, "a.bin", &first).await;
     put(&client, &bucket, "b.bin", &second).await;
+    put(&client, &bucket, "d.bin", &first).await;
     let wait = Duration::from_secs(DAY_SECONDS * 4);
-    wait_for_class(&client, &bucket, "a.bin", Some("COLD"), wait).await;
-    wait_for_class(&client, &bucket, "b.bin", Some("COLD"), wait).await;
-    assert_eq!(remote_objects(&tiered.remote).await.len(), 2);
+    for key in ["a.bin", "b.bin", "d.bin"] {
+        wait_for_class(&client, &bucket, key, Some("COLD"), wait).await;
+    }
+    assert_eq!(remote_objects(&tiered.remote).await.len(), 3);
 
     ok(
         client
@@ -354,7 +356,7 @@ async fn deleting_a_tiered_object_removes_the_tier_copy_and_a_down_tier_loses_no
     );
     assert_eq!(
         remote_objects(&tiered.remote).await.len(),
-        1,
+        2,
         "the delete removed a.bin's copy in the tier"
     );
 
@@ -373,6 +375,18 @@ async fn deleting_a_tiered_object_removes_the_tier_copy_and_a_down_tier_loses_no
         Some("COLD"),
         "HEAD still answers from the record"
     );
+    // A tiered object deleted meanwhile is gone at once; its tier copy goes once the tier
+    // is back.
+    ok(
+        client
+            .delete_object()
+            .bucket(&bucket)
+            .key("d.bin")
+            .send()
+            .await,
+        "DELETE while the tier is down",
+    );
+    assert_eq!(storage_class(&client, &bucket, "d.bin").await, None);
     // Transitions due while the tier is down wait: the object stays hot and whole.
     let third = payload(MIB + 77, 3);
     put(&client, &bucket, "c.bin", &third).await;
@@ -402,6 +416,14 @@ async fn deleting_a_tiered_object_removes_the_tier_copy_and_a_down_tier_loses_no
     tiered.remote.restart();
     wait_for_class(&client, &bucket, "c.bin", Some("COLD"), wait).await;
     assert_object(&client, &bucket, "c.bin", &third).await;
+    let deadline = Instant::now() + wait;
+    while remote_objects(&tiered.remote).await.len() != 2 {
+        assert!(
+            Instant::now() < deadline,
+            "d.bin's tier copy outlived the tier's outage"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     ok(
         client
             .delete_object()

@@ -305,6 +305,19 @@ impl Worker for LifecycleScanner {
     }
 
     async fn run_once(&mut self) -> anyhow::Result<String> {
+        match self.store.remove_tier_orphans().await {
+            Ok((0, 0)) => {}
+            Ok((removed, left)) => {
+                tracing::info!(
+                    removed,
+                    left,
+                    "lifecycle: tier copies of removed versions, left while their tier was down"
+                )
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "lifecycle: could not read the tier copies left to remove")
+            }
+        }
         let mut scanned = 0;
         for bucket in self.store.list_buckets().await? {
             let Some(xml) = bucket.settings.lifecycle.as_deref() else {

@@ -9,6 +9,14 @@ use super::record::TierLocation;
 use super::{BucketName, GetOptions, ObjectError, ObjectKey, ObjectStore, Tier, TierError, Tiers};
 use crate::body::ByteStream;
 
+/// Where tier copies whose removal failed are noted, as `tier/orphans/<tier>/<object>`
+/// system records (tier names hold no `/`).
+const ORPHANS: &str = "tier/orphans/";
+
+fn orphan_key(location: &TierLocation) -> String {
+    format!("{ORPHANS}{}/{}", location.tier, location.object)
+}
+
 impl ObjectStore {
     /// Installs the tiers configured on this server (once, at start).
     pub fn set_tiers(&self, tiers: Tiers) {
@@ -39,19 +47,41 @@ impl ObjectStore {
         Ok(tier.get(&location.object, start, end).await?)
     }
 
-    /// Removes a version's data from its tier. Best effort, like removing shard folders: a
-    /// tier that is down keeps an orphan (logged), never a live object's data.
+    /// Removes a version's data from its tier. A tier that is down keeps the copy for now:
+    /// it is noted (a system record) and removed by a later pass once the tier is back.
     pub(crate) async fn delete_from_tier(&self, location: &TierLocation) {
-        let result = match self.tier(&location.tier) {
-            Ok(tier) => tier
-                .delete(&location.object)
-                .await
-                .map_err(ObjectError::from),
-            Err(e) => Err(e),
-        };
-        if let Err(e) = result {
-            tracing::warn!(tier = %location.tier, object = %location.object, error = %e, "could not remove a version's data from its tier; it is left there");
+        if let Err(e) = self.remove_tier_copy(location).await {
+            let noted = self.system_put(&orphan_key(location), Vec::new()).await;
+            tracing::warn!(tier = %location.tier, object = %location.object, error = %e, noted = noted.is_ok(), "could not remove a version's data from its tier; removal retried later");
         }
+    }
+
+    async fn remove_tier_copy(&self, location: &TierLocation) -> Result<(), ObjectError> {
+        let tier = self.tier(&location.tier)?;
+        Ok(tier.delete(&location.object).await?)
+    }
+
+    /// Removes the tier copies noted by [`Self::delete_from_tier`] while their tier was down.
+    /// Returns how many went and how many are still there.
+    pub async fn remove_tier_orphans(&self) -> Result<(usize, usize), ObjectError> {
+        let (mut removed, mut left) = (0, 0);
+        for (key, _) in self.system_list(ORPHANS).await? {
+            let Some((tier, object)) = key[ORPHANS.len()..].split_once('/') else {
+                continue;
+            };
+            let location = TierLocation {
+                tier: tier.to_string(),
+                object: object.to_string(),
+            };
+            match self.remove_tier_copy(&location).await {
+                Ok(()) => {
+                    self.system_delete(&key).await?;
+                    removed += 1;
+                }
+                Err(_) => left += 1,
+            }
+        }
+        Ok((removed, left))
     }
 
     /// Moves one version's data to `tier_name` (from the drives, or from a warmer tier), if
