@@ -80,7 +80,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         configs
             .check_drives_apart(&config.drives)
             .with_context(|| format!("--tiers {}", path.display()))?;
-        let tiers = crate::tier::build_tiers(&configs)
+        let tiers = crate::tier::build_tiers(&configs, &config.healing)
             .await
             .with_context(|| format!("opening the tiers of {}", path.display()))?;
         tracing::info!(tiers = ?tiers.names().collect::<Vec<_>>(), "tiers for lifecycle transitions");

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::StreamExt;
 use strata::body::ByteStream;
+use strata::config::HealingConfig;
 use strata::object::{Tier, TierError};
 use strata::tier::{build_tiers, load_tiers, RemoteConfig, RemoteS3Tier};
 
@@ -163,7 +164,9 @@ async fn pool_tier(dir: &Path) -> Arc<dyn Tier> {
         drives.join(", ")
     );
     let configs = load_tiers(&write_tiers_file(dir, &json)).expect("load tiers");
-    let tiers = build_tiers(&configs).await.expect("build tiers");
+    let tiers = build_tiers(&configs, &HealingConfig::default())
+        .await
+        .expect("build tiers");
     tiers.get("COLD").expect("COLD is built").clone()
 }
 
@@ -225,7 +228,9 @@ async fn remote_tier_keeps_exactly_what_it_is_given() {
         server().endpoint()
     );
     let configs = load_tiers(&write_tiers_file(dir.path(), &json)).expect("load tiers");
-    let tiers = build_tiers(&configs).await.expect("build tiers");
+    let tiers = build_tiers(&configs, &HealingConfig::default())
+        .await
+        .expect("build tiers");
     let tier = tiers.get("ARCHIVE").expect("ARCHIVE is built");
     assert_eq!(tier.name(), "ARCHIVE");
 

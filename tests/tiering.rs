@@ -2,7 +2,8 @@
 //! second local drive pool, `WARM`, and another Strata server as a remote S3 tier, `COLD`),
 //! rules from the aws CLI's JSON, and an accelerated clock. Objects age hot → WARM → COLD →
 //! expired, read back identical at every stage; deletes reach the tier; a remote tier that is
-//! down makes reads fail clearly and loses nothing.
+//! down makes reads fail clearly and loses nothing; a pool drive replaced while the server
+//! runs is rebuilt.
 
 mod common;
 
@@ -75,6 +76,7 @@ async fn start_tiered() -> Tiered {
                 DAY_SECONDS.to_string(),
             ),
             ("STRATA_METRICS_AUTH".into(), "public".into()),
+            ("STRATA_DRIVE_CHECK_SECS".into(), "1".into()),
         ],
         extra_args: vec!["--tiers".into(), file.display().to_string()],
         ..ServerOptions::default()
@@ -310,7 +312,7 @@ async fn objects_age_from_hot_to_warm_to_cold_to_expired_and_read_back_identical
     // Nothing is left in the warm pool either: open it as the server does, after it stops.
     let pool_drives = tiered.pool_drives.clone();
     drop(tiered);
-    let warm = strata::tier::build_tier(&strata::tier::TierConfig {
+    let config = strata::tier::TierConfig {
         name: "WARM".into(),
         kind: strata::tier::TierKind::Pool(strata::tier::PoolConfig {
             drives: pool_drives,
@@ -318,9 +320,10 @@ async fn objects_age_from_hot_to_warm_to_cold_to_expired_and_read_back_identical
             parity_shards: 2,
             block_size: strata::erasure::DEFAULT_BLOCK_SIZE,
         }),
-    })
-    .await
-    .unwrap();
+    };
+    let warm = strata::tier::build_tier(&config, &Default::default())
+        .await
+        .unwrap();
     assert!(warm.list().await.unwrap().is_empty(), "WARM was emptied");
 }
 
@@ -528,4 +531,52 @@ async fn noncurrent_versions_move_to_a_tier_and_go_with_their_version() {
         remote_objects(&tiered.remote).await.is_empty(),
         "removing the version removed its tier copy"
     );
+}
+
+#[tokio::test]
+async fn a_replaced_pool_drive_is_formatted_and_rebuilt_while_serving() {
+    let tiered = start_tiered().await;
+    let (client, bucket) = tiered.new_bucket("tiers-pool-heal").await;
+    set_rules(
+        &tiered.server,
+        &bucket,
+        r#"{"Rules": [{"ID": "warm", "Status": "Enabled", "Filter": {"Prefix": ""},
+            "Transitions": [{"Days": 1, "StorageClass": "WARM"}]}]}"#,
+    );
+    let objects = [
+        ("one.bin", payload(MIB + 3, 21)),
+        ("two.bin", payload(3 * MIB + 5, 22)),
+    ];
+    for (key, data) in &objects {
+        put(&client, &bucket, key, data).await;
+    }
+    let wait = Duration::from_secs(DAY_SECONDS * 4);
+    for (key, _) in &objects {
+        wait_for_class(&client, &bucket, key, Some("WARM"), wait).await;
+    }
+    let replaced = &tiered.pool_drives[0];
+    let shards_before = shard_files(replaced).len();
+    assert_eq!(shards_before, objects.len(), "one shard of each object");
+
+    // The pool's first disk dies and an empty one takes its place while the server runs.
+    std::fs::remove_dir_all(replaced).unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    std::fs::create_dir_all(replaced).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while shard_files(replaced).len() < shards_before {
+        assert!(
+            Instant::now() < deadline,
+            "the replaced pool drive was not rebuilt"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // With two other pool drives gone (4+2), every read needs the rebuilt one: its shards
+    // and its metadata records.
+    for gone in &tiered.pool_drives[1..3] {
+        std::fs::remove_dir_all(gone).unwrap();
+    }
+    for (key, data) in &objects {
+        assert_object(&client, &bucket, key, data).await;
+    }
 }

@@ -11,6 +11,7 @@ mod remote;
 
 use std::sync::Arc;
 
+use crate::config::HealingConfig;
 use crate::object::{Tier, Tiers};
 
 pub use config::{
@@ -22,18 +23,22 @@ pub use remote::RemoteS3Tier;
 
 /// Opens every configured tier: pools format and open their drives, remote tiers only
 /// prepare a client (an unreachable remote is reported by its first call, not here).
-pub async fn build_tiers(configs: &TierConfigs) -> anyhow::Result<Tiers> {
+/// Pools check, heal and scrub their drives as `healing` says, like the server's own.
+pub async fn build_tiers(configs: &TierConfigs, healing: &HealingConfig) -> anyhow::Result<Tiers> {
     let mut tiers = Vec::with_capacity(configs.tiers.len());
     for config in &configs.tiers {
-        tiers.push(build_tier(config).await?);
+        tiers.push(build_tier(config, healing).await?);
     }
     Ok(Tiers::new(tiers))
 }
 
 /// Opens one tier.
-pub async fn build_tier(config: &TierConfig) -> anyhow::Result<Arc<dyn Tier>> {
+pub async fn build_tier(
+    config: &TierConfig,
+    healing: &HealingConfig,
+) -> anyhow::Result<Arc<dyn Tier>> {
     Ok(match &config.kind {
-        TierKind::Pool(pool) => Arc::new(PoolTier::open(&config.name, pool).await?),
+        TierKind::Pool(pool) => Arc::new(PoolTier::open(&config.name, pool, healing).await?),
         TierKind::S3(remote) => Arc::new(RemoteS3Tier::new(&config.name, remote)?),
     })
 }

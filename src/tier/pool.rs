@@ -16,6 +16,7 @@ use crate::config::{
     HealingConfig, LifecycleConfig, LimitsConfig, ListenerConfig, MetricsConfig, ServerConfig,
 };
 use crate::erasure::ErasureError;
+use crate::healing::{DriveMonitor, Healer, Scrubber};
 use crate::object::{
     BucketName, ByteRange, GetOptions, ListEntry, ListQuery, ObjectError, ObjectKey, ObjectStore,
     PutOptions, ReadSpan, Tier, TierError,
@@ -50,26 +51,40 @@ impl PoolTier {
     /// Opens the pool's drives (formatting empty ones on first use) and makes sure its bucket
     /// exists. Drives that cannot be used are served around, as for the server's own drives;
     /// a bucket that cannot be created yet is created by the first put.
-    pub async fn open(name: &str, config: &PoolConfig) -> anyhow::Result<Self> {
-        let server_config = pool_server_config(config);
-        let deployment =
+    pub async fn open(
+        name: &str,
+        config: &PoolConfig,
+        healing: &HealingConfig,
+    ) -> anyhow::Result<Self> {
+        let server_config = pool_server_config(config, healing);
+        let mut deployment = {
+            let server_config = server_config.clone();
             tokio::task::spawn_blocking(move || crate::deployment::open(&server_config))
                 .await
                 .context("opening tier drives")?
-                .with_context(|| format!("tier {name}"))?;
+                .with_context(|| format!("tier {name}"))?
+        };
         for drive in &deployment.offline {
             tracing::warn!(tier = name, drive = %drive.display(), "tier drive offline; serving degraded");
         }
-        let store = ObjectStore::new(deployment.sets, &deployment.id);
+        let store = ObjectStore::new(std::mem::take(&mut deployment.sets), &deployment.id);
+        let deployment = Arc::new(deployment);
         // The pool heals itself as the server's own drives do: what reads find damaged at
-        // once, everything else at the periodic scrub.
-        let healing = crate::config::HealingConfig::default();
-        let healer = Arc::new(crate::healing::Healer::default());
+        // once, a drive replaced or back when the drive check sees it, everything else at
+        // the periodic scrub.
+        let healer = Arc::new(Healer::default());
         let mut healers: Vec<_> = healer
             .spawn_read_healer(store.clone())
             .into_iter()
             .collect();
-        healers.push(crate::background::spawn(crate::healing::Scrubber {
+        healers.push(crate::background::spawn(DriveMonitor {
+            deployment: deployment.clone(),
+            config: server_config,
+            store: store.clone(),
+            healer: healer.clone(),
+            heal_pending: !deployment.formatted.is_empty(),
+        }));
+        healers.push(crate::background::spawn(Scrubber {
             store: store.clone(),
             healer,
             interval: healing.scrub_interval,
@@ -140,7 +155,7 @@ impl PoolTier {
 
 /// The pool as a deployment of its own: only the drive and erasure fields matter to
 /// `deployment::open`; the rest are defaults it never reads.
-fn pool_server_config(config: &PoolConfig) -> ServerConfig {
+fn pool_server_config(config: &PoolConfig, healing: &HealingConfig) -> ServerConfig {
     ServerConfig {
         address: SocketAddr::from(([127, 0, 0, 1], 0)),
         drives: config.drives.clone(),
@@ -154,7 +169,7 @@ fn pool_server_config(config: &PoolConfig) -> ServerConfig {
         domain: None,
         stale_upload_expiry: Duration::from_secs(crate::config::DEFAULT_STALE_UPLOAD_EXPIRY_SECS),
         stale_upload_scan: Duration::from_secs(crate::config::DEFAULT_STALE_UPLOAD_SCAN_SECS),
-        healing: HealingConfig::default(),
+        healing: healing.clone(),
         listener: ListenerConfig::default(),
         metrics: MetricsConfig::default(),
         limits: LimitsConfig::default(),
