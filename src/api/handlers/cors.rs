@@ -3,7 +3,7 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use super::{bucket_name, Request};
+use super::{bucket_name, change_bucket_settings, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::header;
 use crate::api::{cors, xml, xml_response};
@@ -12,15 +12,10 @@ pub async fn put_bucket_cors(mut request: Request<'_>, bucket: &str) -> Result<R
     let name = bucket_name(bucket)?;
     let body = request.small_body().await?;
     let rules = cors::validate(xml::parse(&body)?)?;
-    request
-        .state
-        .store
-        .update_bucket_settings(&name, |settings| {
-            settings.cors = Some(rules);
-            Ok(())
-        })
-        .await?;
-    Ok(StatusCode::OK.into_response())
+    change_bucket_settings(&request.state.store, &name, StatusCode::OK, |settings| {
+        settings.cors = Some(rules)
+    })
+    .await
 }
 
 pub async fn get_bucket_cors(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
@@ -37,15 +32,13 @@ pub async fn get_bucket_cors(request: Request<'_>, bucket: &str) -> Result<Respo
 
 pub async fn delete_bucket_cors(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
     let name = bucket_name(bucket)?;
-    request
-        .state
-        .store
-        .update_bucket_settings(&name, |settings| {
-            settings.cors = None;
-            Ok(())
-        })
-        .await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    change_bucket_settings(
+        &request.state.store,
+        &name,
+        StatusCode::NO_CONTENT,
+        |settings| settings.cors = None,
+    )
+    .await
 }
 
 /// Answers a browser's preflight by the bucket's rules; unauthenticated, as in S3.

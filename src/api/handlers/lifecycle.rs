@@ -2,9 +2,9 @@
 //! S3's XML in the bucket's settings; the lifecycle scanner applies them.
 
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
-use super::{bucket_name, Request};
+use super::{bucket_name, change_bucket_settings, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::xml_response;
 use crate::lifecycle::{LifecycleConfig, RuleError};
@@ -37,15 +37,10 @@ pub async fn put_bucket_lifecycle(
         std::str::from_utf8(&body).map_err(|_| S3Error::from_code(S3ErrorCode::MalformedXML))?;
     let config = LifecycleConfig::from_xml(text)?;
     let stored = config.to_xml();
-    request
-        .state
-        .store
-        .update_bucket_settings(&name, |settings| {
-            settings.lifecycle = Some(stored);
-            Ok(())
-        })
-        .await?;
-    Ok(StatusCode::OK.into_response())
+    change_bucket_settings(&request.state.store, &name, StatusCode::OK, |settings| {
+        settings.lifecycle = Some(stored)
+    })
+    .await
 }
 
 pub async fn get_bucket_lifecycle(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
@@ -64,13 +59,11 @@ pub async fn delete_bucket_lifecycle(
     bucket: &str,
 ) -> Result<Response, S3Error> {
     let name = bucket_name(bucket)?;
-    request
-        .state
-        .store
-        .update_bucket_settings(&name, |settings| {
-            settings.lifecycle = None;
-            Ok(())
-        })
-        .await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    change_bucket_settings(
+        &request.state.store,
+        &name,
+        StatusCode::NO_CONTENT,
+        |settings| settings.lifecycle = None,
+    )
+    .await
 }

@@ -16,8 +16,8 @@ mod versioning;
 
 use std::sync::Arc;
 
-use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 
@@ -25,7 +25,7 @@ use super::error::{S3Error, S3ErrorCode};
 use super::router::{Endpoint, Query};
 use super::AppState;
 use crate::body::{ByteStream, TrailerSlot};
-use crate::object::{BucketName, ObjectKey};
+use crate::object::{BucketName, BucketSettings, ObjectKey, ObjectStore};
 
 /// A request as handlers see it, authenticated and with its body verified as it streams.
 pub struct Request<'a> {
@@ -101,6 +101,23 @@ fn bucket_name(name: &str) -> Result<BucketName, S3Error> {
 
 fn object_key(key: &str) -> Result<ObjectKey, S3Error> {
     Ok(ObjectKey::parse(key)?)
+}
+
+/// Stores one change to a bucket's settings (the Put or Delete of a bucket subresource) and
+/// answers `status` without a body.
+async fn change_bucket_settings(
+    store: &ObjectStore,
+    name: &BucketName,
+    status: StatusCode,
+    change: impl FnOnce(&mut BucketSettings) + Send,
+) -> Result<Response, S3Error> {
+    store
+        .update_bucket_settings(name, |settings| {
+            change(settings);
+            Ok(())
+        })
+        .await?;
+    Ok(status.into_response())
 }
 
 /// Runs the handler of an endpoint.

@@ -4,7 +4,7 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use super::{bucket_name, Request};
+use super::{bucket_name, change_bucket_settings, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::iam::{self, MalformedPolicy, Policy, PolicyKind};
 
@@ -17,15 +17,13 @@ pub async fn put_bucket_policy(
     let document = std::str::from_utf8(&body)
         .map_err(|_| iam::malformed_policy(MalformedPolicy("Policies must be UTF-8".into())))?;
     Policy::parse(document, PolicyKind::Bucket(bucket)).map_err(iam::malformed_policy)?;
-    request
-        .state
-        .store
-        .update_bucket_settings(&name, |settings| {
-            settings.policy = Some(document.to_string());
-            Ok(())
-        })
-        .await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    change_bucket_settings(
+        &request.state.store,
+        &name,
+        StatusCode::NO_CONTENT,
+        |settings| settings.policy = Some(document.to_string()),
+    )
+    .await
 }
 
 pub async fn get_bucket_policy(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
@@ -39,13 +37,11 @@ pub async fn get_bucket_policy(request: Request<'_>, bucket: &str) -> Result<Res
 
 pub async fn delete_bucket_policy(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
     let name = bucket_name(bucket)?;
-    request
-        .state
-        .store
-        .update_bucket_settings(&name, |settings| {
-            settings.policy = None;
-            Ok(())
-        })
-        .await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    change_bucket_settings(
+        &request.state.store,
+        &name,
+        StatusCode::NO_CONTENT,
+        |settings| settings.policy = None,
+    )
+    .await
 }

@@ -4,7 +4,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use super::versioning::{bucket_versioning, set_version_id, shown_version};
-use super::{bucket_name, object_key, Request};
+use super::{bucket_name, change_bucket_settings, object_key, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{check_tags, TagLimit, BUCKET_TAG_LIMIT, OBJECT_TAG_LIMIT};
 use crate::api::{xml, xml_response, AppState};
@@ -109,15 +109,13 @@ pub async fn put_bucket_tagging(
 ) -> Result<Response, S3Error> {
     let name = bucket_name(bucket)?;
     let tags = tag_set(&mut request, BUCKET_TAG_LIMIT).await?;
-    request
-        .state
-        .store
-        .update_bucket_settings(&name, |settings| {
-            settings.tags = Some(tags);
-            Ok(())
-        })
-        .await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    change_bucket_settings(
+        &request.state.store,
+        &name,
+        StatusCode::NO_CONTENT,
+        |settings| settings.tags = Some(tags),
+    )
+    .await
 }
 
 pub async fn get_bucket_tagging(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
@@ -134,13 +132,11 @@ pub async fn delete_bucket_tagging(
     bucket: &str,
 ) -> Result<Response, S3Error> {
     let name = bucket_name(bucket)?;
-    request
-        .state
-        .store
-        .update_bucket_settings(&name, |settings| {
-            settings.tags = None;
-            Ok(())
-        })
-        .await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    change_bucket_settings(
+        &request.state.store,
+        &name,
+        StatusCode::NO_CONTENT,
+        |settings| settings.tags = None,
+    )
+    .await
 }

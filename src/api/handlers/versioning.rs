@@ -1,9 +1,9 @@
 //! Bucket versioning (`?versioning`), and the version headers object operations answer with.
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
-use super::{bucket_name, Request};
+use super::{bucket_name, change_bucket_settings, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::{xml, xml_response, AppState};
 use crate::object::{BucketName, Deleted, ObjectRecord, Versioning};
@@ -56,15 +56,10 @@ pub async fn put_bucket_versioning(
     let config: xml::VersioningConfiguration = xml::parse(&body)?;
     let state = requested_state(config, request.headers)?;
     // Either state is reachable from any other; only "unversioned" is never asked for.
-    request
-        .state
-        .store
-        .update_bucket_settings(&name, |settings| {
-            settings.versioning = Some(state);
-            Ok(())
-        })
-        .await?;
-    Ok(StatusCode::OK.into_response())
+    change_bucket_settings(&request.state.store, &name, StatusCode::OK, |settings| {
+        settings.versioning = Some(state)
+    })
+    .await
 }
 
 pub async fn get_bucket_versioning(
