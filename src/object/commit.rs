@@ -2,7 +2,9 @@
 //! quorum, undone on the drives that took them when the quorum is missed.
 
 use futures::future::join_all;
+use uuid::Uuid;
 
+use super::record::{inline_key, ObjectRecord};
 use super::{require_write_quorum, ObjectError};
 use crate::erasure::ErasureSet;
 use crate::storage::{MetaOp, MetaTable};
@@ -34,6 +36,29 @@ fn undo(previous: &Previous) -> Vec<MetaOp> {
                 table: *table,
                 key: key.clone(),
             },
+        })
+        .collect()
+}
+
+/// The deletes, one per chunk, of the inline chunks of the versions a drive `held` that
+/// `kept` no longer needs: once a commit replaces them, nothing refers to those chunks.
+pub(crate) fn dropped_inline_chunks<'a>(
+    bucket: &str,
+    key: &str,
+    held: impl Iterator<Item = &'a ObjectRecord>,
+    kept: impl Fn(Uuid) -> bool,
+) -> Vec<MetaOp> {
+    let mut dropped: Vec<Uuid> = Vec::new();
+    for version in held.filter(|v| v.inline && !kept(v.data_id)) {
+        if !dropped.contains(&version.data_id) {
+            dropped.push(version.data_id);
+        }
+    }
+    dropped
+        .into_iter()
+        .map(|data_id| MetaOp::Delete {
+            table: MetaTable::Inline,
+            key: inline_key(bucket, key, data_id),
         })
         .collect()
 }

@@ -222,7 +222,10 @@ impl ObjectStore {
                 continue;
             }
             if let Ok(Some(old)) = held {
-                for stale in versions_of(old).filter(|v| v.data_id != version.data_id) {
+                for stale in old
+                    .with_superseded()
+                    .filter(|v| v.data_id != version.data_id)
+                {
                     self.drop_version_on(set, i, &bucket_record, key, stale)
                         .await;
                 }
@@ -404,7 +407,7 @@ impl ObjectStore {
             if removed.is_ok() {
                 purged += 1;
                 tracing::info!(drive = drive.label(), bucket = %bucket.name, key = %key, "heal: removed the record of a deleted object");
-                for version in versions_of(stale) {
+                for version in stale.with_superseded() {
                     self.drop_version_on(set, i, bucket, key, version).await;
                 }
             }
@@ -667,11 +670,6 @@ fn keep_good(sources: Vec<Option<ShardSource>>, good: &[bool]) -> Vec<Option<Sha
         .collect()
 }
 
-/// The versions a drive's record vouches for: its current one and the one it replaced.
-fn versions_of(record: &ObjectRecord) -> impl Iterator<Item = &ObjectRecord> {
-    std::iter::once(record).chain(record.superseded.as_deref())
-}
-
 /// Splits a database key `bucket NUL key` back into names.
 fn split_object_key(db_key: &[u8]) -> Option<(BucketName, ObjectKey)> {
     let text = std::str::from_utf8(db_key).ok()?;
@@ -840,10 +838,10 @@ async fn referenced_data(set: &ErasureSet) -> Option<HashSet<Uuid>> {
                 for (_, value) in &page {
                     if table == MetaTable::Objects {
                         let record = record::decode::<ObjectRecord>(value).ok()?;
-                        referenced.extend(versions_of(&record).map(|v| v.data_id));
+                        referenced.extend(record.with_superseded().map(|v| v.data_id));
                     } else if table == MetaTable::Versions {
                         let record = record::decode::<VersionsRecord>(value).ok()?;
-                        let states = std::iter::once(&record).chain(record.superseded.as_deref());
+                        let states = record.with_superseded();
                         referenced
                             .extend(states.flat_map(|s| s.versions.iter().map(|v| v.data_id)));
                     } else {

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use uuid::Uuid;
 
-use super::commit::commit;
+use super::commit::{commit, dropped_inline_chunks};
 use super::hashing::{self, ExpectedChecksum};
 use super::md5_lanes::Md5Lanes;
 use super::record::{
@@ -415,15 +415,13 @@ impl ObjectStore {
                     table: MetaTable::Objects,
                     key: db_key.clone(),
                 }];
-                let versions = held
-                    .iter()
-                    .flat_map(|r| std::iter::once(r).chain(r.superseded.as_deref()));
-                for version in versions.filter(|v| v.inline) {
-                    ops.push(MetaOp::Delete {
-                        table: MetaTable::Inline,
-                        key: inline_key(bucket.as_str(), key.as_str(), version.data_id),
-                    });
-                }
+                let versions = held.iter().flat_map(ObjectRecord::with_superseded);
+                ops.extend(dropped_inline_chunks(
+                    bucket.as_str(),
+                    key.as_str(),
+                    versions,
+                    |_| false,
+                ));
                 Some(ops)
             })
             .collect();
@@ -470,20 +468,17 @@ async fn commit_over(
                 replaced.superseded = None;
                 replaced
             });
-            // Inline chunks of what this drive held, other than the version kept and the
-            // new one, are referred to by nothing any more.
+            // What this drive held, other than the version kept and the new one, goes.
             let kept = |data_id| {
                 data_id == record.data_id || replaced.as_ref().is_some_and(|r| r.data_id == data_id)
             };
-            let held_versions = held
-                .iter()
-                .flat_map(|r| std::iter::once(r).chain(r.superseded.as_deref()));
-            for dropped in held_versions.filter(|v| v.inline && !kept(v.data_id)) {
-                ops.push(MetaOp::Delete {
-                    table: MetaTable::Inline,
-                    key: inline_key(&bucket.name, key.as_str(), dropped.data_id),
-                });
-            }
+            let held_versions = held.iter().flat_map(ObjectRecord::with_superseded);
+            ops.extend(dropped_inline_chunks(
+                &bucket.name,
+                key.as_str(),
+                held_versions,
+                kept,
+            ));
             new.superseded = replaced.map(Box::new);
             ops.push(MetaOp::Put {
                 table: MetaTable::Objects,

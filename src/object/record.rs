@@ -212,6 +212,18 @@ impl ObjectRecord {
     pub fn has_local_data(&self) -> bool {
         !self.delete_marker && self.tier.is_none()
     }
+
+    /// The versions a drive's record vouches for: its own and the one it replaced.
+    pub(crate) fn with_superseded(&self) -> impl Iterator<Item = &ObjectRecord> {
+        std::iter::once(self).chain(self.superseded.as_deref())
+    }
+}
+
+impl VersionsRecord {
+    /// The states a drive's record vouches for: its own and the one it replaced.
+    pub(crate) fn with_superseded(&self) -> impl Iterator<Item = &VersionsRecord> {
+        std::iter::once(self).chain(self.superseded.as_deref())
+    }
 }
 
 #[cfg(test)]

@@ -22,11 +22,6 @@ pub(crate) async fn read_records(set: &ErasureSet, bucket: &str, key: &str) -> D
         .collect()
 }
 
-/// The versions a drive's record vouches for: its current one and the one it replaced.
-fn versions(record: &ObjectRecord) -> impl Iterator<Item = &ObjectRecord> {
-    std::iter::once(record).chain(record.superseded.as_deref())
-}
-
 /// The newest version held by a read quorum of drives, with the drives that hold it.
 pub(crate) fn agree_on_version(
     set: &ErasureSet,
@@ -37,7 +32,9 @@ pub(crate) fn agree_on_version(
         records
             .iter()
             .map(|r| match r {
-                Ok(Some(record)) => versions(record).any(|v| v.data_id == version.data_id),
+                Ok(Some(record)) => record
+                    .with_superseded()
+                    .any(|v| v.data_id == version.data_id),
                 _ => false,
             })
             .collect()
@@ -45,7 +42,7 @@ pub(crate) fn agree_on_version(
     let held_by = |version: &ObjectRecord| {
         records
             .iter()
-            .filter(|r| matches!(r, Ok(Some(record)) if versions(record).any(|v| v.same_version(version))))
+            .filter(|r| matches!(r, Ok(Some(record)) if record.with_superseded().any(|v| v.same_version(version))))
             .count()
     };
     let current_on = |version: &ObjectRecord| {
@@ -60,7 +57,7 @@ pub(crate) fn agree_on_version(
     let chosen = records
         .iter()
         .filter_map(|r| r.as_ref().ok().and_then(Option::as_ref))
-        .flat_map(versions)
+        .flat_map(ObjectRecord::with_superseded)
         .filter(|v| held_by(v) >= set.read_quorum())
         .max_by_key(|v| (current_on(v), v.modified_ms, v.revision, v.data_id));
     if let Some(version) = chosen {
@@ -84,7 +81,7 @@ pub(crate) fn replaced_versions(
 ) -> Vec<ObjectRecord> {
     let mut out: Vec<ObjectRecord> = Vec::new();
     for record in records.iter().flatten().flatten() {
-        for version in versions(record) {
+        for version in record.with_superseded() {
             if Some(version.data_id) != keep && !out.iter().any(|o| o.data_id == version.data_id) {
                 let mut version = version.clone();
                 version.superseded = None;

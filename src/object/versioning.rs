@@ -14,7 +14,7 @@
 use bytes::Bytes;
 use uuid::Uuid;
 
-use super::commit::commit;
+use super::commit::{commit, dropped_inline_chunks};
 use super::record::{
     self, inline_key, is_valid_version_id, new_version_id, object_key, BucketRecord, ObjectRecord,
     Versioning, VersionsRecord,
@@ -46,11 +46,6 @@ pub(crate) async fn read_states(set: &ErasureSet, bucket: &str, key: &str) -> Dr
         .collect()
 }
 
-/// The states a drive's record vouches for: its current one and the one it replaced.
-fn states_of(record: &VersionsRecord) -> impl Iterator<Item = &VersionsRecord> {
-    std::iter::once(record).chain(record.superseded.as_deref())
-}
-
 /// The newest state held by a read quorum of drives (the rules of `agree_on_version`).
 pub(crate) fn agree_on_state(
     set: &ErasureSet,
@@ -61,7 +56,7 @@ pub(crate) fn agree_on_state(
             .iter()
             .filter(|r| match r {
                 Ok(Some(record)) if current_only => record.state == state.state,
-                Ok(Some(record)) => states_of(record).any(|s| s.state == state.state),
+                Ok(Some(record)) => record.with_superseded().any(|s| s.state == state.state),
                 _ => false,
             })
             .count()
@@ -69,7 +64,7 @@ pub(crate) fn agree_on_state(
     let chosen = states
         .iter()
         .filter_map(|r| r.as_ref().ok().and_then(Option::as_ref))
-        .flat_map(states_of)
+        .flat_map(VersionsRecord::with_superseded)
         .filter(|s| held(s, false) >= set.read_quorum())
         .max_by_key(|s| (held(s, true), s.state));
     if let Some(state) = chosen {
@@ -77,7 +72,7 @@ pub(crate) fn agree_on_state(
         value.superseded = None;
         let holders = states
             .iter()
-            .map(|r| matches!(r, Ok(Some(record)) if states_of(record).any(|s| s.state == value.state)))
+            .map(|r| matches!(r, Ok(Some(record)) if record.with_superseded().any(|s| s.state == value.state)))
             .collect();
         return Ok(Agreement::Found { value, holders });
     }
@@ -112,7 +107,7 @@ impl KeyVersions {
             .iter()
             .zip(&self.records)
             .map(|(state, object)| {
-                let in_state = matches!(state, Ok(Some(s)) if states_of(s)
+                let in_state = matches!(state, Ok(Some(s)) if s.with_superseded()
                     .any(|s| s.versions.iter().any(|v| v.data_id == version.data_id)));
                 let in_object = matches!(object, Ok(Some(o)) if o.data_id == version.data_id
                     || o.superseded.as_ref().is_some_and(|s| s.data_id == version.data_id));
@@ -276,23 +271,15 @@ impl ObjectStore {
                 }
                 let held_versions = held_state
                     .iter()
-                    .flat_map(states_of)
+                    .flat_map(VersionsRecord::with_superseded)
                     .flat_map(|s| s.versions.iter())
-                    .chain(
-                        held_object
-                            .iter()
-                            .flat_map(|o| std::iter::once(o).chain(o.superseded.as_deref())),
-                    );
-                let mut dropped: Vec<Uuid> = Vec::new();
-                for version in held_versions.filter(|v| v.inline && !keeps(v.data_id)) {
-                    if !dropped.contains(&version.data_id) {
-                        dropped.push(version.data_id);
-                        ops.push(MetaOp::Delete {
-                            table: MetaTable::Inline,
-                            key: inline_key(&bucket.name, key.as_str(), version.data_id),
-                        });
-                    }
-                }
+                    .chain(held_object.iter().flat_map(ObjectRecord::with_superseded));
+                ops.extend(dropped_inline_chunks(
+                    &bucket.name,
+                    key.as_str(),
+                    held_versions,
+                    keeps,
+                ));
                 ops.extend(extra.iter().cloned());
                 Some(ops)
             })
@@ -314,7 +301,7 @@ impl ObjectStore {
             .iter()
             .flatten()
             .flatten()
-            .flat_map(states_of)
+            .flat_map(VersionsRecord::with_superseded)
             .flat_map(|s| s.versions.iter())
             .chain(
                 current
@@ -322,7 +309,7 @@ impl ObjectStore {
                     .iter()
                     .flatten()
                     .flatten()
-                    .flat_map(|o| std::iter::once(o).chain(o.superseded.as_deref())),
+                    .flat_map(ObjectRecord::with_superseded),
             );
         for version in known {
             let referenced = versions
