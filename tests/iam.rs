@@ -823,3 +823,78 @@ async fn bucket_policies_can_name_the_client_address() {
     );
     assert_eq!(anonymous_get().await.status, 403);
 }
+
+#[tokio::test]
+async fn bypassing_governance_retention_needs_its_own_permission() {
+    use aws_sdk_s3::types::ObjectLockMode;
+    let server = TestServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let root = server.client();
+    ok(
+        root.create_bucket()
+            .bucket("locked")
+            .object_lock_enabled_for_bucket(true)
+            .send()
+            .await,
+        "CreateBucket with Object Lock",
+    );
+    let until = aws_sdk_s3::primitives::DateTime::from_secs(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64
+            + 86_400,
+    );
+    let put = ok(
+        root.put_object()
+            .bucket("locked")
+            .key("g")
+            .body(ByteStream::from_static(b"governed"))
+            .object_lock_mode(ObjectLockMode::Governance)
+            .object_lock_retain_until_date(until)
+            .send()
+            .await,
+        "PUT under governance retention",
+    );
+    let version = put.version_id().unwrap().to_string();
+    add_policy(
+        &server,
+        dir.path(),
+        "deleter",
+        r#"{"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+            "Action": ["s3:DeleteObject", "s3:DeleteObjectVersion", "s3:GetObject"],
+            "Resource": ["arn:aws:s3:::locked/*"]}]}"#,
+    );
+    add_policy(
+        &server,
+        dir.path(),
+        "bypass",
+        r#"{"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+            "Action": ["s3:BypassGovernanceRetention"],
+            "Resource": ["arn:aws:s3:::locked/*"]}]}"#,
+    );
+    let secret = "deleter-secret-0123456789";
+    admin_ok(
+        &server,
+        &[
+            "user", "add", "dave", "--secret", secret, "--policy", "deleter",
+        ],
+    );
+    let dave = server.client_with("dave", secret);
+    let delete_bypassing = || {
+        dave.delete_object()
+            .bucket("locked")
+            .key("g")
+            .version_id(&version)
+            .bypass_governance_retention(true)
+            .send()
+    };
+    assert_s3_error(
+        delete_bypassing().await,
+        403,
+        "AccessDenied",
+        "a bypass without s3:BypassGovernanceRetention",
+    );
+    admin_ok(&server, &["policy", "attach", "dave", "bypass"]);
+    ok(delete_bypassing().await, "a bypass with the permission");
+}

@@ -23,6 +23,7 @@ pub enum S3ErrorCode {
     InvalidAccessKeyId,
     InvalidArgument,
     InvalidBucketName,
+    InvalidBucketState,
     InvalidDigest,
     InvalidLocationConstraint,
     InvalidPart,
@@ -46,10 +47,12 @@ pub enum S3ErrorCode {
     NoSuchCORSConfiguration,
     NoSuchLifecycleConfiguration,
     NoSuchKey,
+    NoSuchObjectLockConfiguration,
     NoSuchTagSet,
     NoSuchUpload,
     NoSuchVersion,
     NotImplemented,
+    ObjectLockConfigurationNotFoundError,
     PreconditionFailed,
     RequestTimeTooSkewed,
     SignatureDoesNotMatch,
@@ -102,6 +105,9 @@ impl S3ErrorCode {
             NoSuchCORSConfiguration => "NoSuchCORSConfiguration",
             NoSuchLifecycleConfiguration => "NoSuchLifecycleConfiguration",
             NoSuchKey => "NoSuchKey",
+            NoSuchObjectLockConfiguration => "NoSuchObjectLockConfiguration",
+            ObjectLockConfigurationNotFoundError => "ObjectLockConfigurationNotFoundError",
+            InvalidBucketState => "InvalidBucketState",
             NoSuchTagSet => "NoSuchTagSet",
             NoSuchUpload => "NoSuchUpload",
             NoSuchVersion => "NoSuchVersion",
@@ -129,11 +135,13 @@ impl S3ErrorCode {
             | NoSuchCORSConfiguration
             | NoSuchLifecycleConfiguration
             | NoSuchKey
+            | NoSuchObjectLockConfiguration
+            | ObjectLockConfigurationNotFoundError
             | NoSuchTagSet
             | NoSuchUpload
             | NoSuchVersion => StatusCode::NOT_FOUND,
             NoSuchBucketPolicy => StatusCode::NOT_FOUND,
-            BucketAlreadyOwnedByYou | BucketNotEmpty => StatusCode::CONFLICT,
+            BucketAlreadyOwnedByYou | BucketNotEmpty | InvalidBucketState => StatusCode::CONFLICT,
             InvalidRange | InvalidPartNumber => StatusCode::RANGE_NOT_SATISFIABLE,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             MissingContentLength => StatusCode::LENGTH_REQUIRED,
@@ -321,6 +329,9 @@ fn default_message(code: S3ErrorCode) -> &'static str {
         NoSuchCORSConfiguration => "The CORS configuration does not exist",
         NoSuchLifecycleConfiguration => "The lifecycle configuration does not exist",
         NoSuchKey => "The specified key does not exist.",
+        NoSuchObjectLockConfiguration => "The specified object does not have a ObjectLock configuration",
+        ObjectLockConfigurationNotFoundError => "Object Lock configuration does not exist for this bucket",
+        InvalidBucketState => "The request is not valid with the current state of the bucket.",
         NoSuchTagSet => "The TagSet does not exist",
         NoSuchUpload => "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
         NoSuchVersion => "The specified version does not exist.",

@@ -8,7 +8,10 @@ use base64::Engine;
 
 use super::error::{S3Error, S3ErrorCode};
 use crate::body::TrailerSlot;
-use crate::object::{ByteRange, ChecksumAlgorithm, ExpectedChecksum, ObjectRecord, WriteCondition};
+use crate::object::{
+    ByteRange, ChecksumAlgorithm, ExpectedChecksum, ObjectLock, ObjectRecord, Retention,
+    RetentionMode, WriteCondition,
+};
 
 /// S3's limit on user metadata (names and values of `x-amz-meta-*`).
 const MAX_USER_METADATA: usize = 2048;
@@ -157,6 +160,59 @@ pub fn iso8601(ms: i64) -> String {
     .expect("fixed format")
 }
 
+/// An ISO 8601 time as S3 takes it (RFC 3339, with or without fractional seconds), in Unix
+/// milliseconds.
+pub fn parse_iso8601(text: &str) -> Option<i64> {
+    let rfc3339 = time::format_description::well_known::Rfc3339;
+    let t = time::OffsetDateTime::parse(text.trim(), &rfc3339).ok()?;
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
+/// The Object Lock settings of a new object (PutObject, CreateMultipartUpload, the
+/// destination of CopyObject): `x-amz-object-lock-mode` with
+/// `x-amz-object-lock-retain-until-date`, and `x-amz-object-lock-legal-hold`.
+pub fn object_lock(headers: &HeaderMap) -> Result<ObjectLock, S3Error> {
+    object_lock_at(headers, crate::object::now_ms())
+}
+
+fn object_lock_at(headers: &HeaderMap, now_ms: i64) -> Result<ObjectLock, S3Error> {
+    let invalid = |message: &str| S3Error::new(S3ErrorCode::InvalidArgument, message.to_string());
+    let mode = header(headers, "x-amz-object-lock-mode");
+    let date = header(headers, "x-amz-object-lock-retain-until-date");
+    let retention = match (mode, date) {
+        (None, None) => None,
+        (Some(mode), Some(date)) => {
+            let mode =
+                RetentionMode::parse(mode).ok_or_else(|| invalid("Unknown wormMode directive."))?;
+            let until_ms = parse_iso8601(date).ok_or_else(|| {
+                invalid("The retain until date must be provided in ISO 8601 format")
+            })?;
+            if until_ms <= now_ms {
+                return Err(invalid("The retain until date must be in the future!"));
+            }
+            Some(Retention { mode, until_ms })
+        }
+        _ => return Err(invalid(
+            "x-amz-object-lock-retain-until-date and x-amz-object-lock-mode must both be supplied",
+        )),
+    };
+    let legal_hold = match header(headers, "x-amz-object-lock-legal-hold") {
+        None => None,
+        Some("ON") => Some(true),
+        Some("OFF") => Some(false),
+        Some(_) => return Err(invalid("Legal Hold must be either of 'ON' or 'OFF'")),
+    };
+    Ok(ObjectLock {
+        retention,
+        legal_hold,
+    })
+}
+
+/// The Object Lock headers of GET and HEAD answers.
+pub const LOCK_MODE: &str = "x-amz-object-lock-mode";
+pub const LOCK_RETAIN_UNTIL: &str = "x-amz-object-lock-retain-until-date";
+pub const LOCK_LEGAL_HOLD: &str = "x-amz-object-lock-legal-hold";
+
 /// The headers that describe an object in GET and HEAD responses.
 pub fn object_headers(record: &ObjectRecord, with_checksum: bool) -> HeaderMap {
     let mut out = HeaderMap::new();
@@ -180,6 +236,13 @@ pub fn object_headers(record: &ObjectRecord, with_checksum: bool) -> HeaderMap {
     }
     if !record.tags.is_empty() {
         set("x-amz-tagging-count", &record.tags.len().to_string());
+    }
+    if let Some(retention) = &record.lock.retention {
+        set(LOCK_MODE, retention.mode.as_str());
+        set(LOCK_RETAIN_UNTIL, &iso8601(retention.until_ms));
+    }
+    if let Some(on) = record.lock.legal_hold {
+        set(LOCK_LEGAL_HOLD, if on { "ON" } else { "OFF" });
     }
     if with_checksum {
         if let Some(checksum) = &record.checksum {
@@ -448,5 +511,118 @@ mod tests {
     #[test]
     fn times_render_with_milliseconds() {
         assert_eq!(iso8601(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+    }
+
+    #[test]
+    fn iso8601_times_parse_with_or_without_fractions() {
+        assert_eq!(
+            parse_iso8601("2023-11-14T22:13:20.123Z"),
+            Some(1_700_000_000_123)
+        );
+        assert_eq!(
+            parse_iso8601("2023-11-14T22:13:20Z"),
+            Some(1_700_000_000_000)
+        );
+        assert_eq!(
+            parse_iso8601("2023-11-14T23:13:20.5+01:00"),
+            Some(1_700_000_000_500)
+        );
+        for bad in ["2023-11-14", "yesterday", "2023-11-14T22:13:20", ""] {
+            assert_eq!(parse_iso8601(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn object_lock_headers_parse_as_s3_checks_them() {
+        let now = 1_700_000_000_000;
+        let lock = |pairs: &[(&'static str, &str)]| object_lock_at(&headers(pairs), now);
+        assert_eq!(lock(&[]).unwrap(), ObjectLock::default());
+        assert_eq!(
+            lock(&[
+                ("x-amz-object-lock-mode", "GOVERNANCE"),
+                (
+                    "x-amz-object-lock-retain-until-date",
+                    "2030-01-01T00:00:00.000Z"
+                ),
+                ("x-amz-object-lock-legal-hold", "OFF"),
+            ])
+            .unwrap(),
+            ObjectLock {
+                retention: Some(Retention {
+                    mode: RetentionMode::Governance,
+                    until_ms: 1_893_456_000_000
+                }),
+                legal_hold: Some(false),
+            }
+        );
+        assert_eq!(
+            lock(&[("x-amz-object-lock-legal-hold", "ON")])
+                .unwrap()
+                .legal_hold,
+            Some(true)
+        );
+        let message = |pairs: &[(&'static str, &str)]| {
+            let err = lock(pairs).unwrap_err();
+            assert_eq!(err.code, S3ErrorCode::InvalidArgument, "{pairs:?}");
+            err.message.into_owned()
+        };
+        let both =
+            "x-amz-object-lock-retain-until-date and x-amz-object-lock-mode must both be supplied";
+        assert_eq!(message(&[("x-amz-object-lock-mode", "COMPLIANCE")]), both);
+        assert_eq!(
+            message(&[(
+                "x-amz-object-lock-retain-until-date",
+                "2030-01-01T00:00:00Z"
+            )]),
+            both
+        );
+        assert_eq!(
+            message(&[
+                ("x-amz-object-lock-mode", "compliance"),
+                (
+                    "x-amz-object-lock-retain-until-date",
+                    "2030-01-01T00:00:00Z"
+                ),
+            ]),
+            "Unknown wormMode directive."
+        );
+        message(&[
+            ("x-amz-object-lock-mode", "COMPLIANCE"),
+            ("x-amz-object-lock-retain-until-date", "1 Jan 2030"),
+        ]);
+        assert_eq!(
+            message(&[
+                ("x-amz-object-lock-mode", "COMPLIANCE"),
+                (
+                    "x-amz-object-lock-retain-until-date",
+                    "2023-11-14T22:13:20Z"
+                ),
+            ]),
+            "The retain until date must be in the future!"
+        );
+        assert_eq!(
+            message(&[("x-amz-object-lock-legal-hold", "on")]),
+            "Legal Hold must be either of 'ON' or 'OFF'"
+        );
+    }
+
+    #[test]
+    fn object_headers_show_the_lock() {
+        let mut record = ObjectRecord::for_tests();
+        let out = object_headers(&record, false);
+        for name in [LOCK_MODE, LOCK_RETAIN_UNTIL, LOCK_LEGAL_HOLD] {
+            assert!(!out.contains_key(name), "{name}");
+        }
+        record.lock = ObjectLock {
+            retention: Some(Retention {
+                mode: RetentionMode::Compliance,
+                until_ms: 1_700_000_000_123,
+            }),
+            legal_hold: Some(false),
+        };
+        let out = object_headers(&record, false);
+        assert_eq!(out[LOCK_MODE], "COMPLIANCE");
+        assert_eq!(out[LOCK_RETAIN_UNTIL], "2023-11-14T22:13:20.123Z");
+        assert_eq!(out[LOCK_LEGAL_HOLD], "OFF");
     }
 }

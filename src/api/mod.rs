@@ -350,6 +350,13 @@ impl From<ObjectError> for S3Error {
             ObjectError::PreconditionFailed => S3Error::from_code(C::PreconditionFailed),
             ObjectError::InvalidArgument(message) => S3Error::new(C::InvalidArgument, message),
             ObjectError::InvalidRequest(message) => S3Error::new(C::InvalidRequest, message),
+            ObjectError::InvalidBucketState(message) => {
+                S3Error::new(C::InvalidBucketState, message)
+            }
+            ObjectError::ObjectLocked => S3Error::new(
+                C::AccessDenied,
+                "Access Denied because object protected by object lock.",
+            ),
             ObjectError::Erasure(ErasureError::ReadQuorum | ErasureError::WriteQuorum { .. }) => {
                 S3Error::from_code(C::ServiceUnavailable)
             }

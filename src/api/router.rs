@@ -110,6 +110,36 @@ pub enum Endpoint {
     ListObjectVersions {
         bucket: String,
     },
+    PutObjectLockConfiguration {
+        bucket: String,
+    },
+    GetObjectLockConfiguration {
+        bucket: String,
+    },
+    PutObjectRetention {
+        bucket: String,
+        key: String,
+        /// `?versionId=`: the version to act on (`null` names the null version).
+        version_id: Option<String>,
+    },
+    GetObjectRetention {
+        bucket: String,
+        key: String,
+        /// `?versionId=`: the version to act on (`null` names the null version).
+        version_id: Option<String>,
+    },
+    PutObjectLegalHold {
+        bucket: String,
+        key: String,
+        /// `?versionId=`: the version to act on (`null` names the null version).
+        version_id: Option<String>,
+    },
+    GetObjectLegalHold {
+        bucket: String,
+        key: String,
+        /// `?versionId=`: the version to act on (`null` names the null version).
+        version_id: Option<String>,
+    },
     PutBucketPolicy {
         bucket: String,
     },
@@ -207,6 +237,12 @@ impl Endpoint {
             Endpoint::GetBucketVersioning { .. } => "GetBucketVersioning",
             Endpoint::PutBucketVersioning { .. } => "PutBucketVersioning",
             Endpoint::ListObjectVersions { .. } => "ListObjectVersions",
+            Endpoint::PutObjectLockConfiguration { .. } => "PutObjectLockConfiguration",
+            Endpoint::GetObjectLockConfiguration { .. } => "GetObjectLockConfiguration",
+            Endpoint::PutObjectRetention { .. } => "PutObjectRetention",
+            Endpoint::GetObjectRetention { .. } => "GetObjectRetention",
+            Endpoint::PutObjectLegalHold { .. } => "PutObjectLegalHold",
+            Endpoint::GetObjectLegalHold { .. } => "GetObjectLegalHold",
             Endpoint::CorsPreflight { .. } => "CorsPreflight",
             Endpoint::CreateMultipartUpload { .. } => "CreateMultipartUpload",
             Endpoint::UploadPart { .. } => "UploadPart",
@@ -434,6 +470,14 @@ pub fn parse(
             Method::GET if query.has("versioning") => {
                 only(&["versioning"], Endpoint::GetBucketVersioning { bucket })
             }
+            Method::PUT if query.has("object-lock") => only(
+                &["object-lock"],
+                Endpoint::PutObjectLockConfiguration { bucket },
+            ),
+            Method::GET if query.has("object-lock") => only(
+                &["object-lock"],
+                Endpoint::GetObjectLockConfiguration { bucket },
+            ),
             Method::GET if query.has("versions") => only(
                 LIST_VERSIONS_PARAMS,
                 Endpoint::ListObjectVersions { bucket },
@@ -487,6 +531,50 @@ pub fn parse(
             Method::DELETE => only(
                 TAGGING,
                 Endpoint::DeleteObjectTagging {
+                    bucket,
+                    key,
+                    version_id,
+                },
+            ),
+            _ => not_implemented(),
+        };
+    }
+    if query.has("retention") {
+        const RETENTION: &[&str] = &["retention", "versionId"];
+        return match *method {
+            Method::PUT => only(
+                RETENTION,
+                Endpoint::PutObjectRetention {
+                    bucket,
+                    key,
+                    version_id,
+                },
+            ),
+            Method::GET => only(
+                RETENTION,
+                Endpoint::GetObjectRetention {
+                    bucket,
+                    key,
+                    version_id,
+                },
+            ),
+            _ => not_implemented(),
+        };
+    }
+    if query.has("legal-hold") {
+        const LEGAL_HOLD: &[&str] = &["legal-hold", "versionId"];
+        return match *method {
+            Method::PUT => only(
+                LEGAL_HOLD,
+                Endpoint::PutObjectLegalHold {
+                    bucket,
+                    key,
+                    version_id,
+                },
+            ),
+            Method::GET => only(
+                LEGAL_HOLD,
+                Endpoint::GetObjectLegalHold {
                     bucket,
                     key,
                     version_id,
@@ -903,6 +991,79 @@ mod tests {
             Endpoint::ListObjectVersions { bucket: b() }.name(),
             "ListObjectVersions"
         );
+    }
+
+    #[test]
+    fn object_lock_requests_map_to_endpoints() {
+        let v = |id: &str| Some(id.to_string());
+        let k = || "my-image.jpg".to_string();
+        let table = [
+            (
+                Method::PUT,
+                "/bucket?object-lock",
+                Endpoint::PutObjectLockConfiguration { bucket: b() },
+            ),
+            (
+                Method::GET,
+                "/bucket?object-lock",
+                Endpoint::GetObjectLockConfiguration { bucket: b() },
+            ),
+            (
+                Method::PUT,
+                "/bucket/my-image.jpg?retention",
+                Endpoint::PutObjectRetention {
+                    bucket: b(),
+                    key: k(),
+                    version_id: None,
+                },
+            ),
+            (
+                Method::GET,
+                "/bucket/my-image.jpg?retention&versionId=v2",
+                Endpoint::GetObjectRetention {
+                    bucket: b(),
+                    key: k(),
+                    version_id: v("v2"),
+                },
+            ),
+            (
+                Method::PUT,
+                "/bucket/my-image.jpg?legal-hold&versionId=null",
+                Endpoint::PutObjectLegalHold {
+                    bucket: b(),
+                    key: k(),
+                    version_id: v("null"),
+                },
+            ),
+            (
+                Method::GET,
+                "/bucket/my-image.jpg?legal-hold",
+                Endpoint::GetObjectLegalHold {
+                    bucket: b(),
+                    key: k(),
+                    version_id: None,
+                },
+            ),
+        ];
+        for (method, uri, expected) in table {
+            let got = route(method.clone(), uri).unwrap();
+            assert_eq!(got, expected, "{method} {uri}");
+        }
+        assert_eq!(
+            Endpoint::GetObjectLockConfiguration { bucket: b() }.name(),
+            "GetObjectLockConfiguration"
+        );
+        // No DELETE of these subresources exists, and they take no other parameters.
+        for (method, uri) in [
+            (Method::DELETE, "/bucket?object-lock"),
+            (Method::GET, "/bucket?object-lock&prefix=a"),
+            (Method::DELETE, "/bucket/k?retention"),
+            (Method::POST, "/bucket/k?legal-hold"),
+            (Method::PUT, "/bucket/k?retention&uploadId=u1"),
+        ] {
+            let err = route(method.clone(), uri).unwrap_err();
+            assert_eq!(err.code, S3ErrorCode::NotImplemented, "{method} {uri}");
+        }
     }
 
     #[test]

@@ -407,6 +407,70 @@ pub struct VersioningConfiguration {
     pub mfa_delete: Option<String>,
 }
 
+/// A bucket's Object Lock configuration, in PutObjectLockConfiguration requests and
+/// GetObjectLockConfiguration answers. Request fields are optional here so that what is
+/// missing is judged by the handler, as S3 judges it.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct ObjectLockConfiguration {
+    #[serde(rename = "@xmlns", serialize_with = "ns", skip_deserializing)]
+    pub xmlns: (),
+    #[serde(
+        rename = "ObjectLockEnabled",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub object_lock_enabled: Option<String>,
+    #[serde(rename = "Rule", default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<ObjectLockRule>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct ObjectLockRule {
+    #[serde(
+        rename = "DefaultRetention",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub default_retention: Option<DefaultRetention>,
+}
+
+/// Days and Years are signed, so that a negative period is the handler's InvalidArgument
+/// rather than a parse failure, as in S3.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct DefaultRetention {
+    #[serde(rename = "Mode", default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    #[serde(rename = "Days", default, skip_serializing_if = "Option::is_none")]
+    pub days: Option<i64>,
+    #[serde(rename = "Years", default, skip_serializing_if = "Option::is_none")]
+    pub years: Option<i64>,
+}
+
+/// A version's retention, in PutObjectRetention requests (empty to remove it) and
+/// GetObjectRetention answers.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Retention {
+    #[serde(rename = "@xmlns", serialize_with = "ns", skip_deserializing)]
+    pub xmlns: (),
+    #[serde(rename = "Mode", default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    #[serde(
+        rename = "RetainUntilDate",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub retain_until_date: Option<String>,
+}
+
+/// A version's legal hold, in PutObjectLegalHold requests and GetObjectLegalHold answers.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct LegalHold {
+    #[serde(rename = "@xmlns", serialize_with = "ns", skip_deserializing)]
+    pub xmlns: (),
+    #[serde(rename = "Status", default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+}
+
 /// ListObjectVersions' answer.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
@@ -615,6 +679,82 @@ mod tests {
         assert_eq!(parsed.mfa_delete.as_deref(), Some("Disabled"));
         let bad = parse::<VersioningConfiguration>(b"<VersioningConfiguration><Status>");
         assert_eq!(bad.unwrap_err().code, S3ErrorCode::MalformedXML);
+    }
+
+    #[test]
+    fn object_lock_configuration_renders_and_parses() {
+        let enabled = ObjectLockConfiguration {
+            object_lock_enabled: Some("Enabled".into()),
+            ..ObjectLockConfiguration::default()
+        };
+        assert!(render("ObjectLockConfiguration", &enabled).ends_with(
+            "<ObjectLockConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
+             <ObjectLockEnabled>Enabled</ObjectLockEnabled></ObjectLockConfiguration>"
+        ));
+        let with_rule = ObjectLockConfiguration {
+            object_lock_enabled: Some("Enabled".into()),
+            rule: Some(ObjectLockRule {
+                default_retention: Some(DefaultRetention {
+                    mode: Some("GOVERNANCE".into()),
+                    days: Some(30),
+                    years: None,
+                }),
+            }),
+            ..ObjectLockConfiguration::default()
+        };
+        assert!(render("ObjectLockConfiguration", &with_rule).ends_with(
+            "<ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention>\
+             <Mode>GOVERNANCE</Mode><Days>30</Days></DefaultRetention></Rule>\
+             </ObjectLockConfiguration>"
+        ));
+        let body = br#"<ObjectLockConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
+              <ObjectLockEnabled>Enabled</ObjectLockEnabled>
+              <Rule><DefaultRetention><Mode>COMPLIANCE</Mode><Years>1</Years></DefaultRetention></Rule>
+            </ObjectLockConfiguration>"#;
+        let parsed: ObjectLockConfiguration = parse(body).unwrap();
+        assert_eq!(parsed.object_lock_enabled.as_deref(), Some("Enabled"));
+        let retention = parsed.rule.unwrap().default_retention.unwrap();
+        assert_eq!(retention.mode.as_deref(), Some("COMPLIANCE"));
+        assert_eq!(retention.years, Some(1));
+        assert_eq!(retention.days, None);
+        let bad = parse::<ObjectLockConfiguration>(b"<ObjectLockConfiguration><Rule>");
+        assert_eq!(bad.unwrap_err().code, S3ErrorCode::MalformedXML);
+    }
+
+    #[test]
+    fn retention_and_legal_hold_render_and_parse() {
+        let retention = Retention {
+            mode: Some("COMPLIANCE".into()),
+            retain_until_date: Some("2030-01-01T00:00:00.000Z".into()),
+            ..Retention::default()
+        };
+        assert!(render("Retention", &retention).ends_with(
+            "<Retention xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Mode>COMPLIANCE</Mode>\
+             <RetainUntilDate>2030-01-01T00:00:00.000Z</RetainUntilDate></Retention>"
+        ));
+        let parsed: Retention = parse(
+            br#"<Retention xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
+                  <Mode>GOVERNANCE</Mode><RetainUntilDate>2030-01-01T00:00:00Z</RetainUntilDate>
+                </Retention>"#,
+        )
+        .unwrap();
+        assert_eq!(parsed.mode.as_deref(), Some("GOVERNANCE"));
+        assert_eq!(
+            parsed.retain_until_date.as_deref(),
+            Some("2030-01-01T00:00:00Z")
+        );
+        let empty: Retention = parse(b"<Retention/>").unwrap();
+        assert!(empty.mode.is_none() && empty.retain_until_date.is_none());
+
+        let hold = LegalHold {
+            status: Some("ON".into()),
+            ..LegalHold::default()
+        };
+        assert!(render("LegalHold", &hold).ends_with(
+            "<LegalHold xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Status>ON</Status></LegalHold>"
+        ));
+        let parsed: LegalHold = parse(b"<LegalHold><Status>OFF</Status></LegalHold>").unwrap();
+        assert_eq!(parsed.status.as_deref(), Some("OFF"));
     }
 
     #[test]

@@ -59,7 +59,16 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
             bucket: None,
             on: On::Bucket,
         }],
-        CreateBucket { bucket } => vec![b("s3:CreateBucket", bucket)],
+        CreateBucket { bucket } => {
+            let mut checks = vec![b("s3:CreateBucket", bucket)];
+            // As in AWS, a bucket made with Object Lock (and so versioning) needs the
+            // permissions to configure both.
+            if creates_locked_bucket(headers) {
+                checks.push(b("s3:PutBucketObjectLockConfiguration", bucket));
+                checks.push(b("s3:PutBucketVersioning", bucket));
+            }
+            checks
+        }
         HeadBucket { bucket } => vec![b("s3:ListBucket", bucket)],
         DeleteBucket { bucket } => vec![b("s3:DeleteBucket", bucket)],
         GetBucketLocation { bucket } => vec![b("s3:GetBucketLocation", bucket)],
@@ -85,6 +94,23 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
         GetBucketVersioning { bucket } => vec![b("s3:GetBucketVersioning", bucket)],
         PutBucketVersioning { bucket } => vec![b("s3:PutBucketVersioning", bucket)],
         ListObjectVersions { bucket } => vec![b("s3:ListBucketVersions", bucket)],
+        PutObjectLockConfiguration { bucket } => {
+            vec![b("s3:PutBucketObjectLockConfiguration", bucket)]
+        }
+        GetObjectLockConfiguration { bucket } => {
+            vec![b("s3:GetBucketObjectLockConfiguration", bucket)]
+        }
+        // AWS has no `*Version*` actions for retention and legal holds.
+        PutObjectRetention { bucket, key, .. } => {
+            let mut checks = vec![k("s3:PutObjectRetention", bucket, key)];
+            if bypasses_governance(headers) {
+                checks.push(k(BYPASS_GOVERNANCE, bucket, key));
+            }
+            checks
+        }
+        GetObjectRetention { bucket, key, .. } => vec![k("s3:GetObjectRetention", bucket, key)],
+        PutObjectLegalHold { bucket, key, .. } => vec![k("s3:PutObjectLegalHold", bucket, key)],
+        GetObjectLegalHold { bucket, key, .. } => vec![k("s3:GetObjectLegalHold", bucket, key)],
         PutObject { bucket, key }
         | CreateMultipartUpload { bucket, key }
         | UploadPart { bucket, key, .. }
@@ -108,11 +134,19 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
             bucket,
             key,
             version_id,
-        } => vec![k(
-            by_version(version_id, "s3:DeleteObject", "s3:DeleteObjectVersion"),
-            bucket,
-            key,
-        )],
+        } => {
+            let mut checks = vec![k(
+                by_version(version_id, "s3:DeleteObject", "s3:DeleteObjectVersion"),
+                bucket,
+                key,
+            )];
+            // Only the removal of a version can lift a retention; DeleteObjects checks each
+            // of its keys as this endpoint, with the request's headers.
+            if version_id.is_some() && bypasses_governance(headers) {
+                checks.push(k(BYPASS_GOVERNANCE, bucket, key));
+            }
+            checks
+        }
         CopyObject { bucket, key } | UploadPartCopy { bucket, key, .. } => {
             let mut checks = vec![k("s3:PutObject", bucket, key)];
             if let Some(source) = copy_source(headers) {
@@ -170,6 +204,25 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
     }
 }
 
+/// The permission a request needs on top of its own to lift a governance retention.
+const BYPASS_GOVERNANCE: &str = "s3:BypassGovernanceRetention";
+
+/// Whether a request asks to lift governance retentions (`x-amz-bypass-governance-retention:
+/// true`). Handlers read the header through this too, so a bypass is only ever used by a
+/// request that was authorised for it.
+pub fn bypasses_governance(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-amz-bypass-governance-retention")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"))
+}
+
+/// Whether a CreateBucket asks for Object Lock (`x-amz-bucket-object-lock-enabled: true`).
+pub fn creates_locked_bucket(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-amz-bucket-object-lock-enabled")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"))
+}
+
 /// The action of a request on a key: `plain`, or `versioned` when it names a version.
 fn by_version(
     version_id: &Option<String>,
@@ -202,7 +255,11 @@ pub fn request_keys(endpoint: &Endpoint, query: &Query, context: &mut Context) {
         | DeleteObject { version_id, .. }
         | GetObjectTagging { version_id, .. }
         | PutObjectTagging { version_id, .. }
-        | DeleteObjectTagging { version_id, .. } => {
+        | DeleteObjectTagging { version_id, .. }
+        | PutObjectRetention { version_id, .. }
+        | GetObjectRetention { version_id, .. }
+        | PutObjectLegalHold { version_id, .. }
+        | GetObjectLegalHold { version_id, .. } => {
             if let Some(id) = version_id {
                 context.set("s3:versionid", id);
             }
@@ -382,6 +439,154 @@ mod tests {
         };
         request_keys(&endpoint, &Query::parse(Some("versionId=v1")), &mut context);
         assert_eq!(context.get("s3:versionid"), Some("v1"));
+    }
+
+    #[test]
+    fn object_lock_requests_map_to_their_actions() {
+        use Endpoint::*;
+        let none = HeaderMap::new();
+        let (b, k, v) = (
+            || "data".to_string(),
+            || "a/b.txt".to_string(),
+            || Some("v1".to_string()),
+        );
+        let one = |endpoint: Endpoint| {
+            let checks = checks(&endpoint, &none);
+            assert_eq!(checks.len(), 1, "{endpoint:?}");
+            (checks[0].action, checks[0].resource())
+        };
+        let object = "arn:aws:s3:::data/a/b.txt";
+        let table = [
+            (
+                PutObjectLockConfiguration { bucket: b() },
+                "s3:PutBucketObjectLockConfiguration",
+                "arn:aws:s3:::data",
+            ),
+            (
+                GetObjectLockConfiguration { bucket: b() },
+                "s3:GetBucketObjectLockConfiguration",
+                "arn:aws:s3:::data",
+            ),
+            (
+                PutObjectRetention {
+                    bucket: b(),
+                    key: k(),
+                    version_id: v(),
+                },
+                "s3:PutObjectRetention",
+                object,
+            ),
+            (
+                GetObjectRetention {
+                    bucket: b(),
+                    key: k(),
+                    version_id: v(),
+                },
+                "s3:GetObjectRetention",
+                object,
+            ),
+            (
+                PutObjectLegalHold {
+                    bucket: b(),
+                    key: k(),
+                    version_id: None,
+                },
+                "s3:PutObjectLegalHold",
+                object,
+            ),
+            (
+                GetObjectLegalHold {
+                    bucket: b(),
+                    key: k(),
+                    version_id: None,
+                },
+                "s3:GetObjectLegalHold",
+                object,
+            ),
+        ];
+        for (endpoint, action, resource) in table {
+            assert_eq!(one(endpoint), (action, resource.to_string()));
+        }
+        let mut context = Context::default();
+        let endpoint = GetObjectRetention {
+            bucket: b(),
+            key: k(),
+            version_id: v(),
+        };
+        request_keys(&endpoint, &Query::parse(Some("versionId=v1")), &mut context);
+        assert_eq!(context.get("s3:versionid"), Some("v1"));
+    }
+
+    #[test]
+    fn bypassing_governance_needs_its_own_permission() {
+        use Endpoint::*;
+        let mut bypass = HeaderMap::new();
+        bypass.insert("x-amz-bypass-governance-retention", "True".parse().unwrap());
+        let mut no_bypass = HeaderMap::new();
+        no_bypass.insert(
+            "x-amz-bypass-governance-retention",
+            "false".parse().unwrap(),
+        );
+        let (b, k) = (|| "data".to_string(), || "a/b.txt".to_string());
+        let actions = |endpoint: &Endpoint, headers: &HeaderMap| -> Vec<(&str, String)> {
+            checks(endpoint, headers)
+                .iter()
+                .map(|c| (c.action, c.resource()))
+                .collect()
+        };
+        let object = || "arn:aws:s3:::data/a/b.txt".to_string();
+        let retention = PutObjectRetention {
+            bucket: b(),
+            key: k(),
+            version_id: None,
+        };
+        assert_eq!(
+            actions(&retention, &bypass),
+            [
+                ("s3:PutObjectRetention", object()),
+                ("s3:BypassGovernanceRetention", object())
+            ]
+        );
+        assert_eq!(actions(&retention, &no_bypass).len(), 1);
+        let delete_version = DeleteObject {
+            bucket: b(),
+            key: k(),
+            version_id: Some("v1".into()),
+        };
+        assert_eq!(
+            actions(&delete_version, &bypass),
+            [
+                ("s3:DeleteObjectVersion", object()),
+                ("s3:BypassGovernanceRetention", object())
+            ]
+        );
+        assert_eq!(actions(&delete_version, &HeaderMap::new()).len(), 1);
+        // Without a version id a delete only adds a marker: there is nothing to bypass.
+        let delete = DeleteObject {
+            bucket: b(),
+            key: k(),
+            version_id: None,
+        };
+        assert_eq!(actions(&delete, &bypass), [("s3:DeleteObject", object())]);
+    }
+
+    #[test]
+    fn a_bucket_created_with_object_lock_needs_to_configure_it() {
+        let create = Endpoint::CreateBucket {
+            bucket: "data".into(),
+        };
+        let mut locked = HeaderMap::new();
+        locked.insert("x-amz-bucket-object-lock-enabled", "true".parse().unwrap());
+        let got: Vec<&str> = checks(&create, &locked).iter().map(|c| c.action).collect();
+        assert_eq!(
+            got,
+            [
+                "s3:CreateBucket",
+                "s3:PutBucketObjectLockConfiguration",
+                "s3:PutBucketVersioning"
+            ]
+        );
+        assert_eq!(checks(&create, &HeaderMap::new()).len(), 1);
     }
 
     #[test]

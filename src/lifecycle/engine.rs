@@ -16,7 +16,9 @@ use super::pace::{Pace, Pacer};
 use super::rules::LifecycleConfig;
 use super::walk::{version_states, KeyWalk};
 use crate::background::Worker;
-use crate::object::{now_ms, BucketName, ObjectKey, ObjectRecord, ObjectStore, UploadQuery};
+use crate::object::{
+    now_ms, BucketName, ObjectError, ObjectKey, ObjectRecord, ObjectStore, UploadQuery,
+};
 
 /// Objects listed per page while scanning.
 const PAGE: usize = 1000;
@@ -185,10 +187,19 @@ impl LifecycleScanner {
                     }
                 }
                 Action::DeleteVersion { rule } => {
-                    let removed = self
+                    // Object Lock outranks lifecycle: a locked version stays, and is judged
+                    // again next pass.
+                    let removed = match self
                         .store
-                        .remove_version_if(bucket, &object_key, version_id, same)
-                        .await?;
+                        .remove_version_if(bucket, &object_key, version_id, false, same)
+                        .await
+                    {
+                        Err(ObjectError::ObjectLocked) => {
+                            tracing::debug!(bucket = %bucket, key, version_id, rule, "lifecycle: version kept by Object Lock");
+                            continue;
+                        }
+                        removed => removed?,
+                    };
                     if removed.version_id.is_some() {
                         tracing::info!(bucket = %bucket, key, version_id, rule, "lifecycle: removed a noncurrent version");
                         self.status
@@ -198,7 +209,7 @@ impl LifecycleScanner {
                 Action::RemoveDeleteMarker { rule } => {
                     let removed = self
                         .store
-                        .remove_version_if(bucket, &object_key, version_id, same)
+                        .remove_version_if(bucket, &object_key, version_id, false, same)
                         .await?;
                     if removed.version_id.is_some() {
                         tracing::info!(bucket = %bucket, key, version_id, rule, "lifecycle: removed an expired delete marker");

@@ -10,6 +10,17 @@ use crate::storage::{MetaOp, MetaTable};
 
 impl ObjectStore {
     pub async fn create_bucket(&self, name: &BucketName) -> Result<BucketRecord, ObjectError> {
+        self.create_bucket_with(name, BucketSettings::default())
+            .await
+    }
+
+    /// Creates a bucket whose settings start as `settings` (a bucket made with Object Lock
+    /// has it, and versioning, from its first record on).
+    pub async fn create_bucket_with(
+        &self,
+        name: &BucketName,
+        settings: BucketSettings,
+    ) -> Result<BucketRecord, ObjectError> {
         if self.find_bucket(name).await?.is_some() {
             return Err(ObjectError::BucketExists);
         }
@@ -18,7 +29,7 @@ impl ObjectStore {
             id: uuid::Uuid::new_v4().simple().to_string(),
             created_ms: now_ms(),
             revision: 0,
-            settings: Default::default(),
+            settings,
         };
         let op = MetaOp::Put {
             table: MetaTable::Buckets,

@@ -10,6 +10,7 @@ mod hashing;
 mod heal;
 mod list;
 mod list_versions;
+mod lock;
 mod locks;
 mod md5_lanes;
 mod multipart;
@@ -38,6 +39,9 @@ pub use hashing::ExpectedChecksum;
 pub use heal::{HealDepth, HealReport};
 pub use list::{ListEntry, ListPage, ListQuery};
 pub use list_versions::{VersionEntry, VersionsPage, VersionsQuery};
+pub use lock::{
+    DefaultRetention, ObjectLock, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
+};
 pub use multipart::{CompleteOptions, CompletedPart, PartsPage, UploadOptions};
 pub use names::{BucketName, ObjectKey, MAX_KEY_LEN};
 pub use objects::{GetOptions, GetResult, PutOptions, WriteCondition};
@@ -103,6 +107,13 @@ pub enum ObjectError {
     InvalidArgument(String),
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// The bucket's state does not allow the change (Object Lock and versioning).
+    #[error("invalid bucket state: {0}")]
+    InvalidBucketState(String),
+    /// The version is under an Object Lock retention or legal hold that the request may not
+    /// lift.
+    #[error("the object is protected by Object Lock")]
+    ObjectLocked,
     #[error(transparent)]
     Erasure(#[from] ErasureError),
     #[error(transparent)]

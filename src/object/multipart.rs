@@ -16,6 +16,7 @@ use uuid::Uuid;
 use super::checksum::{ChecksumAlgorithm, ChecksumType};
 use super::commit::commit;
 use super::hashing::ExpectedChecksum;
+use super::lock::{self, ObjectLock};
 use super::objects::{place_staged, write_verified, NewVersion, WriteCondition};
 use super::record::{
     self, part_key, parts_prefix, upload_key, ObjectRecord, PartInfo, PartRecord, StoredChecksum,
@@ -45,6 +46,8 @@ pub struct UploadOptions {
     pub checksum_type: Option<ChecksumType>,
     pub tags: Vec<(String, String)>,
     pub storage_class: Option<String>,
+    /// Object Lock retention and legal hold for the object to be.
+    pub lock: ObjectLock,
 }
 
 /// A part as listed in CompleteMultipartUpload.
@@ -78,7 +81,8 @@ impl ObjectStore {
         key: &ObjectKey,
         options: UploadOptions,
     ) -> Result<(String, UploadRecord), ObjectError> {
-        self.bucket(bucket).await?;
+        let bucket_record = self.bucket(bucket).await?;
+        lock::check_allowed(&bucket_record, &options.lock)?;
         let checksum_type = match (options.checksum_algorithm, options.checksum_type) {
             (Some(a), Some(ChecksumType::FullObject)) if !a.combinable() => {
                 return Err(ObjectError::InvalidRequest(format!(
@@ -116,6 +120,7 @@ impl ObjectStore {
             checksum_type,
             tags: options.tags,
             storage_class: options.storage_class,
+            lock: options.lock,
         };
         let results = set
             .meta_apply_all(vec![MetaOp::Put {
@@ -398,6 +403,7 @@ impl ObjectStore {
             version_id: super::versioning::version_id_for(bucket_record.settings.versioning),
             delete_marker: false,
             tier: None,
+            lock: upload.lock,
         };
         let mut extra = vec![MetaOp::Delete {
             table: MetaTable::Uploads,

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::commit::{commit, dropped_inline_chunks};
 use super::hashing::{self, ExpectedChecksum};
+use super::lock::{self, ObjectLock};
 use super::md5_lanes::Md5Lanes;
 use super::record::{
     self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, StoredChecksum,
@@ -35,6 +36,8 @@ pub struct PutOptions {
     pub tags: Vec<(String, String)>,
     /// `x-amz-storage-class` when not STANDARD.
     pub storage_class: Option<String>,
+    /// Object Lock retention and legal hold named by the request.
+    pub lock: ObjectLock,
 }
 
 /// A conditional write, checked atomically with the commit: checkpoint writers use it so that
@@ -99,6 +102,7 @@ impl ObjectStore {
         options: PutOptions,
     ) -> Result<ObjectRecord, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
+        lock::check_allowed(&bucket_record, &options.lock)?;
         let set = self.set_for(bucket, key);
         let written =
             write_verified(&self.md5, set, body, "part.1", INLINE_LIMIT, &options).await?;
@@ -130,6 +134,7 @@ impl ObjectStore {
             version_id: version_id_for(bucket_record.settings.versioning),
             delete_marker: false,
             tier: None,
+            lock: options.lock,
         };
         let inline = match outcome.encoded {
             Encoded::Inline(chunks) => {

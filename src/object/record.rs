@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::checksum::{ChecksumAlgorithm, ChecksumType};
+use super::lock::{ObjectLock, ObjectLockConfig};
 use super::ObjectError;
 
 /// Format version written in front of every record.
@@ -61,6 +62,9 @@ pub struct BucketSettings {
     /// Versioning (`?versioning`); `None` while it was never enabled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub versioning: Option<Versioning>,
+    /// Object Lock (`?object-lock`); once enabled it stays, as in S3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_lock: Option<ObjectLockConfig>,
 }
 
 /// The versioning state of a bucket that has had versioning enabled; it never goes back to
@@ -159,6 +163,9 @@ pub struct ObjectRecord {
     /// Where the data went when lifecycle moved it to a tier; then `parts` is empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<TierLocation>,
+    /// Object Lock retention and legal hold.
+    #[serde(default, skip_serializing_if = "ObjectLock::is_empty")]
+    pub lock: ObjectLock,
 }
 
 /// An object's data in a tier.
@@ -251,6 +258,7 @@ impl ObjectRecord {
             version_id: None,
             delete_marker: false,
             tier: None,
+            lock: ObjectLock::default(),
         }
     }
 }
@@ -290,6 +298,9 @@ pub struct UploadRecord {
     pub tags: Vec<(String, String)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_class: Option<String>,
+    /// Object Lock settings for the object to be.
+    #[serde(default, skip_serializing_if = "ObjectLock::is_empty")]
+    pub lock: ObjectLock,
 }
 
 /// One uploaded part of a multipart upload.
@@ -356,6 +367,7 @@ mod tests {
                 policy: Some("{}".into()),
                 lifecycle: None,
                 versioning: Some(Versioning::Enabled),
+                object_lock: Some(ObjectLockConfig::default()),
             },
         };
         let bytes = encode(&record);

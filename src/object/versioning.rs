@@ -15,6 +15,7 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 use super::commit::{commit, dropped_inline_chunks};
+use super::lock::{self, ObjectLock};
 use super::record::{
     self, inline_key, is_valid_version_id, new_version_id, object_key, BucketRecord, ObjectRecord,
     Versioning, VersionsRecord,
@@ -341,7 +342,8 @@ impl ObjectStore {
         if let Some(condition) = version.condition {
             condition.check(current.versions.first().filter(|v| !v.delete_marker))?;
         }
-        let record = version.record;
+        let mut record = version.record.clone();
+        lock::apply_default(bucket, &mut record);
         let mut versions = vec![record.clone()];
         versions.extend(
             current
@@ -351,7 +353,7 @@ impl ObjectStore {
                 .cloned(),
         );
         let added = Addition {
-            record,
+            record: &record,
             inline: version.inline.as_deref(),
         };
         let next = NewState {
@@ -371,9 +373,25 @@ impl ObjectStore {
         key: &ObjectKey,
         version_id: Option<&str>,
     ) -> Result<Deleted, ObjectError> {
+        self.delete_object_with(bucket, key, version_id, false)
+            .await
+    }
+
+    /// [`Self::delete_object`]; `bypass_governance` lets it remove a version under a
+    /// governance retention (the request's `x-amz-bypass-governance-retention`, once
+    /// authorised).
+    pub async fn delete_object_with(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        version_id: Option<&str>,
+        bypass_governance: bool,
+    ) -> Result<Deleted, ObjectError> {
         if let Some(id) = version_id {
             check_version_id(id)?;
-            return self.remove_version_if(bucket, key, id, |_| true).await;
+            return self
+                .remove_version_if(bucket, key, id, bypass_governance, |_| true)
+                .await;
         }
         let bucket_record = self.bucket(bucket).await?;
         match bucket_record.settings.versioning {
@@ -422,12 +440,14 @@ impl ObjectStore {
     }
 
     /// Removes one version of a key for good if `still` holds for it (lifecycle checks that
-    /// it is the version it judged). A missing version is no error.
+    /// it is the version it judged) and no Object Lock protects it ([`ObjectError::ObjectLocked`];
+    /// `bypass_governance` lifts a governance retention). A missing version is no error.
     pub async fn remove_version_if(
         &self,
         bucket: &BucketName,
         key: &ObjectKey,
         version_id: &str,
+        bypass_governance: bool,
         still: impl FnOnce(&ObjectRecord) -> bool,
     ) -> Result<Deleted, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
@@ -444,6 +464,7 @@ impl ObjectStore {
         if !still(version) {
             return Ok(Deleted::default());
         }
+        lock::check_removable(version, now_ms(), bypass_governance)?;
         let delete_marker = version.delete_marker;
         let versions: Vec<ObjectRecord> = current
             .versions
@@ -602,5 +623,6 @@ fn delete_marker(mode: Versioning, set: &ErasureSet) -> ObjectRecord {
         version_id: version_id_for(Some(mode)),
         delete_marker: true,
         tier: None,
+        lock: ObjectLock::default(),
     }
 }

@@ -65,6 +65,9 @@ pub async fn delete_objects(mut request: Request<'_>, bucket: &str) -> Result<Re
         query: &request.query,
         source_ip: request.source_ip,
     };
+    // Each key's authorisation required s3:BypassGovernanceRetention of a request that asks
+    // for this.
+    let bypass = crate::iam::action::bypasses_governance(request.headers);
     let mut result = xml::DeleteResult {
         xmlns: (),
         deleted: Vec::new(),
@@ -76,8 +79,9 @@ pub async fn delete_objects(mut request: Request<'_>, bucket: &str) -> Result<Re
             Ok(key) => {
                 let identity = &request.identity;
                 match authorize_key(request.state, identity, &info, &name, &key, version).await {
+                    // A locked version is this key's AccessDenied; the others still go.
                     Ok(()) => store
-                        .delete_object(&name, &key, version)
+                        .delete_object_with(&name, &key, version, bypass)
                         .await
                         .map_err(S3Error::from),
                     Err(e) => Err(e),

@@ -7,6 +7,7 @@ use super::{bucket_name, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::iso8601;
 use crate::api::{xml, xml_response};
+use crate::iam::action::creates_locked_bucket;
 
 pub async fn list_buckets(request: Request<'_>) -> Result<Response, S3Error> {
     let buckets = request.state.store.list_buckets().await?;
@@ -53,7 +54,13 @@ pub async fn create_bucket(mut request: Request<'_>, bucket: &str) -> Result<Res
             return Err(S3Error::from_code(S3ErrorCode::InvalidLocationConstraint));
         }
     }
-    request.state.store.create_bucket(&name).await?;
+    // Object Lock can be asked for at creation (it brings versioning, enabled for good).
+    let store = &request.state.store;
+    if creates_locked_bucket(request.headers) {
+        store.create_locked_bucket(&name).await?;
+    } else {
+        store.create_bucket(&name).await?;
+    }
     Ok(([("location", format!("/{bucket}"))], StatusCode::OK).into_response())
 }
 

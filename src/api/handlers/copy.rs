@@ -108,7 +108,8 @@ fn check_size(source: &ObjectRecord) -> Result<(), ObjectError> {
     Ok(())
 }
 
-/// What the new object keeps of the source, and what the request replaces.
+/// What the new object keeps of the source, and what the request replaces. Its Object Lock is
+/// the request's alone: a copy never inherits the source's retention or legal hold.
 fn copied_metadata(
     source: &ObjectRecord,
     replace_metadata: bool,
@@ -164,6 +165,13 @@ pub async fn copy_object(
     let in_place = onto_itself && store.bucket(&name).await?.settings.versioning.is_none();
     let mut copied = None;
     let record = if in_place {
+        // Only a bucket without versioning rewrites in place, and it has no Object Lock.
+        if !requested.lock.is_empty() {
+            return Err(S3Error::new(
+                S3ErrorCode::InvalidRequest,
+                "Bucket is missing Object Lock Configuration",
+            ));
+        }
         if requested.condition.is_some() {
             return Err(S3Error::new(
                 S3ErrorCode::NotImplemented,

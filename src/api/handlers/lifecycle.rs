@@ -26,12 +26,7 @@ pub async fn put_bucket_lifecycle(
 ) -> Result<Response, S3Error> {
     let name = bucket_name(bucket)?;
     // S3 requires a digest of the rules, so a corrupted body never deletes the wrong objects.
-    if !request.has_body_digest() {
-        return Err(S3Error::new(
-            S3ErrorCode::InvalidRequest,
-            "Missing required header for this request: Content-MD5",
-        ));
-    }
+    request.require_body_digest()?;
     let body = request.small_body().await?;
     let text =
         std::str::from_utf8(&body).map_err(|_| S3Error::from_code(S3ErrorCode::MalformedXML))?;

@@ -7,6 +7,7 @@ mod cors;
 mod lifecycle;
 mod list;
 mod list_versions;
+mod lock;
 mod multipart;
 mod object;
 mod policy;
@@ -55,6 +56,18 @@ impl Request<'_> {
                 .headers
                 .keys()
                 .any(|name| name.as_str().starts_with("x-amz-checksum-"))
+    }
+
+    /// Refuses a request without a digest of its body, for the configurations S3 takes only
+    /// with one.
+    pub fn require_body_digest(&self) -> Result<(), S3Error> {
+        if self.has_body_digest() {
+            return Ok(());
+        }
+        Err(S3Error::new(
+            S3ErrorCode::InvalidRequest,
+            "Missing required header for this request: Content-MD5",
+        ))
     }
 
     /// Reads a small request body (XML) into memory, refusing more than `MAX_XML_BODY`, and
@@ -182,6 +195,32 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
         ListObjectVersions { bucket } => {
             list_versions::list_object_versions(request, &bucket).await
         }
+        PutObjectLockConfiguration { bucket } => {
+            lock::put_object_lock_configuration(request, &bucket).await
+        }
+        GetObjectLockConfiguration { bucket } => {
+            lock::get_object_lock_configuration(request, &bucket).await
+        }
+        PutObjectRetention {
+            bucket,
+            key,
+            version_id,
+        } => lock::put_object_retention(request, &bucket, &key, version_id.as_deref()).await,
+        GetObjectRetention {
+            bucket,
+            key,
+            version_id,
+        } => lock::get_object_retention(request, &bucket, &key, version_id.as_deref()).await,
+        PutObjectLegalHold {
+            bucket,
+            key,
+            version_id,
+        } => lock::put_object_legal_hold(request, &bucket, &key, version_id.as_deref()).await,
+        GetObjectLegalHold {
+            bucket,
+            key,
+            version_id,
+        } => lock::get_object_legal_hold(request, &bucket, &key, version_id.as_deref()).await,
         CorsPreflight { bucket } => cors::preflight(request, &bucket).await,
         CreateMultipartUpload { bucket, key } => multipart::create(request, &bucket, &key).await,
         UploadPart {

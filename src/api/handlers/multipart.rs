@@ -39,6 +39,8 @@ pub async fn create(request: Request<'_>, bucket: &str, key: &str) -> Result<Res
         checksum_type,
         tags: headers::tags(request.headers)?,
         storage_class: headers::storage_class(request.headers)?,
+        // Unlike PutObject, S3 asks no digest here: this request carries no data.
+        lock: headers::object_lock(request.headers)?,
     };
     let (upload_id, upload) = request
         .state

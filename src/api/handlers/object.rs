@@ -1,14 +1,16 @@
 //! Object operations: PUT, GET, HEAD, DELETE.
 
 use axum::body::Body;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::versioning::{set_deleted, set_version_id, set_written_version, shown_version};
 use super::{bucket_name, object_key, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{self, ConditionFailure};
-use crate::object::{GetOptions, PutOptions, ReadSpan, StoredChecksum};
+use crate::api::router::Endpoint;
+use crate::iam::action::bypasses_governance;
+use crate::object::{GetOptions, ObjectLock, ObjectRecord, PutOptions, ReadSpan, StoredChecksum};
 
 /// Largest single PUT, as in S3.
 const MAX_PUT_SIZE: u64 = 5 << 30;
@@ -18,8 +20,6 @@ const MAX_PUT_SIZE: u64 = 5 << 30;
 const UNSUPPORTED_PUT_HEADERS: &[&str] = &[
     "x-amz-server-side-encryption",
     "x-amz-server-side-encryption-customer-algorithm",
-    "x-amz-object-lock-mode",
-    "x-amz-object-lock-legal-hold",
     "x-amz-website-redirect-location",
 ];
 
@@ -71,7 +71,27 @@ pub fn put_options(request: &Request<'_>) -> Result<PutOptions, S3Error> {
         condition: headers::write_condition(request.headers)?,
         tags: headers::tags(request.headers)?,
         storage_class: headers::storage_class(request.headers)?,
+        lock: headers::object_lock(request.headers)?,
     })
+}
+
+/// S3 takes Object Lock settings only with a digest of the data (Content-MD5 or a flexible
+/// checksum), so what is kept for years is what the client sent. A signed SHA-256 of the
+/// payload, which SigV4 checks against the body, is such a digest too (the minio SDK sends
+/// that over plain HTTP rather than Content-MD5).
+fn require_digest_for_lock(request: &Request<'_>, lock: &ObjectLock) -> Result<(), S3Error> {
+    let signed_payload = headers::header(request.headers, "x-amz-content-sha256")
+        .is_some_and(|hash| hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()));
+    let digest = request.has_body_digest()
+        || signed_payload
+        || request.headers.contains_key("x-amz-sdk-checksum-algorithm");
+    if lock.is_empty() || digest {
+        return Ok(());
+    }
+    Err(S3Error::new(
+        S3ErrorCode::InvalidRequest,
+        "Content-MD5 OR x-amz-checksum- HTTP header is required for Put Object requests with Object Lock parameters",
+    ))
 }
 
 pub async fn put_object(
@@ -84,6 +104,7 @@ pub async fn put_object(
     refuse_unsupported(&request)?;
     body_length(&request)?;
     let options = put_options(&request)?;
+    require_digest_for_lock(&request, &options.lock)?;
     let record = request
         .state
         .store
@@ -125,7 +146,10 @@ pub async fn get_object(
     let store = &request.state.store;
     let asked = version_id.is_some();
     let (record, range, body) = if with_body {
-        let options = GetOptions { span, version_id };
+        let options = GetOptions {
+            span,
+            version_id: version_id.clone(),
+        };
         let got = store.get_object(&bucket, &key, options).await?;
         (got.record, got.range, Some(got.body))
     } else {
@@ -146,6 +170,14 @@ pub async fn get_object(
             .is_some_and(|m| m.eq_ignore_ascii_case("enabled"));
     let mut response = Response::new(Body::empty());
     *response.headers_mut() = headers::object_headers(&record, with_checksum);
+    let info = crate::iam::RequestInfo {
+        headers: request.headers,
+        query: &request.query,
+        source_ip: request.source_ip,
+    };
+    let named = (bucket.as_str(), key.as_str(), version_id.as_deref());
+    let out = response.headers_mut();
+    hide_unreadable_lock(request.state, &request.identity, &info, named, &record, out).await;
     set_version_id(
         response.headers_mut(),
         shown_version(&record, versioning, asked),
@@ -193,6 +225,51 @@ pub async fn get_object(
         *response.body_mut() = Body::from_stream(body);
     }
     Ok(response)
+}
+
+/// S3 shows a version's retention and legal hold only to requesters who may read them
+/// (s3:GetObjectRetention, s3:GetObjectLegalHold). Takes the request's parts, not the
+/// request, whose body is not `Sync`.
+async fn hide_unreadable_lock(
+    state: &crate::api::AppState,
+    identity: &crate::api::auth::Identity,
+    info: &crate::iam::RequestInfo<'_>,
+    (bucket, key, version_id): (&str, &str, Option<&str>),
+    record: &ObjectRecord,
+    out: &mut HeaderMap,
+) {
+    let (bucket, key, version_id) = (
+        bucket.to_string(),
+        key.to_string(),
+        version_id.map(str::to_string),
+    );
+    if record.lock.retention.is_some() {
+        let endpoint = Endpoint::GetObjectRetention {
+            bucket: bucket.clone(),
+            key: key.clone(),
+            version_id: version_id.clone(),
+        };
+        if crate::iam::authorize(state, identity, &endpoint, info)
+            .await
+            .is_err()
+        {
+            out.remove(headers::LOCK_MODE);
+            out.remove(headers::LOCK_RETAIN_UNTIL);
+        }
+    }
+    if record.lock.legal_hold.is_some() {
+        let endpoint = Endpoint::GetObjectLegalHold {
+            bucket,
+            key,
+            version_id,
+        };
+        if crate::iam::authorize(state, identity, &endpoint, info)
+            .await
+            .is_err()
+        {
+            out.remove(headers::LOCK_LEGAL_HOLD);
+        }
+    }
 }
 
 /// `x-amz-expiration: expiry-date="…", rule-id="…"` when a rule of the bucket's lifecycle
@@ -277,10 +354,12 @@ pub async fn delete_object(
 ) -> Result<Response, S3Error> {
     let bucket = bucket_name(bucket)?;
     let key = object_key(key)?;
+    // Authorisation required s3:BypassGovernanceRetention of a request that asks for this.
+    let bypass = bypasses_governance(request.headers);
     let deleted = request
         .state
         .store
-        .delete_object(&bucket, &key, version_id)
+        .delete_object_with(&bucket, &key, version_id, bypass)
         .await?;
     let mut response = StatusCode::NO_CONTENT.into_response();
     set_deleted(response.headers_mut(), &deleted);

@@ -3,12 +3,11 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use super::versioning::{bucket_versioning, set_version_id, shown_version};
+use super::versioning::with_version;
 use super::{bucket_name, change_bucket_settings, object_key, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{check_tags, TagLimit, BUCKET_TAG_LIMIT, OBJECT_TAG_LIMIT};
-use crate::api::{xml, xml_response, AppState};
-use crate::object::{BucketName, ObjectRecord};
+use crate::api::{xml, xml_response};
 
 /// Reads and checks the tag set of a PutObjectTagging or PutBucketTagging request.
 async fn tag_set(
@@ -22,25 +21,6 @@ async fn tag_set(
 
 fn tagging_response(tags: &[(String, String)]) -> Response {
     xml_response(xml::render("Tagging", &xml::Tagging::new(tags)))
-}
-
-/// Object tagging answers name the version whose tags they are, as S3's do.
-async fn with_version(
-    state: &AppState,
-    name: &BucketName,
-    record: &ObjectRecord,
-    asked: Option<&str>,
-    mut response: Response,
-) -> Response {
-    let versioning = match record.version_id {
-        Some(_) => None,
-        None => bucket_versioning(state, name).await,
-    };
-    set_version_id(
-        response.headers_mut(),
-        shown_version(record, versioning, asked.is_some()),
-    );
-    response
 }
 
 pub async fn put_object_tagging(

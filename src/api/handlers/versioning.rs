@@ -1,9 +1,9 @@
 //! Bucket versioning (`?versioning`), and the version headers object operations answer with.
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 
-use super::{bucket_name, change_bucket_settings, Request};
+use super::{bucket_name, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::{xml, xml_response, AppState};
 use crate::object::{BucketName, Deleted, ObjectRecord, Versioning};
@@ -55,11 +55,10 @@ pub async fn put_bucket_versioning(
     let body = request.small_body().await?;
     let config: xml::VersioningConfiguration = xml::parse(&body)?;
     let state = requested_state(config, request.headers)?;
-    // Either state is reachable from any other; only "unversioned" is never asked for.
-    change_bucket_settings(&request.state.store, &name, StatusCode::OK, |settings| {
-        settings.versioning = Some(state)
-    })
-    .await
+    // Either state is reachable from any other (only "unversioned" is never asked for),
+    // except on a bucket with Object Lock, which the store keeps enabled.
+    request.state.store.set_versioning(&name, state).await?;
+    Ok(StatusCode::OK.into_response())
 }
 
 pub async fn get_bucket_versioning(
@@ -109,6 +108,25 @@ pub(super) fn set_version_id(headers: &mut HeaderMap, version_id: Option<&str>) 
     if let Some(value) = version_id.and_then(|id| HeaderValue::from_str(id).ok()) {
         headers.insert("x-amz-version-id", value);
     }
+}
+
+/// Answers about one version (its tags, retention or legal hold) name it, as S3's do.
+pub(super) async fn with_version(
+    state: &AppState,
+    name: &BucketName,
+    record: &ObjectRecord,
+    asked: Option<&str>,
+    mut response: Response,
+) -> Response {
+    let versioning = match record.version_id {
+        Some(_) => None,
+        None => bucket_versioning(state, name).await,
+    };
+    set_version_id(
+        response.headers_mut(),
+        shown_version(record, versioning, asked.is_some()),
+    );
+    response
 }
 
 /// The headers of a DELETE: the version it removed or the delete marker it made, and
