@@ -350,6 +350,10 @@ impl From<ObjectError> for S3Error {
             ObjectError::PreconditionFailed => S3Error::from_code(C::PreconditionFailed),
             ObjectError::InvalidArgument(message) => S3Error::new(C::InvalidArgument, message),
             ObjectError::InvalidRequest(message) => S3Error::new(C::InvalidRequest, message),
+            ObjectError::NoObjectLock => S3Error::new(
+                C::InvalidRequest,
+                "Bucket is missing Object Lock Configuration",
+            ),
             ObjectError::InvalidBucketState(message) => {
                 S3Error::new(C::InvalidBucketState, message)
             }

@@ -200,12 +200,22 @@ impl ObjectStore {
         .await
     }
 
+    /// A version (the newest when `version_id` is `None`) as GetObjectRetention and
+    /// GetObjectLegalHold read it: S3 answers them only in buckets with Object Lock.
+    pub async fn head_for_lock(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        version_id: Option<&str>,
+    ) -> Result<ObjectRecord, ObjectError> {
+        self.require_object_lock(bucket).await?;
+        self.head_object(bucket, key, version_id).await
+    }
+
     async fn require_object_lock(&self, bucket: &BucketName) -> Result<(), ObjectError> {
         match self.bucket(bucket).await?.settings.object_lock {
             Some(_) => Ok(()),
-            None => Err(ObjectError::InvalidRequest(
-                "Bucket is missing Object Lock Configuration".into(),
-            )),
+            None => Err(ObjectError::NoObjectLock),
         }
     }
 }
@@ -213,9 +223,7 @@ impl ObjectStore {
 /// Refuses lock settings on a new version of a bucket without Object Lock, as S3 does.
 pub(crate) fn check_allowed(bucket: &BucketRecord, lock: &ObjectLock) -> Result<(), ObjectError> {
     if !lock.is_empty() && bucket.settings.object_lock.is_none() {
-        return Err(ObjectError::InvalidRequest(
-            "Bucket is missing Object Lock Configuration".into(),
-        ));
+        return Err(ObjectError::NoObjectLock);
     }
     Ok(())
 }

@@ -107,6 +107,9 @@ pub enum ObjectError {
     InvalidArgument(String),
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// The request needs Object Lock, which the bucket does not have.
+    #[error("the bucket has no Object Lock configuration")]
+    NoObjectLock,
     /// The bucket's state does not allow the change (Object Lock and versioning).
     #[error("invalid bucket state: {0}")]
     InvalidBucketState(String),

@@ -167,10 +167,7 @@ pub async fn copy_object(
     let record = if in_place {
         // Only a bucket without versioning rewrites in place, and it has no Object Lock.
         if !requested.lock.is_empty() {
-            return Err(S3Error::new(
-                S3ErrorCode::InvalidRequest,
-                "Bucket is missing Object Lock Configuration",
-            ));
+            return Err(ObjectError::NoObjectLock.into());
         }
         if requested.condition.is_some() {
             return Err(S3Error::new(

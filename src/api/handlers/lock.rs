@@ -9,11 +9,10 @@ use super::versioning::with_version;
 use super::{bucket_name, object_key, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{iso8601, parse_iso8601};
-use crate::api::{xml, xml_response, AppState};
+use crate::api::{xml, xml_response};
 use crate::iam::action::bypasses_governance;
 use crate::object::{
-    now_ms, BucketName, DefaultRetention, ObjectKey, ObjectLockConfig, ObjectRecord, Retention,
-    RetentionMode, RetentionPeriod,
+    now_ms, DefaultRetention, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
 };
 
 /// The longest default retention taken, as MinIO and StorageGRID take it (AWS documents no
@@ -122,30 +121,6 @@ fn legal_hold_name(on: bool) -> &'static str {
     }
 }
 
-/// The version a GetObjectRetention or GetObjectLegalHold reads; S3 refuses both on a
-/// bucket without Object Lock, whatever its objects.
-async fn locked_version(
-    state: &AppState,
-    name: &BucketName,
-    object: &ObjectKey,
-    version_id: Option<&str>,
-) -> Result<ObjectRecord, S3Error> {
-    if state
-        .store
-        .bucket(name)
-        .await?
-        .settings
-        .object_lock
-        .is_none()
-    {
-        return Err(S3Error::new(
-            S3ErrorCode::InvalidRequest,
-            "Bucket is missing Object Lock Configuration",
-        ));
-    }
-    Ok(state.store.head_object(name, object, version_id).await?)
-}
-
 pub async fn put_object_lock_configuration(
     mut request: Request<'_>,
     bucket: &str,
@@ -207,7 +182,11 @@ pub async fn get_object_retention(
 ) -> Result<Response, S3Error> {
     let name = bucket_name(bucket)?;
     let object = object_key(key)?;
-    let record = locked_version(request.state, &name, &object, version_id).await?;
+    let record = request
+        .state
+        .store
+        .head_for_lock(&name, &object, version_id)
+        .await?;
     let retention = record
         .lock
         .retention
@@ -248,7 +227,11 @@ pub async fn get_object_legal_hold(
 ) -> Result<Response, S3Error> {
     let name = bucket_name(bucket)?;
     let object = object_key(key)?;
-    let record = locked_version(request.state, &name, &object, version_id).await?;
+    let record = request
+        .state
+        .store
+        .head_for_lock(&name, &object, version_id)
+        .await?;
     let on = record
         .lock
         .legal_hold
