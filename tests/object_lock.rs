@@ -77,20 +77,6 @@ async fn put_retained(
     out.version_id().expect("a version id").to_string()
 }
 
-async fn put_version(client: &Client, bucket: &str, key: &str, data: &[u8]) -> String {
-    let out = ok(
-        client
-            .put_object()
-            .bucket(bucket)
-            .key(key)
-            .body(data.to_vec().into())
-            .send()
-            .await,
-        &format!("PutObject {key}"),
-    );
-    out.version_id().expect("a version id").to_string()
-}
-
 async fn delete_version(
     client: &Client,
     bucket: &str,
@@ -454,7 +440,7 @@ async fn a_legal_hold_keeps_a_version_until_it_is_released() {
     );
 
     // A version that never had a hold or a retention has no configuration to show.
-    let plain = put_version(&client, &bucket, "p", b"plain").await;
+    let plain = put_new_version(&client, &bucket, "p", b"plain").await;
     assert_s3_error(
         client
             .get_object_legal_hold()
@@ -507,7 +493,7 @@ async fn the_default_retention_applies_to_puts_copies_and_multipart_uploads() {
         "PutObjectLockConfiguration",
     );
     let before = from_now(DAY);
-    put_version(&client, &bucket, "single", b"one").await;
+    put_new_version(&client, &bucket, "single", b"one").await;
     multipart_put(
         &client,
         &bucket,
@@ -630,7 +616,7 @@ async fn delete_objects_keeps_locked_versions_and_deletes_the_others() {
         from_now(DAY),
     )
     .await;
-    let free = put_version(&client, &bucket, "free", b"free").await;
+    let free = put_new_version(&client, &bucket, "free", b"free").await;
     let objects = [("locked", &locked), ("free", &free)].map(|(key, id)| {
         ObjectIdentifier::builder()
             .key(key)
@@ -680,8 +666,8 @@ async fn lifecycle_never_removes_a_locked_version() {
         from_now(DAY),
     )
     .await;
-    let unlocked = put_version(&client, &bucket, "k", b"second").await;
-    let current = put_version(&client, &bucket, "k", b"third").await;
+    let unlocked = put_new_version(&client, &bucket, "k", b"second").await;
+    let current = put_new_version(&client, &bucket, "k", b"third").await;
     let rule = LifecycleRule::builder()
         .id("old-versions")
         .status(ExpirationStatus::Enabled)

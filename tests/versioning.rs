@@ -30,28 +30,6 @@ async fn versioned_bucket(prefix: &str) -> (Client, String) {
     (client, bucket)
 }
 
-/// PUT; returns the `x-amz-version-id` answered, if any.
-async fn put_version(client: &Client, bucket: &str, key: &str, data: &[u8]) -> Option<String> {
-    let out = ok(
-        client
-            .put_object()
-            .bucket(bucket)
-            .key(key)
-            .body(data.to_vec().into())
-            .send()
-            .await,
-        &format!("PutObject {bucket}/{key}"),
-    );
-    out.version_id().map(str::to_string)
-}
-
-/// PUT in a versioning-enabled bucket; returns the new version's id.
-async fn put_new_version(client: &Client, bucket: &str, key: &str, data: &[u8]) -> String {
-    put_version(client, bucket, key, data)
-        .await
-        .unwrap_or_else(|| panic!("PutObject {bucket}/{key}: no x-amz-version-id"))
-}
-
 /// GET of one version (the newest with `None`): its bytes and `x-amz-version-id`.
 async fn get_version(
     client: &Client,

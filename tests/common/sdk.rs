@@ -266,6 +266,28 @@ pub async fn new_bucket(prefix: &str) -> (Client, String) {
     (client, bucket)
 }
 
+/// PUT; returns the `x-amz-version-id` answered, if any.
+pub async fn put_version(client: &Client, bucket: &str, key: &str, data: &[u8]) -> Option<String> {
+    let out = ok(
+        client
+            .put_object()
+            .bucket(bucket)
+            .key(key)
+            .body(data.to_vec().into())
+            .send()
+            .await,
+        &format!("PutObject {bucket}/{key}"),
+    );
+    out.version_id().map(str::to_string)
+}
+
+/// PUT in a versioning-enabled bucket; returns the new version's id.
+pub async fn put_new_version(client: &Client, bucket: &str, key: &str, data: &[u8]) -> String {
+    put_version(client, bucket, key, data)
+        .await
+        .unwrap_or_else(|| panic!("PutObject {bucket}/{key}: no x-amz-version-id"))
+}
+
 /// Puts a bucket's versioning state (Enabled or Suspended).
 pub async fn set_versioning(
     client: &Client,
