@@ -1,5 +1,13 @@
 //! Opening the drives of a deployment: formatting new ones, checking that every drive sits
 //! where its format record says, and grouping them into erasure sets.
+//!
+//! A drive that joins its set blank (an empty folder formatted into a failed drive's place,
+//! or a drive whose metadata database is gone) is marked unhealed on the drive itself before
+//! it is formatted: until a heal pass completes over it, it cannot vote that anything is
+//! absent (see [`Drive::is_unhealed`]). An empty folder that looks like a disk that failed
+//! to mount is not formatted at all (see `mounts`).
+
+mod mounts;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +29,8 @@ pub struct Deployment {
     pub drives: Vec<DrivePosition>,
     /// Empty drives formatted into their position at this start: their sets need healing.
     pub formatted: Vec<PathBuf>,
+    /// What the drive monitor and `strata admin drive format` format drives with.
+    config: ServerConfig,
 }
 
 /// One drive position: where it is, and the slot its set reads and writes through.
@@ -31,6 +41,9 @@ pub struct DrivePosition {
     online: AtomicBool,
     /// Back in service but not yet given everything it missed.
     healing: AtomicBool,
+    /// An empty folder that looks like a disk that failed to mount: kept offline and
+    /// unformatted until an operator formats it (or a filesystem is mounted there).
+    unmounted: AtomicBool,
 }
 
 impl DrivePosition {
@@ -43,8 +56,15 @@ impl DrivePosition {
         self.is_online() && self.slot.is_stalled()
     }
 
+    /// Back in service but not yet given everything it missed (a drive that returned), or
+    /// unhealed (it joined blank, and no heal pass has completed over it since).
     pub fn is_healing(&self) -> bool {
-        self.is_online() && self.healing.load(Ordering::Relaxed)
+        self.is_online() && (self.healing.load(Ordering::Relaxed) || self.slot.is_unhealed())
+    }
+
+    /// Offline because its folder looks like a disk that failed to mount.
+    pub fn is_unmounted(&self) -> bool {
+        !self.is_online() && self.unmounted.load(Ordering::Relaxed)
     }
 }
 
@@ -83,6 +103,10 @@ pub fn open(config: &ServerConfig) -> anyhow::Result<Deployment> {
             for (position, path) in config.drives.iter().enumerate() {
                 LocalDrive::write_format(path, &format_for(config, &id, position))
                     .with_context(|| format!("formatting drive {}", path.display()))?;
+                // The database too: a formatted drive without one is taken for a drive that
+                // lost it (and is unhealed), which a crash here would cost only a heal pass.
+                LocalDrive::open(path)
+                    .with_context(|| format!("creating the database of {}", path.display()))?;
             }
             tracing::info!(deployment = %id, drives = config.drives.len(), "formatted new drives");
             return open(config);
@@ -100,8 +124,17 @@ pub fn open(config: &ServerConfig) -> anyhow::Result<Deployment> {
     let mut formatted = Vec::new();
     for (position, (path, format)) in config.drives.iter().zip(&formats).enumerate() {
         let formatted_before = formatted.len();
+        let set_start = position / set_size * set_size;
+        let set_members = (set_start..set_start + set_size)
+            .filter(|&other| other != position && formats[other].is_some())
+            .map(|other| config.drives[other].as_path());
+        let mut unmounted = false;
         let opened = match format {
-            Some(_) => open_local(path),
+            Some(_) => open_member(path),
+            None if path.is_dir() && mounts::looks_unmounted(path, set_members) => {
+                unmounted = true;
+                Err(mounts::UNMOUNTED_REASON.to_string())
+            }
             // An empty folder in a known deployment is a replaced drive: it takes its place.
             None if path.is_dir() => {
                 format_into_place(path, &format_for(config, &deployment_id, position))
@@ -128,6 +161,7 @@ pub fn open(config: &ServerConfig) -> anyhow::Result<Deployment> {
             slot,
             online: AtomicBool::new(online),
             healing: AtomicBool::new(formatted.len() > formatted_before),
+            unmounted: AtomicBool::new(unmounted),
         });
     }
 
@@ -153,21 +187,46 @@ pub fn open(config: &ServerConfig) -> anyhow::Result<Deployment> {
         offline,
         drives: positions,
         formatted,
+        config: config.clone(),
     })
 }
 
 impl Deployment {
-    /// A heal pass over everything finished: the drives back in service have all they missed.
-    pub fn healed(&self) {
+    /// The drive positions whose drive is unhealed now.
+    pub fn unhealed_drives(&self) -> Vec<usize> {
+        (self.drives.iter().enumerate())
+            .filter(|(_, drive)| drive.is_online() && drive.slot.is_unhealed())
+            .map(|(position, _)| position)
+            .collect()
+    }
+
+    /// A heal pass over everything finished with nothing left unresolved: the drives back in
+    /// service have all they missed, and `unhealed` (the drives unhealed when the pass
+    /// began) lose their mark, durably, so that they vote again.
+    pub async fn healed(&self, unhealed: &[usize]) {
         for drive in &self.drives {
             drive.healing.store(false, Ordering::Relaxed);
+        }
+        for &position in unhealed {
+            let drive = &self.drives[position];
+            match drive.slot.mark_healed().await {
+                Ok(()) => {
+                    tracing::info!(drive = %drive.path.display(), "drive healed: it holds everything its set holds")
+                }
+                Err(e) => {
+                    tracing::warn!(drive = %drive.path.display(), error = %e, "could not mark the drive healed; it stays unhealed")
+                }
+            }
         }
     }
 
     /// Looks at every drive position once: a drive that went away is taken out of service, a
     /// drive that came back is reopened, and an empty folder in a failed drive's place is
-    /// formatted into that position. Blocking: call it on the blocking pool.
-    pub fn check_drives(&self, config: &ServerConfig) -> Vec<DriveChange> {
+    /// formatted into that position, unless it looks like a disk that failed to mount.
+    /// Blocking: call it on the blocking pool.
+    pub fn check_drives(&self) -> Vec<DriveChange> {
+        let config = &self.config;
+        let set_size = config.data_shards + config.parity_shards;
         let mut changes = Vec::new();
         for (position, drive) in self.drives.iter().enumerate() {
             let format = LocalDrive::read_format(&drive.path).ok().flatten();
@@ -181,7 +240,7 @@ impl Deployment {
                 }
                 continue;
             }
-            let set_count = self.drives.len() / (config.data_shards + config.parity_shards);
+            let set_count = self.drives.len() / set_size;
             let (opened, change) = match format {
                 Some(format) => {
                     if let Err(e) =
@@ -191,31 +250,96 @@ impl Deployment {
                         continue;
                     }
                     (
-                        open_local(&drive.path),
+                        open_member(&drive.path),
                         DriveChange::Returned(drive.path.clone()),
                     )
                 }
-                None if drive.path.is_dir() => (
-                    format_into_place(&drive.path, &format_for(config, &self.id, position)),
-                    DriveChange::Replaced(drive.path.clone()),
-                ),
+                None if drive.path.is_dir() => {
+                    let set_members = (self.drives.iter())
+                        .filter(|other| other.set_index == drive.set_index && other.is_online())
+                        .map(|other| other.path.as_path());
+                    if mounts::looks_unmounted(&drive.path, set_members) {
+                        if !drive.unmounted.swap(true, Ordering::Relaxed) {
+                            tracing::warn!(drive = %drive.path.display(), reason = mounts::UNMOUNTED_REASON, "drive not formatted");
+                        }
+                        continue;
+                    }
+                    (
+                        format_into_place(&drive.path, &format_for(config, &self.id, position)),
+                        DriveChange::Replaced(drive.path.clone()),
+                    )
+                }
                 None => continue,
             };
-            match opened {
-                Ok(local) => {
-                    drive.slot.replace(with_deadline(local, config));
-                    drive.healing.store(true, Ordering::Relaxed);
-                    drive.online.store(true, Ordering::Relaxed);
-                    tracing::info!(drive = %drive.path.display(), change = ?change, "drive back in service");
-                    changes.push(change);
-                }
-                Err(reason) => {
-                    tracing::warn!(drive = %drive.path.display(), %reason, "drive still offline")
-                }
-            }
+            self.take_into_service(drive, opened, change, &mut changes);
         }
         changes
     }
+
+    /// Formats the empty folder of an offline drive position into its place because an
+    /// operator said so (`strata admin drive format`), even where it looks like a disk that
+    /// failed to mount. Blocking: call it on the blocking pool.
+    pub fn format_drive(&self, path: &Path) -> Result<DriveChange, String> {
+        let Some((position, drive)) = (self.drives.iter().enumerate())
+            .find(|(_, drive)| drive.path == path || same_file(&drive.path, path))
+        else {
+            return Err(format!(
+                "{} is not a drive of this deployment",
+                path.display()
+            ));
+        };
+        if drive.is_online() {
+            return Err(format!("drive {} is in service", path.display()));
+        }
+        if LocalDrive::read_format(&drive.path)
+            .ok()
+            .flatten()
+            .is_some()
+        {
+            return Err(format!(
+                "drive {} is formatted already; the drive monitor takes it back",
+                path.display()
+            ));
+        }
+        if !drive.path.is_dir() {
+            return Err(format!("drive folder {} does not exist", path.display()));
+        }
+        let opened = format_into_place(&drive.path, &format_for(&self.config, &self.id, position));
+        let change = DriveChange::Replaced(drive.path.clone());
+        let mut changes = Vec::new();
+        self.take_into_service(drive, opened, change.clone(), &mut changes);
+        match changes.is_empty() {
+            true => Err(format!("drive {} could not be opened", path.display())),
+            false => Ok(change),
+        }
+    }
+
+    fn take_into_service(
+        &self,
+        drive: &DrivePosition,
+        opened: Result<LocalDrive, String>,
+        change: DriveChange,
+        changes: &mut Vec<DriveChange>,
+    ) {
+        match opened {
+            Ok(local) => {
+                drive.slot.replace(with_deadline(local, &self.config));
+                drive.healing.store(true, Ordering::Relaxed);
+                drive.unmounted.store(false, Ordering::Relaxed);
+                drive.online.store(true, Ordering::Relaxed);
+                tracing::info!(drive = %drive.path.display(), change = ?change, "drive back in service");
+                changes.push(change);
+            }
+            Err(reason) => {
+                tracing::warn!(drive = %drive.path.display(), %reason, "drive still offline")
+            }
+        }
+    }
+}
+
+/// Whether two paths name the same folder.
+fn same_file(a: &Path, b: &Path) -> bool {
+    matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
 }
 
 /// The format record of the drive at `position` of the command line.
@@ -257,8 +381,20 @@ fn with_deadline(drive: LocalDrive, config: &ServerConfig) -> Arc<dyn Drive> {
     ))
 }
 
-/// Formats an empty drive folder into a position of the deployment and opens it.
+/// Opens a formatted drive of the deployment. One whose metadata database is gone holds
+/// none of its set's history: it is marked unhealed before a new database is made.
+fn open_member(path: &Path) -> Result<LocalDrive, String> {
+    if !LocalDrive::has_database(path) {
+        tracing::warn!(drive = %path.display(), "the drive's metadata database is missing; it gets a new one and is unhealed until a heal pass completes");
+        LocalDrive::mark_unhealed(path, "metadata database missing").map_err(|e| e.to_string())?;
+    }
+    open_local(path)
+}
+
+/// Formats an empty drive folder into a position of the deployment and opens it, marked
+/// unhealed first.
 fn format_into_place(path: &Path, format: &Format) -> Result<LocalDrive, String> {
+    LocalDrive::mark_unhealed(path, "formatted into its place").map_err(|e| e.to_string())?;
     LocalDrive::write_format(path, format).map_err(|e| e.to_string())?;
     tracing::info!(drive = %path.display(), set = format.set_index + 1, position = format.drive_index + 1, "formatted an empty drive into its position; it will be healed");
     open_local(path)

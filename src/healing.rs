@@ -88,23 +88,33 @@ impl Healer {
         if let Some(running) = &mut self.status.lock().expect("not poisoned").running {
             running.objects_total = pass.objects_total;
         }
-        let buckets = if bucket.is_none() {
-            store.heal_buckets().await.map(|_| ())
-        } else {
-            Ok(())
+        // Bucket and deployment-wide records first: objects are healed against them.
+        let records = match bucket {
+            None => store.heal_buckets().await,
+            Some(_) => Ok(HealReport::default()),
         };
-        let result = match buckets {
-            Ok(()) => {
-                store
-                    .heal_objects(bucket, prefix, depth, max_rate, |report| {
-                        if let Some(running) =
-                            &mut self.status.lock().expect("not poisoned").running
-                        {
-                            running.report = report.clone();
-                        }
-                    })
-                    .await
-            }
+        let result = match records {
+            Ok(records) => store
+                .heal_objects(bucket, prefix, depth, max_rate, |objects| {
+                    if let Some(running) = &mut self.status.lock().expect("not poisoned").running {
+                        running.report = records.clone();
+                        running.report.add(objects);
+                    }
+                })
+                .await
+                .map(|objects| {
+                    let mut report = records.clone();
+                    report.add(&objects);
+                    report
+                }),
+            Err(e) => Err(e),
+        };
+        // Multipart uploads in progress last.
+        let result = match result {
+            Ok(mut report) => store.heal_uploads(bucket, prefix).await.map(|uploads| {
+                report.add(&uploads);
+                report
+            }),
             Err(e) => Err(e),
         };
         match result {
@@ -179,9 +189,12 @@ impl Worker for DriveMonitor {
     }
 
     async fn run_once(&mut self) -> anyhow::Result<String> {
-        let (deployment, config) = (self.deployment.clone(), self.config.clone());
-        let changes = tokio::task::spawn_blocking(move || deployment.check_drives(&config)).await?;
-        if changes.iter().any(|c| c.needs_heal()) {
+        let deployment = self.deployment.clone();
+        let changes = tokio::task::spawn_blocking(move || deployment.check_drives()).await?;
+        // A drive unhealed now (formatted in, its database made anew, or still unhealed from
+        // before a restart) needs a complete pass before it votes.
+        let unhealed = self.deployment.unhealed_drives();
+        if changes.iter().any(|c| c.needs_heal()) || !unhealed.is_empty() {
             self.heal_pending = true;
         }
         if !self.heal_pending {
@@ -198,10 +211,11 @@ impl Worker for DriveMonitor {
                 None,
             )
             .await;
-        // A pass with objects it could not settle is tried again at the next look.
+        // A pass with anything it could not settle is tried again at the next look, and the
+        // unhealed drives stay unhealed: they may lack what it could not settle.
         self.heal_pending = pass.error.is_some() || pass.report.unresolved > 0;
         if !self.heal_pending {
-            self.deployment.healed();
+            self.deployment.healed(&unhealed).await;
         }
         Ok(format!("healed {} objects", pass.report.objects_healed))
     }

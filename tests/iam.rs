@@ -17,17 +17,7 @@ const BUCKET: &str = "data";
 
 /// Runs `strata admin ARGS --endpoint <server>` as the root user.
 fn admin(server: &TestServer, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_strata"))
-        .arg("admin")
-        .args(args)
-        .arg("--endpoint")
-        .arg(server.endpoint())
-        .env("STRATA_ROOT_USER", ACCESS_KEY)
-        .env("STRATA_ROOT_PASSWORD", SECRET_KEY)
-        .env_remove("STRATA_NEW_USER_SECRET")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run strata admin")
+    strata_admin(server, args)
 }
 
 /// `strata admin ARGS`, which must succeed; its standard output.

@@ -327,16 +327,8 @@ async fn incomplete_uploads_are_aborted_after_their_days() {
     );
 }
 
-fn strata_admin(server: &TestServer, args: &[&str]) -> String {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
-        .arg("admin")
-        .args(args)
-        .arg("--endpoint")
-        .arg(server.endpoint())
-        .env("STRATA_ROOT_USER", ACCESS_KEY)
-        .env("STRATA_ROOT_PASSWORD", SECRET_KEY)
-        .output()
-        .expect("run strata admin");
+fn admin_stdout(server: &TestServer, args: &[&str]) -> String {
+    let output = strata_admin(server, args);
     assert!(
         output.status.success(),
         "strata admin {args:?} failed: {}",
@@ -367,7 +359,7 @@ async fn a_dry_run_lists_what_new_rules_would_do_and_status_shows_what_they_did(
     )
     .unwrap();
 
-    let dry: serde_json::Value = serde_json::from_str(&strata_admin(
+    let dry: serde_json::Value = serde_json::from_str(&admin_stdout(
         &server,
         &[
             "lifecycle",
@@ -394,7 +386,7 @@ async fn a_dry_run_lists_what_new_rules_would_do_and_status_shows_what_they_did(
         "a dry run changes nothing"
     );
 
-    strata_admin(
+    admin_stdout(
         &server,
         &["lifecycle", "set", &bucket, rules.to_str().unwrap()],
     );
@@ -406,7 +398,7 @@ async fn a_dry_run_lists_what_new_rules_would_do_and_status_shows_what_they_did(
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    let status: serde_json::Value = serde_json::from_str(&strata_admin(
+    let status: serde_json::Value = serde_json::from_str(&admin_stdout(
         &server,
         &["lifecycle", "status", &bucket, "--json"],
     ))
@@ -421,7 +413,7 @@ async fn a_dry_run_lists_what_new_rules_would_do_and_status_shows_what_they_did(
     assert!(tmp["last_action_ms"].as_i64().is_some());
     assert!(status["last_scan_ms"].as_i64().is_some());
     assert_eq!(status["plan"]["upcoming"][0]["key"], "keep/c");
-    let table = strata_admin(&server, &["lifecycle", "status", &bucket]);
+    let table = admin_stdout(&server, &["lifecycle", "status", &bucket]);
     assert!(
         table.contains("rule tmp") && table.contains("keep/c"),
         "{table}"
@@ -562,7 +554,7 @@ async fn versioned_buckets_lose_old_versions_and_lone_delete_markers_by_their_ru
         &tmp,
         "the expired object's data, by version id",
     );
-    let status = strata_admin(&server, &["lifecycle", "status", &bucket, "--json"]);
+    let status = admin_stdout(&server, &["lifecycle", "status", &bucket, "--json"]);
     let status: serde_json::Value = serde_json::from_str(&status).unwrap();
     let rule = |id: &str| {
         status["rules"]

@@ -8,6 +8,9 @@
 //! - `GET  /_strata/admin/v1/heal` → [`HealStatusView`]
 //! - `POST /_strata/admin/v1/heal?bucket=B&prefix=P&deep=true` → 202 [`HealStarted`], or
 //!   409 while a pass runs
+//! - `POST /_strata/admin/v1/drives/format?path=P` → 200 [`DriveFormatted`]: formats the
+//!   empty folder of an offline drive (one kept offline as a disk that failed to mount) into
+//!   its place; 409 when the drive is in service, formatted or missing
 //!
 //! Users and policies (see `crate::iam`); a user's secret key is never shown but once, when
 //! the server generated it:
@@ -64,6 +67,7 @@ enum Route {
     Info,
     HealStatus,
     StartHeal,
+    FormatDrive,
     Users,
     AddUser,
     RemoveUser,
@@ -86,6 +90,7 @@ impl Route {
             (&Method::GET, "info") => Route::Info,
             (&Method::GET, "heal") => Route::HealStatus,
             (&Method::POST, "heal") => Route::StartHeal,
+            (&Method::POST, "drives/format") => Route::FormatDrive,
             (&Method::GET, "users") => Route::Users,
             (&Method::POST, "users") => Route::AddUser,
             (&Method::DELETE, "users") => Route::RemoveUser,
@@ -109,6 +114,7 @@ impl Route {
             Route::Info => "AdminInfo",
             Route::HealStatus => "AdminHealStatus",
             Route::StartHeal => "AdminHeal",
+            Route::FormatDrive => "AdminFormatDrive",
             Route::Users => "AdminListUsers",
             Route::AddUser => "AdminAddUser",
             Route::RemoveUser => "AdminRemoveUser",
@@ -152,6 +158,7 @@ pub async fn call(
             &HealStatusView::from(state.healer.status(&state.store)),
         )),
         Route::StartHeal => start_heal(state, &Query::parse(uri.query())).await,
+        Route::FormatDrive => format_drive(state, &Query::parse(uri.query())).await,
         Route::Users
         | Route::AddUser
         | Route::RemoveUser
@@ -214,6 +221,9 @@ pub enum DriveState {
     Healing,
     /// Missed a call's deadline: served around until it answers a probe.
     Stalled,
+    /// An empty folder on its parent's filesystem where the set's other drives are mount
+    /// points: a disk that failed to mount. Kept offline and unformatted.
+    Unmounted,
 }
 
 async fn info(state: &AppState) -> Info {
@@ -251,6 +261,8 @@ async fn info(state: &AppState) -> Info {
                         DriveState::Healing
                     } else if drive.is_online() {
                         DriveState::Online
+                    } else if drive.is_unmounted() {
+                        DriveState::Unmounted
                     } else {
                         DriveState::Offline
                     },
@@ -337,6 +349,41 @@ async fn start_heal(state: &AppState, query: &Query) -> Result<Response, S3Error
             .await;
     });
     Ok(json(StatusCode::ACCEPTED, &started))
+}
+
+/// Answer to a drive formatted on request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DriveFormatted {
+    pub path: String,
+}
+
+/// Formats an offline drive's empty folder into its place; the drive monitor's next look
+/// heals it (it is unhealed until then).
+async fn format_drive(state: &AppState, query: &Query) -> Result<Response, S3Error> {
+    let Some(path) = query.get("path").filter(|p| !p.is_empty()) else {
+        return Err(S3Error::new(
+            S3ErrorCode::InvalidArgument,
+            "the path parameter is missing",
+        ));
+    };
+    let path = std::path::PathBuf::from(path);
+    let deployment = Arc::clone(&state.deployment);
+    let asked = path.clone();
+    let formatted = tokio::task::spawn_blocking(move || deployment.format_drive(&asked))
+        .await
+        .map_err(|e| S3Error::new(S3ErrorCode::InternalError, e.to_string()))?;
+    Ok(match formatted {
+        Ok(_) => {
+            tracing::warn!(drive = %path.display(), "drive formatted into its place on an operator's request");
+            json(
+                StatusCode::OK,
+                &DriveFormatted {
+                    path: path.display().to_string(),
+                },
+            )
+        }
+        Err(reason) => error(StatusCode::CONFLICT, "DriveNotFormatted", reason),
+    })
 }
 
 /// A user to add. No `Debug`: it may carry a secret.
@@ -443,6 +490,7 @@ async fn identities(
         Route::Info
         | Route::HealStatus
         | Route::StartHeal
+        | Route::FormatDrive
         | Route::LifecycleStatus
         | Route::LifecycleDryRun
         | Route::LifecycleSet

@@ -41,6 +41,11 @@ pub enum AdminCommand {
         #[arg(long)]
         deep: bool,
     },
+    /// Drives: format an empty folder kept offline as a disk that failed to mount.
+    Drive {
+        #[command(subcommand)]
+        command: DriveCommand,
+    },
     /// Users: access keys besides the root user's, and the policies they hold.
     User {
         #[command(subcommand)]
@@ -55,6 +60,17 @@ pub enum AdminCommand {
     Lifecycle {
         #[command(subcommand)]
         command: LifecycleCommand,
+    },
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum DriveCommand {
+    /// Format the empty folder of an offline drive into its place (for a folder that
+    /// `strata admin info` shows as unmounted, once you know no disk belongs there). It is
+    /// then healed with everything its set holds.
+    Format {
+        /// The drive's path, as given to `strata server`.
+        path: std::path::PathBuf,
     },
 }
 
@@ -160,6 +176,9 @@ pub fn run(endpoint: &str, command: AdminCommand) -> anyhow::Result<()> {
         match command {
             AdminCommand::Info { json } => info(&client, json).await,
             AdminCommand::Heal { target, deep } => heal(&client, target.as_deref(), deep).await,
+            AdminCommand::Drive {
+                command: DriveCommand::Format { path },
+            } => format_drive(&client, &path).await,
             AdminCommand::User { command } => user(&client, command).await,
             AdminCommand::Policy { command } => policy(&client, command).await,
             AdminCommand::Lifecycle { command } => lifecycle(&client, command).await,
@@ -409,7 +428,7 @@ fn render_info(info: &Info, now_ms: i64) -> String {
             set.read_quorum
         ));
         out.push_str(&format!(
-            "  {:<width$}  {:<8}  {:>11}  {:>11}  {:>11}\n",
+            "  {:<width$}  {:<9}  {:>11}  {:>11}  {:>11}\n",
             "DRIVE", "STATE", "USED", "FREE", "TOTAL"
         ));
         for drive in &set.drives {
@@ -419,9 +438,10 @@ fn render_info(info: &Info, now_ms: i64) -> String {
                 DriveState::Offline => "offline",
                 DriveState::Healing => "healing",
                 DriveState::Stalled => "stalled",
+                DriveState::Unmounted => "unmounted",
             };
             out.push_str(&format!(
-                "  {:<width$}  {:<8}  {:>11}  {:>11}  {:>11}\n",
+                "  {:<width$}  {:<9}  {:>11}  {:>11}  {:>11}\n",
                 drive.path,
                 state,
                 bytes(drive.used_bytes),
@@ -465,7 +485,29 @@ fn render_info(info: &Info, now_ms: i64) -> String {
         "  after damaged reads: {} objects healed, {} shards rebuilt\n",
         reads.objects_healed, reads.shards_rebuilt
     ));
+    let unmounted: Vec<&str> = (info.sets.iter().flat_map(|s| &s.drives))
+        .filter(|d| d.state == DriveState::Unmounted)
+        .map(|d| d.path.as_str())
+        .collect();
+    if !unmounted.is_empty() {
+        out.push_str(&format!(
+            "\nUnmounted: {} empty and on the system disk while the other drives of the set \
+             are mount points. Mount the disk; if none belongs there, `strata admin drive \
+             format PATH`.\n",
+            unmounted.join(", ")
+        ));
+    }
     out
+}
+
+/// `drive format PATH`.
+async fn format_drive(client: &AdminClient, path: &std::path::Path) -> anyhow::Result<()> {
+    let path = path.display().to_string();
+    client
+        .send(Method::POST, "drives/format", &[("path", &path)])
+        .await?;
+    println!("formatted {path} into its place; it is healed at the drive monitor's next look");
+    Ok(())
 }
 
 /// `admin pass over photos/2024/ (deep)`-like words for a pass.

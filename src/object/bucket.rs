@@ -106,6 +106,10 @@ impl ObjectStore {
                 usize::MAX,
             )
             .await;
+        // Too few drives (offline, or unhealed and so unable to list) to see every bucket.
+        if scans.iter().filter(|scan| scan.is_ok()).count() < set.read_quorum() {
+            return Err(crate::erasure::ErasureError::ReadQuorum.into());
+        }
         let mut names: Vec<Vec<u8>> = scans
             .iter()
             .flatten()

@@ -15,7 +15,9 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use super::record::{self, inline_key, object_key, BucketRecord, ObjectRecord, VersionsRecord};
+use super::record::{
+    self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, VersionsRecord,
+};
 use super::version::{agree_on_version, read_records};
 use super::versioning::{agree_on_state, key_versions, read_states};
 use super::{Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
@@ -107,7 +109,7 @@ impl ObjectStore {
         for set in &self.sets {
             let mut start = Bound::Unbounded;
             loop {
-                let (keys, next) = scan_keys(set, start, &scan_prefix).await;
+                let (keys, next) = scan_keys(set, &OBJECT_TABLES, start, &scan_prefix).await;
                 count += keys.len() as u64;
                 match next {
                     Some(after) => start = Bound::Excluded(after),
@@ -163,7 +165,7 @@ impl ObjectStore {
             Err(e) => return Err(e),
         };
         report.bytes_checked = version.size;
-        let online: Vec<bool> = records.iter().map(|r| r.is_ok()).collect();
+        let online: Vec<bool> = records.iter().map(reachable).collect();
         let record_ok: Vec<bool> = records
             .iter()
             .map(|r| matches!(r, Ok(Some(held)) if held.same_version(&version)))
@@ -172,7 +174,7 @@ impl ObjectStore {
             set,
             &bucket_record,
             key,
-            &version,
+            StoredData::of(&version),
             depth,
             &online,
             &mut report,
@@ -209,7 +211,7 @@ impl ObjectStore {
             &bucket_record,
             key,
             &targets,
-            &[(&healed, heal)],
+            &[(healed.data_id, heal)],
             record,
         )
         .await;
@@ -266,7 +268,7 @@ impl ObjectStore {
             return Ok(None);
         };
         let newest = state.versions.first().filter(|v| !v.delete_marker);
-        let online: Vec<bool> = current.states.iter().map(|r| r.is_ok()).collect();
+        let online: Vec<bool> = current.states.iter().map(reachable).collect();
         let record_ok: Vec<bool> = current
             .states
             .iter()
@@ -291,7 +293,7 @@ impl ObjectStore {
                 set,
                 bucket_record,
                 key,
-                version,
+                StoredData::of(version),
                 depth,
                 &online,
                 &mut report,
@@ -300,7 +302,7 @@ impl ObjectStore {
             for (ok, &good) in data_ok.iter_mut().zip(&heal.data_ok) {
                 *ok &= good;
             }
-            healed.push((version, heal));
+            healed.push((version.data_id, heal));
         }
         let targets: Vec<bool> = (0..online.len())
             .map(|i| online[i] && (!record_ok[i] || !data_ok[i]))
@@ -444,19 +446,20 @@ impl ObjectStore {
 
     /// Puts every bucket record, and every deployment-wide record (users, policies), back on
     /// the drives that miss it or hold an older revision, and removes records that agreement
-    /// says are gone. Returns the drive records fixed.
-    pub async fn heal_buckets(&self) -> Result<u64, ObjectError> {
-        let mut fixed = self.heal_table::<BucketRecord>(MetaTable::Buckets).await?;
-        fixed += self.heal_system_records().await?;
-        Ok(fixed)
+    /// says are gone. Records the drives do not agree on are left alone and counted
+    /// unresolved.
+    pub async fn heal_buckets(&self) -> Result<HealReport, ObjectError> {
+        let mut report = self.heal_table::<BucketRecord>(MetaTable::Buckets).await?;
+        report.add(&self.heal_system_records().await?);
+        Ok(report)
     }
 
     /// Heals every record of a replicated table on every set.
     pub(crate) async fn heal_table<T: Revisioned>(
         &self,
         table: MetaTable,
-    ) -> Result<u64, ObjectError> {
-        let mut fixed = 0;
+    ) -> Result<HealReport, ObjectError> {
+        let mut report = HealReport::default();
         for set in &self.sets {
             let scans = set
                 .meta_scan_all(table, Bound::Unbounded, &[], usize::MAX)
@@ -469,10 +472,10 @@ impl ObjectStore {
             names.sort();
             names.dedup();
             for name in names {
-                fixed += heal_revisioned::<T>(set, table, &name).await?;
+                report.add(&heal_revisioned::<T>(set, table, &name).await?);
             }
         }
-        Ok(fixed)
+        Ok(report)
     }
 
     /// Heals every object of the deployment, or of one bucket under a key prefix, calling
@@ -495,7 +498,7 @@ impl ObjectStore {
         for set in &self.sets {
             let mut start = Bound::Unbounded;
             loop {
-                let (keys, next) = scan_keys(set, start, &scan_prefix).await;
+                let (keys, next) = scan_keys(set, &OBJECT_TABLES, start, &scan_prefix).await;
                 for db_key in keys {
                     let Some((bucket, key)) = split_object_key(&db_key) else {
                         continue;
@@ -530,24 +533,47 @@ impl ObjectStore {
 }
 
 /// What healing one version's data found and rebuilt.
-struct DataHeal {
+pub(super) struct DataHeal {
     /// Staging folder holding rebuilt shard files, to commit on the drives they are for.
-    staging: Uuid,
+    pub staging: Uuid,
     /// Every drive's inline chunk, when some were missing or bad.
-    inline_chunks: Option<Vec<bytes::Bytes>>,
+    pub inline_chunks: Option<Vec<bytes::Bytes>>,
     /// Drives whose data for the version is whole.
-    data_ok: Vec<bool>,
+    pub data_ok: Vec<bool>,
     /// Drives that a rebuilt shard file waits for in staging.
-    rebuilt_on: Vec<bool>,
+    pub rebuilt_on: Vec<bool>,
+}
+
+/// What one version, or an upload in progress, keeps on the drives, as healing checks it.
+pub(super) struct StoredData<'a> {
+    pub data_id: Uuid,
+    /// Bytes of user data when they are inline chunks; `None` for shard files (or nothing).
+    pub inline_size: Option<u64>,
+    /// The shard files, one per part; none for inline data, delete markers and tiered data.
+    pub parts: &'a [PartInfo],
+}
+
+impl<'a> StoredData<'a> {
+    pub fn of(version: &'a ObjectRecord) -> Self {
+        let local = version.has_local_data();
+        Self {
+            data_id: version.data_id,
+            inline_size: (local && version.inline).then_some(version.size),
+            parts: match local && !version.inline {
+                true => &version.parts,
+                false => &[],
+            },
+        }
+    }
 }
 
 /// Checks one version's data (inline chunks, or each part's shard files; with `Deep`, their
 /// checksums too) and rebuilds what the online drives miss into staging.
-async fn heal_data(
+pub(super) async fn heal_data(
     set: &ErasureSet,
     bucket_record: &BucketRecord,
     key: &ObjectKey,
-    version: &ObjectRecord,
+    data: StoredData<'_>,
     depth: HealDepth,
     online: &[bool],
     report: &mut HealReport,
@@ -555,7 +581,7 @@ async fn heal_data(
     let bucket = &bucket_record.name;
     let dir = DataDir {
         bucket_id: bucket_record.id.clone(),
-        data_id: version.data_id,
+        data_id: data.data_id,
     };
 
     // Data: inline chunks, or each part's shard files.
@@ -563,24 +589,22 @@ async fn heal_data(
     let mut inline_chunks = None;
     let mut data_ok = vec![true; online.len()];
     let mut rebuilt_on = vec![false; online.len()];
-    if !version.has_local_data() {
-        // A delete marker, or data that lives in a tier: nothing on these drives.
-    } else if version.inline {
-        let chunk_key = inline_key(bucket.as_str(), key.as_str(), version.data_id);
+    if let Some(size) = data.inline_size {
+        let chunk_key = inline_key(bucket.as_str(), key.as_str(), data.data_id);
         let sources: Vec<Option<ShardSource>> = set
             .meta_get_all(MetaTable::Inline, &chunk_key)
             .await
             .into_iter()
             .map(|c| c.ok().flatten().map(|b| ShardSource::Inline(b.into())))
             .collect();
-        let good = set.verify_sources(version.size, &sources).await;
+        let good = set.verify_sources(size, &sources).await;
         data_ok = good.clone();
         if data_ok.iter().zip(online).any(|(&ok, &on)| on && !ok) {
             let sources = keep_good(sources, &good);
-            inline_chunks = Some(set.rebuild_inline(version.size, sources).await?);
+            inline_chunks = Some(set.rebuild_inline(size, sources).await?);
         }
     } else {
-        for part in version.parts.iter().filter(|p| p.size > 0) {
+        for part in data.parts.iter().filter(|p| p.size > 0) {
             let sources = set.open_all_shards(&dir, &part.file).await;
             let good = match depth {
                 HealDepth::Deep => set.verify_sources(part.size, &sources).await,
@@ -620,12 +644,12 @@ async fn heal_data(
 /// Puts what a heal rebuilt on the `targets` drives: each version's rebuilt shard files move
 /// from staging into place, then `records` and the rebuilt inline chunks commit in one
 /// transaction per drive. Staging is removed afterwards. Returns which drives took it all.
-async fn commit_healed(
+pub(super) async fn commit_healed(
     set: &ErasureSet,
     bucket: &BucketRecord,
     key: &ObjectKey,
     targets: &[bool],
-    healed: &[(&ObjectRecord, DataHeal)],
+    healed: &[(Uuid, DataHeal)],
     records: Vec<MetaOp>,
 ) -> Vec<bool> {
     let results = join_all(set.drives().iter().enumerate().map(|(i, drive)| {
@@ -635,10 +659,10 @@ async fn commit_healed(
                 return false;
             }
             let mut ops = records;
-            for (version, heal) in healed {
+            for (data_id, heal) in healed {
                 let dir = DataDir {
                     bucket_id: bucket.id.clone(),
-                    data_id: version.data_id,
+                    data_id: *data_id,
                 };
                 if heal.rebuilt_on[i] && drive.commit_staged(heal.staging, &dir).await.is_err() {
                     return false;
@@ -646,7 +670,7 @@ async fn commit_healed(
                 if let Some(chunks) = &heal.inline_chunks {
                     ops.push(MetaOp::Put {
                         table: MetaTable::Inline,
-                        key: inline_key(&bucket.name, key.as_str(), version.data_id),
+                        key: inline_key(&bucket.name, key.as_str(), *data_id),
                         value: chunks[i].to_vec(),
                     });
                 }
@@ -677,21 +701,26 @@ fn split_object_key(db_key: &[u8]) -> Option<(BucketName, ObjectKey)> {
     Some((BucketName::parse(bucket).ok()?, ObjectKey::parse(key).ok()?))
 }
 
-/// One page of the object keys any drive of a set holds under `prefix`, in order, and where
-/// the next page starts. A key is in the page only if every drive that returned a full page
-/// has scanned past it, so no drive's keys are skipped.
-async fn scan_keys(
+/// The tables whose keys are a set's objects: keys of versioned buckets whose newest
+/// version is a delete marker have only a versions record.
+pub(super) const OBJECT_TABLES: [MetaTable; 2] = [MetaTable::Objects, MetaTable::Versions];
+
+/// One page of the keys any drive of a set holds in `tables` under `prefix`, in order, and
+/// where the next page starts. A key is in the page only if every drive that returned a
+/// full page has scanned past it, so no drive's keys are skipped.
+pub(super) async fn scan_keys(
     set: &ErasureSet,
+    tables: &[MetaTable],
     start: Bound<Vec<u8>>,
     prefix: &[u8],
 ) -> (Vec<Vec<u8>>, Option<Vec<u8>>) {
-    // Keys of versioned buckets whose newest version is a delete marker have only a
-    // versions record.
-    let (objects, versions) = futures::join!(
-        set.meta_scan_all(MetaTable::Objects, start.clone(), prefix, SCAN_PAGE),
-        set.meta_scan_all(MetaTable::Versions, start, prefix, SCAN_PAGE)
-    );
-    let scans: Vec<_> = objects.into_iter().chain(versions).collect();
+    let scans: Vec<_> = join_all(
+        (tables.iter()).map(|&table| set.meta_scan_all(table, start.clone(), prefix, SCAN_PAGE)),
+    )
+    .await
+    .into_iter()
+    .flatten()
+    .collect();
     let cutoff = scans
         .iter()
         .flatten()
@@ -732,7 +761,7 @@ pub(crate) async fn heal_revisioned<T: Revisioned>(
     set: &ErasureSet,
     table: MetaTable,
     name: &[u8],
-) -> Result<u64, ObjectError> {
+) -> Result<HealReport, ObjectError> {
     let answers: Vec<Result<Option<T>, crate::storage::DriveError>> = set
         .meta_get_all(table, name)
         .await
@@ -743,15 +772,16 @@ pub(crate) async fn heal_revisioned<T: Revisioned>(
         .iter()
         .map(|a| a.as_ref().ok().cloned().flatten())
         .collect();
-    let online: Vec<bool> = answers.iter().map(|a| a.is_ok()).collect();
+    let online: Vec<bool> = answers.iter().map(reachable).collect();
+    let mut report = HealReport::default();
     let agreed = match super::agree(set, answers, |r: &T| r.id().to_string()) {
         Ok(agreed) => agreed,
         Err(_) => {
             tracing::warn!(record = %String::from_utf8_lossy(name), "heal: drives do not agree on this record; left as it is");
-            return Ok(0);
+            report.unresolved = 1;
+            return Ok(report);
         }
     };
-    let mut fixed = 0;
     match agreed {
         Agreement::Found { value, .. } => {
             let newest = held
@@ -771,7 +801,7 @@ pub(crate) async fn heal_revisioned<T: Revisioned>(
                         key: name.to_vec(),
                         value: record::encode(&newest),
                     };
-                    fixed += u64::from(drive.meta_apply(vec![put]).await.is_ok());
+                    report.records_repaired += u64::from(drive.meta_apply(vec![put]).await.is_ok());
                 }
             }
         }
@@ -782,12 +812,18 @@ pub(crate) async fn heal_revisioned<T: Revisioned>(
                         table,
                         key: name.to_vec(),
                     };
-                    fixed += u64::from(drive.meta_apply(vec![delete]).await.is_ok());
+                    report.stale_purged += u64::from(drive.meta_apply(vec![delete]).await.is_ok());
                 }
             }
         }
     }
-    Ok(fixed)
+    Ok(report)
+}
+
+/// Whether a drive answered for a record (holding it or not), or is unhealed: either way it
+/// is in service and takes what a heal writes. Only offline drives are left out.
+pub(super) fn reachable<T>(answer: &Result<T, crate::storage::DriveError>) -> bool {
+    matches!(answer, Ok(_) | Err(crate::storage::DriveError::Unhealed(_)))
 }
 
 impl ObjectStore {

@@ -8,6 +8,7 @@ pub mod checksum;
 mod commit;
 mod hashing;
 mod heal;
+mod heal_uploads;
 mod list;
 mod list_versions;
 mod lock;

@@ -45,7 +45,7 @@ impl super::heal::Revisioned for SystemRecord {
 
 impl ObjectStore {
     /// Puts deployment-wide records back where drives miss them or hold older revisions.
-    pub(crate) async fn heal_system_records(&self) -> Result<u64, ObjectError> {
+    pub(crate) async fn heal_system_records(&self) -> Result<super::HealReport, ObjectError> {
         self.heal_table::<SystemRecord>(MetaTable::System).await
     }
 

@@ -195,6 +195,16 @@ impl Drive for DeadlineDrive {
         self.health.stall.lock().expect("not poisoned").is_some()
     }
 
+    fn is_unhealed(&self) -> bool {
+        self.inner.is_unhealed()
+    }
+
+    async fn mark_healed(&self) -> Result<(), DriveError> {
+        self.health
+            .call("mark healed", self.inner.mark_healed())
+            .await
+    }
+
     async fn list_data_dirs(&self) -> Result<Vec<(DataDir, std::time::SystemTime)>, DriveError> {
         self.health
             .call("list data dirs", self.inner.list_data_dirs())

@@ -9,6 +9,11 @@ pub enum DriveError {
     /// A file or record that should exist does not.
     #[error("not found")]
     NotFound,
+    /// The drive joined its set blank (an empty folder formatted into its place, or a
+    /// metadata database made anew) and no heal pass has completed over it since: it cannot
+    /// tell that a record is absent, nor list what its set holds, so it answers this instead.
+    #[error("drive {0} has not been healed since it joined blank; it cannot vouch for absence")]
+    Unhealed(String),
     /// A file was shorter than its recorded length (truncated shard).
     #[error("short read")]
     ShortRead,

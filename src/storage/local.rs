@@ -5,6 +5,7 @@ use std::io::Write;
 use std::ops::Bound;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -16,13 +17,15 @@ mod dir_index;
 
 use super::direct::DirectFile;
 use super::{
-    past_prefix, rolled_up_len, scan_from, DataDir, DiskInfo, Drive, DriveError, Format, MetaOp,
-    MetaTable, ShardReader, ShardWriter,
+    absent_unless_unhealed, past_prefix, refuse_scan_if_unhealed, rolled_up_len, scan_from,
+    DataDir, DiskInfo, Drive, DriveError, Format, MetaOp, MetaTable, ShardReader, ShardWriter,
 };
 
 const SYSTEM_DIR: &str = ".strata";
 const FORMAT_FILE: &str = "format.json";
 const META_FILE: &str = "meta.redb";
+/// Present while the drive is unhealed (see [`Drive::is_unhealed`]).
+const UNHEALED_FILE: &str = "unhealed.json";
 const STAGING_DIR: &str = "tmp";
 const DATA_DIR: &str = "data";
 
@@ -58,6 +61,8 @@ pub struct LocalDrive {
     /// The open database; `None` after a failed write until it is reopened (redb refuses
     /// every write after an I/O error, such as a full disk, until then).
     db: Mutex<Option<Arc<Database>>>,
+    /// Mirrors the presence of the unhealed mark; set before, cleared after the file changes.
+    unhealed: AtomicBool,
 }
 
 impl LocalDrive {
@@ -83,6 +88,37 @@ impl LocalDrive {
         fs::rename(&staged, system.join(FORMAT_FILE))?;
         sync_dir(&system)?;
         Ok(())
+    }
+
+    /// Marks a drive folder, durably, as one that joins its set blank: written before the
+    /// folder is formatted into its place or given a new database, so that a crash cannot
+    /// leave a blank drive that vouches for absence. Only [`Drive::mark_healed`] removes it.
+    pub fn mark_unhealed(root: &Path, reason: &str) -> Result<(), DriveError> {
+        fs::create_dir_all(root)?;
+        let system = create_dir_durable(root, Path::new(SYSTEM_DIR))?;
+        let staged = system.join("unhealed.json.tmp");
+        let mark = serde_json::json!({
+            "reason": reason,
+            "since_unix_secs": std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        });
+        let mut file = File::create(&staged)?;
+        file.write_all(mark.to_string().as_bytes())?;
+        file.sync_all()?;
+        fs::rename(&staged, system.join(UNHEALED_FILE))?;
+        sync_dir(&system)?;
+        Ok(())
+    }
+
+    /// Whether a drive folder carries the unhealed mark.
+    pub fn is_marked_unhealed(root: &Path) -> bool {
+        root.join(SYSTEM_DIR).join(UNHEALED_FILE).exists()
+    }
+
+    /// Whether a drive folder has a metadata database (a formatted drive without one lost it).
+    pub fn has_database(root: &Path) -> bool {
+        root.join(SYSTEM_DIR).join(META_FILE).exists()
     }
 
     /// Opens a formatted drive: its metadata database, and an empty staging folder (leftovers
@@ -111,6 +147,7 @@ impl LocalDrive {
             label: root.display().to_string(),
             db_path: system.join(META_FILE),
             db: Mutex::new(Some(Arc::new(db))),
+            unhealed: AtomicBool::new(Self::is_marked_unhealed(root)),
         })
     }
 
@@ -120,6 +157,12 @@ impl LocalDrive {
         let mut db = self.db.lock().expect("not poisoned");
         if let Some(open) = db.as_ref() {
             return Ok(open.clone());
+        }
+        if !self.db_path.exists() {
+            // The database file went away under the running server: the new one is blank.
+            Self::mark_unhealed(&self.root, "metadata database made anew")?;
+            self.unhealed.store(true, Ordering::SeqCst);
+            tracing::warn!(drive = %self.label, "metadata database missing; the drive is unhealed until a heal pass completes");
         }
         let reopened = Arc::new(Database::create(&self.db_path).map_err(db_err)?);
         tracing::info!(drive = %self.label, "metadata database reopened");
@@ -263,6 +306,24 @@ impl Drive for LocalDrive {
         &self.label
     }
 
+    fn is_unhealed(&self) -> bool {
+        self.unhealed.load(Ordering::SeqCst)
+    }
+
+    async fn mark_healed(&self) -> Result<(), DriveError> {
+        self.blocking(|root| {
+            let system = root.join(SYSTEM_DIR);
+            match fs::remove_file(system.join(UNHEALED_FILE)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+                _ => {}
+            }
+            sync_dir(&system)
+        })
+        .await?;
+        self.unhealed.store(false, Ordering::SeqCst);
+        Ok(())
+    }
+
     async fn disk_info(&self) -> Result<DiskInfo, DriveError> {
         self.blocking(|root| {
             let stat = rustix::fs::statvfs(root).map_err(std::io::Error::from)?;
@@ -383,14 +444,16 @@ impl Drive for LocalDrive {
         key: Vec<u8>,
     ) -> Result<Option<Vec<u8>>, DriveError> {
         let db = self.database()?;
-        self.blocking(move |_| {
-            let txn = db.begin_read().map_err(db_err)?;
-            let t = txn.open_table(table(which)).map_err(db_err)?;
-            Ok(t.get(key.as_slice())
-                .map_err(db_err)?
-                .map(|v| v.value().to_vec()))
-        })
-        .await
+        let found = self
+            .blocking(move |_| {
+                let txn = db.begin_read().map_err(db_err)?;
+                let t = txn.open_table(table(which)).map_err(db_err)?;
+                Ok(t.get(key.as_slice())
+                    .map_err(db_err)?
+                    .map(|v| v.value().to_vec()))
+            })
+            .await?;
+        absent_unless_unhealed(self, found)
     }
 
     async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<(), DriveError> {
@@ -463,6 +526,7 @@ impl Drive for LocalDrive {
         prefix: Vec<u8>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
+        refuse_scan_if_unhealed(self)?;
         let db = self.database()?;
         self.blocking(move |_| {
             let txn = db.begin_read().map_err(db_err)?;
@@ -497,6 +561,7 @@ impl Drive for LocalDrive {
         delimiter: Vec<u8>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
+        refuse_scan_if_unhealed(self)?;
         let db = self.database()?;
         self.blocking(move |_| {
             let txn = db.begin_read().map_err(db_err)?;

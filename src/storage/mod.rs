@@ -108,6 +108,19 @@ pub trait Drive: Send + Sync {
         false
     }
 
+    /// Whether the drive joined its set blank and no heal pass has completed over it since.
+    /// Such a drive answers [`DriveError::Unhealed`] where it would say a record is absent,
+    /// and to every scan: a freshly formatted drive knows nothing of what was deleted.
+    fn is_unhealed(&self) -> bool {
+        false
+    }
+
+    /// Records, durably, that a heal pass has given the drive everything its set holds: from
+    /// now on its "not found" counts.
+    async fn mark_healed(&self) -> Result<(), DriveError> {
+        Ok(())
+    }
+
     /// The space of the drive's filesystem, for the operator's view. Drives that cannot
     /// tell (offline, simulated) answer offline.
     async fn disk_info(&self) -> Result<DiskInfo, DriveError> {
@@ -167,6 +180,23 @@ pub trait Drive: Send + Sync {
         delimiter: Vec<u8>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError>;
+}
+
+/// What a drive answers for a record it does not hold: absent, unless the drive is unhealed
+/// (it may have lost the record with its disk), when it does not know.
+fn absent_unless_unhealed<T>(drive: &dyn Drive, found: Option<T>) -> Result<Option<T>, DriveError> {
+    match found {
+        None if drive.is_unhealed() => Err(DriveError::Unhealed(drive.label().to_string())),
+        found => Ok(found),
+    }
+}
+
+/// An unhealed drive lists nothing: what it lacks could be anything its set holds.
+fn refuse_scan_if_unhealed(drive: &dyn Drive) -> Result<(), DriveError> {
+    match drive.is_unhealed() {
+        true => Err(DriveError::Unhealed(drive.label().to_string())),
+        false => Ok(()),
+    }
 }
 
 /// The length of the common prefix that `key` rolls up into in a listing with a delimiter:

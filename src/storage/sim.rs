@@ -32,8 +32,8 @@ use rand::{Rng, SeedableRng};
 use uuid::Uuid;
 
 use super::{
-    past_prefix, rolled_up_len, scan_from, DataDir, Drive, DriveError, MetaOp, MetaTable,
-    ShardReader, ShardWriter,
+    absent_unless_unhealed, past_prefix, refuse_scan_if_unhealed, rolled_up_len, scan_from,
+    DataDir, Drive, DriveError, MetaOp, MetaTable, ShardReader, ShardWriter,
 };
 
 /// What a crash keeps of the changes that were not durable yet.
@@ -317,6 +317,8 @@ struct DriveState {
     durable_meta: Tables,
     /// A transaction in flight at the cut changed `meta` but maybe not `durable_meta`.
     meta_unsynced: bool,
+    /// The durable unhealed mark of a drive that joined blank.
+    unhealed: bool,
 }
 
 impl DriveState {
@@ -432,6 +434,15 @@ impl SimDrive {
     pub fn wipe(&self) {
         *self.state() = DriveState::default();
     }
+
+    /// Loses everything and comes back blank, as the server takes back an empty folder in a
+    /// drive's place: marked unhealed until [`Drive::mark_healed`].
+    pub fn replace_blank(&self) {
+        *self.state() = DriveState {
+            unhealed: true,
+            ..DriveState::default()
+        };
+    }
 }
 
 struct SimShardWriter {
@@ -505,6 +516,16 @@ impl ShardReader for SimShardReader {
 impl Drive for SimDrive {
     fn label(&self) -> &str {
         &self.label
+    }
+
+    fn is_unhealed(&self) -> bool {
+        self.state().unhealed
+    }
+
+    async fn mark_healed(&self) -> Result<(), DriveError> {
+        self.read_call("mark_healed")?;
+        self.state().unhealed = false;
+        Ok(())
     }
 
     async fn create_staged_file(
@@ -631,7 +652,8 @@ impl Drive for SimDrive {
         key: Vec<u8>,
     ) -> Result<Option<Vec<u8>>, DriveError> {
         self.read_call("meta_get")?;
-        Ok(self.state().meta[table_index(table)].get(&key).cloned())
+        let found = self.state().meta[table_index(table)].get(&key).cloned();
+        absent_unless_unhealed(self, found)
     }
 
     async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<(), DriveError> {
@@ -658,6 +680,7 @@ impl Drive for SimDrive {
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
         self.read_call("meta_scan")?;
+        refuse_scan_if_unhealed(self)?;
         let state = self.state();
         let start = scan_from(start, &prefix);
         Ok(state.meta[table_index(table)]
@@ -677,6 +700,7 @@ impl Drive for SimDrive {
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
         self.read_call("meta_scan_delimited")?;
+        refuse_scan_if_unhealed(self)?;
         let state = self.state();
         let table = &state.meta[table_index(table)];
         let mut from = scan_from(start, &prefix);

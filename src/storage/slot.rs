@@ -45,6 +45,12 @@ impl Drive for DriveSlot {
     fn is_stalled(&self) -> bool {
         self.current().is_stalled()
     }
+    fn is_unhealed(&self) -> bool {
+        self.current().is_unhealed()
+    }
+    async fn mark_healed(&self) -> Result<(), DriveError> {
+        self.current().mark_healed().await
+    }
     async fn list_data_dirs(&self) -> Result<Vec<(DataDir, std::time::SystemTime)>, DriveError> {
         self.current().list_data_dirs().await
     }

@@ -25,7 +25,7 @@ pub use sdk::*;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -145,6 +145,21 @@ pub struct TestServer {
     run_start: Mutex<usize>,
     /// Owns generated drive folders; dropped (deleted) with the server.
     tmp: Option<tempfile::TempDir>,
+}
+
+/// Runs `strata admin ARGS --endpoint <server>` as the root user.
+pub fn strata_admin(server: &TestServer, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("admin")
+        .args(args)
+        .arg("--endpoint")
+        .arg(server.endpoint())
+        .env("STRATA_ROOT_USER", ACCESS_KEY)
+        .env("STRATA_ROOT_PASSWORD", SECRET_KEY)
+        .env_remove("STRATA_NEW_USER_SECRET")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run strata admin")
 }
 
 impl TestServer {

@@ -1,0 +1,236 @@
+//! Healing multipart uploads in progress: the upload record, its parts' records and their
+//! shard files go back to the drives that miss them, and records that agreement says are
+//! gone (the upload was completed or aborted while a drive was away) are removed.
+//!
+//! A heal pass covers uploads too, so that a drive that joined blank holds every upload of
+//! its set before it may vote that one does not exist.
+
+use std::collections::BTreeSet;
+use std::ops::Bound;
+
+use super::heal::{commit_healed, heal_data, reachable, scan_keys, HealReport, StoredData};
+use super::record::{self, parts_prefix, BucketRecord, PartInfo, PartRecord, UploadRecord};
+use super::{agree, Agreement, BucketName, HealDepth, ObjectError, ObjectKey, ObjectStore};
+use crate::erasure::{ErasureError, ErasureSet};
+use crate::storage::{DriveError, MetaOp, MetaTable};
+
+/// Parts an upload can have, plus one: a scan this long sees them all.
+const PARTS_SCAN: usize = 10_001;
+
+impl ObjectStore {
+    /// Heals every upload in progress of the deployment, or of one bucket under a key prefix.
+    pub async fn heal_uploads(
+        &self,
+        bucket: Option<&BucketName>,
+        prefix: &str,
+    ) -> Result<HealReport, ObjectError> {
+        let scan_prefix = match bucket {
+            Some(bucket) => record::object_key(bucket.as_str(), prefix),
+            None => Vec::new(),
+        };
+        let mut total = HealReport::default();
+        for set in &self.sets {
+            let mut start = Bound::Unbounded;
+            loop {
+                let (keys, next) = scan_keys(set, &[MetaTable::Uploads], start, &scan_prefix).await;
+                for db_key in keys {
+                    let Some((bucket, key, upload_id)) = split_upload_key(&db_key) else {
+                        continue;
+                    };
+                    let bucket_record = match self.bucket(&bucket).await {
+                        Ok(record) => record,
+                        // The bucket went away meanwhile, and its uploads with it.
+                        Err(ObjectError::NoSuchBucket) => continue,
+                        Err(e) => {
+                            tracing::warn!(bucket = %bucket, key = %key, upload_id, error = %e, "heal of an upload failed");
+                            total.unresolved += 1;
+                            continue;
+                        }
+                    };
+                    let _upload = self.upload_locks.write(bucket.as_str(), &upload_id).await;
+                    let report = heal_upload(set, &bucket_record, &key, &upload_id, &db_key).await;
+                    match report {
+                        Ok(report) => total.add(&report),
+                        Err(e) => {
+                            tracing::warn!(bucket = %bucket, key = %key, upload_id, error = %e, "heal of an upload failed");
+                            total.unresolved += 1;
+                        }
+                    }
+                }
+                match next {
+                    Some(after) => start = Bound::Excluded(after),
+                    None => break,
+                }
+            }
+        }
+        Ok(total)
+    }
+}
+
+/// Heals one upload: called with the upload's lock held, so no part commits meanwhile.
+async fn heal_upload(
+    set: &ErasureSet,
+    bucket: &BucketRecord,
+    key: &ObjectKey,
+    upload_id: &str,
+    db_key: &[u8],
+) -> Result<HealReport, ObjectError> {
+    let mut report = HealReport::default();
+    let answers: Vec<Result<Option<UploadRecord>, DriveError>> = set
+        .meta_get_all(MetaTable::Uploads, db_key)
+        .await
+        .into_iter()
+        .map(|a| a.map(|v| v.and_then(|b| record::decode(&b).ok())))
+        .collect();
+    let online: Vec<bool> = answers.iter().map(reachable).collect();
+    let held: Vec<bool> = answers.iter().map(|a| matches!(a, Ok(Some(_)))).collect();
+    let upload = match agree(set, answers, |u: &UploadRecord| u.data_id) {
+        Ok(Agreement::Found { value, holders }) => (value, holders),
+        Ok(Agreement::NotFound) => {
+            report.stale_purged = purge_upload(set, upload_id, db_key, &held).await;
+            return Ok(report);
+        }
+        Err(ObjectError::Erasure(ErasureError::ReadQuorum)) => {
+            tracing::warn!(bucket = %bucket.name, key = %key, upload_id, "heal: drives do not agree on this upload; left as it is");
+            report.unresolved = 1;
+            return Ok(report);
+        }
+        Err(e) => return Err(e),
+    };
+    let (upload, upload_holders) = upload;
+
+    // The parts a read quorum agrees on; stale ones go, undecided ones stay.
+    let scans = set
+        .meta_scan_all(
+            MetaTable::Parts,
+            Bound::Unbounded,
+            &parts_prefix(upload_id),
+            PARTS_SCAN,
+        )
+        .await;
+    let copies: Vec<Result<Vec<PartRecord>, ()>> = scans
+        .iter()
+        .map(|scan| match scan {
+            Ok(entries) => Ok(entries
+                .iter()
+                .filter_map(|(_, v)| record::decode::<PartRecord>(v).ok())
+                .collect()),
+            Err(_) => Err(()),
+        })
+        .collect();
+    let numbers: BTreeSet<u32> = (copies.iter().flatten().flatten())
+        .map(|p| p.info.number)
+        .collect();
+    let mut parts: Vec<(PartRecord, Vec<bool>)> = Vec::new();
+    let mut stale_parts: Vec<(u32, Vec<bool>)> = Vec::new();
+    for number in numbers {
+        let answers: Vec<Result<Option<PartRecord>, DriveError>> = copies
+            .iter()
+            .zip(&scans)
+            .map(|(copy, scan)| match (copy, scan) {
+                (Ok(held), _) => Ok(held.iter().find(|p| p.info.number == number).cloned()),
+                (Err(()), Err(DriveError::Unhealed(label))) => {
+                    Err(DriveError::Unhealed(label.clone()))
+                }
+                (Err(()), _) => Err(DriveError::Offline(String::new())),
+            })
+            .collect();
+        let holding: Vec<bool> = answers.iter().map(|a| matches!(a, Ok(Some(_)))).collect();
+        match agree(set, answers, |p: &PartRecord| p.info.file.clone()) {
+            Ok(Agreement::Found { value, holders }) => parts.push((value, holders)),
+            Ok(Agreement::NotFound) => stale_parts.push((number, holding)),
+            Err(_) => {
+                tracing::warn!(bucket = %bucket.name, key = %key, upload_id, part = number, "heal: drives do not agree on a part; left as it is");
+                report.unresolved += 1;
+            }
+        }
+    }
+    for (number, holding) in stale_parts {
+        let delete = MetaOp::Delete {
+            table: MetaTable::Parts,
+            key: record::part_key(upload_id, number),
+        };
+        let ops: Vec<Option<Vec<MetaOp>>> = (holding.iter())
+            .map(|&h| h.then(|| vec![delete.clone()]))
+            .collect();
+        let removed = set.meta_apply_each(ops).await;
+        report.stale_purged += removed.iter().filter(|r| r.is_ok()).count() as u64;
+    }
+
+    // Data of the agreed parts, then the records where they are missing.
+    let files: Vec<PartInfo> = parts.iter().map(|(p, _)| p.info.clone()).collect();
+    let data = StoredData {
+        data_id: upload.data_id,
+        inline_size: None,
+        parts: &files,
+    };
+    let heal = heal_data(
+        set,
+        bucket,
+        key,
+        data,
+        HealDepth::Quick,
+        &online,
+        &mut report,
+    )
+    .await?;
+    let records_ok = |i: usize| upload_holders[i] && parts.iter().all(|(_, holders)| holders[i]);
+    let targets: Vec<bool> = (0..online.len())
+        .map(|i| online[i] && (!records_ok(i) || !heal.data_ok[i]))
+        .collect();
+    if !targets.contains(&true) {
+        set.remove_staged(heal.staging).await;
+        return Ok(report);
+    }
+    let mut records = vec![MetaOp::Put {
+        table: MetaTable::Uploads,
+        key: db_key.to_vec(),
+        value: record::encode(&upload),
+    }];
+    records.extend(parts.iter().map(|(part, _)| MetaOp::Put {
+        table: MetaTable::Parts,
+        key: record::part_key(upload_id, part.info.number),
+        value: record::encode(part),
+    }));
+    let results = commit_healed(
+        set,
+        bucket,
+        key,
+        &targets,
+        &[(upload.data_id, heal)],
+        records,
+    )
+    .await;
+    report.records_repaired += results.iter().filter(|&&ok| ok).count() as u64;
+    Ok(report)
+}
+
+/// Removes an upload's records (never its data: a completed upload's folder is now its
+/// object's) from the drives that still hold them.
+async fn purge_upload(set: &ErasureSet, upload_id: &str, db_key: &[u8], held: &[bool]) -> u64 {
+    let ops = vec![
+        MetaOp::Delete {
+            table: MetaTable::Uploads,
+            key: db_key.to_vec(),
+        },
+        MetaOp::DeletePrefix {
+            table: MetaTable::Parts,
+            prefix: parts_prefix(upload_id),
+        },
+    ];
+    let batches = held.iter().map(|&h| h.then(|| ops.clone())).collect();
+    let removed = set.meta_apply_each(batches).await;
+    removed.iter().filter(|r| r.is_ok()).count() as u64
+}
+
+/// Splits a database key `bucket NUL key NUL upload id` back into its parts.
+fn split_upload_key(db_key: &[u8]) -> Option<(BucketName, ObjectKey, String)> {
+    let text = std::str::from_utf8(db_key).ok()?;
+    let (bucket, rest) = text.split_once('\0')?;
+    let (key, upload_id) = rest.rsplit_once('\0')?;
+    Some((
+        BucketName::parse(bucket).ok()?,
+        ObjectKey::parse(key).ok()?,
+        upload_id.to_string(),
+    ))
+}
