@@ -2,9 +2,11 @@
 
 use futures::future::join_all;
 
+use super::commit::commit_everywhere;
 use super::record::{self, BucketRecord, BucketSettings};
 use super::{
-    agree, now_ms, require_write_quorum, Agreement, BucketName, ListQuery, ObjectError, ObjectStore,
+    agree_on_revision, now_ms, require_write_quorum, Agreement, BucketName, ListQuery, ObjectError,
+    ObjectStore,
 };
 use crate::storage::{MetaOp, MetaTable};
 
@@ -36,10 +38,8 @@ impl ObjectStore {
             key: name.as_str().as_bytes().to_vec(),
             value: record::encode(&record),
         };
-        let results = join_all(self.sets.iter().map(|s| s.meta_apply_all(vec![op.clone()]))).await;
-        for (set, results) in self.sets.iter().zip(&results) {
-            require_write_quorum(set, results)?;
-        }
+        // A create that fails is undone: the name stays free.
+        commit_everywhere(&self.sets, vec![op]).await?;
         Ok(record)
     }
 
@@ -59,20 +59,15 @@ impl ObjectStore {
             .into_iter()
             .map(|a| a.map(|v| v.and_then(|bytes| record::decode::<BucketRecord>(&bytes).ok())))
             .collect();
-        let held: Vec<BucketRecord> = answers.iter().flatten().flatten().cloned().collect();
-        match agree(set, answers, |b: &BucketRecord| b.id.clone())? {
-            // Settings changes are acknowledged once a write quorum has them, so the highest
-            // revision any drive holds is at least the last acknowledged one.
-            Agreement::Found { value, .. } => Ok(held
-                .into_iter()
-                .filter(|r| r.id == value.id)
-                .max_by_key(|r| r.revision)),
+        match agree_on_revision(set, answers)? {
+            Agreement::Found { value, .. } => Ok(Some(value)),
             Agreement::NotFound => Ok(None),
         }
     }
 
     /// Changes a bucket's settings on every drive of every set. The new record carries a
-    /// higher revision, so readers take it from any drive that has it; `change` may refuse.
+    /// higher revision, which readers take once a write quorum may have it; a change that
+    /// misses the quorum is undone everywhere. `change` may refuse.
     pub async fn update_bucket_settings(
         &self,
         name: &BucketName,
@@ -89,10 +84,7 @@ impl ObjectStore {
             key: name.as_str().as_bytes().to_vec(),
             value: record::encode(&record),
         };
-        let results = join_all(self.sets.iter().map(|s| s.meta_apply_all(vec![op.clone()]))).await;
-        for (set, results) in self.sets.iter().zip(&results) {
-            require_write_quorum(set, results)?;
-        }
+        commit_everywhere(&self.sets, vec![op]).await?;
         Ok(record)
     }
 
@@ -129,7 +121,7 @@ impl ObjectStore {
                     Err(_) => Err(crate::storage::DriveError::Offline(String::new())),
                 })
                 .collect();
-            if let Agreement::Found { value, .. } = agree(set, answers, |b| b.id.clone())? {
+            if let Agreement::Found { value, .. } = agree_on_revision(set, answers)? {
                 buckets.push(value);
             }
         }

@@ -774,7 +774,7 @@ pub(crate) async fn heal_revisioned<T: Revisioned>(
         .collect();
     let online: Vec<bool> = answers.iter().map(reachable).collect();
     let mut report = HealReport::default();
-    let agreed = match super::agree(set, answers, |r: &T| r.id().to_string()) {
+    let agreed = match super::agree_on_revision(set, answers) {
         Ok(agreed) => agreed,
         Err(_) => {
             tracing::warn!(record = %String::from_utf8_lossy(name), "heal: drives do not agree on this record; left as it is");
@@ -783,14 +783,7 @@ pub(crate) async fn heal_revisioned<T: Revisioned>(
         }
     };
     match agreed {
-        Agreement::Found { value, .. } => {
-            let newest = held
-                .iter()
-                .flatten()
-                .filter(|r| r.id() == value.id())
-                .max_by_key(|r| r.revision())
-                .cloned()
-                .unwrap_or(value);
+        Agreement::Found { value: newest, .. } => {
             for (i, drive) in set.drives().iter().enumerate() {
                 let up_to_date = held[i]
                     .as_ref()

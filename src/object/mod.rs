@@ -227,6 +227,39 @@ pub(crate) fn agree<T, I: PartialEq>(
     Err(ErasureError::ReadQuorum.into())
 }
 
+/// Agreement on a replicated record changed in place (a bucket, a user, a policy): the
+/// record a read quorum agrees on (by id), at the newest revision that may have been
+/// acknowledged: held at that revision or a later one by a write quorum of drives, counting
+/// those that did not answer. A change that failed, and that a drive kept because its undo
+/// did not reach it, is never read back.
+pub(crate) fn agree_on_revision<T: heal::Revisioned>(
+    set: &ErasureSet,
+    answers: Vec<Result<Option<T>, DriveError>>,
+) -> Result<Agreement<T>, ObjectError> {
+    let unanswered = answers.iter().filter(|a| a.is_err()).count();
+    let held: Vec<Option<T>> = answers
+        .iter()
+        .map(|a| a.as_ref().ok().cloned().flatten())
+        .collect();
+    let (agreed, holders) = match agree(set, answers, |r: &T| r.id().to_string())? {
+        Agreement::Found { value, holders } => (value, holders),
+        Agreement::NotFound => return Ok(Agreement::NotFound),
+    };
+    let copies: Vec<&T> = held
+        .iter()
+        .flatten()
+        .filter(|r| r.id() == agreed.id())
+        .collect();
+    let at_least = |revision: u64| copies.iter().filter(|r| r.revision() >= revision).count();
+    // The oldest copy qualifies (a read quorum holds the id), so there is always one.
+    let value = (copies.iter())
+        .filter(|r| at_least(r.revision()) + unanswered >= set.write_quorum())
+        .max_by_key(|r| r.revision())
+        .map(|r| (*r).clone())
+        .unwrap_or(agreed);
+    Ok(Agreement::Found { value, holders })
+}
+
 /// Reads and decodes one record from every drive of a set and reduces the answers.
 pub(crate) async fn read_agreed<T, I: PartialEq>(
     set: &ErasureSet,

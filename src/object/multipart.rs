@@ -57,6 +57,20 @@ pub struct CompletedPart {
     pub etag: String,
 }
 
+/// A part whose shards are in place, before its record is committed.
+struct PlacedPart {
+    info: PartInfo,
+    dir: DataDir,
+    /// The drives that hold its shard files; `None` for an empty part (it has none).
+    data_holders: Option<Vec<bool>>,
+}
+
+/// A part a read quorum agrees on, and the drives that hold it.
+struct StoredPart {
+    record: PartRecord,
+    holders: Vec<bool>,
+}
+
 /// What CompleteMultipartUpload asks for.
 #[derive(Debug, Clone, Default)]
 pub struct CompleteOptions {
@@ -194,29 +208,35 @@ impl ObjectStore {
             bucket_id: bucket_record.id.clone(),
             data_id: upload.data_id,
         };
-        let stored_file = match written.outcome.encoded {
+        let (stored_file, data_holders) = match written.outcome.encoded {
             Encoded::Staged { staging, holders } => {
-                if let Err(e) = place_staged(set, staging, &holders, &dir).await {
-                    // An abort removes the upload's folder under a part being placed: that
-                    // is a missing upload, not missing drives.
-                    self.upload(set, bucket, key, upload_id).await?;
-                    return Err(e);
+                match place_staged(set, staging, &holders, &dir).await {
+                    Ok(placed) => (file, Some(placed)),
+                    Err(e) => {
+                        // An abort removes the upload's folder under a part being placed:
+                        // that is a missing upload, not missing drives.
+                        self.upload(set, bucket, key, upload_id).await?;
+                        return Err(e);
+                    }
                 }
-                file
             }
             // An empty part has no shards.
-            Encoded::Inline(_) => String::new(),
+            Encoded::Inline(_) => (String::new(), None),
         };
-        let info = PartInfo {
-            number,
-            size: written.outcome.size,
-            etag: hex::encode(written.md5),
-            file: stored_file,
-            checksum: written.checksum,
+        let placed = PlacedPart {
+            info: PartInfo {
+                number,
+                size: written.outcome.size,
+                etag: hex::encode(written.md5),
+                file: stored_file,
+                checksum: written.checksum,
+            },
+            dir,
+            data_holders,
         };
-        self.commit_part(set, bucket, key, upload_id, &dir, &info)
+        self.commit_part(set, bucket, key, upload_id, &placed)
             .await?;
-        Ok(info)
+        Ok(placed.info)
     }
 
     async fn commit_part(
@@ -225,9 +245,13 @@ impl ObjectStore {
         bucket: &BucketName,
         key: &ObjectKey,
         upload_id: &str,
-        dir: &DataDir,
-        info: &PartInfo,
+        placed: &PlacedPart,
     ) -> Result<(), ObjectError> {
+        let PlacedPart {
+            info,
+            dir,
+            data_holders,
+        } = placed;
         let db_key = part_key(upload_id, info.number);
         let part = PartRecord {
             info: info.clone(),
@@ -261,7 +285,14 @@ impl ObjectStore {
             key: db_key,
             value: record::encode(&part),
         }];
-        if let Err(e) = commit(set, vec![Some(ops); set.drives().len()]).await {
+        // Only the drives holding the part's shards take its record.
+        let batches = (0..set.drives().len())
+            .map(|i| match &data_holders {
+                Some(holders) if !holders[i] => None,
+                _ => Some(ops.clone()),
+            })
+            .collect();
+        if let Err(e) = commit(set, batches).await {
             set.delete_data_files(dir, own_file).await;
             return Err(e);
         }
@@ -271,12 +302,13 @@ impl ObjectStore {
         Ok(())
     }
 
-    /// The parts of an upload that a read quorum agrees on, by part number.
+    /// The parts of an upload that a read quorum agrees on, by part number, each with the
+    /// drives that hold its record (and so its shard files).
     async fn stored_parts(
         &self,
         set: &ErasureSet,
         upload_id: &str,
-    ) -> Result<BTreeMap<u32, PartRecord>, ObjectError> {
+    ) -> Result<BTreeMap<u32, StoredPart>, ObjectError> {
         let prefix = parts_prefix(upload_id);
         let scans = set
             .meta_scan_all(
@@ -289,23 +321,38 @@ impl ObjectStore {
         if scans.iter().filter(|s| s.is_ok()).count() < set.read_quorum() {
             return Err(ErasureError::ReadQuorum.into());
         }
-        let mut copies: BTreeMap<u32, Vec<PartRecord>> = BTreeMap::new();
-        for (_, value) in scans.iter().flatten().flatten() {
-            if let Ok(part) = record::decode::<PartRecord>(value) {
-                copies.entry(part.info.number).or_default().push(part);
+        // Each drive's copy of each part, by part number.
+        let mut copies: BTreeMap<u32, Vec<Option<PartRecord>>> = BTreeMap::new();
+        for (drive, scan) in scans.iter().enumerate() {
+            for (_, value) in scan.iter().flatten() {
+                if let Ok(part) = record::decode::<PartRecord>(value) {
+                    let number = part.info.number;
+                    copies
+                        .entry(number)
+                        .or_insert_with(|| vec![None; scans.len()])[drive] = Some(part);
+                }
             }
         }
         let mut parts = BTreeMap::new();
         for (number, copies) in copies {
-            let agreed = copies.iter().find(|candidate| {
-                copies
-                    .iter()
-                    .filter(|c| c.info.file == candidate.info.file)
-                    .count()
-                    >= set.read_quorum()
+            let holders_of = |file: &str| -> Vec<bool> {
+                (copies.iter())
+                    .map(|c| c.as_ref().is_some_and(|c| c.info.file == file))
+                    .collect()
+            };
+            let agreed = copies.iter().flatten().find(|candidate| {
+                let holders = holders_of(&candidate.info.file);
+                holders.iter().filter(|&&h| h).count() >= set.read_quorum()
             });
             if let Some(part) = agreed {
-                parts.insert(number, part.clone());
+                let holders = holders_of(&part.info.file);
+                parts.insert(
+                    number,
+                    StoredPart {
+                        record: part.clone(),
+                        holders,
+                    },
+                );
             }
         }
         Ok(parts)
@@ -327,6 +374,7 @@ impl ObjectStore {
             .stored_parts(set, upload_id)
             .await?
             .into_values()
+            .map(|stored| stored.record)
             .filter(|p| p.info.number > marker)
             .collect();
         let truncated = parts.len() > max;
@@ -355,12 +403,20 @@ impl ObjectStore {
         }
         let stored = self.stored_parts(set, upload_id).await?;
         let mut parts = Vec::with_capacity(requested.len());
+        // The drives that hold every part's shards: only they take the object's record.
+        let mut data_holders: Option<Vec<bool>> = None;
         for wanted in requested {
             let part = stored.get(&wanted.number).ok_or(ObjectError::InvalidPart)?;
-            if part.info.etag != wanted.etag.trim_matches('"').to_ascii_lowercase() {
+            if part.record.info.etag != wanted.etag.trim_matches('"').to_ascii_lowercase() {
                 return Err(ObjectError::InvalidPart);
             }
-            parts.push(part.info.clone());
+            if !part.record.info.file.is_empty() {
+                let all = data_holders.get_or_insert_with(|| vec![true; part.holders.len()]);
+                for (holds_all, &holds) in all.iter_mut().zip(&part.holders) {
+                    *holds_all &= holds;
+                }
+            }
+            parts.push(part.record.info.clone());
         }
         if let Some(small) = parts[..parts.len().saturating_sub(1)]
             .iter()
@@ -420,6 +476,7 @@ impl ObjectStore {
             NewVersion {
                 record: &record,
                 inline: None,
+                data_holders,
                 extra,
                 condition: options.condition.as_ref(),
             },
@@ -427,7 +484,7 @@ impl ObjectStore {
         .await?;
         let unused: Vec<String> = stored
             .values()
-            .map(|p| &p.info.file)
+            .map(|p| &p.record.info.file)
             .filter(|f| !f.is_empty() && !record.parts.iter().any(|u| u.file == **f))
             .cloned()
             .collect();

@@ -80,6 +80,9 @@ pub(crate) struct NewVersion<'a> {
     pub record: &'a ObjectRecord,
     /// Each drive's inline chunk, for small objects.
     pub inline: Option<Vec<Bytes>>,
+    /// The drives that hold the version's shard files: only they take its record. `None`
+    /// when there are none to hold (inline data goes in with the record, or no new data).
+    pub data_holders: Option<Vec<bool>>,
     /// Other changes committed with it on every drive (e.g. removing the upload).
     pub extra: Vec<MetaOp>,
     pub condition: Option<&'a WriteCondition>,
@@ -136,13 +139,14 @@ impl ObjectStore {
             tier: None,
             lock: options.lock,
         };
+        let mut data_holders = None;
         let inline = match outcome.encoded {
             Encoded::Inline(chunks) => {
                 record.inline = true;
                 Some(chunks)
             }
             Encoded::Staged { staging, holders } => {
-                place_staged(set, staging, &holders, &data_dir).await?;
+                data_holders = Some(place_staged(set, staging, &holders, &data_dir).await?);
                 record.parts.push(PartInfo {
                     number: 1,
                     size: outcome.size,
@@ -161,6 +165,7 @@ impl ObjectStore {
                 NewVersion {
                     record: &record,
                     inline,
+                    data_holders,
                     extra: Vec::new(),
                     condition: options.condition.as_ref(),
                 },
@@ -226,6 +231,7 @@ impl ObjectStore {
         let new = NewVersion {
             record,
             inline: None,
+            data_holders: None,
             extra: Vec::new(),
             condition: None,
         };
@@ -454,6 +460,7 @@ async fn commit_over(
     let NewVersion {
         record,
         inline,
+        data_holders,
         extra,
         ..
     } = version;
@@ -462,6 +469,9 @@ async fn commit_over(
         .iter()
         .enumerate()
         .map(|(i, held)| {
+            if data_holders.as_ref().is_some_and(|holders| !holders[i]) {
+                return None;
+            }
             let held = held.as_ref().ok()?;
             let mut new = (*record).clone();
             let mut ops = Vec::new();
@@ -553,12 +563,15 @@ pub(crate) async fn write_verified(
 
 /// Moves staged shard files into the version's data folder; fails unless a write quorum
 /// of drives did so.
+/// Moves staged shard files into their data folder; the drives that now hold them, at least
+/// a write quorum. Only these drives may take the version's record: a drive counts toward a
+/// write only when it holds both.
 pub(crate) async fn place_staged(
     set: &ErasureSet,
     staging: Uuid,
     holders: &[bool],
     dir: &DataDir,
-) -> Result<(), ObjectError> {
+) -> Result<Vec<bool>, ObjectError> {
     let placed = set.commit_staged(staging, holders, dir).await;
     let ok = placed.iter().filter(|&&p| p).count();
     if ok < set.write_quorum() {
@@ -574,7 +587,7 @@ pub(crate) async fn place_staged(
     if placed.contains(&false) {
         set.remove_staged(staging).await;
     }
-    Ok(())
+    Ok(placed)
 }
 
 /// Turns a failed first read into the error it stands for.

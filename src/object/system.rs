@@ -13,11 +13,11 @@
 
 use std::ops::Bound;
 
-use futures::future::join_all;
 use serde::{Deserialize, Serialize};
 
+use super::commit::commit_everywhere;
 use super::record;
-use super::{agree, require_write_quorum, Agreement, ObjectError, ObjectStore};
+use super::{agree_on_revision, Agreement, ObjectError, ObjectStore};
 use crate::erasure::ErasureSet;
 use crate::storage::{DriveError, MetaOp, MetaTable};
 
@@ -138,26 +138,19 @@ impl ObjectStore {
         newest_agreed(set, answers)
     }
 
+    /// A change that misses the write quorum of any set is undone everywhere.
     async fn system_apply(&self, op: MetaOp) -> Result<(), ObjectError> {
-        let results = join_all(self.sets.iter().map(|s| s.meta_apply_all(vec![op.clone()]))).await;
-        for (set, results) in self.sets.iter().zip(&results) {
-            require_write_quorum(set, results)?;
-        }
-        Ok(())
+        commit_everywhere(&self.sets, vec![op]).await
     }
 }
 
-/// The record a read quorum agrees on (by id), at the highest revision any drive holds.
+/// The record a read quorum agrees on (see [`agree_on_revision`]).
 fn newest_agreed(
     set: &ErasureSet,
     answers: Vec<Result<Option<SystemRecord>, DriveError>>,
 ) -> Result<Option<SystemRecord>, ObjectError> {
-    let held: Vec<SystemRecord> = answers.iter().flatten().flatten().cloned().collect();
-    match agree(set, answers, |r: &SystemRecord| r.id.clone())? {
-        Agreement::Found { value, .. } => Ok(held
-            .into_iter()
-            .filter(|r| r.id == value.id)
-            .max_by_key(|r| r.revision)),
+    match agree_on_revision(set, answers)? {
+        Agreement::Found { value, .. } => Ok(Some(value)),
         Agreement::NotFound => Ok(None),
     }
 }

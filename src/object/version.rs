@@ -61,6 +61,24 @@ pub(crate) fn agree_on_version(
         .filter(|v| held_by(v) >= set.read_quorum())
         .max_by_key(|v| (current_on(v), v.modified_ms, v.revision, v.data_id));
     if let Some(version) = chosen {
+        // Never back in time: a version current elsewhere that the chosen one did not
+        // replace may be newer, and may have been acknowledged if, with the drives that did
+        // not answer, it reaches a write quorum. Then nothing can be answered.
+        let replaced_by_chosen = |other: &ObjectRecord| {
+            records.iter().any(|r| {
+                matches!(r, Ok(Some(record)) if record.same_version(version)
+                    && record.superseded.as_deref().is_some_and(|s| s.same_version(other)))
+            })
+        };
+        let unanswered = records.iter().filter(|r| r.is_err()).count();
+        let newer_may_win = records
+            .iter()
+            .filter_map(|r| r.as_ref().ok().and_then(Option::as_ref))
+            .filter(|current| !current.same_version(version) && !replaced_by_chosen(current))
+            .any(|current| current_on(current) + unanswered >= set.write_quorum());
+        if newer_may_win {
+            return Err(ErasureError::ReadQuorum.into());
+        }
         let mut value = version.clone();
         value.superseded = None;
         let holders = data_holders(&value);
@@ -188,6 +206,32 @@ mod tests {
             .collect();
         let (value, _) = found(records).unwrap();
         assert_eq!(value.data_id, then_committed.data_id);
+    }
+
+    #[test]
+    fn a_newer_version_that_may_have_been_acknowledged_is_never_passed_over() {
+        let old = version(1);
+        let new = version(2);
+        // `new` was acknowledged on six drives; one of them is lost, three never had it.
+        let mut records: DriveRecords = (0..9)
+            .map(|i| Ok(Some(if i < 6 { over(&new, &old) } else { old.clone() })))
+            .collect();
+        records[0] = Err(DriveError::Offline("d0".into()));
+        assert!(matches!(
+            agree_on_version(&set(), &records),
+            Err(ObjectError::Erasure(ErasureError::ReadQuorum))
+        ));
+        // With every drive answering, five holders cannot be an acknowledged write.
+        records[0] = Ok(Some(old.clone()));
+        let (value, _) = found(records).unwrap();
+        assert_eq!(value.data_id, old.data_id);
+        // A stale drive holding an older version does not stop an answer.
+        let older = version(0);
+        let mut records: DriveRecords = (0..9).map(|_| Ok(Some(over(&new, &old)))).collect();
+        records[8] = Ok(Some(older));
+        records[7] = Err(DriveError::Offline("d7".into()));
+        let (value, _) = found(records).unwrap();
+        assert_eq!(value.data_id, new.data_id);
     }
 
     #[test]

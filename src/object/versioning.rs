@@ -69,6 +69,22 @@ pub(crate) fn agree_on_state(
         .filter(|s| held(s, false) >= set.read_quorum())
         .max_by_key(|s| (held(s, true), s.state));
     if let Some(state) = chosen {
+        // Never back in time (see `agree_on_version`).
+        let replaced_by_chosen = |other: &VersionsRecord| {
+            states.iter().any(|r| {
+                matches!(r, Ok(Some(record)) if record.state == state.state
+                    && record.superseded.as_deref().is_some_and(|s| s.state == other.state))
+            })
+        };
+        let unanswered = states.iter().filter(|r| r.is_err()).count();
+        let newer_may_win = states
+            .iter()
+            .filter_map(|r| r.as_ref().ok().and_then(Option::as_ref))
+            .filter(|current| current.state != state.state && !replaced_by_chosen(current))
+            .any(|current| held(current, true) + unanswered >= set.write_quorum());
+        if newer_may_win {
+            return Err(ErasureError::ReadQuorum.into());
+        }
         let mut value = state.clone();
         value.superseded = None;
         let holders = states
@@ -158,6 +174,8 @@ pub(crate) async fn key_versions(
 pub(crate) struct Addition<'a> {
     pub record: &'a ObjectRecord,
     pub inline: Option<&'a [Bytes]>,
+    /// The drives that hold its shard files, when it has any: only they take the new state.
+    pub data_holders: Option<&'a [bool]>,
 }
 
 /// A key's next state: its versions (newest first), the new version's inline data if one
@@ -226,6 +244,10 @@ impl ObjectStore {
             .zip(&current.records)
             .enumerate()
             .map(|(i, (held_state, held_object))| {
+                let holders = added.as_ref().and_then(|a| a.data_holders);
+                if holders.is_some_and(|holders| !holders[i]) {
+                    return None;
+                }
                 let (held_state, held_object) =
                     (held_state.as_ref().ok()?, held_object.as_ref().ok()?);
                 let mut ops = Vec::new();
@@ -262,6 +284,7 @@ impl ObjectStore {
                 if let Some(Addition {
                     record,
                     inline: Some(chunks),
+                    ..
                 }) = &added
                 {
                     ops.push(MetaOp::Put {
@@ -355,6 +378,7 @@ impl ObjectStore {
         let added = Addition {
             record: &record,
             inline: version.inline.as_deref(),
+            data_holders: version.data_holders.as_deref(),
         };
         let next = NewState {
             versions,

@@ -7,6 +7,7 @@
 mod deadline;
 mod direct;
 mod error;
+pub mod faulty;
 mod format;
 mod local;
 pub mod sim;

@@ -1,0 +1,153 @@
+//! A test tool: a drive that fails the calls it is told to fail, as a dying or full disk
+//! fails some operations and not others, so tests can place failures on chosen drives at
+//! chosen steps of a write (shards on some drives, records on others).
+
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use super::{DataDir, DiskInfo, Drive, DriveError, MetaOp, MetaTable, ShardReader, ShardWriter};
+
+/// The calls a [`FaultyDrive`] can be told to fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Call {
+    CreateStagedFile,
+    CommitStaged,
+    OpenShard,
+    MetaGet,
+    MetaApply,
+    MetaScan,
+}
+
+/// Wraps a drive; the calls told to fail answer [`DriveError::Offline`].
+pub struct FaultyDrive {
+    inner: Arc<dyn Drive>,
+    /// Calls that fail, each after letting this many more through.
+    failing: Mutex<HashMap<Call, u32>>,
+}
+
+impl FaultyDrive {
+    pub fn new(inner: Arc<dyn Drive>) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            failing: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// From now on, these calls fail.
+    pub fn fail(&self, calls: &[Call]) {
+        for &call in calls {
+            self.fail_after(call, 0);
+        }
+    }
+
+    /// `call` succeeds `times` more times, then fails (a disk that dies mid-write).
+    pub fn fail_after(&self, call: Call, times: u32) {
+        self.failing
+            .lock()
+            .expect("not poisoned")
+            .insert(call, times);
+    }
+
+    /// Every call works again.
+    pub fn recover(&self) {
+        self.failing.lock().expect("not poisoned").clear();
+    }
+
+    fn check(&self, call: Call) -> Result<(), DriveError> {
+        match self.failing.lock().expect("not poisoned").get_mut(&call) {
+            Some(0) => Err(DriveError::Offline(self.inner.label().to_string())),
+            Some(left) => {
+                *left -= 1;
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+#[async_trait]
+impl Drive for FaultyDrive {
+    fn label(&self) -> &str {
+        self.inner.label()
+    }
+    fn is_unhealed(&self) -> bool {
+        self.inner.is_unhealed()
+    }
+    async fn mark_healed(&self) -> Result<(), DriveError> {
+        self.inner.mark_healed().await
+    }
+    async fn disk_info(&self) -> Result<DiskInfo, DriveError> {
+        self.inner.disk_info().await
+    }
+    async fn list_data_dirs(&self) -> Result<Vec<(DataDir, std::time::SystemTime)>, DriveError> {
+        self.inner.list_data_dirs().await
+    }
+    async fn create_staged_file(
+        &self,
+        staging: Uuid,
+        name: &str,
+    ) -> Result<Box<dyn ShardWriter>, DriveError> {
+        self.check(Call::CreateStagedFile)?;
+        self.inner.create_staged_file(staging, name).await
+    }
+    async fn commit_staged(&self, staging: Uuid, dir: &DataDir) -> Result<(), DriveError> {
+        self.check(Call::CommitStaged)?;
+        self.inner.commit_staged(staging, dir).await
+    }
+    async fn remove_staged(&self, staging: Uuid) -> Result<(), DriveError> {
+        self.inner.remove_staged(staging).await
+    }
+    async fn open_shard(
+        &self,
+        dir: &DataDir,
+        name: &str,
+    ) -> Result<Box<dyn ShardReader>, DriveError> {
+        self.check(Call::OpenShard)?;
+        self.inner.open_shard(dir, name).await
+    }
+    async fn delete_data_dir(&self, dir: &DataDir) -> Result<(), DriveError> {
+        self.inner.delete_data_dir(dir).await
+    }
+    async fn delete_data_file(&self, dir: &DataDir, name: &str) -> Result<(), DriveError> {
+        self.inner.delete_data_file(dir, name).await
+    }
+    async fn meta_get(
+        &self,
+        table: MetaTable,
+        key: Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, DriveError> {
+        self.check(Call::MetaGet)?;
+        self.inner.meta_get(table, key).await
+    }
+    async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<(), DriveError> {
+        self.check(Call::MetaApply)?;
+        self.inner.meta_apply(ops).await
+    }
+    async fn meta_scan(
+        &self,
+        table: MetaTable,
+        start: Bound<Vec<u8>>,
+        prefix: Vec<u8>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
+        self.check(Call::MetaScan)?;
+        self.inner.meta_scan(table, start, prefix, limit).await
+    }
+    async fn meta_scan_delimited(
+        &self,
+        table: MetaTable,
+        start: Bound<Vec<u8>>,
+        prefix: Vec<u8>,
+        delimiter: Vec<u8>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
+        self.check(Call::MetaScan)?;
+        (self.inner)
+            .meta_scan_delimited(table, start, prefix, delimiter, limit)
+            .await
+    }
+}
