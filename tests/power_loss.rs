@@ -8,7 +8,6 @@
 //! (acknowledged = it returned Ok), crash (dropping all volatile changes, then random
 //! subsets of them), reopen a fresh store over the survivors and check every object.
 //!
-//!
 //! Run with `--nocapture` to see one summary line per scenario.
 
 use std::collections::BTreeSet;
