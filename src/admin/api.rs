@@ -612,7 +612,7 @@ async fn lifecycle(
             state
                 .store
                 .update_bucket_settings(&bucket, |settings| {
-                    settings.lifecycle = Some(xml);
+                    settings.lifecycle = Some(xml.clone());
                     Ok(())
                 })
                 .await?;

@@ -361,6 +361,8 @@ impl From<ObjectError> for S3Error {
                 C::AccessDenied,
                 "Access Denied because object protected by object lock.",
             ),
+            // Writers on other servers kept winning the race for this key: back off.
+            ObjectError::Conflict => S3Error::from_code(C::SlowDown),
             ObjectError::Erasure(ErasureError::ReadQuorum | ErasureError::WriteQuorum { .. }) => {
                 S3Error::from_code(C::ServiceUnavailable)
             }

@@ -2,11 +2,11 @@
 
 use futures::future::join_all;
 
-use super::commit::commit_everywhere;
+use super::commit::{commit_everywhere, revision_basis};
 use super::record::{self, BucketRecord, BucketSettings};
 use super::{
-    agree_on_revision, now_ms, require_write_quorum, Agreement, BucketName, ListQuery, ObjectError,
-    ObjectStore,
+    agree_on_revision, now_ms, require_write_quorum, retry_conflicts, Agreement, BucketName,
+    ListQuery, ObjectError, ObjectStore,
 };
 use crate::storage::{MetaOp, MetaTable};
 
@@ -23,24 +23,30 @@ impl ObjectStore {
         name: &BucketName,
         settings: BucketSettings,
     ) -> Result<BucketRecord, ObjectError> {
-        if self.find_bucket(name).await?.is_some() {
-            return Err(ObjectError::BucketExists);
-        }
-        let record = BucketRecord {
-            name: name.to_string(),
-            id: uuid::Uuid::new_v4().simple().to_string(),
-            created_ms: now_ms(),
-            revision: 0,
-            settings,
-        };
-        let op = MetaOp::Put {
-            table: MetaTable::Buckets,
-            key: name.as_str().as_bytes().to_vec(),
-            value: record::encode(&record),
-        };
-        // A create that fails is undone: the name stays free.
-        commit_everywhere(&self.sets, vec![op]).await?;
-        Ok(record)
+        let key = name.as_str().as_bytes();
+        retry_conflicts(|| async {
+            if self.find_bucket(name).await?.is_some() {
+                return Err(ObjectError::BucketExists);
+            }
+            let record = BucketRecord {
+                name: name.to_string(),
+                id: uuid::Uuid::new_v4().simple().to_string(),
+                created_ms: now_ms(),
+                revision: 0,
+                settings: settings.clone(),
+            };
+            let op = MetaOp::Put {
+                table: MetaTable::Buckets,
+                key: key.to_vec(),
+                value: record::encode(&record),
+            };
+            // Two creates at once: one wins, the other finds the bucket when it retries. A
+            // create that fails is undone: the name stays free.
+            let basis = revision_basis::<BucketRecord>(MetaTable::Buckets, key, None);
+            commit_everywhere(&self.sets, vec![op], &basis).await?;
+            Ok(record)
+        })
+        .await
     }
 
     /// The bucket's record, or `NoSuchBucket`.
@@ -71,21 +77,27 @@ impl ObjectStore {
     pub async fn update_bucket_settings(
         &self,
         name: &BucketName,
-        change: impl FnOnce(&mut BucketSettings) -> Result<(), ObjectError>,
+        change: impl Fn(&mut BucketSettings) -> Result<(), ObjectError>,
     ) -> Result<BucketRecord, ObjectError> {
         // Bucket keys are never object keys (those are never empty), so this lock is the
         // bucket's own.
         let _guard = self.locks.write(name.as_str(), "").await;
-        let mut record = self.bucket(name).await?;
-        change(&mut record.settings)?;
-        record.revision += 1;
-        let op = MetaOp::Put {
-            table: MetaTable::Buckets,
-            key: name.as_str().as_bytes().to_vec(),
-            value: record::encode(&record),
-        };
-        commit_everywhere(&self.sets, vec![op]).await?;
-        Ok(record)
+        let key = name.as_str().as_bytes();
+        retry_conflicts(|| async {
+            let base = self.bucket(name).await?;
+            let mut record = base.clone();
+            change(&mut record.settings)?;
+            record.revision += 1;
+            let op = MetaOp::Put {
+                table: MetaTable::Buckets,
+                key: key.to_vec(),
+                value: record::encode(&record),
+            };
+            let basis = revision_basis(MetaTable::Buckets, key, Some(&base));
+            commit_everywhere(&self.sets, vec![op], &basis).await?;
+            Ok(record)
+        })
+        .await
     }
 
     pub async fn list_buckets(&self) -> Result<Vec<BucketRecord>, ObjectError> {

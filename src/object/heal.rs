@@ -741,7 +741,9 @@ pub(super) async fn scan_keys(
 /// A record replicated whole on every drive and changed in place: a bucket record or a
 /// deployment-wide record. `id` tells a record from a later one of the same name; the highest
 /// `revision` of the agreed record is its latest change.
-pub(crate) trait Revisioned: serde::Serialize + serde::de::DeserializeOwned + Clone {
+pub(crate) trait Revisioned:
+    serde::Serialize + serde::de::DeserializeOwned + Clone + Send + Sync
+{
     fn id(&self) -> &str;
     fn revision(&self) -> u64;
 }

@@ -118,6 +118,10 @@ pub enum ObjectError {
     /// lift.
     #[error("the object is protected by Object Lock")]
     ObjectLocked,
+    /// Other writers kept changing the record between this one's read and its commit; it
+    /// tried again a few times and gave up.
+    #[error("the record changed under a concurrent writer")]
+    Conflict,
     #[error(transparent)]
     Erasure(#[from] ErasureError),
     #[error(transparent)]
@@ -300,6 +304,29 @@ pub(crate) fn require_write_quorum<T>(
         needed: set.write_quorum(),
     }
     .into())
+}
+
+/// Attempts after the first at a read-decide-commit step that lost a race.
+const CONFLICT_RETRIES: u32 = 8;
+
+/// Runs a read-decide-commit step, and again (after a random pause that grows with each
+/// try) while it loses races to writers on other servers, then gives up with the conflict.
+pub(crate) async fn retry_conflicts<T, F, Fut>(mut attempt: F) -> Result<T, ObjectError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ObjectError>>,
+{
+    for tried in 0..CONFLICT_RETRIES {
+        match attempt().await {
+            Err(ObjectError::Conflict) => {
+                let ceiling_ms = 2u64 << tried.min(6);
+                let pause = rand::random_range(1..=ceiling_ms);
+                tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+            }
+            other => return other,
+        }
+    }
+    attempt().await
 }
 
 /// Now, in Unix milliseconds.

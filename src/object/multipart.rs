@@ -14,7 +14,7 @@ use md5::{Digest, Md5};
 use uuid::Uuid;
 
 use super::checksum::{ChecksumAlgorithm, ChecksumType};
-use super::commit::commit;
+use super::commit::{commit, ANY_BASIS};
 use super::hashing::ExpectedChecksum;
 use super::lock::{self, ObjectLock};
 use super::objects::{place_staged, write_verified, NewVersion, WriteCondition};
@@ -292,7 +292,8 @@ impl ObjectStore {
                 _ => Some(ops.clone()),
             })
             .collect();
-        if let Err(e) = commit(set, batches).await {
+        // The part's earlier copies decide nothing but what to delete afterwards.
+        if let Err(e) = commit(set, batches, ANY_BASIS).await {
             set.delete_data_files(dir, own_file).await;
             return Err(e);
         }

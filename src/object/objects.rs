@@ -6,17 +6,20 @@ use bytes::Bytes;
 use futures::StreamExt;
 use uuid::Uuid;
 
-use super::commit::{commit, dropped_inline_chunks};
+use super::commit::{commit, dropped_inline_chunks, object_basis};
 use super::hashing::{self, ExpectedChecksum};
 use super::lock::{self, ObjectLock};
 use super::md5_lanes::Md5Lanes;
 use super::record::{
     self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, StoredChecksum,
 };
-use super::version::{agree_on_version, read_records, replaced_versions, DriveRecords};
+use super::version::{
+    agree_on_version, held_for_commit, read_records, replaced_versions, DriveRecords,
+};
 use super::versioning::version_id_for;
 use super::{
-    now_ms, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, ReadSpan, INLINE_LIMIT,
+    now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, ReadSpan,
+    INLINE_LIMIT,
 };
 use crate::body::ByteStream;
 use crate::erasure::{Encoded, ErasureError, ErasureSet, ShardSource, WriteOutcome};
@@ -187,8 +190,18 @@ impl ObjectStore {
         key: &ObjectKey,
         version: NewVersion<'_>,
     ) -> Result<(), ObjectError> {
+        retry_conflicts(|| self.commit_version_once(set, bucket, key, &version)).await
+    }
+
+    async fn commit_version_once(
+        &self,
+        set: &ErasureSet,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+        version: &NewVersion<'_>,
+    ) -> Result<(), ObjectError> {
         if bucket.settings.versioning.is_some() {
-            return self.add_version(set, bucket, key, &version).await;
+            return self.add_version(set, bucket, key, version).await;
         }
         let guard = self.locks.write(&bucket.name, key.as_str()).await;
         let current = read_records(set, &bucket.name, key.as_str()).await;
@@ -203,7 +216,7 @@ impl ObjectStore {
                 Err(_) => return agreed.map(|_| ()),
             }
         }
-        commit_over(set, bucket, key, &current, agreed.ok(), &version).await?;
+        commit_over(set, bucket, key, &current, agreed.ok(), version).await?;
         drop(guard);
         self.delete_data(
             set,
@@ -421,12 +434,12 @@ impl ObjectStore {
         let batches = current
             .iter()
             .map(|held| {
-                let held = held.as_ref().ok()?;
+                let held = held_for_commit(held)?;
                 let mut ops = vec![MetaOp::Delete {
                     table: MetaTable::Objects,
                     key: db_key.clone(),
                 }];
-                let versions = held.iter().flat_map(ObjectRecord::with_superseded);
+                let versions = held.into_iter().flat_map(ObjectRecord::with_superseded);
                 ops.extend(dropped_inline_chunks(
                     bucket.as_str(),
                     key.as_str(),
@@ -436,7 +449,7 @@ impl ObjectStore {
                 Some(ops)
             })
             .collect();
-        commit(set, batches).await?;
+        commit(set, batches, &object_basis(&current, &db_key)).await?;
         drop(guard);
         self.delete_data(set, &bucket_record, replaced_versions(&current, None))
             .await;
@@ -472,12 +485,12 @@ async fn commit_over(
             if data_holders.as_ref().is_some_and(|holders| !holders[i]) {
                 return None;
             }
-            let held = held.as_ref().ok()?;
+            let held = held_for_commit(held)?;
             let mut new = (*record).clone();
             let mut ops = Vec::new();
             let replaced = match &agreed {
                 Some(agreed) => agreed.clone(),
-                None => held.clone(),
+                None => held.cloned(),
             }
             .map(|mut replaced| {
                 replaced.superseded = None;
@@ -487,7 +500,7 @@ async fn commit_over(
             let kept = |data_id| {
                 data_id == record.data_id || replaced.as_ref().is_some_and(|r| r.data_id == data_id)
             };
-            let held_versions = held.iter().flat_map(ObjectRecord::with_superseded);
+            let held_versions = held.into_iter().flat_map(ObjectRecord::with_superseded);
             ops.extend(dropped_inline_chunks(
                 &bucket.name,
                 key.as_str(),
@@ -511,7 +524,8 @@ async fn commit_over(
             Some(ops)
         })
         .collect();
-    commit(set, batches).await
+    let basis = object_basis(current, &db_key);
+    commit(set, batches, &basis).await
 }
 
 /// A body written to staging and checked against what the client announced.

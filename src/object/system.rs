@@ -15,9 +15,9 @@ use std::ops::Bound;
 
 use serde::{Deserialize, Serialize};
 
-use super::commit::commit_everywhere;
+use super::commit::{commit_everywhere, revision_basis};
 use super::record;
-use super::{agree_on_revision, Agreement, ObjectError, ObjectStore};
+use super::{agree_on_revision, retry_conflicts, Agreement, ObjectError, ObjectStore};
 use crate::erasure::ErasureSet;
 use crate::storage::{DriveError, MetaOp, MetaTable};
 
@@ -57,22 +57,26 @@ impl ObjectStore {
     /// Creates or replaces a deployment-wide record on every set.
     pub async fn system_put(&self, key: &str, value: Vec<u8>) -> Result<(), ObjectError> {
         let _guard = self.locks.write(LOCK_NAMESPACE, key).await;
-        let record = match self.system_record(key).await? {
-            Some(current) => SystemRecord {
-                id: current.id,
-                revision: current.revision + 1,
-                value,
-            },
-            None => SystemRecord {
-                id: uuid::Uuid::new_v4().simple().to_string(),
-                revision: 0,
-                value,
-            },
-        };
-        self.system_apply(MetaOp::Put {
-            table: MetaTable::System,
-            key: key.as_bytes().to_vec(),
-            value: record::encode(&record),
+        retry_conflicts(|| async {
+            let base = self.system_record(key).await?;
+            let record = match &base {
+                Some(current) => SystemRecord {
+                    id: current.id.clone(),
+                    revision: current.revision + 1,
+                    value: value.clone(),
+                },
+                None => SystemRecord {
+                    id: uuid::Uuid::new_v4().simple().to_string(),
+                    revision: 0,
+                    value: value.clone(),
+                },
+            };
+            let op = MetaOp::Put {
+                table: MetaTable::System,
+                key: key.as_bytes().to_vec(),
+                value: record::encode(&record),
+            };
+            self.system_apply(key, op, base.as_ref()).await
         })
         .await
     }
@@ -80,13 +84,16 @@ impl ObjectStore {
     /// Deletes a deployment-wide record from every set; whether it existed.
     pub async fn system_delete(&self, key: &str) -> Result<bool, ObjectError> {
         let _guard = self.locks.write(LOCK_NAMESPACE, key).await;
-        let existed = self.system_record(key).await?.is_some();
-        self.system_apply(MetaOp::Delete {
-            table: MetaTable::System,
-            key: key.as_bytes().to_vec(),
+        retry_conflicts(|| async {
+            let base = self.system_record(key).await?;
+            let op = MetaOp::Delete {
+                table: MetaTable::System,
+                key: key.as_bytes().to_vec(),
+            };
+            self.system_apply(key, op, base.as_ref()).await?;
+            Ok(base.is_some())
         })
-        .await?;
-        Ok(existed)
+        .await
     }
 
     /// Every deployment-wide record whose key starts with `prefix`, in key order.
@@ -138,9 +145,16 @@ impl ObjectStore {
         newest_agreed(set, answers)
     }
 
-    /// A change that misses the write quorum of any set is undone everywhere.
-    async fn system_apply(&self, op: MetaOp) -> Result<(), ObjectError> {
-        commit_everywhere(&self.sets, vec![op]).await
+    /// Commits a change decided on `base` (the record read, if any) on every set; one that
+    /// misses the write quorum of any set is undone everywhere.
+    async fn system_apply(
+        &self,
+        key: &str,
+        op: MetaOp,
+        base: Option<&SystemRecord>,
+    ) -> Result<(), ObjectError> {
+        let basis = revision_basis(MetaTable::System, key.as_bytes(), base);
+        commit_everywhere(&self.sets, vec![op], &basis).await
     }
 }
 

@@ -13,6 +13,17 @@ use crate::storage::{DriveError, MetaTable};
 /// Each drive's record of a key, decoded.
 pub(crate) type DriveRecords = Vec<Result<Option<ObjectRecord>, DriveError>>;
 
+/// What a drive holds, as a commit sees it: an unhealed drive's "unknown" is its own
+/// content's "nothing" (it only answers so for keys it lacks), so it takes new writes; an
+/// offline drive is left out (`None`).
+pub(crate) fn held_for_commit<T>(answer: &Result<Option<T>, DriveError>) -> Option<Option<&T>> {
+    match answer {
+        Ok(held) => Some(held.as_ref()),
+        Err(DriveError::Unhealed(_)) => Some(None),
+        Err(_) => None,
+    }
+}
+
 /// Reads a key's record from every drive of its set.
 pub(crate) async fn read_records(set: &ErasureSet, bucket: &str, key: &str) -> DriveRecords {
     set.meta_get_all(MetaTable::Objects, &object_key(bucket, key))

@@ -14,14 +14,14 @@
 use bytes::Bytes;
 use uuid::Uuid;
 
-use super::commit::{commit, dropped_inline_chunks};
+use super::commit::{commit, dropped_inline_chunks, versions_basis};
 use super::lock::{self, ObjectLock};
 use super::record::{
     self, inline_key, is_valid_version_id, new_version_id, object_key, BucketRecord, ObjectRecord,
     Versioning, VersionsRecord,
 };
-use super::version::{agree_on_version, read_records, DriveRecords};
-use super::{now_ms, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
+use super::version::{agree_on_version, held_for_commit, read_records, DriveRecords};
+use super::{now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::erasure::{ErasureError, ErasureSet};
 use crate::storage::{DriveError, MetaOp, MetaTable};
 
@@ -249,7 +249,7 @@ impl ObjectStore {
                     return None;
                 }
                 let (held_state, held_object) =
-                    (held_state.as_ref().ok()?, held_object.as_ref().ok()?);
+                    (held_for_commit(held_state)?, held_for_commit(held_object)?);
                 let mut ops = Vec::new();
                 match &new_state {
                     Some(state) => {
@@ -294,10 +294,14 @@ impl ObjectStore {
                     });
                 }
                 let held_versions = held_state
-                    .iter()
+                    .into_iter()
                     .flat_map(VersionsRecord::with_superseded)
                     .flat_map(|s| s.versions.iter())
-                    .chain(held_object.iter().flat_map(ObjectRecord::with_superseded));
+                    .chain(
+                        held_object
+                            .into_iter()
+                            .flat_map(ObjectRecord::with_superseded),
+                    );
                 ops.extend(dropped_inline_chunks(
                     &bucket.name,
                     key.as_str(),
@@ -308,7 +312,8 @@ impl ObjectStore {
                 Some(ops)
             })
             .collect();
-        commit(set, batches).await?;
+        let basis = versions_basis(&current.states, &current.records, &db_key);
+        commit(set, batches, &basis).await?;
         if newest_object.is_some_and(|v| v.delete_marker) {
             // The tombstone has done its job (see the module's note); a drive that misses
             // this keeps it until healed, and readers skip it meanwhile.
@@ -405,6 +410,17 @@ impl ObjectStore {
     /// governance retention (the request's `x-amz-bypass-governance-retention`, once
     /// authorised).
     pub async fn delete_object_with(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        version_id: Option<&str>,
+        bypass_governance: bool,
+    ) -> Result<Deleted, ObjectError> {
+        retry_conflicts(|| self.delete_object_once(bucket, key, version_id, bypass_governance))
+            .await
+    }
+
+    async fn delete_object_once(
         &self,
         bucket: &BucketName,
         key: &ObjectKey,

@@ -17,6 +17,10 @@ pub enum DriveError {
     /// A file was shorter than its recorded length (truncated shard).
     #[error("short read")]
     ShortRead,
+    /// A batch's [`MetaOp::Expect`](super::MetaOp::Expect) did not hold: another writer
+    /// changed the key since it was read. Nothing was applied.
+    #[error("conflict: the record changed since it was read")]
+    Conflict,
     /// The drive has no space left.
     #[error("drive is full")]
     Full,

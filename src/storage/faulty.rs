@@ -22,11 +22,14 @@ pub enum Call {
     MetaScan,
 }
 
-/// Wraps a drive; the calls told to fail answer [`DriveError::Offline`].
+/// Wraps a drive; the calls told to fail answer [`DriveError::Offline`], and metadata calls
+/// may be slowed down (to widen the windows in which concurrent writers race).
 pub struct FaultyDrive {
     inner: Arc<dyn Drive>,
     /// Calls that fail, each after letting this many more through.
     failing: Mutex<HashMap<Call, u32>>,
+    /// Added to every metadata read and write.
+    delay: Mutex<std::time::Duration>,
 }
 
 impl FaultyDrive {
@@ -34,6 +37,7 @@ impl FaultyDrive {
         Arc::new(Self {
             inner,
             failing: Mutex::new(HashMap::new()),
+            delay: Mutex::new(std::time::Duration::ZERO),
         })
     }
 
@@ -50,6 +54,18 @@ impl FaultyDrive {
             .lock()
             .expect("not poisoned")
             .insert(call, times);
+    }
+
+    /// Every metadata read and write takes `delay` longer.
+    pub fn slow_down(&self, delay: std::time::Duration) {
+        *self.delay.lock().expect("not poisoned") = delay;
+    }
+
+    async fn wait(&self) {
+        let delay = *self.delay.lock().expect("not poisoned");
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
     }
 
     /// Every call works again.
@@ -121,10 +137,12 @@ impl Drive for FaultyDrive {
         key: Vec<u8>,
     ) -> Result<Option<Vec<u8>>, DriveError> {
         self.check(Call::MetaGet)?;
+        self.wait().await;
         self.inner.meta_get(table, key).await
     }
     async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<(), DriveError> {
         self.check(Call::MetaApply)?;
+        self.wait().await;
         self.inner.meta_apply(ops).await
     }
     async fn meta_scan(

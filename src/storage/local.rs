@@ -498,6 +498,18 @@ impl Drive for LocalDrive {
                             dir_index::on_remove(&t, &mut index, &key)?;
                         }
                     }
+                    MetaOp::Expect {
+                        table: which,
+                        key,
+                        value,
+                    } => {
+                        let t = txn.open_table(table(which)).map_err(db_err)?;
+                        let held = t.get(key.as_slice()).map_err(db_err)?;
+                        if held.as_ref().map(|v| v.value()) != value.as_deref() {
+                            // Dropping the transaction aborts it: nothing changes.
+                            return Err(DriveError::Conflict);
+                        }
+                    }
                     MetaOp::DeletePrefix {
                         table: which,
                         prefix,
@@ -751,6 +763,41 @@ mod tests {
         assert_eq!(scan(Bound::Included("a0"), "", 2).await, ["ab", "b/1"]);
         // Resuming inside a common prefix finds it again from there.
         assert_eq!(scan(Bound::Excluded("a/2"), "", 2).await, ["a/b/1", "ab"]);
+    }
+
+    #[tokio::test]
+    async fn a_batch_applies_only_while_its_expectations_hold() {
+        let root = tempfile::tempdir().unwrap();
+        LocalDrive::write_format(root.path(), &format()).unwrap();
+        let drive = LocalDrive::open(root.path()).unwrap();
+        let put = |value: &[u8]| MetaOp::Put {
+            table: MetaTable::Objects,
+            key: b"k".to_vec(),
+            value: value.to_vec(),
+        };
+        let expect = |value: Option<&[u8]>| MetaOp::Expect {
+            table: MetaTable::Objects,
+            key: b"k".to_vec(),
+            value: value.map(<[u8]>::to_vec),
+        };
+        drive
+            .meta_apply(vec![expect(None), put(b"a")])
+            .await
+            .unwrap();
+        // A second writer that also read "absent" is refused, and changes nothing.
+        let late = drive.meta_apply(vec![expect(None), put(b"b")]).await;
+        assert!(matches!(late, Err(DriveError::Conflict)));
+        drive
+            .meta_apply(vec![expect(Some(b"a")), put(b"c")])
+            .await
+            .unwrap();
+        let stale = drive.meta_apply(vec![put(b"d"), expect(Some(b"a"))]).await;
+        assert!(matches!(stale, Err(DriveError::Conflict)));
+        let held = drive
+            .meta_get(MetaTable::Objects, b"k".to_vec())
+            .await
+            .unwrap();
+        assert_eq!(held.as_deref(), Some(&b"c"[..]));
     }
 
     #[tokio::test]

@@ -61,6 +61,15 @@ pub enum MetaOp {
         table: MetaTable,
         prefix: Vec<u8>,
     },
+    /// Changes nothing, but the whole batch applies only if the key holds exactly `value`
+    /// (`None`: no value) when the transaction runs; otherwise the batch fails with
+    /// [`DriveError::Conflict`] and nothing changes. Two writers that read the same state
+    /// can never both change it on one drive.
+    Expect {
+        table: MetaTable,
+        key: Vec<u8>,
+        value: Option<Vec<u8>>,
+    },
 }
 
 /// Where an object version's shard files live on a drive:

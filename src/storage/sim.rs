@@ -282,9 +282,20 @@ fn table_index(table: MetaTable) -> usize {
     }
 }
 
+/// Whether every [`MetaOp::Expect`] of a batch holds.
+fn expectations_hold(tables: &Tables, ops: &[MetaOp]) -> bool {
+    ops.iter().all(|op| match op {
+        MetaOp::Expect { table, key, value } => {
+            tables[table_index(*table)].get(key) == value.as_ref()
+        }
+        _ => true,
+    })
+}
+
 fn apply(tables: &mut Tables, ops: &[MetaOp]) {
     for op in ops {
         match op {
+            MetaOp::Expect { .. } => {}
             MetaOp::Put { table, key, value } => {
                 tables[table_index(*table)].insert(key.clone(), value.clone());
             }
@@ -662,6 +673,9 @@ impl Drive for SimDrive {
             return Err(self.offline());
         }
         let mut state = self.state();
+        if !expectations_hold(&state.meta, &ops) {
+            return Err(DriveError::Conflict);
+        }
         apply(&mut state.meta, &ops);
         if fate == Fate::CutMidway {
             // The commit was in flight: it may or may not be on the platter.

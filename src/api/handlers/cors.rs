@@ -13,7 +13,7 @@ pub async fn put_bucket_cors(mut request: Request<'_>, bucket: &str) -> Result<R
     let body = request.small_body().await?;
     let rules = cors::validate(xml::parse(&body)?)?;
     change_bucket_settings(&request.state.store, &name, StatusCode::OK, |settings| {
-        settings.cors = Some(rules)
+        settings.cors = Some(rules.clone())
     })
     .await
 }

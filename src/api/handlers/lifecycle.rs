@@ -33,7 +33,7 @@ pub async fn put_bucket_lifecycle(
     let config = LifecycleConfig::from_xml(text)?;
     let stored = config.to_xml();
     change_bucket_settings(&request.state.store, &name, StatusCode::OK, |settings| {
-        settings.lifecycle = Some(stored)
+        settings.lifecycle = Some(stored.clone())
     })
     .await
 }

@@ -122,7 +122,7 @@ async fn change_bucket_settings(
     store: &ObjectStore,
     name: &BucketName,
     status: StatusCode,
-    change: impl FnOnce(&mut BucketSettings) + Send,
+    change: impl Fn(&mut BucketSettings) + Send + Sync,
 ) -> Result<Response, S3Error> {
     store
         .update_bucket_settings(name, |settings| {

@@ -93,7 +93,7 @@ pub async fn put_bucket_tagging(
         &request.state.store,
         &name,
         StatusCode::NO_CONTENT,
-        |settings| settings.tags = Some(tags),
+        |settings| settings.tags = Some(tags.clone()),
     )
     .await
 }
