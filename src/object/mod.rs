@@ -25,6 +25,8 @@ mod tiering;
 mod uploads;
 mod version;
 mod versioning;
+#[cfg(test)]
+mod write_quorum_tests;
 
 use std::sync::Arc;
 

@@ -1,0 +1,149 @@
+//! A property of data placement and commit, over random per-drive failure patterns: a write
+//! that is acknowledged is whole (its shard files and its record) on at least a write quorum
+//! of drives; a write that is refused leaves the previous version reading back unchanged.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::record::{self, object_key, ObjectRecord};
+use super::{BucketName, GetOptions, ObjectKey, ObjectStore, PutOptions, Versioning};
+use crate::erasure::ErasureSet;
+use crate::storage::faulty::{Call, FaultyDrive};
+use crate::storage::sim::CrashController;
+use crate::storage::{DataDir, Drive, MetaTable};
+
+const PATTERNS: u64 = 60;
+const SIZE: usize = 200 << 10;
+
+fn payload(seed: u64) -> Bytes {
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..SIZE).map(|_| rng.random::<u8>()).collect()
+}
+
+async fn read(store: &ObjectStore, bucket: &BucketName, key: &ObjectKey) -> Option<Bytes> {
+    let result = store
+        .get_object(bucket, key, GetOptions::default())
+        .await
+        .ok()?;
+    let mut bytes = Vec::new();
+    let mut body = result.body;
+    while let Some(piece) = body.next().await {
+        bytes.extend_from_slice(&piece.ok()?);
+    }
+    Some(bytes.into())
+}
+
+/// Drives that hold both the record of `data_id` as their current version and its shards.
+async fn whole_on(
+    drives: &[Arc<FaultyDrive>],
+    bucket: &BucketRecordIds,
+    data_id: uuid::Uuid,
+) -> usize {
+    let mut whole = 0;
+    for drive in drives {
+        let held = drive
+            .meta_get(MetaTable::Objects, object_key(&bucket.name, "ckpt"))
+            .await;
+        let current = match held {
+            Ok(Some(bytes)) => record::decode::<ObjectRecord>(&bytes).ok(),
+            _ => None,
+        };
+        let dir = DataDir {
+            bucket_id: bucket.id.clone(),
+            data_id,
+        };
+        let shards = drive.open_shard(&dir, "part.1").await.is_ok();
+        if current.is_some_and(|r| r.data_id == data_id) && shards {
+            whole += 1;
+        }
+    }
+    whole
+}
+
+struct BucketRecordIds {
+    name: String,
+    id: String,
+}
+
+#[tokio::test]
+async fn acknowledged_writes_are_whole_on_a_quorum_and_refused_ones_change_nothing() {
+    let (mut acknowledged, mut refused) = (0, 0);
+    for pattern in 0..PATTERNS {
+        let mut rng = StdRng::seed_from_u64(pattern);
+        let sim = CrashController::new(9);
+        let faulty: Vec<Arc<FaultyDrive>> =
+            sim.drives().into_iter().map(FaultyDrive::new).collect();
+        let drives = faulty.iter().map(|d| d.clone() as Arc<dyn Drive>).collect();
+        let set = ErasureSet::new(0, drives, 3, 64 << 10).unwrap();
+        let store = ObjectStore::new(vec![set], "property");
+        let bucket = BucketName::parse("property").unwrap();
+        let record = store.create_bucket(&bucket).await.unwrap();
+        if pattern % 2 == 1 {
+            store
+                .set_versioning(&bucket, Versioning::Enabled)
+                .await
+                .unwrap();
+        }
+        let ids = BucketRecordIds {
+            name: record.name.clone(),
+            id: record.id.clone(),
+        };
+        let key = ObjectKey::parse("ckpt").unwrap();
+        let old = payload(pattern * 2);
+        let body = |data: Bytes| -> crate::body::ByteStream {
+            Box::pin(futures::stream::iter([Ok(data)]))
+        };
+        store
+            .put_object(&bucket, &key, body(old.clone()), PutOptions::default())
+            .await
+            .unwrap();
+
+        for drive in &faulty {
+            for (call, chance) in [
+                (Call::CreateStagedFile, 0.1),
+                (Call::CommitStaged, 0.2),
+                (Call::MetaApply, 0.2),
+            ] {
+                if rng.random_bool(chance) {
+                    drive.fail(&[call]);
+                }
+            }
+        }
+        let new = payload(pattern * 2 + 1);
+        let written = store
+            .put_object(&bucket, &key, body(new.clone()), PutOptions::default())
+            .await;
+        faulty.iter().for_each(|d| d.recover());
+        match written {
+            Ok(record) => {
+                acknowledged += 1;
+                let whole = whole_on(&faulty, &ids, record.data_id).await;
+                assert!(
+                    whole >= 6,
+                    "pattern {pattern}: acknowledged, whole on {whole}"
+                );
+                assert!(
+                    read(&store, &bucket, &key).await == Some(new),
+                    "pattern {pattern}"
+                );
+            }
+            Err(_) => {
+                refused += 1;
+                let got = read(&store, &bucket, &key).await;
+                assert!(
+                    got == Some(old),
+                    "pattern {pattern}: refused, old version changed"
+                );
+            }
+        }
+    }
+    // Both outcomes are exercised.
+    assert!(
+        acknowledged > 10 && refused > 10,
+        "{acknowledged} / {refused}"
+    );
+}
