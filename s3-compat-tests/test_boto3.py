@@ -268,6 +268,20 @@ def test_range_not_satisfiable(s3, bucket):
     assert error_of(e) == ("InvalidRange", 416)
 
 
+def test_not_modified_is_a_304_at_boto3_defaults(s3, bucket):
+    # boto3's defaults ask for response checksums; a 304 that carried one made botocore fail
+    # with a TypeError instead of raising the 304.
+    s3.put_object(Bucket=bucket, Key="cached", Body=os.urandom(300 * KiB))
+    etag = s3.head_object(Bucket=bucket, Key="cached")["ETag"]
+    for call in (s3.get_object, s3.head_object):
+        with pytest.raises(ClientError) as e:
+            call(Bucket=bucket, Key="cached", IfNoneMatch=etag)
+        response = e.value.response
+        assert response["ResponseMetadata"]["HTTPStatusCode"] == 304
+        assert response["ResponseMetadata"]["HTTPHeaders"]["etag"] == etag
+        assert not any(h.startswith("x-amz-checksum") for h in response["ResponseMetadata"]["HTTPHeaders"])
+
+
 # Content-MD5.
 
 

@@ -187,6 +187,7 @@ pub async fn get_object(
         Ok(()) => {}
         Err(ConditionFailure::NotModified) => {
             *response.status_mut() = StatusCode::NOT_MODIFIED;
+            keep_not_modified_headers(response.headers_mut());
             return Ok(response);
         }
         Err(ConditionFailure::PreconditionFailed) => {
@@ -364,4 +365,24 @@ pub async fn delete_object(
     let mut response = StatusCode::NO_CONTENT.into_response();
     set_deleted(response.headers_mut(), &deleted);
     Ok(response)
+}
+
+/// The headers a 304 keeps: those that describe the cached copy's freshness and identity,
+/// as S3 sends them. A 304 has no body, so nothing about one (length, type, checksums) goes
+/// with it: SDKs that validate checksums fail on a checksum without a body.
+fn keep_not_modified_headers(headers: &mut axum::http::HeaderMap) {
+    const KEPT: [&str; 5] = [
+        "etag",
+        "last-modified",
+        "cache-control",
+        "expires",
+        "x-amz-version-id",
+    ];
+    let drop: Vec<_> = (headers.keys())
+        .filter(|name| !KEPT.contains(&name.as_str()))
+        .cloned()
+        .collect();
+    for name in drop {
+        headers.remove(name);
+    }
 }
