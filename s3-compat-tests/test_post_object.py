@@ -154,3 +154,26 @@ def test_presigned_post_expired_policy_is_denied(s3, bucket):
     assert error_code(response) == "AccessDenied"
     assert "Policy expired" in response.text
     assert_absent(s3, bucket, "late.txt")
+
+
+def test_boto3_default_presigned_post_is_sigv2_and_stores_the_file(s3_client_for, s3, bucket):
+    v2 = s3_client_for(signature_version=None)
+    presigned = v2.generate_presigned_post(
+        Bucket=bucket,
+        Key="v2/${filename}",
+        Fields={"Content-Type": "text/plain"},
+        Conditions=[{"Content-Type": "text/plain"}, ["content-length-range", 1, 1024]],
+        ExpiresIn=600,
+    )
+    fields = presigned["fields"]
+    assert {"AWSAccessKeyId", "signature", "policy"} <= set(fields), fields
+    data = b"signed with SigV2\n"
+    response = post(presigned, data, filename="form.txt")
+    assert response.status_code == 204, response.text
+    got = s3.get_object(Bucket=bucket, Key="v2/form.txt")
+    assert got["Body"].read() == data
+    assert got["ContentType"] == "text/plain"
+    # A signature that is not the policy's is refused, and nothing is stored.
+    forged = post(presigned, data, filename="forged.txt", signature="AAAAAAAAAAAAAAAAAAAAAAAAAAA=")
+    assert forged.status_code == 403 and error_code(forged) == "SignatureDoesNotMatch"
+    assert_absent(s3, bucket, "v2/forged.txt")

@@ -228,7 +228,7 @@ def test_minio_presigned_urls_expire(mc, s3, bucket):
 # aws CLI.
 #
 # CLI v1 `aws s3 presign` makes SigV2 URLs unless the profile sets `s3.signature_version =
-# s3v4`; strata only speaks SigV4, so users must set it.
+# s3v4`; both must work.
 
 
 @pytest.fixture
@@ -274,10 +274,63 @@ def test_awscli_presign_url_expires(aws_s3v4, s3, bucket):
     assert_expired(fetch(url))
 
 
-def test_awscli_default_sigv2_presign_is_refused_with_a_clear_error(aws, s3, bucket):
-    s3.put_object(Bucket=bucket, Key="v2", Body=b"v2")
-    url = cli_presign(aws, f"s3://{bucket}/v2", 300)
+def test_awscli_default_sigv2_presign_url_downloads_and_expires(aws, s3, bucket):
+    data = os.urandom(300 * KiB)
+    s3.put_object(Bucket=bucket, Key="cli/v2 file.bin", Body=data)
+    url = cli_presign(aws, f"s3://{bucket}/cli/v2 file.bin", 300)
     assert "Signature=" in url and "X-Amz-Algorithm" not in url, f"not a SigV2 URL: {url}"
     status, _, body = fetch(url)
-    assert_s3_error((status, None, body), 400, "InvalidRequest")
-    assert b"Signature Version 4" in body, body
+    assert status == 200, body[:500]
+    assert sha256(body) == sha256(data)
+    assert_s3_error(fetch(tamper(url, "v2%20file", "v3%20file")), 403, "SignatureDoesNotMatch")
+    brief = cli_presign(aws, f"s3://{bucket}/cli/v2 file.bin", 1)
+    time.sleep(2)
+    assert_expired(fetch(brief))
+
+
+# boto3 at its defaults (no signature_version): presigned URLs are SigV2.
+
+
+@pytest.fixture
+def s3_default_signature(s3_client_for):
+    return s3_client_for(signature_version=None)
+
+
+def test_boto3_default_presigned_urls_are_sigv2_and_work(s3_default_signature, s3, bucket):
+    v2 = s3_default_signature
+    key = "v2/run 3/ckpt+1.bin"
+    data = os.urandom(700 * KiB)
+    # SigV2 signs the Content-Type: the upload sends the one the URL was made for.
+    kind = "application/octet-stream"
+    put_url = presign(v2, "put_object", bucket, key, ContentType=kind)
+    query = query_of(put_url)
+    assert {"AWSAccessKeyId", "Signature", "Expires"} <= set(query), put_url
+    assert "X-Amz-Algorithm" not in query, put_url
+    status, _, body = fetch(put_url, "PUT", data, headers={"Content-Type": kind})
+    assert status == 200, body[:500]
+    status, _, body = fetch(put_url, "PUT", data, headers={"Content-Type": "text/plain"})
+    assert status == 403 and b"SignatureDoesNotMatch" in body, body[:500]
+
+    get_url = presign(v2, "get_object", bucket, key, ResponseContentType="application/x-ckpt")
+    status, headers, body = fetch(get_url)
+    assert status == 200, body[:500]
+    assert sha256(body) == sha256(data)
+    assert headers["Content-Type"] == "application/x-ckpt"
+    assert_s3_error(fetch(tamper(get_url, "ckpt%2B1", "ckpt%2B2")), 403, "SignatureDoesNotMatch")
+    assert_s3_error(fetch(get_url, "DELETE"), 403, "SignatureDoesNotMatch")
+    assert head_status(s3, bucket, key) == 200
+
+    brief = presign(v2, "get_object", bucket, key, expires=1)
+    time.sleep(2)
+    assert_expired(fetch(brief))
+
+    status, _, _ = fetch(presign(v2, "delete_object", bucket, key), "DELETE")
+    assert status == 204
+    assert head_status(s3, bucket, key) == 404
+
+
+def test_boto3_default_client_works_for_ordinary_calls(s3_default_signature, bucket):
+    data = os.urandom(64 * KiB)
+    s3_default_signature.put_object(Bucket=bucket, Key="plain", Body=data)
+    got = s3_default_signature.get_object(Bucket=bucket, Key="plain")["Body"].read()
+    assert sha256(got) == sha256(data)

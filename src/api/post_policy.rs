@@ -7,11 +7,19 @@ use serde_json::Value;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
+use super::auth::sigv2;
 use super::auth::sigv4::{self, CredentialScope};
 use super::error::{S3Error, S3ErrorCode};
 
-/// Fields no condition has to name: the signature, the file, the policy itself.
-const UNCHECKED_FIELDS: &[&str] = &["x-amz-signature", "file", "policy"];
+/// Fields no condition has to name: the signature (SigV4, or SigV2's key and signature), the
+/// file, the policy itself.
+const UNCHECKED_FIELDS: &[&str] = &[
+    "x-amz-signature",
+    "awsaccesskeyid",
+    "signature",
+    "file",
+    "policy",
+];
 /// Fields a client adds for itself (S3 ignores them).
 const IGNORED_PREFIX: &str = "x-ignore-";
 
@@ -65,22 +73,31 @@ impl FormFields {
     }
 }
 
-/// The SigV4 fields of a form: who signed the policy, and the signature.
+/// Who signed a form's policy, and the signature: SigV4 fields, or SigV2 ones (what boto3's
+/// `generate_presigned_post` sends at its defaults).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolicySignature {
-    pub credential: CredentialScope,
-    signature: String,
+pub enum PolicySignature {
+    /// `x-amz-algorithm`, `x-amz-credential`, `x-amz-date` and `x-amz-signature`.
+    V4 {
+        credential: CredentialScope,
+        signature: String,
+    },
+    /// `AWSAccessKeyId` and `signature`: the base64 HMAC-SHA1 of the policy.
+    V2 {
+        access_key: String,
+        signature: String,
+    },
 }
 
 impl PolicySignature {
-    /// Reads `x-amz-algorithm`, `x-amz-credential`, `x-amz-date` and `x-amz-signature`.
+    /// Reads the signature fields of either version.
     pub fn from_form(form: &FormFields) -> Result<Self, S3Error> {
         let algorithm = form.get("x-amz-algorithm");
         if algorithm.is_none() && form.get("signature").is_some() {
-            return Err(S3Error::new(
-                S3ErrorCode::InvalidRequest,
-                "SigV2 is not supported, use AWS Signature Version 4",
-            ));
+            return Ok(Self::V2 {
+                access_key: required(form, "AWSAccessKeyId")?.to_string(),
+                signature: required(form, "signature")?.to_string(),
+            });
         }
         let algorithm = required(form, "x-amz-algorithm")?;
         if algorithm != sigv4::ALGORITHM {
@@ -104,21 +121,30 @@ impl PolicySignature {
                 "X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"",
             )
         })?;
-        Ok(Self {
+        Ok(Self::V4 {
             credential,
             signature: required(form, "x-amz-signature")?.to_string(),
         })
     }
 
-    /// The signature must be the HMAC of the base64 policy, exactly as sent, with the SigV4
-    /// signing key of the credential's day, region and service.
+    /// The signature must be the HMAC of the base64 policy, exactly as sent: with the SigV4
+    /// signing key of the credential's day, region and service, or (SigV2) with the secret.
     pub fn verify(&self, encoded_policy: &str, secret: &str) -> Result<(), S3Error> {
-        let c = &self.credential;
-        let key = sigv4::signing_key(secret, &c.date, &c.region, &c.service);
-        if sigv4::signatures_match(&sigv4::sign(&key, encoded_policy), &self.signature) {
-            Ok(())
-        } else {
-            Err(S3Error::from_code(S3ErrorCode::SignatureDoesNotMatch))
+        let matches = match self {
+            Self::V4 {
+                credential: c,
+                signature,
+            } => {
+                let key = sigv4::signing_key(secret, &c.date, &c.region, &c.service);
+                sigv4::signatures_match(&sigv4::sign(&key, encoded_policy), signature)
+            }
+            Self::V2 { signature, .. } => {
+                sigv2::signatures_match(&sigv2::sign(secret, encoded_policy), signature)
+            }
+        };
+        match matches {
+            true => Ok(()),
+            false => Err(S3Error::from_code(S3ErrorCode::SignatureDoesNotMatch)),
         }
     }
 }
@@ -438,7 +464,8 @@ mod tests {
     fn the_aws_example_verifies_and_satisfies_its_policy() {
         let form = aws_example_form(AWS_SIGNATURE);
         let signature = PolicySignature::from_form(&form).unwrap();
-        assert_eq!(signature.credential.access_key, "AKIAIOSFODNN7EXAMPLE");
+        assert!(matches!(&signature, PolicySignature::V4 { credential, .. }
+            if credential.access_key == "AKIAIOSFODNN7EXAMPLE"));
         signature.verify(AWS_POLICY, AWS_SECRET).unwrap();
         assert_eq!(form.get("key"), Some("user/user1/photo.jpg"));
 
@@ -512,10 +539,24 @@ mod tests {
             code(PolicySignature::from_form(&form)).0,
             S3ErrorCode::InvalidArgument
         );
-        let v2 = form_with_v2();
+        // SigV2: the access key and the base64 HMAC-SHA1 of the policy with the secret.
+        let v2 = PolicySignature::from_form(&form_with_v2()).unwrap();
+        assert!(matches!(v2, PolicySignature::V2 { access_key, .. } if access_key == "AKID"));
+        let signed = sigv2::sign("secret", "e30=");
+        let v2 = PolicySignature::V2 {
+            access_key: "AKID".into(),
+            signature: signed,
+        };
+        v2.verify("e30=", "secret").unwrap();
         assert_eq!(
-            code(PolicySignature::from_form(&v2)).0,
-            S3ErrorCode::InvalidRequest
+            v2.verify("e30=", "other").unwrap_err().code,
+            S3ErrorCode::SignatureDoesNotMatch
+        );
+        let mut no_key = FormFields::default();
+        no_key.push("signature", "c2ln");
+        assert_eq!(
+            code(PolicySignature::from_form(&no_key)).0,
+            S3ErrorCode::InvalidArgument
         );
     }
 

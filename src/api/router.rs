@@ -292,11 +292,21 @@ impl Query {
         self.0.iter().map(|(k, _)| k.as_str()).filter(move |k| {
             !allowed.contains(k)
                 && !k.to_ascii_lowercase().starts_with("x-amz-")
+                && !SIGV2_PARAMS.contains(k)
                 && *k != "x-id"
                 && !k.starts_with("response-")
         })
     }
 }
+
+/// The parameters of a SigV2 presigned URL (the standard headers signed may ride along).
+const SIGV2_PARAMS: &[&str] = &[
+    "AWSAccessKeyId",
+    "Signature",
+    "Expires",
+    "content-type",
+    "content-md5",
+];
 
 const LIST_V2_PARAMS: &[&str] = &[
     "list-type",

@@ -1,11 +1,14 @@
 //! Request authentication: AWS Signature Version 4 in the `Authorization` header or in a
 //! presigned query string, and the body checks the signature commits the client to
-//! (`x-amz-content-sha256` digest, `aws-chunked` chunk signatures, trailers).
+//! (`x-amz-content-sha256` digest, `aws-chunked` chunk signatures, trailers); and Signature
+//! Version 2 in the same two places, which boto3 and the aws CLI use for presigned URLs at
+//! their defaults.
 //!
 //! This module decides who sent a request and whether its bytes are the ones signed; it does
 //! not decide what that identity may do, and it never reads a clock (`now` is an argument).
 
 mod chunked;
+pub mod sigv2;
 pub mod sigv4;
 
 use std::borrow::Cow;
@@ -168,13 +171,8 @@ fn err(code: S3ErrorCode, message: impl Into<std::borrow::Cow<'static, str>>) ->
     S3Error::new(code, message)
 }
 
-fn sigv2_rejected() -> S3Error {
-    let message = "SigV2 is not supported, use AWS Signature Version 4";
-    err(S3ErrorCode::InvalidRequest, message)
-}
-
-/// Verifies the SigV4 signature of a request, in the Authorization header or in a presigned
-/// query string. `Ok(None)`: anonymous (no credentials at all).
+/// Verifies the signature of a request (SigV4 or SigV2), in the Authorization header or in a
+/// presigned query string. `Ok(None)`: anonymous (no credentials at all).
 pub fn authenticate(
     method: &Method,
     uri: &Uri,
@@ -192,11 +190,180 @@ pub fn authenticate(
             "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, \
              Signature query string parameter or the Authorization header should be specified",
         )),
+        Some(value) if value.as_bytes().starts_with(b"AWS ") => {
+            let request = V2Request::new(method, uri, headers, &params);
+            v2_header_auth(&request, value.as_bytes(), keyring, now).map(Some)
+        }
         Some(value) => header_auth(method, uri, headers, value.as_bytes(), keyring, now).map(Some),
         None if presigned => query_auth(method, uri, headers, &params, keyring, now).map(Some),
-        None if sigv2_query => Err(sigv2_rejected()),
+        None if sigv2_query => {
+            let request = V2Request::new(method, uri, headers, &params);
+            v2_query_auth(&request, keyring, now).map(Some)
+        }
         None => Ok(None),
     }
+}
+
+/// A request as a SigV2 signature covers it.
+struct V2Request<'a> {
+    method: &'a Method,
+    uri: &'a Uri,
+    headers: &'a HeaderMap,
+    params: &'a [(String, String)],
+}
+
+impl<'a> V2Request<'a> {
+    fn new(
+        method: &'a Method,
+        uri: &'a Uri,
+        headers: &'a HeaderMap,
+        params: &'a [(String, String)],
+    ) -> Self {
+        Self {
+            method,
+            uri,
+            headers,
+            params,
+        }
+    }
+
+    fn param(&self, name: &str) -> Option<&'a str> {
+        (self.params.iter())
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The resources the signature may cover: the path as sent and, for a virtual-hosted
+    /// request, the path with its bucket (the Host's first label) in front.
+    fn resources(&self) -> Vec<String> {
+        let path = self.uri.path();
+        let mut resources = vec![sigv2::canonical_resource(path, self.params)];
+        let host = sigv2::header(self.headers, "host");
+        let host = host.rsplit_once(':').map_or(host, |(name, _)| name);
+        if let Some((bucket, _)) = host.split_once('.') {
+            if host.parse::<std::net::IpAddr>().is_err() && !bucket.is_empty() {
+                let path = format!("/{bucket}{path}");
+                resources.push(sigv2::canonical_resource(&path, self.params));
+            }
+        }
+        resources
+    }
+
+    /// Checks `signature` against the string to sign with `date` in the date position;
+    /// `query_amz` adds a presigned URL's `x-amz-` parameters to the headers.
+    fn verify(
+        &self,
+        (access_key, signature): (&str, &str),
+        date: &str,
+        query_amz: bool,
+        keyring: &Keyring,
+    ) -> Result<Authenticated, S3Error> {
+        let (secret, identity) = keyring
+            .lookup(access_key)
+            .ok_or_else(|| S3Error::from_code(S3ErrorCode::InvalidAccessKeyId))?;
+        let headers = (self.headers.iter())
+            .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)));
+        let params = (self.params.iter())
+            .filter(|_| query_amz)
+            .map(|(name, value)| (name.as_str(), value.as_str()));
+        let amz = sigv2::canonical_amz_headers(headers.chain(params));
+        // A presigned URL may carry these as parameters; a header sent wins.
+        let standard = |name: &str| match sigv2::header(self.headers, name) {
+            "" if query_amz => self.param(name).unwrap_or(""),
+            value => value,
+        };
+        let signed = self.resources().iter().any(|resource| {
+            let to_sign = sigv2::string_to_sign(
+                self.method,
+                standard("content-md5"),
+                standard("content-type"),
+                date,
+                &amz,
+                resource,
+            );
+            sigv2::signatures_match(&sigv2::sign(&secret, &to_sign), signature)
+        });
+        if !signed {
+            return Err(S3Error::from_code(S3ErrorCode::SignatureDoesNotMatch));
+        }
+        Ok(Authenticated {
+            access_key: access_key.to_string(),
+            identity,
+            payload: PayloadCheck::Unverified,
+            decoded_length: None,
+        })
+    }
+}
+
+/// `Authorization: AWS <access key>:<signature>`, dated by `x-amz-date` or `Date`.
+fn v2_header_auth(
+    request: &V2Request,
+    value: &[u8],
+    keyring: &Keyring,
+    now: OffsetDateTime,
+) -> Result<Authenticated, S3Error> {
+    let invalid = || {
+        let message = "AWS authorization header is invalid.  Expected AwsAccessKeyId:signature";
+        err(S3ErrorCode::InvalidArgument, message)
+    };
+    let (access_key, signature) = std::str::from_utf8(value)
+        .ok()
+        .and_then(|v| v.strip_prefix("AWS "))
+        .and_then(|v| v.trim().split_once(':'))
+        .filter(|(key, signature)| !key.is_empty() && !signature.is_empty())
+        .ok_or_else(invalid)?;
+    if keyring.lookup(access_key).is_none() {
+        return Err(S3Error::from_code(S3ErrorCode::InvalidAccessKeyId));
+    }
+    let amz_date = sigv2::header(request.headers, X_AMZ_DATE);
+    let date = sigv2::header(request.headers, "date");
+    let signed_at =
+        parse_http_date(if amz_date.is_empty() { date } else { amz_date }).ok_or_else(|| {
+            let message = "AWS authentication requires a valid Date or x-amz-date header";
+            err(S3ErrorCode::AccessDenied, message)
+        })?;
+    if (now - signed_at).abs() > MAX_SKEW {
+        return Err(S3Error::from_code(S3ErrorCode::RequestTimeTooSkewed));
+    }
+    // With `x-amz-date` the date line is empty: the date is signed among the amz headers.
+    let date_line = if amz_date.is_empty() { date } else { "" };
+    request.verify((access_key, signature), date_line, false, keyring)
+}
+
+/// A presigned URL: `AWSAccessKeyId`, `Signature` and `Expires` (Unix seconds).
+fn v2_query_auth(
+    request: &V2Request,
+    keyring: &Keyring,
+    now: OffsetDateTime,
+) -> Result<Authenticated, S3Error> {
+    let (Some(access_key), Some(signature), Some(expires)) = (
+        request.param("AWSAccessKeyId"),
+        request.param("Signature"),
+        request.param("Expires"),
+    ) else {
+        let message = "Query-string authentication requires the Signature, Expires and \
+                       AWSAccessKeyId parameters";
+        return Err(err(S3ErrorCode::AccessDenied, message));
+    };
+    let expires_at: i64 = expires.parse().map_err(|_| {
+        let message = format!("Invalid date (should be seconds since epoch): {expires}");
+        err(S3ErrorCode::AccessDenied, message)
+    })?;
+    if now.unix_timestamp() > expires_at {
+        return Err(err(S3ErrorCode::AccessDenied, "Request has expired"));
+    }
+    request.verify((access_key, signature), expires, true, keyring)
+}
+
+/// A request date in any form clients send: IMF-fixdate (`GMT`), RFC 2822 with a numeric
+/// zone (`+0000`, `-0000`), or ISO 8601 basic (`20130524T000000Z`).
+fn parse_http_date(value: &str) -> Option<OffsetDateTime> {
+    if let Ok(time) = httpdate::parse_http_date(value) {
+        return Some(OffsetDateTime::from(time));
+    }
+    OffsetDateTime::parse(value, &time::format_description::well_known::Rfc2822)
+        .ok()
+        .or_else(|| sigv4::parse_amz_date(value))
 }
 
 /// What `x-amz-content-sha256` announces about the body.
@@ -369,9 +536,6 @@ fn header_auth(
         let message = format!("The authorization header is malformed; {detail}");
         err(S3ErrorCode::AuthorizationHeaderMalformed, message)
     };
-    if value.starts_with(b"AWS ") {
-        return Err(sigv2_rejected());
-    }
     if !value.starts_with(sigv4::ALGORITHM.as_bytes()) {
         return Err(err(
             S3ErrorCode::InvalidArgument,

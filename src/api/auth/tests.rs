@@ -169,8 +169,10 @@ fn header_auth_refusals_use_aws_codes() {
     let cases = [
         (
             "AWS AKIAIOSFODNN7EXAMPLE:c2lnbmF0dXJl".to_owned(),
-            InvalidRequest,
+            SignatureDoesNotMatch,
         ),
+        ("AWS AKIAIOSFODNN7EXAMPLE".to_owned(), InvalidArgument),
+        ("AWS NOBODY:c2lnbmF0dXJl".to_owned(), InvalidAccessKeyId),
         ("Bearer token".to_owned(), InvalidArgument),
         (
             format!("AWS4-HMAC-SHA256 {scope}"),
@@ -441,5 +443,55 @@ fn anonymous_and_sigv2_requests() {
             .is_none());
     }
     let v2 = uri("/b/k?AWSAccessKeyId=AK&Expires=1&Signature=x");
-    assert_eq!(refused(get, &v2, &headers, T_OWN), InvalidRequest);
+    assert_eq!(refused(get, &v2, &headers, T_OWN), AccessDenied, "expired");
+}
+
+/// The SigV2 examples of AWS's "Signing and Authenticating REST Requests" (virtual-hosted).
+#[test]
+fn aws_sigv2_examples_authenticate() {
+    let get = Method::GET;
+    let host = ("host", "johnsmith.s3.amazonaws.com");
+    let at = "20070327T193642Z";
+    let headers = header_map(&[
+        host,
+        ("date", "Tue, 27 Mar 2007 19:36:42 +0000"),
+        (
+            "authorization",
+            "AWS AKIAIOSFODNN7EXAMPLE:bWq2s1WEIj+Ydj0vQ697zp+IXMU=",
+        ),
+    ]);
+    let signed = accepted(&get, &uri("/photos/puppy.jpg"), &headers, at);
+    assert_eq!(signed.identity, Identity::Root);
+    assert!(matches!(signed.payload, PayloadCheck::Unverified));
+    // Another object, a day later, an unknown key: each refused with AWS's code.
+    assert_eq!(
+        refused(&get, &uri("/photos/kitten.jpg"), &headers, at),
+        SignatureDoesNotMatch
+    );
+    assert_eq!(
+        refused(
+            &get,
+            &uri("/photos/puppy.jpg"),
+            &headers,
+            "20070328T193642Z"
+        ),
+        RequestTimeTooSkewed
+    );
+    let no_date = header_map(&[host, ("authorization", "AWS AKIAIOSFODNN7EXAMPLE:x")]);
+    assert_eq!(
+        refused(&get, &uri("/photos/puppy.jpg"), &no_date, at),
+        AccessDenied
+    );
+
+    let presigned = uri("/photos/puppy.jpg?AWSAccessKeyId=AKIAIOSFODNN7EXAMPLE\
+         &Signature=NpgCjnDzrM%2BWFzoENXmpNDUsSn8%3D&Expires=1175139620");
+    let hosted = header_map(&[host]);
+    accepted(&get, &presigned, &hosted, at);
+    // Expires is 2007-03-29T03:40:20Z.
+    assert_eq!(
+        refused(&get, &presigned, &hosted, "20070329T034021Z"),
+        AccessDenied
+    );
+    let tampered = uri(&presigned.to_string().replace("puppy", "kitten"));
+    assert_eq!(refused(&get, &tampered, &hosted, at), SignatureDoesNotMatch);
 }

@@ -180,7 +180,12 @@ fn authorize(
         return Ok((any, Identity::Anonymous));
     };
     let signature = PolicySignature::from_form(form)?;
-    let (secret, identity) = secret_for(keyring, &signature.credential)?;
+    let (secret, identity) = match &signature {
+        PolicySignature::V4 { credential, .. } => secret_for(keyring, credential)?,
+        PolicySignature::V2 { access_key, .. } => keyring
+            .lookup(access_key)
+            .ok_or_else(|| S3Error::from_code(S3ErrorCode::InvalidAccessKeyId))?,
+    };
     signature.verify(encoded, &secret)?;
     Ok((PostPolicy::parse(encoded)?.check(form, now)?, identity))
 }
