@@ -377,3 +377,27 @@ def test_full_object_checksum(s3, bucket, algorithm):
     got = s3.get_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
     assert got[f"Checksum{algorithm}"] == crc_b64(algorithm, whole)
     assert sha256(got["Body"].read()) == sha256(whole)  # botocore validates the CRC too
+
+
+def test_complete_sent_again_gets_the_same_answer(s3, bucket):
+    # What an SDK does when the first CompleteMultipartUpload timed out.
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="retried")["UploadId"]
+    parts = []
+    for number, size in ((1, 5 * MiB), (2, 1234)):
+        etag = s3.upload_part(
+            Bucket=bucket, Key="retried", UploadId=upload, PartNumber=number, Body=b"x" * size
+        )["ETag"]
+        parts.append({"PartNumber": number, "ETag": etag})
+    done = {"Parts": parts}
+    first = s3.complete_multipart_upload(
+        Bucket=bucket, Key="retried", UploadId=upload, MultipartUpload=done
+    )
+    again = s3.complete_multipart_upload(
+        Bucket=bucket, Key="retried", UploadId=upload, MultipartUpload=done
+    )
+    assert again["ETag"] == first["ETag"]
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(
+            Bucket=bucket, Key="retried", UploadId=upload, MultipartUpload={"Parts": parts[:1]}
+        )
+    assert e.value.response["Error"]["Code"] == "NoSuchUpload"

@@ -154,6 +154,54 @@ async fn single_small_part_upload_completes() {
     assert_object(&client, &bucket, "small", &p1).await;
 }
 
+/// SDKs send a CompleteMultipartUpload again when the first one timed out; S3 answers the
+/// retry with the same result (it used to be 404 NoSuchUpload, failing the whole upload).
+#[tokio::test]
+async fn a_completion_sent_again_gets_the_same_answer() {
+    for versioned in [false, true] {
+        let (client, bucket) = new_bucket("mpuretry").await;
+        if versioned {
+            let enabled = aws_sdk_s3::types::BucketVersioningStatus::Enabled;
+            set_versioning(&client, &bucket, enabled).await;
+        }
+        let (p1, p2) = (payload(5 * MIB, 21), payload(KIB, 22));
+        let id = create_upload(&client, &bucket, "ckpt").await;
+        let e1 = upload_part(&client, &bucket, "ckpt", &id, 1, &p1).await;
+        let e2 = upload_part(&client, &bucket, "ckpt", &id, 2, &p2).await;
+        let complete = |parts: &[(i32, &str)]| {
+            client
+                .complete_multipart_upload()
+                .bucket(&bucket)
+                .key("ckpt")
+                .upload_id(&id)
+                .multipart_upload(completion(parts))
+                .send()
+        };
+        let first = ok(complete(&[(1, &e1), (2, &e2)]).await, "Complete");
+        let again = ok(complete(&[(1, &e1), (2, &e2)]).await, "Complete again");
+        assert_eq!(again.e_tag(), first.e_tag(), "versioned {versioned}");
+        assert_eq!(
+            again.version_id(),
+            first.version_id(),
+            "versioned {versioned}"
+        );
+        assert_object(&client, &bucket, "ckpt", &[p1.as_slice(), &p2].concat()).await;
+
+        // Other parts than those completed: the upload is gone.
+        let other_parts = complete(&[(1, &e1)]).await;
+        assert_s3_error(other_parts, 404, "NoSuchUpload", "other parts");
+        // An object written over it since: the upload is gone too (in a versioned bucket
+        // its version is still there, so the retry still succeeds).
+        put(&client, &bucket, "ckpt", b"newer").await;
+        let after = complete(&[(1, &e1), (2, &e2)]).await;
+        if versioned {
+            assert_eq!(ok(after, "Complete after a PUT").e_tag(), first.e_tag());
+        } else {
+            assert_s3_error(after, 404, "NoSuchUpload", "after a PUT");
+        }
+    }
+}
+
 #[tokio::test]
 async fn multipart_overwrites_existing_object() {
     let (client, bucket) = new_bucket("mpuoverwrite").await;

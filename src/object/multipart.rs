@@ -19,9 +19,11 @@ use super::hashing::ExpectedChecksum;
 use super::lock::{self, ObjectLock};
 use super::objects::{place_staged, write_verified, NewVersion, WriteCondition};
 use super::record::{
-    self, part_key, parts_prefix, upload_key, ObjectRecord, PartInfo, PartRecord, StoredChecksum,
-    UploadRecord,
+    self, part_key, parts_prefix, upload_key, BucketRecord, ObjectRecord, PartInfo, PartRecord,
+    StoredChecksum, UploadRecord,
 };
+use super::version::{agree_on_version, read_records};
+use super::versioning::key_versions;
 use super::{
     now_ms, read_agreed, require_write_quorum, Agreement, BucketName, ObjectError, ObjectKey,
     ObjectStore, PutOptions,
@@ -397,7 +399,16 @@ impl ObjectStore {
         let bucket_record = self.bucket(bucket).await?;
         let set = self.set_for(bucket, key);
         let _upload_lock = self.upload_locks.write(bucket.as_str(), upload_id).await;
-        let upload = self.upload(set, bucket, key, upload_id).await?;
+        let upload = match self.upload(set, bucket, key, upload_id).await {
+            Err(ObjectError::NoSuchUpload) => {
+                // Completed already? A retry with the same parts gets the same answer.
+                return self
+                    .completed_by(set, &bucket_record, key, upload_id, &options.parts)
+                    .await?
+                    .ok_or(ObjectError::NoSuchUpload);
+            }
+            other => other?,
+        };
         let requested = &options.parts;
         if requested.windows(2).any(|w| w[0].number >= w[1].number) {
             return Err(ObjectError::InvalidPartOrder);
@@ -461,6 +472,7 @@ impl ObjectStore {
             delete_marker: false,
             tier: None,
             lock: upload.lock,
+            upload_id: Some(upload_id.to_string()),
         };
         let mut extra = vec![MetaOp::Delete {
             table: MetaTable::Uploads,
@@ -497,6 +509,37 @@ impl ObjectStore {
             set.delete_data_files(&dir, &unused).await;
         }
         Ok(record)
+    }
+
+    /// The version of `key` that completing `upload_id` with `parts` made, if it is still
+    /// there.
+    async fn completed_by(
+        &self,
+        set: &ErasureSet,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+        upload_id: &str,
+        parts: &[CompletedPart],
+    ) -> Result<Option<ObjectRecord>, ObjectError> {
+        let same_parts = |record: &ObjectRecord| {
+            record.parts.len() == parts.len()
+                && record.parts.iter().zip(parts).all(|(stored, asked)| {
+                    stored.number == asked.number
+                        && stored.etag == asked.etag.trim_matches('"').to_ascii_lowercase()
+                })
+        };
+        let made_here = |record: &ObjectRecord| {
+            record.upload_id.as_deref() == Some(upload_id) && same_parts(record)
+        };
+        if bucket.settings.versioning.is_some() {
+            let current = key_versions(set, &bucket.name, key.as_str()).await?;
+            return Ok(current.versions.into_iter().find(made_here));
+        }
+        let records = read_records(set, &bucket.name, key.as_str()).await;
+        Ok(match agree_on_version(set, &records)? {
+            Agreement::Found { value, .. } if made_here(&value) => Some(value),
+            _ => None,
+        })
     }
 
     pub async fn abort_multipart_upload(

@@ -141,6 +141,7 @@ impl ObjectStore {
             delete_marker: false,
             tier: None,
             lock: options.lock,
+            upload_id: None,
         };
         let mut data_holders = None;
         let inline = match outcome.encoded {

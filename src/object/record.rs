@@ -166,6 +166,10 @@ pub struct ObjectRecord {
     /// Object Lock retention and legal hold.
     #[serde(default, skip_serializing_if = "ObjectLock::is_empty")]
     pub lock: ObjectLock,
+    /// The multipart upload whose completion made this version, so that a completion sent
+    /// again (SDKs retry one that timed out) gets the same answer instead of NoSuchUpload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upload_id: Option<String>,
 }
 
 /// An object's data in a tier.
@@ -259,6 +263,7 @@ impl ObjectRecord {
             delete_marker: false,
             tier: None,
             lock: ObjectLock::default(),
+            upload_id: None,
         }
     }
 }

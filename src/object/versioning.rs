@@ -664,5 +664,6 @@ fn delete_marker(mode: Versioning, set: &ErasureSet) -> ObjectRecord {
         delete_marker: true,
         tier: None,
         lock: ObjectLock::default(),
+        upload_id: None,
     }
 }
