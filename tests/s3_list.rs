@@ -530,6 +530,48 @@ async fn encoding_type_url_encodes_keys_and_prefixes() {
         "ListObjectsV2 plain",
     );
     assert_eq!(keys_of(&out), want, "plain listing");
+
+    // ListObjects V1 encodes keys but echoes the top-level Prefix as it was given.
+    let out = ok(
+        client
+            .list_objects()
+            .bucket(&bucket)
+            .encoding_type(EncodingType::Url)
+            .prefix("dir with space/")
+            .send()
+            .await,
+        "ListObjects V1 encoding-type=url prefix",
+    );
+    assert_eq!(out.prefix(), Some("dir with space/"), "V1 echoed Prefix");
+    let v1_keys: Vec<&str> = out.contents().iter().filter_map(|o| o.key()).collect();
+    assert!(v1_keys.iter().all(|k| !k.contains(' ')), "{v1_keys:?}");
+}
+
+#[tokio::test]
+async fn an_empty_delimiter_is_no_delimiter_and_not_echoed() {
+    let (client, bucket) = bucket_with_keys("emptydelim", &["a/1", "a/2", "b"]).await;
+    let v2 = ok(
+        client
+            .list_objects_v2()
+            .bucket(&bucket)
+            .delimiter("")
+            .send()
+            .await,
+        "ListObjectsV2 delimiter=",
+    );
+    assert_eq!(v2.delimiter(), None, "V2 echoed an empty Delimiter");
+    assert_eq!(keys_of(&v2), ["a/1", "a/2", "b"]);
+    let v1 = ok(
+        client
+            .list_objects()
+            .bucket(&bucket)
+            .delimiter("")
+            .send()
+            .await,
+        "ListObjects delimiter=",
+    );
+    assert_eq!(v1.delimiter(), None, "V1 echoed an empty Delimiter");
+    assert_eq!(v1.contents().len(), 3);
 }
 
 #[tokio::test]

@@ -104,7 +104,7 @@ pub async fn list_objects_v2(request: Request<'_>, bucket: &str) -> Result<Respo
     };
     let query = ListQuery {
         prefix: request.query.get("prefix").unwrap_or("").to_string(),
-        delimiter: request.query.get("delimiter").map(str::to_string),
+        delimiter: delimiter(&request),
         after,
         max_keys: max_keys(&request)?,
     };
@@ -139,7 +139,7 @@ pub async fn list_objects_v1(request: Request<'_>, bucket: &str) -> Result<Respo
     let marker = request.query.get("marker").unwrap_or("").to_string();
     let query = ListQuery {
         prefix: request.query.get("prefix").unwrap_or("").to_string(),
-        delimiter: request.query.get("delimiter").map(str::to_string),
+        delimiter: delimiter(&request),
         after: (!marker.is_empty()).then(|| marker.clone()),
         max_keys: max_keys(&request)?,
     };
@@ -152,7 +152,8 @@ pub async fn list_objects_v1(request: Request<'_>, bucket: &str) -> Result<Respo
     let doc = xml::ListBucketResultV1 {
         xmlns: (),
         name: bucket.to_string(),
-        prefix: encoder.apply(&query.prefix),
+        // V1 echoes the prefix as given, even with `encoding-type=url` (V2 encodes it).
+        prefix: query.prefix.clone(),
         marker: encoder.apply(&marker),
         next_marker,
         max_keys: query.max_keys,
@@ -163,6 +164,13 @@ pub async fn list_objects_v1(request: Request<'_>, bucket: &str) -> Result<Respo
         common_prefixes: prefixes,
     };
     Ok(xml_response(xml::render("ListBucketResult", &doc)))
+}
+
+/// The `delimiter` parameter; an empty one is no delimiter (and S3 does not echo it).
+fn delimiter(request: &Request<'_>) -> Option<String> {
+    (request.query.get("delimiter"))
+        .filter(|d| !d.is_empty())
+        .map(str::to_string)
 }
 
 /// Continuation tokens are opaque to clients: the base64 of where the page ended.
