@@ -913,3 +913,34 @@ async fn concurrent_overwrites_are_atomic_for_readers() {
     // The last write wins.
     assert_object(&client, &bucket, "hot", &versions[14 % versions.len()]).await;
 }
+
+/// `aws-chunked` is how an SDK sends a body from a file (with a checksum trailer), not how
+/// the object is encoded: it is not stored as its Content-Encoding, other codings are.
+#[tokio::test]
+async fn aws_chunked_is_not_kept_as_the_content_encoding() {
+    let (client, bucket) = new_bucket("chunkedenc").await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("body");
+    let data = payload(200 * KIB, 31);
+    std::fs::write(&path, &data).unwrap();
+    for (key, encoding) in [("plain", None), ("gzipped", Some("gzip"))] {
+        let body = ByteStream::from_path(&path).await.unwrap();
+        ok(
+            client
+                .put_object()
+                .bucket(&bucket)
+                .key(key)
+                .set_content_encoding(encoding.map(str::to_string))
+                .body(body)
+                .send()
+                .await,
+            "streaming PUT",
+        );
+        let head = ok(
+            client.head_object().bucket(&bucket).key(key).send().await,
+            "HEAD",
+        );
+        assert_eq!(head.content_encoding(), encoding, "{key}");
+        assert_object(&client, &bucket, key, &data).await;
+    }
+}

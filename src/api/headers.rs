@@ -47,11 +47,23 @@ pub fn user_metadata(headers: &HeaderMap) -> Result<Vec<(String, String)>, S3Err
     Ok(meta)
 }
 
-/// Content headers kept with the object.
+/// Content headers kept with the object. `aws-chunked` is how the body travelled, not how
+/// the object is encoded: S3 drops it from the stored Content-Encoding.
 pub fn stored_headers(headers: &HeaderMap) -> Vec<(String, String)> {
     STORED_HEADERS
         .iter()
-        .filter_map(|name| header(headers, name).map(|v| (name.to_string(), v.to_string())))
+        .filter_map(|&name| {
+            let value = header(headers, name)?;
+            let value = match name {
+                "content-encoding" => (value.split(','))
+                    .map(str::trim)
+                    .filter(|coding| !coding.eq_ignore_ascii_case("aws-chunked"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+                _ => value.to_string(),
+            };
+            (!value.is_empty()).then(|| (name.to_string(), value))
+        })
         .collect()
 }
 
@@ -427,6 +439,26 @@ fn check_prefixed_conditions(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn aws_chunked_is_not_stored_as_a_content_encoding() {
+        let stored = |encoding: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert("content-encoding", encoding.parse().unwrap());
+            headers.insert("cache-control", "no-cache".parse().unwrap());
+            stored_headers(&headers)
+        };
+        let pair = |name: &str, value: &str| (name.to_string(), value.to_string());
+        assert_eq!(stored("aws-chunked"), [pair("cache-control", "no-cache")]);
+        assert_eq!(
+            stored("aws-chunked, gzip"),
+            [
+                pair("content-encoding", "gzip"),
+                pair("cache-control", "no-cache")
+            ]
+        );
+        assert_eq!(stored("gzip,br")[0], pair("content-encoding", "gzip,br"));
+    }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
