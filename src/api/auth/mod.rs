@@ -599,10 +599,7 @@ fn request_time(headers: &HeaderMap) -> Option<OffsetDateTime> {
     if let Some(value) = headers.get(X_AMZ_DATE) {
         return sigv4::parse_amz_date(value.to_str().ok()?);
     }
-    let date = headers.get(header::DATE)?.to_str().ok()?;
-    httpdate::parse_http_date(date)
-        .ok()
-        .map(OffsetDateTime::from)
+    parse_http_date(headers.get(header::DATE)?.to_str().ok()?)
 }
 
 fn query_auth(

@@ -495,3 +495,23 @@ fn aws_sigv2_examples_authenticate() {
     let tampered = uri(&presigned.to_string().replace("puppy", "kitten"));
     assert_eq!(refused(&get, &tampered, &hosted, at), SignatureDoesNotMatch);
 }
+
+/// A SigV4 request dated by `Date` instead of `x-amz-date`, in every form clients write it.
+#[test]
+fn sigv4_takes_a_date_header_in_any_rfc_2822_form() {
+    for date in [
+        "Mon, 01 Jan 2024 12:00:00 GMT",
+        "Mon, 01 Jan 2024 12:00:00 +0000",
+        "Mon, 01 Jan 2024 12:00:00 -0000",
+        "Mon, 01 Jan 2024 13:00:00 +0100",
+    ] {
+        let uri = uri("/b/k");
+        let mut headers = header_map(&[
+            ("host", "localhost:9000"),
+            ("date", date),
+            (X_AMZ_CONTENT_SHA256, UNSIGNED_PAYLOAD),
+        ]);
+        sign(&Method::PUT, &uri, &mut headers, "us-east-1", SECRET);
+        accepted(&Method::PUT, &uri, &headers, T_OWN);
+    }
+}

@@ -8,6 +8,7 @@ use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::iso8601;
 use crate::api::{xml, xml_response};
 use crate::iam::action::creates_locked_bucket;
+use crate::object::ObjectError;
 
 pub async fn list_buckets(request: Request<'_>) -> Result<Response, S3Error> {
     let buckets = request.state.store.list_buckets().await?;
@@ -56,10 +57,18 @@ pub async fn create_bucket(mut request: Request<'_>, bucket: &str) -> Result<Res
     }
     // Object Lock can be asked for at creation (it brings versioning, enabled for good).
     let store = &request.state.store;
-    if creates_locked_bucket(request.headers) {
-        store.create_locked_bucket(&name).await?;
+    let created = if creates_locked_bucket(request.headers) {
+        store.create_locked_bucket(&name).await.map(drop)
     } else {
-        store.create_bucket(&name).await?;
+        store.create_bucket(&name).await.map(drop)
+    };
+    match created {
+        // S3 in us-east-1 answers the re-creation of one's own bucket with 200, for legacy
+        // clients; other regions with 409 BucketAlreadyOwnedByYou.
+        Err(ObjectError::BucketExists) if request.state.keyring.region() == "us-east-1" => {}
+        created => {
+            created?;
+        }
     }
     Ok(([("location", format!("/{bucket}"))], StatusCode::OK).into_response())
 }
