@@ -1126,3 +1126,38 @@ async fn tagging_bodies_that_do_not_match_their_digest_are_refused() {
         "bucket tags after refused PUTs",
     );
 }
+
+/// S3 returns a tag set sorted by key, whatever order it was given in.
+#[tokio::test]
+async fn tag_sets_come_back_sorted_by_key() {
+    let (client, bucket) = new_bucket("tagorder").await;
+    put(&client, &bucket, "k", b"x").await;
+    let given = [("zeta", "1"), ("alpha", "2"), ("Mid", "3"), ("beta", "4")];
+    put_object_tags(&client, &bucket, "k", &given).await;
+    let out = ok(
+        client
+            .get_object_tagging()
+            .bucket(&bucket)
+            .key("k")
+            .send()
+            .await,
+        "GetObjectTagging",
+    );
+    let keys: Vec<&str> = out.tag_set().iter().map(|t| t.key()).collect();
+    assert_eq!(keys, ["Mid", "alpha", "beta", "zeta"]);
+    ok(
+        client
+            .put_bucket_tagging()
+            .bucket(&bucket)
+            .tagging(tag_set(&given))
+            .send()
+            .await,
+        "PutBucketTagging",
+    );
+    let out = ok(
+        client.get_bucket_tagging().bucket(&bucket).send().await,
+        "GetBucketTagging",
+    );
+    let keys: Vec<&str> = out.tag_set().iter().map(|t| t.key()).collect();
+    assert_eq!(keys, ["Mid", "alpha", "beta", "zeta"]);
+}

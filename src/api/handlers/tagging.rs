@@ -19,8 +19,11 @@ async fn tag_set(
     check_tags(tagging.into_pairs(), limit)
 }
 
+/// A tag set as S3 returns it: sorted by key.
 fn tagging_response(tags: &[(String, String)]) -> Response {
-    xml_response(xml::render("Tagging", &xml::Tagging::new(tags)))
+    let mut tags = tags.to_vec();
+    tags.sort();
+    xml_response(xml::render("Tagging", &xml::Tagging::new(&tags)))
 }
 
 pub async fn put_object_tagging(
