@@ -505,6 +505,12 @@ async fn a_bucket_policy_opens_a_bucket_to_anonymous_readers() {
     assert_eq!(anonymous_get("/data?policy").await.status, 403);
     assert_eq!(anonymous_get("/private/k").await.status, 403);
     assert_eq!(anonymous_get("/").await.status, 403);
+    // A bucket that does not exist is NoSuchBucket to anybody, as on S3.
+    let missing = anonymous_get("/no-such-bucket-here/k").await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.xml_element("Code").as_deref(), Some("NoSuchBucket"));
+    let missing = anonymous_get("/no-such-bucket-here?list-type=2").await;
+    assert_eq!(missing.status, 404);
     assert_object(&root, BUCKET, "dataset/part-0", b"public bytes").await;
     assert_s3_status(
         root.head_object()

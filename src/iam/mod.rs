@@ -54,7 +54,8 @@ pub async fn authorize(
         Identity::Anonymous => Caller::Anonymous,
     };
     let context = context(caller, endpoint, request);
-    let mut bucket_policies: Vec<(String, Option<Arc<Policy>>)> = Vec::new();
+    // Per bucket: its policy, or `None` when the bucket does not exist.
+    let mut bucket_policies: Vec<(String, Option<BucketPolicy>)> = Vec::new();
     for check in action::checks(endpoint, request.headers) {
         let resource = check.resource();
         let access = Access {
@@ -67,27 +68,37 @@ pub async fn authorize(
             Caller::User(name) => state.iam.decide(name, &access),
             Caller::Anonymous => Decision::NotApplicable,
         };
+        let mut missing_bucket = false;
         if decision != Decision::Deny {
             if let Some(bucket) = &check.bucket {
                 let policy = match bucket_policies.iter().find(|(b, _)| b == bucket) {
                     Some((_, policy)) => policy.clone(),
                     None => {
-                        let policy = bucket_policy(state, bucket).await?.map(Arc::new);
+                        let policy = bucket_policy(state, bucket).await?;
                         bucket_policies.push((bucket.clone(), policy.clone()));
                         policy
                     }
                 };
-                if let Some(policy) = policy {
+                missing_bucket = policy.is_none();
+                if let Some(Some(policy)) = policy {
                     decision = decision.combine(policy.evaluate(&access));
                 }
             }
         }
         if decision != Decision::Allow {
+            // S3 tells an anonymous caller that a bucket does not exist rather than that it
+            // may not use it: there is nobody's bucket to protect.
+            if missing_bucket && caller == Caller::Anonymous {
+                return Err(S3Error::from_code(S3ErrorCode::NoSuchBucket));
+            }
             return Err(S3Error::from_code(S3ErrorCode::AccessDenied));
         }
     }
     Ok(())
 }
+
+/// A bucket's policy, if it has one.
+type BucketPolicy = Option<Arc<Policy>>;
 
 /// The condition keys of a request.
 fn context(caller: Caller<'_>, endpoint: &Endpoint, request: &RequestInfo<'_>) -> Context {
@@ -122,7 +133,8 @@ fn context(caller: Caller<'_>, endpoint: &Endpoint, request: &RequestInfo<'_>) -
 }
 
 /// A bucket's policy; `None` when it has none or does not exist.
-async fn bucket_policy(state: &AppState, bucket: &str) -> Result<Option<Policy>, S3Error> {
+/// The bucket's policy; `None` when the bucket does not exist.
+async fn bucket_policy(state: &AppState, bucket: &str) -> Result<Option<BucketPolicy>, S3Error> {
     let Ok(name) = BucketName::parse(bucket) else {
         return Ok(None);
     };
@@ -132,10 +144,10 @@ async fn bucket_policy(state: &AppState, bucket: &str) -> Result<Option<Policy>,
         Err(e) => return Err(e.into()),
     };
     let Some(document) = record.settings.policy else {
-        return Ok(None);
+        return Ok(Some(None));
     };
     match Policy::parse(&document, PolicyKind::Bucket(bucket)) {
-        Ok(policy) => Ok(Some(policy)),
+        Ok(policy) => Ok(Some(Some(Arc::new(policy)))),
         Err(e) => {
             // Put policies were validated: one that no longer parses could hide a Deny.
             tracing::error!(%bucket, error = %e, "the bucket's stored policy does not parse; denying");
