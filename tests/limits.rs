@@ -293,6 +293,32 @@ async fn a_put_announcing_more_than_5_gib_is_refused_before_its_body() {
     assert!(answer.is_empty(), "5 GiB refused: {answer}");
 }
 
+/// A refused request that waits for `100 Continue` gets its refusal at once: no `100` that
+/// would make the client send a body the server then throws away.
+#[tokio::test]
+async fn a_refused_request_expecting_100_continue_is_answered_without_a_100() {
+    let (_, bucket) = new_bucket("limits-continue").await;
+    let server = server();
+    let path = format!("/{bucket}/refused");
+    // Unsigned: refused by authorisation before anything reads the body.
+    let head = format!(
+        "PUT {path} HTTP/1.1\r\nhost: {}\r\ncontent-length: 1000\r\nexpect: 100-continue\r\n\r\n",
+        server.addr()
+    );
+    let (answer, took) = send_head_only(server, &head, Duration::from_secs(20)).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 403"),
+        "want 403 without a 100 Continue first; got:\n{answer}"
+    );
+    assert!(answer.contains("<Code>AccessDenied</Code>"), "{answer}");
+    assert!(took < Duration::from_secs(5), "answered in {took:?}");
+    // The connection closes: the body it announced is not read.
+    assert!(
+        answer.to_ascii_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+}
+
 #[tokio::test]
 async fn an_xml_body_over_2_mib_is_malformed_xml() {
     let (_, bucket) = new_bucket("limits-xml").await;

@@ -75,16 +75,21 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
             .unwrap_or_default();
     // Beyond the limit the answer is at once, the body left unread (and the connection closed).
     let permit = state.limit.try_acquire();
-    let close_connection = expects_continue_without_body(request.headers())
+    let mut close_connection = expects_continue_without_body(request.headers())
         || (permit.is_none() && limit::announces_body(request.headers()));
     let cors_request = browser_request(&state, &request).filter(|_| permit.is_some());
     // Every line logged while the request is handled carries its id. Error level, so the span
     // is enabled under any STRATA_LOG filter that lets a line through.
     let span = tracing::error_span!("request", %request_id);
-    let (operation, result) = match permit {
+    let (operation, result, unread_body) = match permit {
         Some(_) => dispatch(&state, request).instrument(span.clone()).await,
-        None => ("SlowDown", Err(S3Error::from_code(S3ErrorCode::SlowDown))),
+        None => (
+            "SlowDown",
+            Err(S3Error::from_code(S3ErrorCode::SlowDown)),
+            false,
+        ),
     };
+    close_connection |= unread_body;
     let mut response = match result {
         Ok(response) => response,
         Err(mut err) => {
@@ -134,21 +139,31 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
     limit::until_sent(response, permit, span)
 }
 
-async fn dispatch(state: &AppState, request: Request) -> (&'static str, Result<Response, S3Error>) {
+/// Answers a request; `true` when its connection must close because a body the client was
+/// told not to send (no `100 Continue`) was left unread.
+async fn dispatch(
+    state: &AppState,
+    request: Request,
+) -> (&'static str, Result<Response, S3Error>, bool) {
     let (parts, body) = request.into_parts();
     let raw = SharedBody::new(body);
     let (operation, result) = authenticated_dispatch(state, &parts, raw.clone()).await;
     // A body announced longer than the drain limit would be cut off anyway: the answer goes
-    // out at once (and with `Expect: 100-continue` the body is never sent).
+    // out at once.
     let drainable = headers::header(&parts.headers, "content-length")
         .and_then(|v| v.parse::<u64>().ok())
         .is_none_or(|length| length <= DRAIN_LIMIT as u64);
-    if result.is_err() && drainable {
+    // With `Expect: 100-continue`, a body nobody started to read was never asked for: reading
+    // it now would send the `100 Continue` the refusal is meant to spare. Answer at once and
+    // close instead.
+    let unasked = expects_continue(&parts.headers) && !raw.started();
+    if result.is_err() && drainable && !unasked {
         // Clients send the whole body before they read the answer; closing on them mid-send
         // turns a clean S3 error into a broken pipe.
         raw.drain().await;
     }
-    (operation, result)
+    let close = result.is_err() && unasked;
+    (operation, result, close)
 }
 
 async fn authenticated_dispatch(
@@ -258,12 +273,18 @@ const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The raw request body, shared between the handler that reads it and the dispatcher that
 /// drains what the handler left unread.
 #[derive(Clone)]
-struct SharedBody(Arc<std::sync::Mutex<ByteStream>>);
+struct SharedBody(Arc<(std::sync::Mutex<ByteStream>, std::sync::atomic::AtomicBool)>);
 
 impl SharedBody {
     fn new(body: Body) -> Self {
         let stream: ByteStream = Box::pin(body.into_data_stream().map_err(std::io::Error::other));
-        Self(Arc::new(std::sync::Mutex::new(stream)))
+        let started = std::sync::atomic::AtomicBool::new(false);
+        Self(Arc::new((std::sync::Mutex::new(stream), started)))
+    }
+
+    /// Whether anything asked for the body yet.
+    fn started(&self) -> bool {
+        self.0 .1.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     async fn drain(&self) {
@@ -287,7 +308,13 @@ impl futures::Stream for SharedBody {
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Self::Item>> {
-        self.0.lock().expect("not poisoned").as_mut().poll_next(cx)
+        self.0 .1.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.0
+             .0
+            .lock()
+            .expect("not poisoned")
+            .as_mut()
+            .poll_next(cx)
     }
 }
 
@@ -295,13 +322,18 @@ impl futures::Stream for SharedBody {
 /// some HTTP clients (botocore before 1.43.77) then misread the next response on the same
 /// connection, so that connection is closed.
 fn expects_continue_without_body(headers: &axum::http::HeaderMap) -> bool {
-    let expects = headers
-        .get("expect")
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let expects = expects_continue(headers);
     let empty = headers
         .get("content-length")
         .is_some_and(|v| v.as_bytes() == b"0");
     expects && empty
+}
+
+/// Whether the client waits for `100 Continue` before it sends the body.
+fn expects_continue(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get("expect")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
 }
 
 /// A 200 response with an XML document.
