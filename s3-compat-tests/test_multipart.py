@@ -365,8 +365,13 @@ def test_full_object_checksum(s3, bucket, algorithm):
             }
         )
     whole = b"".join(parts)
+    # The whole object's CRC sent with Complete is checked against the object, not the XML.
     complete = s3.complete_multipart_upload(
-        Bucket=bucket, Key=key, UploadId=mpu["UploadId"], MultipartUpload={"Parts": done}
+        Bucket=bucket,
+        Key=key,
+        UploadId=mpu["UploadId"],
+        MultipartUpload={"Parts": done},
+        **{f"Checksum{algorithm}": crc_b64(algorithm, whole)},
     )
     assert complete[f"Checksum{algorithm}"] == crc_b64(algorithm, whole)
     assert complete["ChecksumType"] == "FULL_OBJECT"

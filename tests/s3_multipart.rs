@@ -1915,21 +1915,43 @@ async fn checksum_round_trip(
     } else {
         composite_checksum(&name, &refs)
     };
-    let out = ok(
-        client
+    // A CRC of the whole object sent with Complete is checked, whatever the checksum type:
+    // the parts' CRCs combine into it. A wrong one is BadDigest and completes nothing.
+    let whole_crc = (!matches!(
+        algorithm,
+        ChecksumAlgorithm::Sha1 | ChecksumAlgorithm::Sha256
+    ))
+    .then(|| checksum_b64(&name, &whole));
+    let complete = |crc: Option<String>| {
+        let request = client
             .complete_multipart_upload()
             .bucket(&bucket)
             .key(key)
             .upload_id(&id)
             .multipart_upload(
                 CompletedMultipartUpload::builder()
-                    .set_parts(Some(completed))
+                    .set_parts(Some(completed.clone()))
                     .build(),
-            )
-            .send()
-            .await,
-        "Complete",
-    );
+            );
+        match algorithm {
+            ChecksumAlgorithm::Crc32 => request.set_checksum_crc32(crc),
+            ChecksumAlgorithm::Crc32C => request.set_checksum_crc32_c(crc),
+            ChecksumAlgorithm::Crc64Nvme => request.set_checksum_crc64_nvme(crc),
+            _ => request,
+        }
+        .send()
+    };
+    if let Some(crc) = &whole_crc {
+        let wrong = checksum_b64(&name, b"other bytes");
+        assert_ne!(&wrong, crc);
+        assert_s3_error(
+            complete(Some(wrong)).await,
+            400,
+            "BadDigest",
+            "wrong whole CRC",
+        );
+    }
+    let out = ok(complete(whole_crc.clone()).await, "Complete");
     assert_eq!(
         out.e_tag(),
         Some(multipart_etag(&refs).as_str()),

@@ -438,9 +438,12 @@ impl ObjectStore {
         }
         let checksum = object_checksum(&upload, &parts);
         if let Some((algorithm, expected)) = &options.checksum {
+            // The object's stored checksum, or (for a CRC) the whole object's CRC, which the
+            // parts' CRCs give whatever the upload's checksum type.
             let matches = checksum
                 .as_ref()
-                .is_some_and(|c| c.algorithm == *algorithm && c.value == *expected);
+                .is_some_and(|c| c.algorithm == *algorithm && c.value == *expected)
+                || whole_object_crc(*algorithm, &parts).as_deref() == Some(expected.as_str());
             if !matches {
                 return Err(ObjectError::ChecksumMismatch(*algorithm));
             }
@@ -577,6 +580,20 @@ impl ObjectStore {
 /// The checksum of a completed object, from its parts' checksums: COMPOSITE (the checksum
 /// of the concatenated binary part checksums, with the part count appended) or FULL_OBJECT
 /// (the CRCs of the parts combined into the CRC of the whole body).
+/// The CRC of the whole object, combined from its parts' CRCs; `None` for other algorithms
+/// or when a part has no CRC of that algorithm.
+fn whole_object_crc(algorithm: ChecksumAlgorithm, parts: &[PartInfo]) -> Option<String> {
+    let mut combined = algorithm.hasher().finish_base64();
+    for part in parts {
+        let value = part
+            .checksum
+            .as_ref()
+            .filter(|c| c.algorithm == algorithm)?;
+        combined = algorithm.combine_base64(&combined, &value.value, part.size)?;
+    }
+    Some(combined)
+}
+
 fn object_checksum(upload: &UploadRecord, parts: &[PartInfo]) -> Option<StoredChecksum> {
     let algorithm = upload.checksum_algorithm?;
     let values: Vec<&str> = parts
@@ -599,13 +616,7 @@ fn object_checksum(upload: &UploadRecord, parts: &[PartInfo]) -> Option<StoredCh
             }
             format!("{}-{}", hasher.finish_base64(), parts.len())
         }
-        ChecksumType::FullObject => {
-            let mut combined = algorithm.hasher().finish_base64();
-            for (value, part) in values.into_iter().zip(parts) {
-                combined = algorithm.combine_base64(&combined, value, part.size)?;
-            }
-            combined
-        }
+        ChecksumType::FullObject => whole_object_crc(algorithm, parts)?,
     };
     Some(StoredChecksum {
         algorithm,

@@ -73,6 +73,20 @@ impl Request<'_> {
     /// Reads a small request body (XML) into memory, refusing more than `MAX_XML_BODY`, and
     /// checks it against the Content-MD5 or flexible checksum the client sent, if any.
     pub async fn small_body(&mut self) -> Result<Bytes, S3Error> {
+        let body = self.read_small_body().await?;
+        self.check_body_digest(&body)?;
+        Ok(body)
+    }
+
+    /// The body of a CompleteMultipartUpload: its `x-amz-checksum-*` headers are the whole
+    /// object's checksum, not the XML's, so only a Content-MD5 is checked against it.
+    pub async fn completion_body(&mut self) -> Result<Bytes, S3Error> {
+        let body = self.read_small_body().await?;
+        self.check_content_md5(&body)?;
+        Ok(body)
+    }
+
+    async fn read_small_body(&mut self) -> Result<Bytes, S3Error> {
         let mut out = BytesMut::new();
         while let Some(chunk) = self.body.next().await {
             let chunk = chunk.map_err(|e| {
@@ -87,17 +101,21 @@ impl Request<'_> {
             }
             out.extend_from_slice(&chunk);
         }
-        self.check_body_digest(&out)?;
         Ok(out.freeze())
     }
 
-    fn check_body_digest(&self, body: &[u8]) -> Result<(), S3Error> {
+    fn check_content_md5(&self, body: &[u8]) -> Result<(), S3Error> {
         use md5::Digest;
         if let Some(md5) = super::headers::content_md5(self.headers)? {
             if <[u8; 16]>::from(md5::Md5::digest(body)) != md5 {
                 return Err(S3Error::from_code(S3ErrorCode::BadDigest));
             }
         }
+        Ok(())
+    }
+
+    fn check_body_digest(&self, body: &[u8]) -> Result<(), S3Error> {
+        self.check_content_md5(body)?;
         // A checksum header, or a trailer whose value came after the body just read.
         if let Some(expected) = super::headers::expected_checksum(self.headers, &self.trailers)? {
             let mut hasher = expected.algorithm().hasher();

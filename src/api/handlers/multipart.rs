@@ -230,7 +230,7 @@ pub async fn complete(
 ) -> Result<Response, S3Error> {
     let name = bucket_name(bucket)?;
     let object = object_key(key)?;
-    let body = request.small_body().await?;
+    let body = request.completion_body().await?;
     let parsed: xml::CompleteMultipartUpload = xml::parse(&body)?;
     if parsed.parts.is_empty() {
         return Err(S3Error::from_code(S3ErrorCode::MalformedXML));
