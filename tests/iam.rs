@@ -592,11 +592,16 @@ async fn bucket_policies_grant_and_deny_users_too() {
     // The bucket grants Dave reads under shared/.
     assert_eq!(get_as(&dave, "shared/a").await.unwrap(), b"a");
     denied(put_as(&dave, "shared/new").await, "dave PUT");
-    // The bucket's deny beats Erin's own allow-everything; the root user is never denied.
+    // The bucket's deny beats Erin's own allow-everything, and binds the root user too.
     assert_eq!(get_as(&erin, "shared/a").await.unwrap(), b"a");
     denied(get_as(&erin, "locked/b").await, "erin GET locked");
     denied(delete_as(&erin, "locked/b").await, "erin DELETE locked");
-    assert_eq!(get(&root, BUCKET, "locked/b").await, b"b");
+    assert_s3_error(
+        root.get_object().bucket(BUCKET).key("locked/b").send().await,
+        403,
+        "AccessDenied",
+        "root GET locked",
+    );
     // Erin may change the bucket's policy (s3:*), which is how such a deny is lifted.
     ok(
         erin.delete_bucket_policy().bucket(BUCKET).send().await,
@@ -893,4 +898,47 @@ async fn bypassing_governance_retention_needs_its_own_permission() {
     );
     admin_ok(&server, &["policy", "attach", "dave", "bypass"]);
     ok(delete_bypassing().await, "a bypass with the permission");
+}
+
+/// As on S3, a bucket policy's explicit Deny binds the root user too ("deny deletes" must
+/// hold for everybody), except on the policy itself, so the owner can always remove it.
+#[tokio::test]
+async fn a_bucket_policy_deny_binds_the_root_user_except_on_the_policy() {
+    let server = TestServer::start();
+    let root = server.client();
+    create_bucket(&root, BUCKET).await;
+    put(&root, BUCKET, "ckpt", b"keep me").await;
+    let deny_deletes = r#"{"Statement": [
+        {"Effect": "Deny", "Principal": "*", "Action": ["s3:DeleteObject", "s3:GetBucketPolicy",
+         "s3:PutBucketPolicy", "s3:DeleteBucketPolicy"], "Resource": ["arn:aws:s3:::data",
+         "arn:aws:s3:::data/*"]}]}"#;
+    ok(
+        root.put_bucket_policy()
+            .bucket(BUCKET)
+            .policy(deny_deletes)
+            .send()
+            .await,
+        "PutBucketPolicy",
+    );
+    assert_s3_error(
+        root.delete_object().bucket(BUCKET).key("ckpt").send().await,
+        403,
+        "AccessDenied",
+        "root DELETE under a deny-deletes policy",
+    );
+    assert_object(&root, BUCKET, "ckpt", b"keep me").await;
+    // What the policy does not deny is allowed, and the policy itself stays the owner's.
+    put(&root, BUCKET, "other", b"new").await;
+    ok(
+        root.get_bucket_policy().bucket(BUCKET).send().await,
+        "GetBucketPolicy",
+    );
+    ok(
+        root.delete_bucket_policy().bucket(BUCKET).send().await,
+        "DeleteBucketPolicy",
+    );
+    ok(
+        root.delete_object().bucket(BUCKET).key("ckpt").send().await,
+        "DELETE once the policy is gone",
+    );
 }

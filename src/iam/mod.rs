@@ -49,7 +49,7 @@ pub async fn authorize(
     request: &RequestInfo<'_>,
 ) -> Result<(), S3Error> {
     let caller = match identity {
-        Identity::Root => return Ok(()),
+        Identity::Root => Caller::Root,
         Identity::User(name) => Caller::User(name),
         Identity::Anonymous => Caller::Anonymous,
     };
@@ -67,9 +67,13 @@ pub async fn authorize(
         let mut decision = match caller {
             Caller::User(name) => state.iam.decide(name, &access),
             Caller::Anonymous => Decision::NotApplicable,
+            Caller::Root => Decision::Allow,
         };
+        // As on S3, a bucket policy's explicit Deny binds the root user too, except on the
+        // policy itself, so that nobody can lock the owner out for good.
+        let policy_applies = caller != Caller::Root || !POLICY_ACTIONS.contains(&check.action);
         let mut missing_bucket = false;
-        if decision != Decision::Deny {
+        if decision != Decision::Deny && policy_applies {
             if let Some(bucket) = &check.bucket {
                 let policy = match bucket_policies.iter().find(|(b, _)| b == bucket) {
                     Some((_, policy)) => policy.clone(),
@@ -97,6 +101,13 @@ pub async fn authorize(
     Ok(())
 }
 
+/// The actions on a bucket's policy, which the policy cannot deny the root user.
+const POLICY_ACTIONS: [&str; 3] = [
+    "s3:GetBucketPolicy",
+    "s3:PutBucketPolicy",
+    "s3:DeleteBucketPolicy",
+];
+
 /// A bucket's policy, if it has one.
 type BucketPolicy = Option<Arc<Policy>>;
 
@@ -122,6 +133,7 @@ fn context(caller: Caller<'_>, endpoint: &Endpoint, request: &RequestInfo<'_>) -
             context.set("aws:PrincipalType", "User");
         }
         Caller::Anonymous => context.set("aws:PrincipalType", "Anonymous"),
+        Caller::Root => context.set("aws:PrincipalType", "Account"),
     }
     for (header, key) in [("user-agent", "aws:UserAgent"), ("referer", "aws:Referer")] {
         if let Some(value) = request.headers.get(header).and_then(|v| v.to_str().ok()) {

@@ -129,6 +129,8 @@ pub enum Caller<'a> {
     Anonymous,
     /// A user, by name (which is its access key).
     User(&'a str),
+    /// The root user (the account): bound only by a bucket policy's explicit Deny.
+    Root,
 }
 
 /// Condition keys of a request and their values; names are case-insensitive.
@@ -554,6 +556,9 @@ impl Principal {
         match (self, caller) {
             (Principal::Anyone, _) => true,
             (Principal::Named(_), Caller::Anonymous) => false,
+            (Principal::Named(names), Caller::Root) => names
+                .iter()
+                .any(|name| name.starts_with("arn:aws:iam::") && name.ends_with(":root")),
             (Principal::Named(names), Caller::User(user)) => names.iter().any(|name| {
                 name == user
                     || name
