@@ -597,7 +597,11 @@ async fn bucket_policies_grant_and_deny_users_too() {
     denied(get_as(&erin, "locked/b").await, "erin GET locked");
     denied(delete_as(&erin, "locked/b").await, "erin DELETE locked");
     assert_s3_error(
-        root.get_object().bucket(BUCKET).key("locked/b").send().await,
+        root.get_object()
+            .bucket(BUCKET)
+            .key("locked/b")
+            .send()
+            .await,
         403,
         "AccessDenied",
         "root GET locked",
@@ -941,4 +945,56 @@ async fn a_bucket_policy_deny_binds_the_root_user_except_on_the_policy() {
         root.delete_object().bucket(BUCKET).key("ckpt").send().await,
         "DELETE once the policy is gone",
     );
+}
+
+/// Bucket policies can condition on what a request's headers ask for: its storage class,
+/// its tags (`s3:RequestObjectTag/<key>`), its ACL, its encryption.
+#[tokio::test]
+async fn policy_conditions_see_the_request_headers() {
+    let server = TestServer::start();
+    let root = server.client();
+    create_bucket(&root, BUCKET).await;
+    let policy = r#"{"Statement": [
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject",
+         "Resource": "arn:aws:s3:::data/*",
+         "Condition": {"StringEquals": {"s3:x-amz-storage-class": "REDUCED_REDUNDANCY"}}},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject",
+         "Resource": "arn:aws:s3:::data/*",
+         "Condition": {"StringEquals": {"s3:RequestObjectTag/secret": "true"}}}]}"#;
+    ok(
+        root.put_bucket_policy()
+            .bucket(BUCKET)
+            .policy(policy)
+            .send()
+            .await,
+        "PutBucketPolicy",
+    );
+    let reduced = root
+        .put_object()
+        .bucket(BUCKET)
+        .key("rrs")
+        .storage_class(aws_sdk_s3::types::StorageClass::ReducedRedundancy)
+        .body(b"x".to_vec().into())
+        .send()
+        .await;
+    assert_s3_error(reduced, 403, "AccessDenied", "RRS PUT");
+    let secret = root
+        .put_object()
+        .bucket(BUCKET)
+        .key("tagged")
+        .tagging("team=vision&secret=true")
+        .body(b"x".to_vec().into())
+        .send()
+        .await;
+    assert_s3_error(secret, 403, "AccessDenied", "PUT tagged secret=true");
+    let open = root
+        .put_object()
+        .bucket(BUCKET)
+        .key("tagged")
+        .tagging("team=vision&secret=false")
+        .body(b"x".to_vec().into())
+        .send()
+        .await;
+    ok(open, "PUT tagged secret=false");
+    put(&root, BUCKET, "plain", b"x").await;
 }

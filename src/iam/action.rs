@@ -268,9 +268,81 @@ pub fn request_keys(endpoint: &Endpoint, query: &Query, context: &mut Context) {
     }
 }
 
+/// Request headers whose values S3 offers to policy conditions as `s3:<header>`.
+const HEADER_KEYS: [&str; 13] = [
+    "x-amz-acl",
+    "x-amz-grant-read",
+    "x-amz-grant-write",
+    "x-amz-grant-read-acp",
+    "x-amz-grant-write-acp",
+    "x-amz-grant-full-control",
+    "x-amz-server-side-encryption",
+    "x-amz-server-side-encryption-aws-kms-key-id",
+    "x-amz-copy-source",
+    "x-amz-metadata-directive",
+    "x-amz-storage-class",
+    "x-amz-content-sha256",
+    "x-amz-object-ownership",
+];
+
+/// The condition keys a request's headers give: `s3:x-amz-acl` and the others S3
+/// documents, the Object Lock ones, and `s3:RequestObjectTag/<key>` for each tag of
+/// `x-amz-tagging`. A key whose header is absent is absent (what `Null` conditions test).
+pub fn header_keys(headers: &HeaderMap, context: &mut Context) {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    for name in HEADER_KEYS {
+        if let Some(value) = header(name) {
+            context.set(&format!("s3:{name}"), value);
+        }
+    }
+    for (name, key) in [
+        ("x-amz-object-lock-mode", "s3:object-lock-mode"),
+        (
+            "x-amz-object-lock-retain-until-date",
+            "s3:object-lock-retain-until-date",
+        ),
+        ("x-amz-object-lock-legal-hold", "s3:object-lock-legal-hold"),
+    ] {
+        if let Some(value) = header(name) {
+            context.set(key, value);
+        }
+    }
+    if let Some(tagging) = header("x-amz-tagging") {
+        for (key, value) in crate::api::auth::sigv4::query_pairs(tagging) {
+            context.set(&format!("s3:RequestObjectTag/{key}"), &value);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn headers_give_their_condition_keys() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-amz-acl", "bucket-owner-full-control".parse().unwrap());
+        headers.insert("x-amz-server-side-encryption", "AES256".parse().unwrap());
+        headers.insert(
+            "x-amz-tagging",
+            "team=vision&stage=raw%20data".parse().unwrap(),
+        );
+        headers.insert("x-amz-object-lock-mode", "GOVERNANCE".parse().unwrap());
+        let mut context = Context::default();
+        header_keys(&headers, &mut context);
+        assert_eq!(
+            context.get("s3:x-amz-acl"),
+            Some("bucket-owner-full-control")
+        );
+        assert_eq!(
+            context.get("s3:x-amz-server-side-encryption"),
+            Some("AES256")
+        );
+        assert_eq!(context.get("s3:RequestObjectTag/team"), Some("vision"));
+        assert_eq!(context.get("s3:RequestObjectTag/stage"), Some("raw data"));
+        assert_eq!(context.get("s3:object-lock-mode"), Some("GOVERNANCE"));
+        assert_eq!(context.get("s3:x-amz-metadata-directive"), None);
+    }
 
     #[test]
     fn requests_map_to_actions_and_resources() {

@@ -141,11 +141,11 @@ fn context(caller: Caller<'_>, endpoint: &Endpoint, request: &RequestInfo<'_>) -
         }
     }
     action::request_keys(endpoint, request.query, &mut context);
+    action::header_keys(request.headers, &mut context);
     context
 }
 
-/// A bucket's policy; `None` when it has none or does not exist.
-/// The bucket's policy; `None` when the bucket does not exist.
+/// The bucket's policy, if it has one; `None` when the bucket does not exist.
 async fn bucket_policy(state: &AppState, bucket: &str) -> Result<Option<BucketPolicy>, S3Error> {
     let Ok(name) = BucketName::parse(bucket) else {
         return Ok(None);
