@@ -306,3 +306,47 @@ async fn recreated_bucket_is_empty() {
         "GetObject in recreated bucket",
     );
 }
+
+/// ListBuckets pages: `max-buckets`, `continuation-token` and `prefix`, in name order.
+#[tokio::test]
+async fn list_buckets_pages_by_max_buckets_and_prefix() {
+    let client = server().client();
+    let prefix = unique_bucket("pages");
+    let mut names: Vec<String> = (0..5).map(|i| format!("{prefix}-{i}")).collect();
+    for name in &names {
+        create_bucket(&client, name).await;
+    }
+    names.sort();
+    let mut listed = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let page = ok(
+            client
+                .list_buckets()
+                .prefix(&prefix)
+                .max_buckets(2)
+                .set_continuation_token(token.clone())
+                .send()
+                .await,
+            "ListBuckets page",
+        );
+        assert!(page.buckets().len() <= 2);
+        assert_eq!(page.prefix(), Some(prefix.as_str()));
+        listed.extend(
+            page.buckets()
+                .iter()
+                .filter_map(|b| b.name().map(str::to_string)),
+        );
+        match page.continuation_token() {
+            Some(next) => token = Some(next.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(listed, names);
+    assert_s3_error(
+        client.list_buckets().max_buckets(0).send().await,
+        400,
+        "InvalidArgument",
+        "max-buckets=0",
+    );
+}

@@ -433,7 +433,15 @@ pub fn parse(
 
     if bucket.is_empty() {
         return match *method {
-            Method::GET => only(&[], Endpoint::ListBuckets),
+            Method::GET => only(
+                &[
+                    "max-buckets",
+                    "continuation-token",
+                    "prefix",
+                    "bucket-region",
+                ],
+                Endpoint::ListBuckets,
+            ),
             _ => not_implemented(),
         };
     }

@@ -38,6 +38,11 @@ pub struct ListAllMyBucketsResult {
     pub xmlns: (),
     pub owner: Owner,
     pub buckets: Buckets,
+    /// Where the next page starts, when this one was cut at `max-buckets`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub continuation_token: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
 }
 
 #[derive(Debug, Serialize)]

@@ -10,8 +10,39 @@ use crate::api::{xml, xml_response};
 use crate::iam::action::creates_locked_bucket;
 use crate::object::ObjectError;
 
+/// Most buckets one ListBuckets page holds, and what `max-buckets` may ask for.
+const MAX_BUCKETS: usize = 10_000;
+
+/// ListBuckets: every bucket, or a page of them (`max-buckets`, `continuation-token`,
+/// `prefix`), in name order.
 pub async fn list_buckets(request: Request<'_>) -> Result<Response, S3Error> {
-    let buckets = request.state.store.list_buckets().await?;
+    let max = match request.query.get("max-buckets") {
+        None => MAX_BUCKETS,
+        Some(value) => value
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_BUCKETS).contains(n))
+            .ok_or_else(|| {
+                S3Error::new(
+                    S3ErrorCode::InvalidArgument,
+                    "max-buckets must be an integer between 1 and 10000",
+                )
+            })?,
+    };
+    let prefix = request.query.get("prefix").filter(|p| !p.is_empty());
+    let after = match request.query.get("continuation-token") {
+        Some(token) => Some(decode_bucket_token(token)?),
+        None => None,
+    };
+    let mut buckets: Vec<_> = (request.state.store.list_buckets().await?.into_iter())
+        .filter(|b| prefix.is_none_or(|p| b.name.starts_with(p)))
+        .filter(|b| after.as_ref().is_none_or(|after| b.name > *after))
+        .collect();
+    let truncated = buckets.len() > max;
+    buckets.truncate(max);
+    let continuation_token = truncated
+        .then(|| buckets.last().map(|b| hex::encode(&b.name)))
+        .flatten();
     let doc = xml::ListAllMyBucketsResult {
         xmlns: (),
         owner: owner(&request),
@@ -24,8 +55,23 @@ pub async fn list_buckets(request: Request<'_>) -> Result<Response, S3Error> {
                 })
                 .collect(),
         },
+        continuation_token,
+        prefix: prefix.map(str::to_string),
     };
     Ok(xml_response(xml::render("ListAllMyBucketsResult", &doc)))
+}
+
+/// A ListBuckets continuation token: the hex of the last bucket name of the page before.
+fn decode_bucket_token(token: &str) -> Result<String, S3Error> {
+    hex::decode(token)
+        .ok()
+        .and_then(|name| String::from_utf8(name).ok())
+        .ok_or_else(|| {
+            S3Error::new(
+                S3ErrorCode::InvalidArgument,
+                "The continuation token provided is incorrect",
+            )
+        })
 }
 
 /// The owner shown in listings: the deployment's root user.
