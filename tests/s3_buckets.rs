@@ -350,3 +350,54 @@ async fn list_buckets_pages_by_max_buckets_and_prefix() {
         "max-buckets=0",
     );
 }
+
+/// `x-amz-expected-bucket-owner`: a request that names another owner than the bucket's is
+/// refused (403), one that names the right owner (as ListBuckets shows it) goes through.
+#[tokio::test]
+async fn an_unexpected_bucket_owner_is_refused() {
+    let client = server().client();
+    let bucket = unique_bucket("owner");
+    create_bucket(&client, &bucket).await;
+    put(&client, &bucket, "k", b"x").await;
+    let listed = ok(client.list_buckets().send().await, "ListBuckets");
+    let owner = listed
+        .owner()
+        .and_then(|o| o.id())
+        .expect("owner id")
+        .to_string();
+    ok(
+        client
+            .get_object()
+            .bucket(&bucket)
+            .key("k")
+            .expected_bucket_owner(&owner)
+            .send()
+            .await,
+        "GET with the right owner",
+    );
+    assert_s3_error(
+        client
+            .get_object()
+            .bucket(&bucket)
+            .key("k")
+            .expected_bucket_owner("111122223333")
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+        "GET with another owner",
+    );
+    assert_s3_error(
+        client
+            .copy_object()
+            .bucket(&bucket)
+            .key("copy")
+            .copy_source(format!("{bucket}/k"))
+            .expected_source_bucket_owner("111122223333")
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+        "copy from a source with another owner",
+    );
+}

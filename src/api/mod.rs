@@ -51,6 +51,14 @@ pub struct AppState {
     pub lifecycle_status: Arc<crate::lifecycle::LifecycleStatus>,
 }
 
+impl AppState {
+    /// The canonical ID of the owner of every bucket (the root user), as listings show it.
+    pub fn owner_id(&self) -> String {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(self.owner.as_bytes()))
+    }
+}
+
 /// The HTTP service: every request goes through [`handle`].
 pub fn router(state: Arc<AppState>) -> axum::Router {
     axum::Router::new().fallback(handle).with_state(state)
@@ -222,6 +230,19 @@ async fn authenticated_dispatch(
         };
         if let Err(err) = crate::iam::authorize(state, &auth.identity, &endpoint, &info).await {
             return (endpoint.name(), Err(err));
+        }
+    }
+    // A client that names the owner it expects of the bucket (or of a copy's source bucket)
+    // is refused by any other.
+    for name in [
+        "x-amz-expected-bucket-owner",
+        "x-amz-source-expected-bucket-owner",
+    ] {
+        if headers::header(&parts.headers, name).is_some_and(|id| id != state.owner_id()) {
+            return (
+                endpoint.name(),
+                Err(S3Error::from_code(S3ErrorCode::AccessDenied)),
+            );
         }
     }
     let trailers = Arc::new(TrailerSlot::default());

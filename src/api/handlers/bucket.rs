@@ -76,16 +76,10 @@ fn decode_bucket_token(token: &str) -> Result<String, S3Error> {
 
 /// The owner shown in listings: the deployment's root user.
 pub fn owner(request: &Request<'_>) -> xml::Owner {
-    let user = request.state.owner.clone();
     xml::Owner {
-        id: hex::encode(sha2_digest(user.as_bytes())),
-        display_name: user,
+        id: request.state.owner_id(),
+        display_name: request.state.owner.clone(),
     }
-}
-
-fn sha2_digest(bytes: &[u8]) -> [u8; 32] {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes).into()
 }
 
 pub async fn create_bucket(mut request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
