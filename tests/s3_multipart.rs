@@ -2575,3 +2575,155 @@ async fn tagging_given_at_create_is_kept() {
         "x-amz-tagging-count of the completed object"
     );
 }
+
+/// GetObjectAttributes: only the attributes asked for; a multipart object's parts with their
+/// sizes and checksums, paged by max-parts; a single PUT has no parts to list.
+#[tokio::test]
+async fn get_object_attributes_answers_what_is_asked() {
+    use aws_sdk_s3::types::ObjectAttributes as A;
+    let (client, bucket) = new_bucket("attrs").await;
+    let key = "ckpt";
+    let parts = [payload(5 * MIB, 51), payload(5 * MIB, 52), payload(100, 53)];
+    let id = ok(
+        client
+            .create_multipart_upload()
+            .bucket(&bucket)
+            .key(key)
+            .checksum_algorithm(ChecksumAlgorithm::Crc32)
+            .send()
+            .await,
+        "Create",
+    )
+    .upload_id()
+    .unwrap()
+    .to_string();
+    let mut completed = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        let out = ok(
+            client
+                .upload_part()
+                .bucket(&bucket)
+                .key(key)
+                .upload_id(&id)
+                .part_number(i as i32 + 1)
+                .checksum_algorithm(ChecksumAlgorithm::Crc32)
+                .body(part.clone().into())
+                .send()
+                .await,
+            "UploadPart",
+        );
+        completed.push(
+            CompletedPart::builder()
+                .part_number(i as i32 + 1)
+                .e_tag(out.e_tag().unwrap())
+                .checksum_crc32(out.checksum_crc32().unwrap())
+                .build(),
+        );
+    }
+    ok(
+        client
+            .complete_multipart_upload()
+            .bucket(&bucket)
+            .key(key)
+            .upload_id(&id)
+            .multipart_upload(
+                CompletedMultipartUpload::builder()
+                    .set_parts(Some(completed))
+                    .build(),
+            )
+            .send()
+            .await,
+        "Complete",
+    );
+    let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+
+    let all = ok(
+        client
+            .get_object_attributes()
+            .bucket(&bucket)
+            .key(key)
+            .object_attributes(A::Etag)
+            .object_attributes(A::Checksum)
+            .object_attributes(A::ObjectParts)
+            .object_attributes(A::StorageClass)
+            .object_attributes(A::ObjectSize)
+            .max_parts(2)
+            .send()
+            .await,
+        "GetObjectAttributes",
+    );
+    assert_eq!(all.e_tag(), Some(multipart_etag(&refs).trim_matches('"')));
+    assert_eq!(
+        all.object_size(),
+        Some(parts.iter().map(|p| p.len() as i64).sum())
+    );
+    assert_eq!(all.storage_class().map(|c| c.as_str()), Some("STANDARD"));
+    let checksum = all.checksum().expect("Checksum");
+    assert_eq!(
+        checksum.checksum_crc32(),
+        Some(composite_checksum("CRC32", &refs).as_str())
+    );
+    let listed = all.object_parts().expect("ObjectParts");
+    assert_eq!(listed.total_parts_count(), Some(3));
+    assert_eq!(listed.is_truncated(), Some(true));
+    assert_eq!(listed.next_part_number_marker(), Some("2"));
+    let first: Vec<(Option<i32>, Option<i64>)> = listed
+        .parts()
+        .iter()
+        .map(|p| (p.part_number(), p.size()))
+        .collect();
+    assert_eq!(
+        first,
+        [
+            (Some(1), Some(5 * MIB as i64)),
+            (Some(2), Some(5 * MIB as i64))
+        ]
+    );
+    assert_eq!(
+        listed.parts()[0].checksum_crc32(),
+        Some(checksum_b64("CRC32", &parts[0]).as_str())
+    );
+    let rest = ok(
+        client
+            .get_object_attributes()
+            .bucket(&bucket)
+            .key(key)
+            .object_attributes(A::ObjectParts)
+            .part_number_marker("2")
+            .send()
+            .await,
+        "GetObjectAttributes after part 2",
+    );
+    assert!(rest.e_tag().is_none(), "only what is asked for");
+    let rest = rest.object_parts().expect("ObjectParts");
+    assert_eq!(rest.parts().len(), 1);
+    assert_eq!(rest.parts()[0].size(), Some(100));
+
+    // A single PUT: no parts; a missing attributes header is refused.
+    put(&client, &bucket, "single", b"abc").await;
+    let single = ok(
+        client
+            .get_object_attributes()
+            .bucket(&bucket)
+            .key("single")
+            .object_attributes(A::ObjectParts)
+            .object_attributes(A::ObjectSize)
+            .send()
+            .await,
+        "single",
+    );
+    assert!(single.object_parts().is_none());
+    assert_eq!(single.object_size(), Some(3));
+    assert_s3_error(
+        client
+            .get_object_attributes()
+            .bucket(&bucket)
+            .key("nothing")
+            .object_attributes(A::Etag)
+            .send()
+            .await,
+        404,
+        "NoSuchKey",
+        "missing key",
+    );
+}

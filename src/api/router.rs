@@ -53,6 +53,12 @@ pub enum Endpoint {
         bucket: String,
         key: String,
     },
+    GetObjectAttributes {
+        bucket: String,
+        key: String,
+        /// `?versionId=`: the version to act on (`null` names the null version).
+        version_id: Option<String>,
+    },
     GetObjectTagging {
         bucket: String,
         key: String,
@@ -219,6 +225,7 @@ impl Endpoint {
             Endpoint::HeadObject { .. } => "HeadObject",
             Endpoint::DeleteObject { .. } => "DeleteObject",
             Endpoint::CopyObject { .. } => "CopyObject",
+            Endpoint::GetObjectAttributes { .. } => "GetObjectAttributes",
             Endpoint::GetObjectTagging { .. } => "GetObjectTagging",
             Endpoint::PutObjectTagging { .. } => "PutObjectTagging",
             Endpoint::DeleteObjectTagging { .. } => "DeleteObjectTagging",
@@ -527,6 +534,19 @@ pub fn parse(
         };
     }
     let version_id = query.get("versionId").map(str::to_string);
+    if query.has("attributes") {
+        return match *method {
+            Method::GET => only(
+                &["attributes", "versionId"],
+                Endpoint::GetObjectAttributes {
+                    bucket,
+                    key,
+                    version_id,
+                },
+            ),
+            _ => not_implemented(),
+        };
+    }
     if query.has("tagging") {
         const TAGGING: &[&str] = &["tagging", "versionId"];
         return match *method {

@@ -164,6 +164,58 @@ pub struct Checksums {
     pub sha256: Option<String>,
 }
 
+/// GetObjectAttributes' answer: only the attributes asked for.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct GetObjectAttributesResponse {
+    #[serde(rename = "@xmlns", serialize_with = "ns")]
+    pub xmlns: (),
+    #[serde(rename = "ETag", skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<ObjectChecksum>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object_parts: Option<ObjectParts>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_class: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object_size: Option<u64>,
+}
+
+/// An object's checksum in GetObjectAttributes: the value and its type.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ObjectChecksum {
+    #[serde(flatten)]
+    pub checksums: Checksums,
+    pub checksum_type: String,
+}
+
+/// A page of a multipart object's parts in GetObjectAttributes.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ObjectParts {
+    /// The object's number of parts (S3's `TotalPartsCount`, named so on the wire).
+    #[serde(rename = "PartsCount")]
+    pub total_parts_count: usize,
+    pub part_number_marker: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_part_number_marker: Option<usize>,
+    pub max_parts: usize,
+    pub is_truncated: bool,
+    pub part: Vec<AttributesPart>,
+}
+
+/// One part in GetObjectAttributes: its number, size and checksum.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct AttributesPart {
+    pub part_number: u32,
+    pub size: u64,
+    #[serde(flatten)]
+    pub checksums: Checksums,
+}
+
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct Part {
@@ -590,6 +642,52 @@ mod tests {
              <Contents><Key>p/a&amp;b</Key><LastModified>2026-01-01T00:00:00.000Z</LastModified>\
              <ETag>\"abc\"</ETag><Size>3</Size><StorageClass>STANDARD</StorageClass></Contents>\
              <CommonPrefixes><Prefix>p/q/</Prefix></CommonPrefixes></ListBucketResult>"
+        );
+    }
+
+    #[test]
+    fn object_attributes_render_like_s3() {
+        let doc = GetObjectAttributesResponse {
+            xmlns: (),
+            etag: Some("d41d8cd98f00b204e9800998ecf8427e-2".into()),
+            checksum: Some(ObjectChecksum {
+                checksums: Checksums {
+                    crc32: Some("i9CuQw==-2".into()),
+                    ..Checksums::default()
+                },
+                checksum_type: "COMPOSITE".into(),
+            }),
+            object_parts: Some(ObjectParts {
+                total_parts_count: 2,
+                part_number_marker: 0,
+                next_part_number_marker: Some(1),
+                max_parts: 1,
+                is_truncated: true,
+                part: vec![AttributesPart {
+                    part_number: 1,
+                    size: 5242880,
+                    checksums: Checksums {
+                        crc32: Some("AAAAAA==".into()),
+                        ..Checksums::default()
+                    },
+                }],
+            }),
+            storage_class: Some("STANDARD".into()),
+            object_size: Some(5242980),
+        };
+        assert_eq!(
+            render("GetObjectAttributesResponse", &doc),
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <GetObjectAttributesResponse xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
+             <ETag>d41d8cd98f00b204e9800998ecf8427e-2</ETag>\
+             <Checksum><ChecksumCRC32>i9CuQw==-2</ChecksumCRC32>\
+             <ChecksumType>COMPOSITE</ChecksumType></Checksum>\
+             <ObjectParts><PartsCount>2</PartsCount><PartNumberMarker>0</PartNumberMarker>\
+             <NextPartNumberMarker>1</NextPartNumberMarker><MaxParts>1</MaxParts>\
+             <IsTruncated>true</IsTruncated><Part><PartNumber>1</PartNumber><Size>5242880</Size>\
+             <ChecksumCRC32>AAAAAA==</ChecksumCRC32></Part></ObjectParts>\
+             <StorageClass>STANDARD</StorageClass><ObjectSize>5242980</ObjectSize>\
+             </GetObjectAttributesResponse>"
         );
     }
 

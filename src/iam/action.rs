@@ -155,6 +155,19 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
             }
             checks
         }
+        GetObjectAttributes {
+            bucket,
+            key,
+            version_id,
+        } => vec![k(
+            by_version(
+                version_id,
+                "s3:GetObjectAttributes",
+                "s3:GetObjectVersionAttributes",
+            ),
+            bucket,
+            key,
+        )],
         GetObjectTagging {
             bucket,
             key,
@@ -253,6 +266,7 @@ pub fn request_keys(endpoint: &Endpoint, query: &Query, context: &mut Context) {
         GetObject { version_id, .. }
         | HeadObject { version_id, .. }
         | DeleteObject { version_id, .. }
+        | GetObjectAttributes { version_id, .. }
         | GetObjectTagging { version_id, .. }
         | PutObjectTagging { version_id, .. }
         | DeleteObjectTagging { version_id, .. }

@@ -1,5 +1,6 @@
 //! One handler per S3 operation: read the request, call the object layer, render.
 
+mod attributes;
 mod batch;
 mod bucket;
 mod copy;
@@ -179,6 +180,14 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
             version_id,
         } => object::delete_object(request, &bucket, &key, version_id.as_deref()).await,
         CopyObject { bucket, key } => copy::copy_object(request, &bucket, &key).await,
+        GetObjectAttributes {
+            bucket,
+            key,
+            version_id,
+        } => {
+            let version = version_id.as_deref();
+            attributes::get_object_attributes(request, &bucket, &key, version).await
+        }
         GetObjectTagging {
             bucket,
             key,
