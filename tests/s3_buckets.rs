@@ -401,3 +401,80 @@ async fn an_unexpected_bucket_owner_is_refused() {
         "copy from a source with another owner",
     );
 }
+
+/// ACLs work as on S3's buckets by default (Object Ownership `BucketOwnerEnforced`): the
+/// owner-only ACLs are taken, the others refused with S3's errors, never silently ignored.
+#[tokio::test]
+async fn acls_other_than_the_owners_are_refused_as_s3_refuses_them() {
+    use aws_sdk_s3::types::{BucketCannedAcl, ObjectCannedAcl};
+    let client = server().client();
+    let public = unique_bucket("aclpublic");
+    assert_s3_error(
+        client
+            .create_bucket()
+            .bucket(&public)
+            .acl(BucketCannedAcl::PublicRead)
+            .send()
+            .await,
+        400,
+        "InvalidBucketAclWithObjectOwnership",
+        "CreateBucket public-read",
+    );
+    assert_s3_status(
+        client.head_bucket().bucket(&public).send().await,
+        404,
+        "the refused bucket was not made",
+    );
+    let bucket = unique_bucket("aclprivate");
+    ok(
+        client
+            .create_bucket()
+            .bucket(&bucket)
+            .acl(BucketCannedAcl::Private)
+            .send()
+            .await,
+        "CreateBucket private",
+    );
+    for acl in [
+        ObjectCannedAcl::Private,
+        ObjectCannedAcl::BucketOwnerFullControl,
+    ] {
+        ok(
+            client
+                .put_object()
+                .bucket(&bucket)
+                .key("owned")
+                .acl(acl.clone())
+                .body(b"x".to_vec().into())
+                .send()
+                .await,
+            &format!("PUT with {acl:?}"),
+        );
+    }
+    assert_s3_error(
+        client
+            .put_object()
+            .bucket(&bucket)
+            .key("public")
+            .acl(ObjectCannedAcl::PublicRead)
+            .body(b"x".to_vec().into())
+            .send()
+            .await,
+        400,
+        "AccessControlListNotSupported",
+        "PUT public-read",
+    );
+    assert_s3_error(
+        client
+            .put_object()
+            .bucket(&bucket)
+            .key("granted")
+            .grant_read("uri=\"http://acs.amazonaws.com/groups/global/AllUsers\"")
+            .body(b"x".to_vec().into())
+            .send()
+            .await,
+        400,
+        "AccessControlListNotSupported",
+        "PUT with a grant",
+    );
+}

@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 /// The S3 error codes Strata emits, each with the HTTP status AWS uses for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum S3ErrorCode {
+    AccessControlListNotSupported,
     AccessDenied,
     AccessForbidden,
     AuthorizationHeaderMalformed,
@@ -22,6 +23,7 @@ pub enum S3ErrorCode {
     InternalError,
     InvalidAccessKeyId,
     InvalidArgument,
+    InvalidBucketAclWithObjectOwnership,
     InvalidBucketName,
     InvalidBucketState,
     InvalidDigest,
@@ -108,6 +110,8 @@ impl S3ErrorCode {
             NoSuchObjectLockConfiguration => "NoSuchObjectLockConfiguration",
             ObjectLockConfigurationNotFoundError => "ObjectLockConfigurationNotFoundError",
             InvalidBucketState => "InvalidBucketState",
+            InvalidBucketAclWithObjectOwnership => "InvalidBucketAclWithObjectOwnership",
+            AccessControlListNotSupported => "AccessControlListNotSupported",
             NoSuchTagSet => "NoSuchTagSet",
             NoSuchUpload => "NoSuchUpload",
             NoSuchVersion => "NoSuchVersion",
@@ -152,12 +156,14 @@ impl S3ErrorCode {
             InsufficientStorage => StatusCode::INSUFFICIENT_STORAGE,
             AuthorizationHeaderMalformed
             | AuthorizationQueryParametersError
+            | AccessControlListNotSupported
             | BadDigest
             | BadRequest
             | EntityTooLarge
             | EntityTooSmall
             | IncompleteBody
             | InvalidArgument
+            | InvalidBucketAclWithObjectOwnership
             | InvalidBucketName
             | InvalidDigest
             | InvalidLocationConstraint
@@ -332,6 +338,10 @@ fn default_message(code: S3ErrorCode) -> &'static str {
         NoSuchObjectLockConfiguration => "The specified object does not have a ObjectLock configuration",
         ObjectLockConfigurationNotFoundError => "Object Lock configuration does not exist for this bucket",
         InvalidBucketState => "The request is not valid with the current state of the bucket.",
+        InvalidBucketAclWithObjectOwnership => {
+            "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting"
+        }
+        AccessControlListNotSupported => "The bucket does not allow ACLs",
         NoSuchTagSet => "The TagSet does not exist",
         NoSuchUpload => "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
         NoSuchVersion => "The specified version does not exist.",

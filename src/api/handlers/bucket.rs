@@ -84,6 +84,7 @@ pub fn owner(request: &Request<'_>) -> xml::Owner {
 
 pub async fn create_bucket(mut request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
     let name = bucket_name(bucket)?;
+    crate::api::headers::refuse_acls(request.headers, crate::api::headers::AclOf::Bucket)?;
     let body = request.small_body().await?;
     if !body.iter().all(u8::is_ascii_whitespace) {
         let config: xml::CreateBucketConfiguration = xml::parse(&body)?;

@@ -49,15 +49,7 @@ pub fn refuse_unsupported(request: &Request<'_>) -> Result<(), S3Error> {
             format!("Strata does not implement the {name} header yet."),
         ));
     }
-    if let Some(acl) = headers::header(request.headers, "x-amz-acl") {
-        if acl != "private" {
-            return Err(S3Error::new(
-                S3ErrorCode::NotImplemented,
-                "Strata does not implement ACLs; only x-amz-acl: private is accepted.",
-            ));
-        }
-    }
-    Ok(())
+    headers::refuse_acls(request.headers, headers::AclOf::Object)
 }
 
 /// What a PUT or UploadPart stores beside the data, from its headers.
