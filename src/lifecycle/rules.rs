@@ -34,6 +34,9 @@ pub struct Rule {
     pub noncurrent_transitions: Vec<NoncurrentTransition>,
     /// AbortIncompleteMultipartUpload: days after initiation.
     pub abort_uploads_after_days: Option<u32>,
+    /// The prefix was given at rule level (the older schema, no `<Filter>`); S3 shows it
+    /// there again.
+    pub rule_level_prefix: bool,
 }
 
 /// Which objects a rule applies to; every part given must match.
@@ -364,6 +367,7 @@ impl RuleDoc {
             "Disabled" => false,
             _ => return Err(malformed()),
         };
+        let rule_level_prefix = self.filter.is_none() && self.prefix.is_some();
         let filter = match (self.filter, self.prefix) {
             (Some(_), Some(_)) => return Err(malformed()),
             (None, prefix) => Filter {
@@ -487,6 +491,7 @@ impl RuleDoc {
             noncurrent_expiration,
             noncurrent_transitions,
             abort_uploads_after_days,
+            rule_level_prefix,
         };
         rule.check()?;
         Ok(rule)
@@ -534,10 +539,14 @@ impl RuleDoc {
                 and: None,
             }
         };
+        let (filter, prefix) = match rule.rule_level_prefix {
+            true => (None, Some(f.prefix.clone())),
+            false => (Some(filter), None),
+        };
         RuleDoc {
             id: Some(rule.id.clone()),
-            filter: Some(filter),
-            prefix: None,
+            filter,
+            prefix,
             status: if rule.enabled { "Enabled" } else { "Disabled" }.into(),
             expiration: rule.expiration.as_ref().map(|e| {
                 let (d, dt) = e.when.as_ref().map(days_date).unwrap_or((None, None));

@@ -32,6 +32,22 @@ const TIERED: &str =
     <Transition><Days>90</Days><StorageClass>COLD</StorageClass></Transition>\
     <Expiration><Days>365</Days></Expiration></Rule>";
 
+/// A rule-level `<Prefix>` (the older schema) is read back where it was written, as S3
+/// returns it; a `<Filter>` stays a filter.
+#[test]
+fn a_rule_level_prefix_is_returned_as_written() {
+    let legacy = "<Rule><ID>logs</ID><Prefix>logs/</Prefix><Status>Enabled</Status>\
+                  <Expiration><Days>7</Days></Expiration></Rule>";
+    let stored = parse(legacy).unwrap().to_xml();
+    assert!(stored.contains("<Prefix>logs/</Prefix>"), "{stored}");
+    assert!(!stored.contains("<Filter>"), "{stored}");
+    let again = LifecycleConfig::from_xml(&stored).unwrap();
+    assert_eq!(again.rules[0].filter.prefix, "logs/");
+    assert!(again.rules[0].rule_level_prefix);
+    let filtered = parse(TIERED).unwrap().to_xml();
+    assert!(filtered.contains("<Filter><Prefix>ckpt/</Prefix></Filter>"), "{filtered}");
+}
+
 #[test]
 fn s3_xml_parses_into_rules() {
     let config = parse(TIERED).unwrap();
