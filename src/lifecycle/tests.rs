@@ -45,7 +45,10 @@ fn a_rule_level_prefix_is_returned_as_written() {
     assert_eq!(again.rules[0].filter.prefix, "logs/");
     assert!(again.rules[0].rule_level_prefix);
     let filtered = parse(TIERED).unwrap().to_xml();
-    assert!(filtered.contains("<Filter><Prefix>ckpt/</Prefix></Filter>"), "{filtered}");
+    assert!(
+        filtered.contains("<Filter><Prefix>ckpt/</Prefix></Filter>"),
+        "{filtered}"
+    );
 }
 
 #[test]
