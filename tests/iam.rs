@@ -998,3 +998,82 @@ async fn policy_conditions_see_the_request_headers() {
     ok(open, "PUT tagged secret=false");
     put(&root, BUCKET, "plain", b"x").await;
 }
+
+/// `s3:ExistingObjectTag/<key>`: policies can grant or deny by the tags of the object acted
+/// on: a user may read only objects tagged public, and nobody (root included) may delete
+/// one tagged keep=yes.
+#[tokio::test]
+async fn policies_can_judge_by_the_tags_of_the_object() {
+    let server = TestServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let root = server.client();
+    create_bucket(&root, BUCKET).await;
+    for (key, tagging) in [
+        ("open", "classification=public"),
+        ("closed", "classification=secret&keep=yes"),
+        ("plain", ""),
+    ] {
+        ok(
+            root.put_object()
+                .bucket(BUCKET)
+                .key(key)
+                .tagging(tagging)
+                .body(key.as_bytes().to_vec().into())
+                .send()
+                .await,
+            "tagged PUT",
+        );
+    }
+    let public_only = r#"{"Statement": [{"Effect": "Allow", "Action": "s3:GetObject",
+        "Resource": "arn:aws:s3:::data/*",
+        "Condition": {"StringEquals": {"s3:ExistingObjectTag/classification": "public"}}}]}"#;
+    add_policy(&server, dir.path(), "public-only", public_only);
+    let secret = "tagged-reader-secret-0123";
+    admin_ok(
+        &server,
+        &[
+            "user",
+            "add",
+            "viewer",
+            "--secret",
+            secret,
+            "--policy",
+            "public-only",
+        ],
+    );
+    let viewer = server.client_with("viewer", secret);
+    assert_eq!(get_as(&viewer, "open").await.unwrap(), b"open");
+    denied(get_as(&viewer, "closed").await, "viewer GET secret");
+    denied(get_as(&viewer, "plain").await, "viewer GET untagged");
+
+    let keep = r#"{"Statement": [{"Effect": "Deny", "Principal": "*",
+        "Action": "s3:DeleteObject", "Resource": "arn:aws:s3:::data/*",
+        "Condition": {"StringEquals": {"s3:ExistingObjectTag/keep": "yes"}}}]}"#;
+    ok(
+        root.put_bucket_policy()
+            .bucket(BUCKET)
+            .policy(keep)
+            .send()
+            .await,
+        "PutBucketPolicy",
+    );
+    assert_s3_error(
+        root.delete_object()
+            .bucket(BUCKET)
+            .key("closed")
+            .send()
+            .await,
+        403,
+        "AccessDenied",
+        "root DELETE of a keep=yes object",
+    );
+    ok(
+        root.delete_object()
+            .bucket(BUCKET)
+            .key("plain")
+            .send()
+            .await,
+        "root DELETE of an untagged object",
+    );
+    assert_eq!(get(&root, BUCKET, "closed").await, b"closed");
+}

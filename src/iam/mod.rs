@@ -30,7 +30,8 @@ use crate::api::auth::Identity;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::router::{Endpoint, Query};
 use crate::api::AppState;
-use crate::object::{BucketName, ObjectError};
+use crate::object::{BucketName, ObjectError, ObjectKey};
+use action::On;
 use policy::{Access, Caller, Context, Decision, Target};
 
 /// What authorisation looks at besides the endpoint.
@@ -53,10 +54,34 @@ pub async fn authorize(
         Identity::User(name) => Caller::User(name),
         Identity::Anonymous => Caller::Anonymous,
     };
-    let context = context(caller, endpoint, request);
+    let mut context = context(caller, endpoint, request);
     // Per bucket: its policy, or `None` when the bucket does not exist.
     let mut bucket_policies: Vec<(String, Option<BucketPolicy>)> = Vec::new();
+    let mut existing_tags_read = false;
     for check in action::checks(endpoint, request.headers) {
+        // `s3:ExistingObjectTag/<key>` names the tags of the object acted on: read them
+        // only when a policy that may apply asks for them.
+        if let (Some(bucket), On::Key(key), false) = (&check.bucket, &check.on, existing_tags_read)
+        {
+            existing_tags_read = true;
+            let policy = match bucket_policies.iter().find(|(b, _)| b == bucket) {
+                Some((_, policy)) => policy.clone(),
+                None => {
+                    let policy = bucket_policy(state, bucket).await?;
+                    bucket_policies.push((bucket.clone(), policy.clone()));
+                    policy
+                }
+            };
+            let in_bucket_policy = matches!(&policy, Some(Some(p))
+                if p.reads_keys_starting(EXISTING_OBJECT_TAG));
+            let in_user_policy = matches!(caller, Caller::User(name)
+                if state.iam.user_reads_keys_starting(name, EXISTING_OBJECT_TAG));
+            if in_bucket_policy || in_user_policy {
+                for (tag, value) in existing_tags(state, bucket, key, &context).await {
+                    context.set(&format!("s3:ExistingObjectTag/{tag}"), &value);
+                }
+            }
+        }
         let resource = check.resource();
         let access = Access {
             action: check.action,
@@ -99,6 +124,27 @@ pub async fn authorize(
         }
     }
     Ok(())
+}
+
+/// The condition keys that name the tags of the object a request acts on (lower-case).
+const EXISTING_OBJECT_TAG: &str = "s3:existingobjecttag/";
+
+/// The tags of the object (the version `s3:versionid` names, or the newest) a request acts
+/// on; none when it does not exist (then the keys are absent, as S3 has them).
+async fn existing_tags(
+    state: &AppState,
+    bucket: &str,
+    key: &str,
+    context: &Context,
+) -> Vec<(String, String)> {
+    let (Ok(bucket), Ok(key)) = (BucketName::parse(bucket), ObjectKey::parse(key)) else {
+        return Vec::new();
+    };
+    let version = context.get("s3:versionid");
+    match state.store.head_object(&bucket, &key, version).await {
+        Ok(record) => record.tags,
+        Err(_) => Vec::new(),
+    }
 }
 
 /// The actions on a bucket's policy, which the policy cannot deny the root user.

@@ -203,6 +203,14 @@ impl Decision {
 }
 
 impl Policy {
+    /// Whether a condition of the policy reads a key starting with `prefix` (lower-case),
+    /// so that a request must look up what such keys name before it is judged.
+    pub fn reads_keys_starting(&self, prefix: &str) -> bool {
+        (self.statements.iter())
+            .flat_map(|s| &s.conditions)
+            .any(|c| c.key.starts_with(prefix))
+    }
+
     /// Parses and validates a JSON policy document.
     pub fn parse(document: &str, kind: PolicyKind<'_>) -> Result<Policy, MalformedPolicy> {
         if document.len() > MAX_POLICY_SIZE {

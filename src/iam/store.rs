@@ -227,6 +227,17 @@ impl Iam {
             })
     }
 
+    /// Whether a condition of a user's policies reads a key starting with `prefix`.
+    pub fn user_reads_keys_starting(&self, user: &str, prefix: &str) -> bool {
+        let snapshot = self.snapshot();
+        let Some(cached) = snapshot.users.get(user) else {
+            return false;
+        };
+        (cached.policies.iter())
+            .filter_map(|name| snapshot.policies.get(name))
+            .any(|(_, policy)| policy.reads_keys_starting(prefix))
+    }
+
     pub fn users(&self) -> Vec<UserInfo> {
         self.snapshot()
             .users
