@@ -988,9 +988,10 @@ mod tests {
             },
             REGION,
         );
-        let auth = crate::api::auth::authenticate(&Method::POST, &uri, &headers, &keyring, now)
-            .expect("the signature verifies")
-            .expect("the request is signed");
+        let auth =
+            crate::api::auth::authenticate(&Method::POST, &uri, &headers, &keyring, None, now)
+                .expect("the signature verifies")
+                .expect("the request is signed");
         assert_eq!(auth.access_key, "root");
     }
 

@@ -185,6 +185,7 @@ async fn authenticated_dispatch(
         &parts.uri,
         &parts.headers,
         &state.keyring,
+        state.domain.as_deref(),
         now,
     ) {
         Ok(auth) => auth,

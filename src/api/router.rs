@@ -371,7 +371,12 @@ pub fn copy_source(headers: &HeaderMap) -> Option<CopySource> {
 }
 
 /// The bucket a request's `Host` names when it is `bucket.DOMAIN` (virtual-hosted style).
-fn virtual_host_bucket(uri: &Uri, headers: &HeaderMap, domain: Option<&str>) -> Option<String> {
+/// The bucket a virtual-hosted request (`bucket.DOMAIN`) names; `None` for path style.
+pub(crate) fn virtual_host_bucket(
+    uri: &Uri,
+    headers: &HeaderMap,
+    domain: Option<&str>,
+) -> Option<String> {
     let domain = domain?;
     let host = headers
         .get("host")

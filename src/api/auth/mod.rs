@@ -173,11 +173,13 @@ fn err(code: S3ErrorCode, message: impl Into<std::borrow::Cow<'static, str>>) ->
 
 /// Verifies the signature of a request (SigV4 or SigV2), in the Authorization header or in a
 /// presigned query string. `Ok(None)`: anonymous (no credentials at all).
+/// `domain` is the one of virtual-hosted requests, which SigV2 signs with their bucket.
 pub fn authenticate(
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
     keyring: &Keyring,
+    domain: Option<&str>,
     now: OffsetDateTime,
 ) -> Result<Option<Authenticated>, S3Error> {
     let params = sigv4::query_pairs(uri.query().unwrap_or(""));
@@ -191,13 +193,25 @@ pub fn authenticate(
              Signature query string parameter or the Authorization header should be specified",
         )),
         Some(value) if value.as_bytes().starts_with(b"AWS ") => {
-            let request = V2Request::new(method, uri, headers, &params);
+            let request = V2Request {
+                method,
+                uri,
+                headers,
+                params: &params,
+                domain,
+            };
             v2_header_auth(&request, value.as_bytes(), keyring, now).map(Some)
         }
         Some(value) => header_auth(method, uri, headers, value.as_bytes(), keyring, now).map(Some),
         None if presigned => query_auth(method, uri, headers, &params, keyring, now).map(Some),
         None if sigv2_query => {
-            let request = V2Request::new(method, uri, headers, &params);
+            let request = V2Request {
+                method,
+                uri,
+                headers,
+                params: &params,
+                domain,
+            };
             v2_query_auth(&request, keyring, now).map(Some)
         }
         None => Ok(None),
@@ -210,43 +224,25 @@ struct V2Request<'a> {
     uri: &'a Uri,
     headers: &'a HeaderMap,
     params: &'a [(String, String)],
+    /// The domain under which `bucket.DOMAIN` addresses a bucket (virtual-hosted style).
+    domain: Option<&'a str>,
 }
 
 impl<'a> V2Request<'a> {
-    fn new(
-        method: &'a Method,
-        uri: &'a Uri,
-        headers: &'a HeaderMap,
-        params: &'a [(String, String)],
-    ) -> Self {
-        Self {
-            method,
-            uri,
-            headers,
-            params,
-        }
-    }
-
     fn param(&self, name: &str) -> Option<&'a str> {
         (self.params.iter())
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     }
 
-    /// The resources the signature may cover: the path as sent and, for a virtual-hosted
-    /// request, the path with its bucket (the Host's first label) in front.
-    fn resources(&self) -> Vec<String> {
+    /// The resource the signature covers: the path as sent, with the bucket in front when
+    /// the request addresses it by its host name, exactly as the router reads the request.
+    fn resource(&self) -> String {
         let path = self.uri.path();
-        let mut resources = vec![sigv2::canonical_resource(path, self.params)];
-        let host = sigv2::header(self.headers, "host");
-        let host = host.rsplit_once(':').map_or(host, |(name, _)| name);
-        if let Some((bucket, _)) = host.split_once('.') {
-            if host.parse::<std::net::IpAddr>().is_err() && !bucket.is_empty() {
-                let path = format!("/{bucket}{path}");
-                resources.push(sigv2::canonical_resource(&path, self.params));
-            }
+        match crate::api::router::virtual_host_bucket(self.uri, self.headers, self.domain) {
+            Some(bucket) => sigv2::canonical_resource(&format!("/{bucket}{path}"), self.params),
+            None => sigv2::canonical_resource(path, self.params),
         }
-        resources
     }
 
     /// Checks `signature` against the string to sign with `date` in the date position;
@@ -272,18 +268,15 @@ impl<'a> V2Request<'a> {
             "" if query_amz => self.param(name).unwrap_or(""),
             value => value,
         };
-        let signed = self.resources().iter().any(|resource| {
-            let to_sign = sigv2::string_to_sign(
-                self.method,
-                standard("content-md5"),
-                standard("content-type"),
-                date,
-                &amz,
-                resource,
-            );
-            sigv2::signatures_match(&sigv2::sign(&secret, &to_sign), signature)
-        });
-        if !signed {
+        let to_sign = sigv2::string_to_sign(
+            self.method,
+            standard("content-md5"),
+            standard("content-type"),
+            date,
+            &amz,
+            &self.resource(),
+        );
+        if !sigv2::signatures_match(&sigv2::sign(&secret, &to_sign), signature) {
             return Err(S3Error::from_code(S3ErrorCode::SignatureDoesNotMatch));
         }
         Ok(Authenticated {

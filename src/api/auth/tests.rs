@@ -35,7 +35,16 @@ fn check(
         secret_key: SECRET.into(),
     };
     let now = sigv4::parse_amz_date(now).expect("valid date");
-    authenticate(method, uri, headers, &Keyring::new(root, "us-east-1"), now)
+    let keyring = Keyring::new(root, "us-east-1");
+    // The domain of AWS's virtual-hosted examples.
+    authenticate(
+        method,
+        uri,
+        headers,
+        &keyring,
+        Some("s3.amazonaws.com"),
+        now,
+    )
 }
 
 fn accepted(method: &Method, uri: &Uri, headers: &HeaderMap, now: &str) -> Authenticated {
@@ -494,6 +503,13 @@ fn aws_sigv2_examples_authenticate() {
     );
     let tampered = uri(&presigned.to_string().replace("puppy", "kitten"));
     assert_eq!(refused(&get, &tampered, &hosted, at), SignatureDoesNotMatch);
+    // A host outside the domain is path style: `/photos/...` is then bucket `photos`, not
+    // the object the signature names, so the signature does not cover it.
+    let elsewhere = header_map(&[("host", "johnsmith.example.net")]);
+    assert_eq!(
+        refused(&get, &presigned, &elsewhere, at),
+        SignatureDoesNotMatch
+    );
 }
 
 /// A SigV4 request dated by `Date` instead of `x-amz-date`, in every form clients write it.
