@@ -6,7 +6,7 @@ pub mod auth;
 mod cors;
 pub mod error;
 mod handlers;
-mod headers;
+pub(crate) mod headers;
 pub mod limit;
 mod post_policy;
 pub mod router;

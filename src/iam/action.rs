@@ -321,10 +321,9 @@ pub fn header_keys(headers: &HeaderMap, context: &mut Context) {
             context.set(key, value);
         }
     }
-    if let Some(tagging) = header("x-amz-tagging") {
-        for (key, value) in crate::api::auth::sigv4::query_pairs(tagging) {
-            context.set(&format!("s3:RequestObjectTag/{key}"), &value);
-        }
+    // As the request stores them; tags the request cannot store give no keys (it fails).
+    for (key, value) in crate::api::headers::tags(headers).unwrap_or_default() {
+        context.set(&format!("s3:RequestObjectTag/{key}"), &value);
     }
 }
 
