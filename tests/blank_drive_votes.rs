@@ -7,46 +7,27 @@
 //! In process, over nine simulated drives (one 6+3 set); `SimDrive::replace_blank` is what
 //! the server does with an empty folder in a drive's place.
 
+mod in_process;
+
 use std::sync::Arc;
 
-use bytes::Bytes;
-use futures::StreamExt;
-use strata::body::ByteStream;
-use strata::erasure::{ErasureError, ErasureSet};
+use in_process::*;
+use strata::erasure::ErasureError;
 use strata::object::{
     BucketName, CompleteOptions, CompletedPart, GetOptions, HealDepth, HealReport, ObjectError,
-    ObjectKey, ObjectStore, PutOptions, UploadOptions, Versioning,
+    ObjectStore, PutOptions, UploadOptions, Versioning,
 };
 use strata::storage::sim::CrashController;
 use strata::storage::{Drive, MetaOp, MetaTable, OfflineDrive};
 
-const KIB: usize = 1024;
-const BLOCK_SIZE: usize = 64 * KIB;
-const PARITY: usize = 3;
 const DEPLOYMENT_ID: &str = "blank-drives";
 
 fn bucket(name: &str) -> BucketName {
-    BucketName::parse(name).unwrap()
+    bucket_named(name)
 }
 
-fn key(name: &str) -> ObjectKey {
-    ObjectKey::parse(name).unwrap()
-}
-
-fn body(data: &[u8]) -> ByteStream {
-    let data = Bytes::copy_from_slice(data);
-    Box::pin(futures::stream::iter([Ok(data)]))
-}
-
-fn payload(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31) ^ seed)
-        .collect()
-}
-
-fn store_over(drives: Vec<Arc<dyn Drive>>) -> Arc<ObjectStore> {
-    let set = ErasureSet::new(0, drives, PARITY, BLOCK_SIZE).expect("6+3 set");
-    ObjectStore::new(vec![set], DEPLOYMENT_ID)
+fn store_on(drives: Vec<Arc<dyn Drive>>) -> Arc<ObjectStore> {
+    store_over(drives, DEPLOYMENT_ID)
 }
 
 fn unavailable<T: std::fmt::Debug>(result: Result<T, ObjectError>, what: &str) {
@@ -57,20 +38,9 @@ fn unavailable<T: std::fmt::Debug>(result: Result<T, ObjectError>, what: &str) {
 }
 
 async fn read(store: &ObjectStore, b: &str, k: &str, version: Option<&str>) -> Vec<u8> {
-    let options = GetOptions {
-        version_id: version.map(str::to_string),
-        ..GetOptions::default()
-    };
-    let result = store
-        .get_object(&bucket(b), &key(k), options)
+    read_all(store, &bucket(b), &key(k), version)
         .await
-        .unwrap_or_else(|e| panic!("GET {b}/{k} {version:?}: {e}"));
-    let mut bytes = Vec::new();
-    let mut stream = result.body;
-    while let Some(piece) = stream.next().await {
-        bytes.extend_from_slice(&piece.expect("body"));
-    }
-    bytes
+        .unwrap_or_else(|e| panic!("GET {b}/{k} {version:?}: {e}"))
 }
 
 async fn heal_everything(store: &ObjectStore) -> HealReport {
@@ -98,7 +68,7 @@ struct Fixture {
 impl Fixture {
     async fn new() -> Self {
         let sim = CrashController::new(9);
-        let store = store_over(sim.drives());
+        let store = store_on(sim.drives());
         store.create_bucket(&bucket("plain")).await.unwrap();
         let mut objects = Vec::new();
         for (name, size, seed) in [("small", 1000, 1), ("blocks", 3 * BLOCK_SIZE + 77, 2)] {
@@ -238,7 +208,7 @@ async fn four_blank_drives_make_every_lookup_unavailable_and_purge_nothing() {
     for blank in 0..4 {
         fixture.sim.drive(blank).replace_blank();
     }
-    let store = store_over(fixture.sim.drives());
+    let store = store_on(fixture.sim.drives());
 
     // Buckets and deployment-wide records: 5 drives hold them, 4 know nothing.
     unavailable(store.bucket(&bucket("plain")).await, "bucket lookup");
@@ -248,7 +218,7 @@ async fn four_blank_drives_make_every_lookup_unavailable_and_purge_nothing() {
     // Objects, versions and uploads, with the bucket records already back on the blank
     // drives (as midway through a heal): still no vote from them.
     copy_bucket_records(&fixture.sim, 5, &[0, 1, 2, 3]).await;
-    let store = store_over(fixture.sim.drives());
+    let store = store_on(fixture.sim.drives());
     for (name, _) in &fixture.objects {
         let get = store
             .get_object(&bucket("plain"), &key(name), GetOptions::default())
@@ -279,7 +249,7 @@ async fn four_blank_drives_make_every_lookup_unavailable_and_purge_nothing() {
     let mut drives = originals.drives()[..4].to_vec();
     drives.extend_from_slice(&fixture.sim.drives()[4..]);
     fixture
-        .assert_whole(&store_over(drives), "after the originals returned")
+        .assert_whole(&store_on(drives), "after the originals returned")
         .await;
 }
 
@@ -293,14 +263,14 @@ async fn a_purge_needs_more_than_parity_drives_that_held_the_history() {
         .map(|i| Arc::new(OfflineDrive::new(format!("away{i}"))) as Arc<dyn Drive>)
         .collect();
     drives.extend_from_slice(&fixture.sim.drives()[3..]);
-    store_over(drives)
+    store_on(drives)
         .delete_object(&plain, &small, None)
         .await
         .unwrap();
     let back = |sim: &CrashController| {
         let mut drives = away.drives()[..3].to_vec();
         drives.extend_from_slice(&sim.drives()[3..]);
-        store_over(drives)
+        store_on(drives)
     };
 
     // Four of the drives that saw the delete are now blank: only two with the history say
@@ -348,7 +318,7 @@ async fn three_blank_drives_are_healed_then_stand_in_for_three_others() {
     for blank in 0..3 {
         fixture.sim.drive(blank).replace_blank();
     }
-    let store = store_over(fixture.sim.drives());
+    let store = store_on(fixture.sim.drives());
     fixture
         .assert_whole(&store, "with three blank drives")
         .await;
@@ -367,7 +337,7 @@ async fn three_blank_drives_are_healed_then_stand_in_for_three_others() {
     for i in 6..9 {
         drives.push(Arc::new(OfflineDrive::new(format!("gone{i}"))));
     }
-    let store = store_over(drives);
+    let store = store_on(drives);
     fixture
         .assert_whole(&store, "healed drives standing in for three others")
         .await;

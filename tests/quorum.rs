@@ -5,43 +5,26 @@
 //!
 //! In process, over nine simulated drives (one 6+3 set), each behind a `FaultyDrive`.
 
+mod in_process;
+
 use std::sync::Arc;
 
-use bytes::Bytes;
-use futures::StreamExt;
-use strata::body::ByteStream;
-use strata::erasure::{ErasureError, ErasureSet};
+use in_process::*;
+use strata::erasure::ErasureError;
 use strata::object::{
-    BucketName, CompleteOptions, CompletedPart, GetOptions, HealDepth, ObjectError, ObjectKey,
-    ObjectStore, PutOptions, UploadOptions, Versioning, WriteCondition,
+    BucketName, CompleteOptions, CompletedPart, HealDepth, ObjectError, ObjectStore, PutOptions,
+    UploadOptions, Versioning, WriteCondition,
 };
 use strata::storage::faulty::{Call, FaultyDrive};
 use strata::storage::sim::{CrashController, Flushed};
 use strata::storage::{Drive, OfflineDrive};
 
-const KIB: usize = 1024;
-const BLOCK_SIZE: usize = 64 * KIB;
 /// Above the inline limit: the data goes to shard files.
 const LARGE: usize = 300 * KIB;
 const BUCKET: &str = "quorum";
 
 fn bucket() -> BucketName {
-    BucketName::parse(BUCKET).unwrap()
-}
-
-fn key(name: &str) -> ObjectKey {
-    ObjectKey::parse(name).unwrap()
-}
-
-fn body(data: &[u8]) -> ByteStream {
-    let data = Bytes::copy_from_slice(data);
-    Box::pin(futures::stream::iter([Ok(data)]))
-}
-
-fn payload(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(13) ^ seed)
-        .collect()
+    bucket_named(BUCKET)
 }
 
 fn is_unavailable<T>(result: &Result<T, ObjectError>) -> bool {
@@ -74,8 +57,7 @@ impl Drives {
                 false => drive.clone() as Arc<dyn Drive>,
             })
             .collect();
-        let set = ErasureSet::new(0, drives, 3, BLOCK_SIZE).expect("6+3 set");
-        ObjectStore::new(vec![set], "quorum-tests")
+        store_over(drives, "quorum-tests")
     }
 
     fn fail(&self, drives: impl IntoIterator<Item = usize>, calls: &[Call]) {
@@ -99,15 +81,7 @@ async fn put(store: &ObjectStore, name: &str, data: &[u8]) -> Result<String, Obj
 }
 
 async fn read(store: &ObjectStore, name: &str) -> Result<Vec<u8>, ObjectError> {
-    let result = store
-        .get_object(&bucket(), &key(name), GetOptions::default())
-        .await?;
-    let mut bytes = Vec::new();
-    let mut stream = result.body;
-    while let Some(piece) = stream.next().await {
-        bytes.extend_from_slice(&piece.expect("body"));
-    }
-    Ok(bytes)
+    read_all(store, &bucket(), &key(name), None).await
 }
 
 async fn with_bucket(versioned: bool) -> (Drives, Arc<ObjectStore>) {
@@ -471,19 +445,9 @@ async fn two_servers_over_the_same_drives_never_both_win() {
         let versions = versions.clone();
         async move {
             for (i, (id, data)) in versions.iter().enumerate() {
-                let options = GetOptions {
-                    version_id: Some(id.clone()),
-                    ..GetOptions::default()
-                };
-                let result = stores[i % 2]
-                    .get_object(&versioned, &key("ckpt"), options)
+                let bytes = read_all(&stores[i % 2], &versioned, &key("ckpt"), Some(id))
                     .await
                     .unwrap_or_else(|e| panic!("version {id}: {e}"));
-                let mut bytes = Vec::new();
-                let mut stream = result.body;
-                while let Some(piece) = stream.next().await {
-                    bytes.extend_from_slice(&piece.expect("body"));
-                }
                 assert!(bytes == *data, "version {id} differs");
             }
         }
