@@ -271,7 +271,9 @@ impl Deployment {
                 }
                 None => continue,
             };
-            self.take_into_service(drive, opened, change, &mut changes);
+            if self.take_into_service(drive, opened, &change) {
+                changes.push(change);
+            }
         }
         changes
     }
@@ -306,21 +308,19 @@ impl Deployment {
         }
         let opened = format_into_place(&drive.path, &format_for(&self.config, &self.id, position));
         let change = DriveChange::Replaced(drive.path.clone());
-        let mut changes = Vec::new();
-        self.take_into_service(drive, opened, change.clone(), &mut changes);
-        match changes.is_empty() {
-            true => Err(format!("drive {} could not be opened", path.display())),
-            false => Ok(change),
+        match self.take_into_service(drive, opened, &change) {
+            true => Ok(change),
+            false => Err(format!("drive {} could not be opened", path.display())),
         }
     }
 
+    /// Puts an opened drive in its slot; whether it is in service now.
     fn take_into_service(
         &self,
         drive: &DrivePosition,
         opened: Result<LocalDrive, String>,
-        change: DriveChange,
-        changes: &mut Vec<DriveChange>,
-    ) {
+        change: &DriveChange,
+    ) -> bool {
         match opened {
             Ok(local) => {
                 drive.slot.replace(with_deadline(local, &self.config));
@@ -328,10 +328,11 @@ impl Deployment {
                 drive.unmounted.store(false, Ordering::Relaxed);
                 drive.online.store(true, Ordering::Relaxed);
                 tracing::info!(drive = %drive.path.display(), change = ?change, "drive back in service");
-                changes.push(change);
+                true
             }
             Err(reason) => {
-                tracing::warn!(drive = %drive.path.display(), %reason, "drive still offline")
+                tracing::warn!(drive = %drive.path.display(), %reason, "drive still offline");
+                false
             }
         }
     }

@@ -88,35 +88,27 @@ impl Healer {
         if let Some(running) = &mut self.status.lock().expect("not poisoned").running {
             running.objects_total = pass.objects_total;
         }
-        // Bucket and deployment-wide records first: objects are healed against them.
-        let records = match bucket {
-            None => store.heal_buckets().await,
-            Some(_) => Ok(HealReport::default()),
-        };
-        let result = match records {
-            Ok(records) => store
+        // Bucket and deployment-wide records first (objects are healed against them), then
+        // the objects, then multipart uploads in progress.
+        let result = async {
+            let mut report = match bucket {
+                None => store.heal_buckets().await?,
+                Some(_) => HealReport::default(),
+            };
+            let records = report.clone();
+            let objects = store
                 .heal_objects(bucket, prefix, depth, max_rate, |objects| {
                     if let Some(running) = &mut self.status.lock().expect("not poisoned").running {
                         running.report = records.clone();
                         running.report.add(objects);
                     }
                 })
-                .await
-                .map(|objects| {
-                    let mut report = records.clone();
-                    report.add(&objects);
-                    report
-                }),
-            Err(e) => Err(e),
-        };
-        // Multipart uploads in progress last.
-        let result = match result {
-            Ok(mut report) => store.heal_uploads(bucket, prefix).await.map(|uploads| {
-                report.add(&uploads);
-                report
-            }),
-            Err(e) => Err(e),
-        };
+                .await?;
+            report.add(&objects);
+            report.add(&store.heal_uploads(bucket, prefix).await?);
+            Ok::<_, crate::object::ObjectError>(report)
+        }
+        .await;
         match result {
             Ok(report) => pass.report = report,
             Err(e) => pass.error = Some(e.to_string()),

@@ -79,36 +79,21 @@ impl LocalDrive {
 
     /// Writes the format record of a new drive, durably.
     pub fn write_format(root: &Path, format: &Format) -> Result<(), DriveError> {
-        fs::create_dir_all(root)?;
-        let system = create_dir_durable(root, Path::new(SYSTEM_DIR))?;
-        let staged = system.join("format.json.tmp");
-        let mut file = File::create(&staged)?;
-        file.write_all(&serde_json::to_vec_pretty(format).expect("format serialises"))?;
-        file.sync_all()?;
-        fs::rename(&staged, system.join(FORMAT_FILE))?;
-        sync_dir(&system)?;
-        Ok(())
+        let bytes = serde_json::to_vec_pretty(format).expect("format serialises");
+        write_system_file(root, FORMAT_FILE, &bytes)
     }
 
     /// Marks a drive folder, durably, as one that joins its set blank: written before the
     /// folder is formatted into its place or given a new database, so that a crash cannot
     /// leave a blank drive that vouches for absence. Only [`Drive::mark_healed`] removes it.
     pub fn mark_unhealed(root: &Path, reason: &str) -> Result<(), DriveError> {
-        fs::create_dir_all(root)?;
-        let system = create_dir_durable(root, Path::new(SYSTEM_DIR))?;
-        let staged = system.join("unhealed.json.tmp");
         let mark = serde_json::json!({
             "reason": reason,
             "since_unix_secs": std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
         });
-        let mut file = File::create(&staged)?;
-        file.write_all(mark.to_string().as_bytes())?;
-        file.sync_all()?;
-        fs::rename(&staged, system.join(UNHEALED_FILE))?;
-        sync_dir(&system)?;
-        Ok(())
+        write_system_file(root, UNHEALED_FILE, mark.to_string().as_bytes())
     }
 
     /// Whether a drive folder carries the unhealed mark.
@@ -240,6 +225,19 @@ fn write_err(err: impl Into<redb::Error>) -> DriveError {
         )),
         other => DriveError::Database(other.to_string()),
     }
+}
+
+/// Writes `<root>/.strata/<name>` whole or not at all, durably: written aside, fsynced,
+/// renamed into place, and the folder fsynced.
+fn write_system_file(root: &Path, name: &str, bytes: &[u8]) -> Result<(), DriveError> {
+    fs::create_dir_all(root)?;
+    let system = create_dir_durable(root, Path::new(SYSTEM_DIR))?;
+    let staged = system.join(format!("{name}.tmp"));
+    let mut file = File::create(&staged)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    fs::rename(&staged, system.join(name))?;
+    sync_dir(&system)
 }
 
 /// fsyncs a folder so that the entries created or renamed in it survive power loss.
