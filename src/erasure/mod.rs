@@ -4,8 +4,10 @@
 //! It knows nothing of S3: it moves blocks and opaque metadata records. Which records mean
 //! what is the object layer's business.
 
+pub mod agreement;
 mod bitrot;
 mod codec;
+pub mod commit;
 mod heal;
 pub mod quorum;
 mod read;
@@ -20,6 +22,7 @@ use uuid::Uuid;
 
 use crate::storage::{DataDir, Drive, DriveError, MetaOp, MetaTable};
 
+pub use agreement::{Agreement, Replica};
 pub use bitrot::CHECKSUM_LEN;
 pub use codec::Codec;
 pub use read::{PartReader, ShardSource};
@@ -43,6 +46,9 @@ pub enum ErasureError {
     /// The client's body stream failed (cut short, or a verification failed).
     #[error("request body: {0}")]
     Body(std::io::Error),
+    /// Other writers changed the record between this one's read and its commit.
+    #[error("the record changed under a concurrent writer")]
+    Conflict,
     #[error("codec: {0}")]
     Codec(String),
 }
@@ -82,6 +88,11 @@ impl ErasureSet {
         &self.drives
     }
 
+    /// How many drives the set has.
+    pub fn width(&self) -> usize {
+        self.drives.len()
+    }
+
     pub fn data_shards(&self) -> usize {
         self.codec.data_shards()
     }
@@ -100,6 +111,37 @@ impl ErasureSet {
 
     pub fn read_quorum(&self) -> usize {
         quorum::read_quorum(self.data_shards())
+    }
+
+    /// Fails unless a write quorum of drives succeeded: with "drives are full" when too many
+    /// drives are full for any write to reach the quorum, so that the client is told why.
+    pub fn require_write_quorum<T>(
+        &self,
+        results: &[Result<T, DriveError>],
+    ) -> Result<(), ErasureError> {
+        let ok = quorum::count_ok(results);
+        if ok >= self.write_quorum() {
+            return Ok(());
+        }
+        let full = (results.iter())
+            .filter(|r| matches!(r, Err(DriveError::Full)))
+            .count();
+        if full > self.drives.len() - self.write_quorum() {
+            return Err(ErasureError::DriveFull);
+        }
+        Err(ErasureError::WriteQuorum {
+            ok,
+            needed: self.write_quorum(),
+        })
+    }
+
+    /// What the drives agree on, from each drive's answer about one record (see
+    /// [`agreement`]).
+    pub fn agree<T: Replica>(
+        &self,
+        answers: &[Result<Option<T>, DriveError>],
+    ) -> Result<Agreement<T>, ErasureError> {
+        agreement::agree(answers, self.read_quorum(), self.write_quorum())
     }
 
     /// Reads one metadata record from every drive.

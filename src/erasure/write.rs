@@ -184,20 +184,9 @@ impl ErasureSet {
     ) -> Result<WriteOutcome, ErasureError> {
         let results = close_feeds(feeds).await;
         let holders: Vec<bool> = results.iter().map(Result::is_ok).collect();
-        let ok = holders.iter().filter(|&&h| h).count();
-        if ok < self.write_quorum() {
+        if let Err(e) = self.require_write_quorum(&results) {
             self.remove_staged(staging).await;
-            let full = results
-                .iter()
-                .filter(|r| matches!(r, Err(DriveError::Full)))
-                .count();
-            if full > self.drives.len() - self.write_quorum() {
-                return Err(ErasureError::DriveFull);
-            }
-            return Err(ErasureError::WriteQuorum {
-                ok,
-                needed: self.write_quorum(),
-            });
+            return Err(e);
         }
         for (drive, result) in self.drives.iter().zip(&results) {
             if let Err(e) = result {

@@ -5,8 +5,8 @@ use futures::future::join_all;
 use super::commit::{commit_everywhere, revision_basis};
 use super::record::{self, BucketRecord, BucketSettings};
 use super::{
-    agree_on_revision, now_ms, require_write_quorum, retry_conflicts, Agreement, BucketName,
-    ListQuery, ObjectError, ObjectStore,
+    now_ms, read_agreed, retry_conflicts, Agreement, BucketName, ListQuery, ObjectError,
+    ObjectStore,
 };
 use crate::storage::{MetaOp, MetaTable};
 
@@ -59,16 +59,10 @@ impl ObjectStore {
     async fn find_bucket(&self, name: &BucketName) -> Result<Option<BucketRecord>, ObjectError> {
         // Every set holds every bucket; the first set answers for all.
         let set = &self.sets[0];
-        let answers: Vec<_> = set
-            .meta_get_all(MetaTable::Buckets, name.as_str().as_bytes())
-            .await
-            .into_iter()
-            .map(|a| a.map(|v| v.and_then(|bytes| record::decode::<BucketRecord>(&bytes).ok())))
-            .collect();
-        match agree_on_revision(set, answers)? {
-            Agreement::Found { value, .. } => Ok(Some(value)),
-            Agreement::NotFound => Ok(None),
-        }
+        let key = name.as_str().as_bytes();
+        Ok(read_agreed::<BucketRecord>(set, MetaTable::Buckets, key)
+            .await?
+            .found())
     }
 
     /// Changes a bucket's settings on every drive of every set. The new record carries a
@@ -123,7 +117,7 @@ impl ObjectStore {
         names.dedup();
         let mut buckets = Vec::new();
         for name in names {
-            let answers = scans
+            let answers: Vec<_> = scans
                 .iter()
                 .map(|scan| match scan {
                     Ok(entries) => Ok(entries
@@ -133,7 +127,7 @@ impl ObjectStore {
                     Err(_) => Err(crate::storage::DriveError::Offline(String::new())),
                 })
                 .collect();
-            if let Agreement::Found { value, .. } = agree_on_revision(set, answers)? {
+            if let Agreement::Found { value, .. } = set.agree(&answers)? {
                 buckets.push(value);
             }
         }
@@ -169,7 +163,7 @@ impl ObjectStore {
         ];
         let results = join_all(self.sets.iter().map(|s| s.meta_apply_all(ops.clone()))).await;
         for (set, results) in self.sets.iter().zip(&results) {
-            require_write_quorum(set, results)?;
+            set.require_write_quorum(results)?;
         }
         Ok(())
     }

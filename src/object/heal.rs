@@ -19,7 +19,7 @@ use super::record::{
     self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, VersionsRecord,
 };
 use super::version::{agree_on_version, read_records};
-use super::versioning::{agree_on_state, key_versions, read_states};
+use super::versioning::{key_versions, read_states};
 use super::{Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::erasure::{ErasureError, ErasureSet, ShardSource};
 use crate::storage::{DataDir, MetaOp, MetaTable};
@@ -364,7 +364,7 @@ impl ObjectStore {
     ) -> Result<u64, ObjectError> {
         let _guard = self.locks.write(&bucket.name, key.as_str()).await;
         let states = read_states(set, &bucket.name, key.as_str()).await;
-        if !matches!(agree_on_state(set, &states), Ok(Agreement::NotFound)) {
+        if !matches!(set.agree(&states), Ok(Agreement::NotFound)) {
             return Ok(0);
         }
         let mut purged = 0;
@@ -742,7 +742,7 @@ pub(super) async fn scan_keys(
 /// deployment-wide record. `id` tells a record from a later one of the same name; the highest
 /// `revision` of the agreed record is its latest change.
 pub(crate) trait Revisioned:
-    serde::Serialize + serde::de::DeserializeOwned + Clone + Send + Sync
+    serde::Serialize + serde::de::DeserializeOwned + crate::erasure::Replica + Send + Sync
 {
     fn id(&self) -> &str;
     fn revision(&self) -> u64;
@@ -776,7 +776,7 @@ pub(crate) async fn heal_revisioned<T: Revisioned>(
         .collect();
     let online: Vec<bool> = answers.iter().map(reachable).collect();
     let mut report = HealReport::default();
-    let agreed = match super::agree_on_revision(set, answers) {
+    let agreed = match set.agree(&answers) {
         Ok(agreed) => agreed,
         Err(_) => {
             tracing::warn!(record = %String::from_utf8_lossy(name), "heal: drives do not agree on this record; left as it is");

@@ -10,7 +10,7 @@ use std::ops::Bound;
 
 use super::heal::{commit_healed, heal_data, reachable, scan_keys, HealReport, StoredData};
 use super::record::{self, parts_prefix, BucketRecord, PartInfo, PartRecord, UploadRecord};
-use super::{agree, Agreement, BucketName, HealDepth, ObjectError, ObjectKey, ObjectStore};
+use super::{Agreement, BucketName, HealDepth, ObjectError, ObjectKey, ObjectStore};
 use crate::erasure::{ErasureError, ErasureSet};
 use crate::storage::{DriveError, MetaOp, MetaTable};
 
@@ -84,18 +84,18 @@ async fn heal_upload(
         .collect();
     let online: Vec<bool> = answers.iter().map(reachable).collect();
     let held: Vec<bool> = answers.iter().map(|a| matches!(a, Ok(Some(_)))).collect();
-    let upload = match agree(set, answers, |u: &UploadRecord| u.data_id) {
+    let upload = match set.agree(&answers) {
         Ok(Agreement::Found { value, holders }) => (value, holders),
         Ok(Agreement::NotFound) => {
             report.stale_purged = purge_upload(set, upload_id, db_key, &held).await;
             return Ok(report);
         }
-        Err(ObjectError::Erasure(ErasureError::ReadQuorum)) => {
+        Err(ErasureError::ReadQuorum) => {
             tracing::warn!(bucket = %bucket.name, key = %key, upload_id, "heal: drives do not agree on this upload; left as it is");
             report.unresolved = 1;
             return Ok(report);
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let (upload, upload_holders) = upload;
 
@@ -136,7 +136,7 @@ async fn heal_upload(
             })
             .collect();
         let holding: Vec<bool> = answers.iter().map(|a| matches!(a, Ok(Some(_)))).collect();
-        match agree(set, answers, |p: &PartRecord| p.info.file.clone()) {
+        match set.agree(&answers) {
             Ok(Agreement::Found { value, holders }) => parts.push((value, holders)),
             Ok(Agreement::NotFound) => stale_parts.push((number, holding)),
             Err(_) => {

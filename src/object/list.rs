@@ -18,7 +18,7 @@ use futures::future::{join_all, BoxFuture};
 
 use super::record::{self, object_key, ObjectRecord, VersionsRecord};
 use super::version::{agree_on_version, DriveRecords};
-use super::versioning::{agree_on_state, DriveStates};
+use super::versioning::DriveStates;
 use super::{Agreement, BucketName, ObjectError, ObjectStore};
 use crate::erasure::{ErasureError, ErasureSet};
 use crate::storage::{rolled_up_len, DriveError, MetaTable};
@@ -113,7 +113,7 @@ impl Listed for ObjectRecord {
 impl Listed for VersionsRecord {
     const TABLE: MetaTable = MetaTable::Versions;
     fn agree(set: &ErasureSet, copies: DriveStates) -> Option<Self> {
-        match agree_on_state(set, &copies) {
+        match set.agree(&copies) {
             Ok(Agreement::Found { value, .. }) => Some(value),
             _ => None,
         }

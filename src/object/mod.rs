@@ -6,6 +6,8 @@
 mod bucket;
 pub mod checksum;
 mod commit;
+#[cfg(test)]
+mod drive_calls_tests;
 mod hashing;
 mod heal;
 mod heal_uploads;
@@ -18,6 +20,7 @@ mod multipart;
 mod names;
 mod objects;
 mod record;
+mod replicas;
 mod span;
 mod system;
 pub mod tier;
@@ -34,8 +37,8 @@ use siphasher::sip::SipHasher24;
 use std::hash::Hasher;
 use thiserror::Error;
 
-use crate::erasure::{ErasureError, ErasureSet};
-use crate::storage::{DriveError, MetaTable};
+use crate::erasure::{Agreement, ErasureError, ErasureSet, Replica};
+use crate::storage::MetaTable;
 
 pub use checksum::{ChecksumAlgorithm, ChecksumType};
 pub use hashing::ExpectedChecksum;
@@ -125,11 +128,20 @@ pub enum ObjectError {
     #[error("the record changed under a concurrent writer")]
     Conflict,
     #[error(transparent)]
-    Erasure(#[from] ErasureError),
+    Erasure(ErasureError),
     #[error(transparent)]
     Tier(#[from] TierError),
     #[error("internal: {0}")]
     Internal(String),
+}
+
+impl From<ErasureError> for ObjectError {
+    fn from(e: ErasureError) -> Self {
+        match e {
+            ErasureError::Conflict => ObjectError::Conflict,
+            e => ObjectError::Erasure(e),
+        }
+    }
 }
 
 /// The object store: every erasure set of the deployment.
@@ -184,128 +196,22 @@ impl ObjectStore {
     }
 }
 
-/// What the drives of a set said about one record.
-pub(crate) enum Agreement<T> {
-    /// A read quorum agrees on this value; `holders[i]` says whether drive `i` has it.
-    Found { value: T, holders: Vec<bool> },
-    /// Enough drives answered "not found" that the record cannot exist.
-    NotFound,
-}
-
-/// Reduces per-drive answers about one record to what a read quorum agrees on. Records are
-/// compared by `identity`; an absent record needs more definite "not found" answers than the
-/// drives a committed write may have missed.
-pub(crate) fn agree<T, I: PartialEq>(
-    set: &ErasureSet,
-    answers: Vec<Result<Option<T>, DriveError>>,
-    identity: impl Fn(&T) -> I,
-) -> Result<Agreement<T>, ObjectError> {
-    let n = answers.len();
-    let not_found = answers.iter().filter(|a| matches!(a, Ok(None))).count();
-    let values: Vec<Option<T>> = answers.into_iter().map(|a| a.ok().flatten()).collect();
-    let mut best: Option<(usize, usize)> = None; // (index, votes)
-    for (i, value) in values.iter().enumerate() {
-        let Some(value) = value else { continue };
-        let id = identity(value);
-        let votes = values
-            .iter()
-            .filter(|v| v.as_ref().is_some_and(|v| identity(v) == id))
-            .count();
-        if best.is_none_or(|(_, b)| votes > b) {
-            best = Some((i, votes));
-        }
-    }
-    if let Some((index, votes)) = best {
-        if votes >= set.read_quorum() {
-            let id = identity(values[index].as_ref().expect("best is present"));
-            let holders = values
-                .iter()
-                .map(|v| v.as_ref().is_some_and(|v| identity(v) == id))
-                .collect();
-            let mut values = values;
-            let value = values.swap_remove(index).expect("best is present");
-            return Ok(Agreement::Found { value, holders });
-        }
-    }
-    if not_found > n - set.read_quorum() {
-        return Ok(Agreement::NotFound);
-    }
-    Err(ErasureError::ReadQuorum.into())
-}
-
-/// Agreement on a replicated record changed in place (a bucket, a user, a policy): the
-/// record a read quorum agrees on (by id), at the newest revision that may have been
-/// acknowledged: held at that revision or a later one by a write quorum of drives, counting
-/// those that did not answer. A change that failed, and that a drive kept because its undo
-/// did not reach it, is never read back.
-pub(crate) fn agree_on_revision<T: heal::Revisioned>(
-    set: &ErasureSet,
-    answers: Vec<Result<Option<T>, DriveError>>,
-) -> Result<Agreement<T>, ObjectError> {
-    let unanswered = answers.iter().filter(|a| a.is_err()).count();
-    let held: Vec<Option<T>> = answers
-        .iter()
-        .map(|a| a.as_ref().ok().cloned().flatten())
-        .collect();
-    let (agreed, holders) = match agree(set, answers, |r: &T| r.id().to_string())? {
-        Agreement::Found { value, holders } => (value, holders),
-        Agreement::NotFound => return Ok(Agreement::NotFound),
-    };
-    let copies: Vec<&T> = held
-        .iter()
-        .flatten()
-        .filter(|r| r.id() == agreed.id())
-        .collect();
-    let at_least = |revision: u64| copies.iter().filter(|r| r.revision() >= revision).count();
-    // The oldest copy qualifies (a read quorum holds the id), so there is always one.
-    let value = (copies.iter())
-        .filter(|r| at_least(r.revision()) + unanswered >= set.write_quorum())
-        .max_by_key(|r| r.revision())
-        .map(|r| (*r).clone())
-        .unwrap_or(agreed);
-    Ok(Agreement::Found { value, holders })
-}
-
 /// Reads and decodes one record from every drive of a set and reduces the answers.
-pub(crate) async fn read_agreed<T, I: PartialEq>(
+pub(crate) async fn read_agreed<T>(
     set: &ErasureSet,
     table: MetaTable,
     key: &[u8],
-    identity: impl Fn(&T) -> I,
 ) -> Result<Agreement<T>, ObjectError>
 where
-    T: serde::de::DeserializeOwned,
+    T: Replica + serde::de::DeserializeOwned,
 {
-    let answers = set
+    let answers: Vec<_> = set
         .meta_get_all(table, key)
         .await
         .into_iter()
         .map(|a| a.map(|v| v.and_then(|bytes| record::decode::<T>(&bytes).ok())))
         .collect();
-    agree(set, answers, identity)
-}
-
-/// Fails with the write-quorum error unless enough drives succeeded.
-pub(crate) fn require_write_quorum<T>(
-    set: &ErasureSet,
-    results: &[Result<T, DriveError>],
-) -> Result<(), ObjectError> {
-    let ok = crate::erasure::quorum::count_ok(results);
-    if ok >= set.write_quorum() {
-        return Ok(());
-    }
-    let full = results
-        .iter()
-        .filter(|r| matches!(r, Err(DriveError::Full)))
-        .count();
-    if full > set.drives().len() - set.write_quorum() {
-        return Err(ErasureError::DriveFull.into());
-    }
-    Err(ErasureError::WriteQuorum {
-        ok,
-        needed: set.write_quorum(),
-    }
-    .into())
+    Ok(set.agree(&answers)?)
 }
 
 /// Attempts after the first at a read-decide-commit step that lost a race.

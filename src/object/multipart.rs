@@ -25,8 +25,7 @@ use super::record::{
 use super::version::{agree_on_version, read_records};
 use super::versioning::key_versions;
 use super::{
-    now_ms, read_agreed, require_write_quorum, Agreement, BucketName, ObjectError, ObjectKey,
-    ObjectStore, PutOptions,
+    now_ms, read_agreed, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, PutOptions,
 };
 use crate::body::ByteStream;
 use crate::erasure::{Encoded, ErasureError, ErasureSet};
@@ -145,7 +144,7 @@ impl ObjectStore {
                 value: record::encode(&record),
             }])
             .await;
-        require_write_quorum(set, &results)?;
+        set.require_write_quorum(&results)?;
         Ok((upload_id, record))
     }
 
@@ -169,11 +168,7 @@ impl ObjectStore {
         upload_id: &str,
     ) -> Result<UploadRecord, ObjectError> {
         let db_key = upload_key(bucket.as_str(), key.as_str(), upload_id);
-        match read_agreed(set, MetaTable::Uploads, &db_key, |u: &UploadRecord| {
-            u.data_id
-        })
-        .await?
-        {
+        match read_agreed::<UploadRecord>(set, MetaTable::Uploads, &db_key).await? {
             Agreement::Found { value, .. } => Ok(value),
             Agreement::NotFound => Err(ObjectError::NoSuchUpload),
         }
@@ -567,7 +562,7 @@ impl ObjectStore {
                 },
             ])
             .await;
-        require_write_quorum(set, &results)?;
+        set.require_write_quorum(&results)?;
         set.delete_data_dir(&DataDir {
             bucket_id: bucket_record.id,
             data_id: upload.data_id,

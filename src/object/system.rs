@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::commit::{commit_everywhere, revision_basis};
 use super::record;
-use super::{agree_on_revision, retry_conflicts, Agreement, ObjectError, ObjectStore};
+use super::{retry_conflicts, ObjectError, ObjectStore};
 use crate::erasure::ErasureSet;
 use crate::storage::{DriveError, MetaOp, MetaTable};
 
@@ -26,7 +26,7 @@ const LOCK_NAMESPACE: &str = "_system";
 
 /// One deployment-wide record as stored on a drive.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct SystemRecord {
+pub(crate) struct SystemRecord {
     /// Random, fixed at creation.
     id: String,
     /// Bumped by every change.
@@ -158,15 +158,12 @@ impl ObjectStore {
     }
 }
 
-/// The record a read quorum agrees on (see [`agree_on_revision`]).
+/// The record a read quorum agrees on.
 fn newest_agreed(
     set: &ErasureSet,
     answers: Vec<Result<Option<SystemRecord>, DriveError>>,
 ) -> Result<Option<SystemRecord>, ObjectError> {
-    match agree_on_revision(set, answers)? {
-        Agreement::Found { value, .. } => Ok(Some(value)),
-        Agreement::NotFound => Ok(None),
-    }
+    Ok(set.agree(&answers)?.found())
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 
 use super::record::{self, object_key, ObjectRecord};
 use super::{Agreement, ObjectError};
-use crate::erasure::{ErasureError, ErasureSet};
+use crate::erasure::ErasureSet;
 use crate::storage::{DriveError, MetaTable};
 
 /// Each drive's record of a key, decoded.
@@ -33,73 +33,22 @@ pub(crate) async fn read_records(set: &ErasureSet, bucket: &str, key: &str) -> D
         .collect()
 }
 
-/// The newest version held by a read quorum of drives, with the drives that hold it.
+/// The version of a key the drives agree on (see [`crate::erasure::agreement`]), with the
+/// drives that hold its data: any revision of it shares the shards.
 pub(crate) fn agree_on_version(
     set: &ErasureSet,
     records: &DriveRecords,
 ) -> Result<Agreement<ObjectRecord>, ObjectError> {
-    // Drives that hold a version's data: any revision of it shares the shards.
-    let data_holders = |version: &ObjectRecord| -> Vec<bool> {
-        records
-            .iter()
-            .map(|r| match r {
-                Ok(Some(record)) => record
-                    .with_superseded()
-                    .any(|v| v.data_id == version.data_id),
-                _ => false,
-            })
-            .collect()
-    };
-    let held_by = |version: &ObjectRecord| {
-        records
-            .iter()
-            .filter(|r| matches!(r, Ok(Some(record)) if record.with_superseded().any(|v| v.same_version(version))))
-            .count()
-    };
-    let current_on = |version: &ObjectRecord| {
-        records
-            .iter()
-            .filter(|r| matches!(r, Ok(Some(record)) if record.same_version(version)))
-            .count()
-    };
-    // Of the versions a read quorum holds, the one current on most drives: a version that
-    // replaced another is current where the other is only superseded. Commit order, not
-    // clocks, decides, since two writers may take their timestamps in either order.
-    let chosen = records
-        .iter()
-        .filter_map(|r| r.as_ref().ok().and_then(Option::as_ref))
-        .flat_map(ObjectRecord::with_superseded)
-        .filter(|v| held_by(v) >= set.read_quorum())
-        .max_by_key(|v| (current_on(v), v.modified_ms, v.revision, v.data_id));
-    if let Some(version) = chosen {
-        // Never back in time: a version current elsewhere that the chosen one did not
-        // replace may be newer, and may have been acknowledged if, with the drives that did
-        // not answer, it reaches a write quorum. Then nothing can be answered.
-        let replaced_by_chosen = |other: &ObjectRecord| {
-            records.iter().any(|r| {
-                matches!(r, Ok(Some(record)) if record.same_version(version)
-                    && record.superseded.as_deref().is_some_and(|s| s.same_version(other)))
-            })
-        };
-        let unanswered = records.iter().filter(|r| r.is_err()).count();
-        let newer_may_win = records
-            .iter()
-            .filter_map(|r| r.as_ref().ok().and_then(Option::as_ref))
-            .filter(|current| !current.same_version(version) && !replaced_by_chosen(current))
-            .any(|current| current_on(current) + unanswered >= set.write_quorum());
-        if newer_may_win {
-            return Err(ErasureError::ReadQuorum.into());
+    Ok(match set.agree(records)? {
+        Agreement::Found { value, .. } => {
+            let holders = records
+                .iter()
+                .map(|r| matches!(r, Ok(Some(record)) if record.with_superseded().any(|v| v.data_id == value.data_id)))
+                .collect();
+            Agreement::Found { value, holders }
         }
-        let mut value = version.clone();
-        value.superseded = None;
-        let holders = data_holders(&value);
-        return Ok(Agreement::Found { value, holders });
-    }
-    let not_found = records.iter().filter(|r| matches!(r, Ok(None))).count();
-    if not_found > records.len() - set.read_quorum() {
-        return Ok(Agreement::NotFound);
-    }
-    Err(ErasureError::ReadQuorum.into())
+        Agreement::NotFound => Agreement::NotFound,
+    })
 }
 
 /// The versions, other than `keep`, that drives held as current or superseded: their data
@@ -126,6 +75,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::erasure::ErasureError;
     use crate::storage::{Drive, OfflineDrive};
 
     fn set() -> ErasureSet {

@@ -22,7 +22,7 @@ use super::record::{
 };
 use super::version::{agree_on_version, held_for_commit, read_records, DriveRecords};
 use super::{now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
-use crate::erasure::{ErasureError, ErasureSet};
+use crate::erasure::ErasureSet;
 use crate::storage::{DriveError, MetaOp, MetaTable};
 
 /// Each drive's versions record of a key, decoded.
@@ -45,59 +45,6 @@ pub(crate) async fn read_states(set: &ErasureSet, bucket: &str, key: &str) -> Dr
         .into_iter()
         .map(|answer| answer.map(|bytes| bytes.and_then(|b| record::decode(&b).ok())))
         .collect()
-}
-
-/// The newest state held by a read quorum of drives (the rules of `agree_on_version`).
-pub(crate) fn agree_on_state(
-    set: &ErasureSet,
-    states: &DriveStates,
-) -> Result<Agreement<VersionsRecord>, ObjectError> {
-    let held = |state: &VersionsRecord, current_only: bool| {
-        states
-            .iter()
-            .filter(|r| match r {
-                Ok(Some(record)) if current_only => record.state == state.state,
-                Ok(Some(record)) => record.with_superseded().any(|s| s.state == state.state),
-                _ => false,
-            })
-            .count()
-    };
-    let chosen = states
-        .iter()
-        .filter_map(|r| r.as_ref().ok().and_then(Option::as_ref))
-        .flat_map(VersionsRecord::with_superseded)
-        .filter(|s| held(s, false) >= set.read_quorum())
-        .max_by_key(|s| (held(s, true), s.state));
-    if let Some(state) = chosen {
-        // Never back in time (see `agree_on_version`).
-        let replaced_by_chosen = |other: &VersionsRecord| {
-            states.iter().any(|r| {
-                matches!(r, Ok(Some(record)) if record.state == state.state
-                    && record.superseded.as_deref().is_some_and(|s| s.state == other.state))
-            })
-        };
-        let unanswered = states.iter().filter(|r| r.is_err()).count();
-        let newer_may_win = states
-            .iter()
-            .filter_map(|r| r.as_ref().ok().and_then(Option::as_ref))
-            .filter(|current| current.state != state.state && !replaced_by_chosen(current))
-            .any(|current| held(current, true) + unanswered >= set.write_quorum());
-        if newer_may_win {
-            return Err(ErasureError::ReadQuorum.into());
-        }
-        let mut value = state.clone();
-        value.superseded = None;
-        let holders = states
-            .iter()
-            .map(|r| matches!(r, Ok(Some(record)) if record.with_superseded().any(|s| s.state == value.state)))
-            .collect();
-        return Ok(Agreement::Found { value, holders });
-    }
-    let not_found = states.iter().filter(|r| matches!(r, Ok(None))).count();
-    if not_found > states.len() - set.read_quorum() {
-        return Ok(Agreement::NotFound);
-    }
-    Err(ErasureError::ReadQuorum.into())
 }
 
 /// A key's versions as its set agrees on them, with what each drive holds.
@@ -149,7 +96,7 @@ pub(crate) async fn key_versions(
         Ok(Agreement::NotFound) => None,
         Err(e) => return Err(e),
     };
-    let state = match agree_on_state(set, &states)? {
+    let state = match set.agree(&states)? {
         Agreement::Found { value, .. } => Some(value),
         Agreement::NotFound => None,
     };

@@ -78,8 +78,14 @@ impl CrashController {
         self.power.calls.load(Ordering::SeqCst)
     }
 
+    /// Drive calls since the last reset or crash, by kind.
+    pub fn calls_by_kind(&self) -> std::collections::BTreeMap<String, u64> {
+        self.power.by_kind.lock().expect("not poisoned").clone()
+    }
+
     pub fn reset_calls(&self) {
         self.power.calls.store(0, Ordering::SeqCst);
+        self.power.by_kind.lock().expect("not poisoned").clear();
     }
 
     /// Cuts the power after `calls` more drive calls: call `calls + 1` is cut midway, every
@@ -149,6 +155,8 @@ struct Power {
     boot: AtomicU64,
     /// The call that was in flight at the cut.
     cut_call: Mutex<Option<String>>,
+    /// Calls so far by kind (`meta_get`, `write`, ...), to count what a request costs.
+    by_kind: Mutex<std::collections::BTreeMap<String, u64>>,
 }
 
 impl Default for Power {
@@ -158,6 +166,7 @@ impl Default for Power {
             cut_after: AtomicU64::new(u64::MAX),
             boot: AtomicU64::new(0),
             cut_call: Mutex::new(None),
+            by_kind: Mutex::default(),
         }
     }
 }
@@ -176,6 +185,9 @@ enum Fate {
 impl Power {
     fn enter(&self, drive: &str, call: &str, boot: u64) -> Fate {
         let number = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        *(self.by_kind.lock().expect("not poisoned"))
+            .entry(call.to_string())
+            .or_default() += 1;
         if boot != self.boot.load(Ordering::SeqCst) {
             return Fate::Dead;
         }

@@ -1,0 +1,58 @@
+//! What a small request costs in drive calls, counted through the simulated drives: the
+//! figures the README quotes, and a ceiling so that a change that adds round trips fails.
+
+use bytes::Bytes;
+use futures::StreamExt;
+
+use super::{BucketName, GetOptions, ObjectKey, ObjectStore, PutOptions};
+use crate::erasure::ErasureSet;
+use crate::storage::sim::CrashController;
+
+const SMALL: usize = 4 << 10;
+
+fn body(data: Bytes) -> crate::body::ByteStream {
+    Box::pin(futures::stream::iter([Ok(data)]))
+}
+
+#[tokio::test]
+async fn a_small_put_and_get_cost_few_drive_calls() {
+    let sim = CrashController::new(9);
+    let set = ErasureSet::new(0, sim.drives(), 3, 1 << 20).unwrap();
+    let store = ObjectStore::new(vec![set], "calls");
+    let bucket = BucketName::parse("calls").unwrap();
+    store.create_bucket(&bucket).await.unwrap();
+    let key = ObjectKey::parse("label.txt").unwrap();
+    let data = Bytes::from(vec![7u8; SMALL]);
+    // The key exists already: an overwrite is the common case (and the costlier one).
+    store
+        .put_object(&bucket, &key, body(data.clone()), PutOptions::default())
+        .await
+        .unwrap();
+
+    sim.reset_calls();
+    store
+        .put_object(&bucket, &key, body(data.clone()), PutOptions::default())
+        .await
+        .unwrap();
+    let put = sim.calls();
+    let put_kinds = sim.calls_by_kind();
+
+    sim.reset_calls();
+    let got = store
+        .get_object(&bucket, &key, GetOptions::default())
+        .await
+        .unwrap();
+    let mut read = Vec::new();
+    let mut stream = got.body;
+    while let Some(piece) = stream.next().await {
+        read.extend_from_slice(&piece.unwrap());
+    }
+    assert_eq!(read, data);
+    let get = sim.calls();
+    let get_kinds = sim.calls_by_kind();
+
+    println!("small PUT: {put} drive calls {put_kinds:?}");
+    println!("small GET: {get} drive calls {get_kinds:?}");
+    assert!(put <= 45, "small PUT: {put} drive calls {put_kinds:?}");
+    assert!(get <= 27, "small GET: {get} drive calls {get_kinds:?}");
+}
