@@ -48,29 +48,34 @@ pub async fn template(store: &ObjectStore, buckets: &[&str]) -> ObjectRecord {
         .put_object(&bucket(TEMPLATE_BUCKET), &key, empty, PutOptions::default())
         .await
         .expect("PUT of the template");
-    let drive = &store.sets()[0].drives()[0];
-    let stored = drive
-        .meta_get(
+    let set = &store.sets()[0];
+    let first_drive = |answers: Vec<Result<Option<Vec<u8>>, _>>| answers.into_iter().next();
+    let stored = first_drive(
+        set.meta_get_all(
             MetaTable::Objects,
-            object_key(TEMPLATE_BUCKET, TEMPLATE_KEY),
+            &object_key(TEMPLATE_BUCKET, TEMPLATE_KEY),
         )
-        .await
-        .expect("drive answers")
-        .expect("the object key layout matches the store's");
+        .await,
+    )
+    .expect("a drive")
+    .expect("drive answers")
+    .expect("the object key layout matches the store's");
     let record: ObjectRecord = rmp_serde::from_slice(&stored[1..]).expect("record decodes");
     assert!(
         encode(&record) == stored,
         "the record encoding changed: update encode() in benches/common/fill.rs"
     );
     assert!(record.inline && record.size == 0 && record.superseded.is_none());
-    let chunk = drive
-        .meta_get(
+    let chunk = first_drive(
+        set.meta_get_all(
             MetaTable::Inline,
-            inline_key(TEMPLATE_BUCKET, TEMPLATE_KEY, record.data_id),
+            &inline_key(TEMPLATE_BUCKET, TEMPLATE_KEY, record.data_id),
         )
-        .await
-        .expect("drive answers")
-        .expect("the inline key layout matches the store's");
+        .await,
+    )
+    .expect("a drive")
+    .expect("drive answers")
+    .expect("the inline key layout matches the store's");
     assert!(chunk.is_empty(), "an empty object has empty inline chunks");
     record
 }
@@ -84,7 +89,7 @@ pub async fn fill(
     count: usize,
     key: impl Fn(usize) -> String,
 ) {
-    let drives = store.sets()[0].drives();
+    let set = &store.sets()[0];
     let mut start = 0;
     while start < count {
         let end = (start + FILL_BATCH).min(count);
@@ -106,8 +111,7 @@ pub async fn fill(
                 value: encode(&record),
             });
         }
-        let applied = futures::future::join_all(drives.iter().map(|d| d.meta_apply(ops.clone())));
-        for result in applied.await {
+        for result in set.meta_apply_all(ops).await {
             result.expect("fill transaction");
         }
         start = end;

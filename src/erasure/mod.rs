@@ -9,6 +9,7 @@ mod bitrot;
 mod codec;
 pub mod commit;
 mod heal;
+mod one_drive;
 pub mod quorum;
 mod read;
 mod write;
@@ -20,11 +21,16 @@ use futures::future::join_all;
 use thiserror::Error;
 use uuid::Uuid;
 
-use crate::storage::{DataDir, Drive, DriveError, MetaOp, MetaTable};
+use crate::storage::Drive;
+
+/// What a set stores, in its drives' terms: the layers above name records, data folders and
+/// per-drive outcomes with these, and reach the drives only through the set.
+pub use crate::storage::{rolled_up_len, DataDir, DriveError, MetaOp, MetaTable};
 
 pub use agreement::{Agreement, Replica};
 pub use bitrot::CHECKSUM_LEN;
 pub use codec::Codec;
+pub use one_drive::ScanPage;
 pub use read::{PartReader, ShardSource};
 pub use write::{Encoded, WriteOutcome};
 
@@ -82,10 +88,6 @@ impl ErasureSet {
 
     pub fn index(&self) -> usize {
         self.index
-    }
-
-    pub fn drives(&self) -> &[Arc<dyn Drive>] {
-        &self.drives
     }
 
     /// How many drives the set has.

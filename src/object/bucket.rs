@@ -8,7 +8,7 @@ use super::{
     now_ms, read_agreed, retry_conflicts, Agreement, BucketName, ListQuery, ObjectError,
     ObjectStore,
 };
-use crate::storage::{MetaOp, MetaTable};
+use crate::erasure::{MetaOp, MetaTable};
 
 impl ObjectStore {
     pub async fn create_bucket(&self, name: &BucketName) -> Result<BucketRecord, ObjectError> {
@@ -124,7 +124,7 @@ impl ObjectStore {
                         .iter()
                         .find(|(k, _)| *k == name)
                         .and_then(|(_, v)| record::decode::<BucketRecord>(v).ok())),
-                    Err(_) => Err(crate::storage::DriveError::Offline(String::new())),
+                    Err(_) => Err(crate::erasure::DriveError::Offline(String::new())),
                 })
                 .collect();
             if let Agreement::Found { value, .. } = set.agree(&answers)? {

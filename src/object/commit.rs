@@ -13,7 +13,7 @@ use super::versioning::DriveStates;
 use super::ObjectError;
 use crate::erasure::commit::{Basis, Previous};
 use crate::erasure::ErasureSet;
-use crate::storage::{MetaOp, MetaTable};
+use crate::erasure::{MetaOp, MetaTable};
 
 pub(crate) use crate::erasure::commit::ANY_BASIS;
 

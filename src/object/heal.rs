@@ -21,8 +21,8 @@ use super::record::{
 use super::version::{agree_on_version, read_records};
 use super::versioning::{key_versions, read_states};
 use super::{Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
+use crate::erasure::{DataDir, MetaOp, MetaTable};
 use crate::erasure::{ErasureError, ErasureSet, ShardSource};
-use crate::storage::{DataDir, MetaOp, MetaTable};
 
 /// How hard to look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -370,11 +370,14 @@ impl ObjectStore {
         let mut purged = 0;
         for (i, held) in states.iter().enumerate() {
             let Ok(Some(_)) = held else { continue };
-            let removed = set.drives()[i]
-                .meta_apply(vec![MetaOp::Delete {
-                    table: MetaTable::Versions,
-                    key: object_key(&bucket.name, key.as_str()),
-                }])
+            let removed = set
+                .meta_apply_on(
+                    i,
+                    vec![MetaOp::Delete {
+                        table: MetaTable::Versions,
+                        key: object_key(&bucket.name, key.as_str()),
+                    }],
+                )
                 .await;
             purged += u64::from(removed.is_ok());
         }
@@ -399,16 +402,18 @@ impl ObjectStore {
         let mut purged = 0;
         for (i, held) in records.iter().enumerate() {
             let Ok(Some(stale)) = held else { continue };
-            let drive = &set.drives()[i];
-            let removed = drive
-                .meta_apply(vec![MetaOp::Delete {
-                    table: MetaTable::Objects,
-                    key: object_key(&bucket.name, key.as_str()),
-                }])
+            let removed = set
+                .meta_apply_on(
+                    i,
+                    vec![MetaOp::Delete {
+                        table: MetaTable::Objects,
+                        key: object_key(&bucket.name, key.as_str()),
+                    }],
+                )
                 .await;
             if removed.is_ok() {
                 purged += 1;
-                tracing::info!(drive = drive.label(), bucket = %bucket.name, key = %key, "heal: removed the record of a deleted object");
+                tracing::info!(drive = set.drive_label(i), bucket = %bucket.name, key = %key, "heal: removed the record of a deleted object");
                 for version in stale.with_superseded() {
                     self.drop_version_on(set, i, bucket, key, version).await;
                 }
@@ -426,21 +431,19 @@ impl ObjectStore {
         key: &ObjectKey,
         version: &ObjectRecord,
     ) {
-        let drive = &set.drives()[index];
         let _ = if version.inline {
-            drive
-                .meta_apply(vec![MetaOp::Delete {
-                    table: MetaTable::Inline,
-                    key: inline_key(&bucket.name, key.as_str(), version.data_id),
-                }])
-                .await
+            let key = inline_key(&bucket.name, key.as_str(), version.data_id);
+            let delete = MetaOp::Delete {
+                table: MetaTable::Inline,
+                key,
+            };
+            set.meta_apply_on(index, vec![delete]).await
         } else {
-            drive
-                .delete_data_dir(&DataDir {
-                    bucket_id: bucket.id.clone(),
-                    data_id: version.data_id,
-                })
-                .await
+            let dir = DataDir {
+                bucket_id: bucket.id.clone(),
+                data_id: version.data_id,
+            };
+            set.delete_data_dir_on(index, &dir).await
         };
     }
 
@@ -652,7 +655,7 @@ pub(super) async fn commit_healed(
     healed: &[(Uuid, DataHeal)],
     records: Vec<MetaOp>,
 ) -> Vec<bool> {
-    let results = join_all(set.drives().iter().enumerate().map(|(i, drive)| {
+    let results = join_all((0..set.width()).map(|i| {
         let records = records.clone();
         async move {
             if !targets[i] {
@@ -664,7 +667,8 @@ pub(super) async fn commit_healed(
                     bucket_id: bucket.id.clone(),
                     data_id: *data_id,
                 };
-                if heal.rebuilt_on[i] && drive.commit_staged(heal.staging, &dir).await.is_err() {
+                if heal.rebuilt_on[i] && set.commit_staged_on(i, heal.staging, &dir).await.is_err()
+                {
                     return false;
                 }
                 if let Some(chunks) = &heal.inline_chunks {
@@ -675,7 +679,7 @@ pub(super) async fn commit_healed(
                     });
                 }
             }
-            drive.meta_apply(ops).await.is_ok()
+            set.meta_apply_on(i, ops).await.is_ok()
         }
     }))
     .await;
@@ -764,7 +768,7 @@ pub(crate) async fn heal_revisioned<T: Revisioned>(
     table: MetaTable,
     name: &[u8],
 ) -> Result<HealReport, ObjectError> {
-    let answers: Vec<Result<Option<T>, crate::storage::DriveError>> = set
+    let answers: Vec<Result<Option<T>, crate::erasure::DriveError>> = set
         .meta_get_all(table, name)
         .await
         .into_iter()
@@ -786,7 +790,7 @@ pub(crate) async fn heal_revisioned<T: Revisioned>(
     };
     match agreed {
         Agreement::Found { value: newest, .. } => {
-            for (i, drive) in set.drives().iter().enumerate() {
+            for i in 0..set.width() {
                 let up_to_date = held[i]
                     .as_ref()
                     .is_some_and(|r| r.id() == newest.id() && r.revision() == newest.revision());
@@ -796,18 +800,20 @@ pub(crate) async fn heal_revisioned<T: Revisioned>(
                         key: name.to_vec(),
                         value: record::encode(&newest),
                     };
-                    report.records_repaired += u64::from(drive.meta_apply(vec![put]).await.is_ok());
+                    report.records_repaired +=
+                        u64::from(set.meta_apply_on(i, vec![put]).await.is_ok());
                 }
             }
         }
         Agreement::NotFound => {
-            for (i, drive) in set.drives().iter().enumerate() {
-                if held[i].is_some() {
+            for (i, held) in held.iter().enumerate() {
+                if held.is_some() {
                     let delete = MetaOp::Delete {
                         table,
                         key: name.to_vec(),
                     };
-                    report.stale_purged += u64::from(drive.meta_apply(vec![delete]).await.is_ok());
+                    report.stale_purged +=
+                        u64::from(set.meta_apply_on(i, vec![delete]).await.is_ok());
                 }
             }
         }
@@ -817,8 +823,8 @@ pub(crate) async fn heal_revisioned<T: Revisioned>(
 
 /// Whether a drive answered for a record (holding it or not), or is unhealed: either way it
 /// is in service and takes what a heal writes. Only offline drives are left out.
-pub(super) fn reachable<T>(answer: &Result<T, crate::storage::DriveError>) -> bool {
-    matches!(answer, Ok(_) | Err(crate::storage::DriveError::Unhealed(_)))
+pub(super) fn reachable<T>(answer: &Result<T, crate::erasure::DriveError>) -> bool {
+    matches!(answer, Ok(_) | Err(crate::erasure::DriveError::Unhealed(_)))
 }
 
 impl ObjectStore {
@@ -829,7 +835,7 @@ impl ObjectStore {
     pub async fn collect_orphans(&self, older_than: SystemTime) -> Result<u64, ObjectError> {
         let mut deleted = 0;
         for set in &self.sets {
-            let listed = join_all(set.drives().iter().map(|d| d.list_data_dirs())).await;
+            let listed = set.list_data_dirs_all().await;
             if listed
                 .iter()
                 .all(|l| l.as_ref().map_or(true, Vec::is_empty))
@@ -840,11 +846,11 @@ impl ObjectStore {
                 // Without every drive's records, nothing can be called unreferenced.
                 continue;
             };
-            for (drive, dirs) in set.drives().iter().zip(listed) {
+            for (drive, dirs) in listed.into_iter().enumerate() {
                 for (dir, modified) in dirs.unwrap_or_default() {
                     let orphan = modified < older_than && !referenced.contains(&dir.data_id);
-                    if orphan && drive.delete_data_dir(&dir).await.is_ok() {
-                        tracing::info!(drive = drive.label(), data = %dir.data_id, "removed an orphaned data folder");
+                    if orphan && set.delete_data_dir_on(drive, &dir).await.is_ok() {
+                        tracing::info!(drive = set.drive_label(drive), data = %dir.data_id, "removed an orphaned data folder");
                         deleted += 1;
                     }
                 }
@@ -858,12 +864,12 @@ impl ObjectStore {
 /// uploads in progress); `None` unless every drive answered.
 async fn referenced_data(set: &ErasureSet) -> Option<HashSet<Uuid>> {
     let mut referenced = HashSet::new();
-    for drive in set.drives() {
+    for drive in 0..set.width() {
         for table in [MetaTable::Objects, MetaTable::Versions, MetaTable::Uploads] {
             let mut start = Bound::Unbounded;
             loop {
-                let page = drive
-                    .meta_scan(table, start, Vec::new(), SCAN_PAGE)
+                let page = set
+                    .meta_scan_on(drive, table, start, Vec::new(), None, SCAN_PAGE)
                     .await
                     .ok()?;
                 for (_, value) in &page {

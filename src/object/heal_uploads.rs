@@ -11,8 +11,8 @@ use std::ops::Bound;
 use super::heal::{commit_healed, heal_data, reachable, scan_keys, HealReport, StoredData};
 use super::record::{self, parts_prefix, BucketRecord, PartInfo, PartRecord, UploadRecord};
 use super::{Agreement, BucketName, HealDepth, ObjectError, ObjectKey, ObjectStore};
+use crate::erasure::{DriveError, MetaOp, MetaTable};
 use crate::erasure::{ErasureError, ErasureSet};
-use crate::storage::{DriveError, MetaOp, MetaTable};
 
 /// Parts an upload can have, plus one: a scan this long sees them all.
 const PARTS_SCAN: usize = 10_001;

@@ -20,8 +20,8 @@ use super::record::{self, object_key, ObjectRecord, VersionsRecord};
 use super::version::{agree_on_version, DriveRecords};
 use super::versioning::DriveStates;
 use super::{Agreement, BucketName, ObjectError, ObjectStore};
+use crate::erasure::{rolled_up_len, DriveError, MetaTable};
 use crate::erasure::{ErasureError, ErasureSet};
-use crate::storage::{rolled_up_len, DriveError, MetaTable};
 
 /// A byte that never occurs in UTF-8: appended to a prefix, it sorts after every key that
 /// starts with that prefix.
@@ -219,7 +219,7 @@ impl Scope<'_> {
 
 /// Drives of a set that a round reads first: a majority, and at least a read quorum.
 fn majority(set: &ErasureSet) -> usize {
-    (set.drives().len() / 2 + 1).max(set.read_quorum())
+    (set.width() / 2 + 1).max(set.read_quorum())
 }
 
 impl ObjectStore {
@@ -382,14 +382,14 @@ impl ObjectStore {
         // byte is the version `agree_on_version` picks (see `held_alike`): decode it once.
         for (i, copy) in copies.iter().enumerate() {
             let same = copies.iter().filter(|c| c.record == copy.record).count();
-            if 2 * same > set.drives().len() && same >= set.read_quorum() {
+            if 2 * same > set.width() && same >= set.read_quorum() {
                 if let Ok(record) = record::decode::<R>(copy.record) {
                     return Some(record).filter(Listed::visible);
                 }
                 break;
             }
             // Past the first half, no copy left can be held by a majority.
-            if 2 * (copies.len() - i) <= set.drives().len() {
+            if 2 * (copies.len() - i) <= set.width() {
                 break;
             }
         }
@@ -430,10 +430,10 @@ impl<R: Listed> Listing<'_, R> {
         let sets = &self.store.sets;
         let mut scans: Scans = sets
             .iter()
-            .map(|set| set.drives().iter().map(|_| None).collect())
+            .map(|set| (0..set.width()).map(|_| None).collect())
             .collect();
         let reads_first = |set: usize, drive: usize| {
-            let n = sets[set].drives().len();
+            let n = sets[set].width();
             (drive + n - self.first_drive % n) % n < majority(&sets[set])
         };
         self.read_drives(cursor, &mut scans, reads_first).await;
@@ -478,19 +478,10 @@ impl<R: Listed> Listing<'_, R> {
         }
         let (scope, batch) = (self.scope, self.batch);
         let answers = join_all(to_read.iter().map(|&(set, drive)| {
-            let drive = &self.store.sets[set].drives()[drive];
+            let set = &self.store.sets[set];
             let (start, prefix) = (cursor.clone(), scope.scan_prefix.clone());
-            async move {
-                match scope.delimiter {
-                    Some(d) => {
-                        let delimiter = d.to_vec();
-                        drive
-                            .meta_scan_delimited(R::TABLE, start, prefix, delimiter, batch)
-                            .await
-                    }
-                    None => drive.meta_scan(R::TABLE, start, prefix, batch).await,
-                }
-            }
+            let delimiter = scope.delimiter.map(<[u8]>::to_vec);
+            set.meta_scan_on(drive, R::TABLE, start, prefix, delimiter, batch)
         }))
         .await;
         for ((set, drive), answer) in to_read.into_iter().zip(answers) {

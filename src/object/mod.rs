@@ -37,8 +37,8 @@ use siphasher::sip::SipHasher24;
 use std::hash::Hasher;
 use thiserror::Error;
 
+use crate::erasure::MetaTable;
 use crate::erasure::{Agreement, ErasureError, ErasureSet, Replica};
-use crate::storage::MetaTable;
 
 pub use checksum::{ChecksumAlgorithm, ChecksumType};
 pub use hashing::ExpectedChecksum;

@@ -28,8 +28,8 @@ use super::{
     now_ms, read_agreed, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, PutOptions,
 };
 use crate::body::ByteStream;
+use crate::erasure::{DataDir, MetaOp, MetaTable};
 use crate::erasure::{Encoded, ErasureError, ErasureSet};
-use crate::storage::{DataDir, MetaOp, MetaTable};
 
 /// Smallest size of every part but the last.
 pub const MIN_PART_SIZE: u64 = 5 << 20;
@@ -283,7 +283,7 @@ impl ObjectStore {
             value: record::encode(&part),
         }];
         // Only the drives holding the part's shards take its record.
-        let batches = (0..set.drives().len())
+        let batches = (0..set.width())
             .map(|i| match &data_holders {
                 Some(holders) if !holders[i] => None,
                 _ => Some(ops.clone()),

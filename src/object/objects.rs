@@ -22,8 +22,8 @@ use super::{
     INLINE_LIMIT,
 };
 use crate::body::ByteStream;
+use crate::erasure::{DataDir, MetaOp, MetaTable};
 use crate::erasure::{Encoded, ErasureError, ErasureSet, ShardSource, WriteOutcome};
-use crate::storage::{DataDir, MetaOp, MetaTable};
 
 /// What a PUT stores beside the data.
 #[derive(Debug, Default, Clone)]

@@ -19,7 +19,7 @@ use super::commit::{commit_everywhere, revision_basis};
 use super::record;
 use super::{retry_conflicts, ObjectError, ObjectStore};
 use crate::erasure::ErasureSet;
-use crate::storage::{DriveError, MetaOp, MetaTable};
+use crate::erasure::{DriveError, MetaOp, MetaTable};
 
 /// The lock namespace of system records: never a bucket name (`_` is not allowed in one).
 const LOCK_NAMESPACE: &str = "_system";

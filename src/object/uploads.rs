@@ -9,7 +9,7 @@ use futures::future::join_all;
 use super::record::{self, object_key, UploadRecord};
 use super::{now_ms, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::erasure::ErasureError;
-use crate::storage::MetaTable;
+use crate::erasure::MetaTable;
 
 /// Most uploads one listing or cleanup pass reads per drive. In-progress uploads are few
 /// next to objects; a bucket with more lists the first ones only.

@@ -8,7 +8,7 @@
 use super::record::{self, object_key, ObjectRecord};
 use super::{Agreement, ObjectError};
 use crate::erasure::ErasureSet;
-use crate::storage::{DriveError, MetaTable};
+use crate::erasure::{DriveError, MetaTable};
 
 /// Each drive's record of a key, decoded.
 pub(crate) type DriveRecords = Vec<Result<Option<ObjectRecord>, DriveError>>;

@@ -23,7 +23,7 @@ use super::record::{
 use super::version::{agree_on_version, held_for_commit, read_records, DriveRecords};
 use super::{now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::erasure::ErasureSet;
-use crate::storage::{DriveError, MetaOp, MetaTable};
+use crate::erasure::{DriveError, MetaOp, MetaTable};
 
 /// Each drive's versions record of a key, decoded.
 pub(crate) type DriveStates = Vec<Result<Option<VersionsRecord>, DriveError>>;
