@@ -3,7 +3,8 @@
 //! - redb's two-phase commit (on in every drive since it guards against a partial commit
 //!   being taken for whole after a crash) against a one-phase commit of the same
 //!   transaction: one small record, as a small PUT commits on each drive, and 25,000
-//!   records, as the listing bench's fill commits them;
+//!   records, as the listing bench's fill commits them; and a fill of a million keys into
+//!   an empty database in such transactions, from start to end;
 //! - the fsync of an existing folder, which placing shard files now pays for each of the
 //!   three folders above a version's data folder (a concurrent writer may have created one
 //!   and not synced it yet), beside a one-phase small commit.
@@ -27,6 +28,9 @@ const SMALL: usize = 100;
 /// Large commits per round and variant, and records in each.
 const LARGE: usize = 2;
 const LARGE_RECORDS: usize = 25_000;
+/// Keys of a fill, and fills per variant (alternating).
+const FILL_KEYS: usize = 1_000_000;
+const FILLS: usize = 3;
 
 /// Commits `records` records of a few hundred bytes in one transaction; milliseconds.
 fn commit(db: &Database, two_phase: bool, first: usize, records: usize) -> f64 {
@@ -45,6 +49,17 @@ fn commit(db: &Database, two_phase: bool, first: usize, records: usize) -> f64 {
     }
     txn.commit().expect("commit");
     started.elapsed().as_secs_f64() * 1e3
+}
+
+/// Fills a fresh database with `FILL_KEYS` keys, `LARGE_RECORDS` per transaction; seconds.
+fn fill(path: &Path, two_phase: bool) -> f64 {
+    let _ = std::fs::remove_file(path);
+    let db = Database::create(path).expect("database");
+    let started = Instant::now();
+    for first in (0..FILL_KEYS).step_by(LARGE_RECORDS) {
+        commit(&db, two_phase, first, LARGE_RECORDS);
+    }
+    started.elapsed().as_secs_f64()
 }
 
 fn fsync_dir(dir: &Path) -> f64 {
@@ -85,6 +100,17 @@ fn main() {
             median(&fsyncs)
         );
     }
+    let (mut fill1, mut fill2) = (Vec::new(), Vec::new());
+    for round in 0..FILLS {
+        fill1.push(fill(&dir.path().join("fill.redb"), false));
+        fill2.push(fill(&dir.path().join("fill.redb"), true));
+        println!(
+            "fill {}: {FILL_KEYS} keys in {:.1} / {:.1} s (one / two phases)",
+            round + 1,
+            fill1[round],
+            fill2[round]
+        );
+    }
     let (s1, s2, l1, l2, f) = (
         median(&small1),
         median(&small2),
@@ -99,6 +125,11 @@ fn main() {
     println!(
         "summary: {LARGE_RECORDS}-record commit: one phase {l1:.1} ms, two phases {l2:.1} ms ({:.2}x)",
         l2 / l1
+    );
+    let (m1, m2) = (median(&fill1), median(&fill2));
+    println!(
+        "summary: fill of {FILL_KEYS} keys: one phase {m1:.1} s, two phases {m2:.1} s ({:.2}x)",
+        m2 / m1
     );
     println!(
         "summary: fsync of an existing folder: {f:.3} ms ({:.2}x a one-phase one-record commit); \

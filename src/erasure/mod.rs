@@ -163,7 +163,7 @@ impl ErasureSet {
                 .zip(batches)
                 .map(|(drive, ops)| async move {
                     match ops {
-                        Some(ops) => drive.meta_apply(ops).await,
+                        Some(ops) => drive.meta_apply(ops).await.map(drop),
                         None => Err(DriveError::Offline(drive.label().to_string())),
                     }
                 }),
@@ -173,7 +173,12 @@ impl ErasureSet {
 
     /// Applies the same metadata changes on every drive.
     pub async fn meta_apply_all(&self, ops: Vec<MetaOp>) -> DriveResults<()> {
-        join_all(self.drives.iter().map(|d| d.meta_apply(ops.clone()))).await
+        join_all(
+            self.drives
+                .iter()
+                .map(|d| async { d.meta_apply(ops.clone()).await.map(drop) }),
+        )
+        .await
     }
 
     /// Scans one table on every drive.

@@ -21,7 +21,7 @@ impl ErasureSet {
 
     /// Applies metadata changes on one drive, unconditionally (healing).
     pub async fn meta_apply_on(&self, drive: usize, ops: Vec<MetaOp>) -> Result<(), DriveError> {
-        self.drives[drive].meta_apply(ops).await
+        self.drives[drive].meta_apply(ops).await.map(drop)
     }
 
     /// Moves staged shard files into their data folder on one drive (healing).

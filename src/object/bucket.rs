@@ -2,7 +2,7 @@
 
 use futures::future::join_all;
 
-use super::commit::{commit_everywhere, revision_basis};
+use super::commit::commit_revision;
 use super::record::{self, BucketRecord, BucketSettings};
 use super::{
     now_ms, read_agreed, retry_conflicts, Agreement, BucketName, ListQuery, ObjectError,
@@ -42,8 +42,8 @@ impl ObjectStore {
             };
             // Two creates at once: one wins, the other finds the bucket when it retries. A
             // create that fails is undone: the name stays free.
-            let basis = revision_basis::<BucketRecord>(MetaTable::Buckets, key, None);
-            commit_everywhere(&self.sets, vec![op], &basis).await?;
+            let no_base: Option<&BucketRecord> = None;
+            commit_revision(&self.sets, (MetaTable::Buckets, key), no_base, op).await?;
             Ok(record)
         })
         .await
@@ -87,8 +87,7 @@ impl ObjectStore {
                 key: key.to_vec(),
                 value: record::encode(&record),
             };
-            let basis = revision_basis(MetaTable::Buckets, key, Some(&base));
-            commit_everywhere(&self.sets, vec![op], &basis).await?;
+            commit_revision(&self.sets, (MetaTable::Buckets, key), Some(&base), op).await?;
             Ok(record)
         })
         .await

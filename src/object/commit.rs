@@ -1,82 +1,110 @@
-//! What the object layer's commits are based on: the conditions under which each drive may
-//! take a commit (the records a decision read), and commits of records every set holds.
-//! The commit itself, conditional per drive and undone below quorum, is the erasure set's
+//! What the object layer's commits are conditioned on: each drive takes its batch only if it
+//! still holds the records the writer's decision read from it. The commit itself, checked
+//! per drive in the drive's transaction and undone below quorum, is the erasure set's
 //! ([`crate::erasure::commit`]).
 
 use futures::future::join_all;
 use uuid::Uuid;
 
+use super::copies::Copies;
 use super::heal::Revisioned;
-use super::record::{self, inline_key, ObjectRecord, VersionsRecord};
-use super::version::{held_for_commit, DriveRecords};
+use super::record::{inline_key, ObjectRecord};
+use super::version::DriveRecords;
 use super::versioning::DriveStates;
 use super::ObjectError;
-use crate::erasure::commit::{Basis, Previous};
-use crate::erasure::ErasureSet;
-use crate::erasure::{MetaOp, MetaTable};
+use crate::erasure::commit::Batch;
+use crate::erasure::{ErasureSet, MetaOp, MetaTable};
 
-pub(crate) use crate::erasure::commit::ANY_BASIS;
-
-/// The basis of a commit decided on a key's object records: each drive still holds the
-/// record it was read with.
-pub(crate) fn object_basis<'a>(
-    current: &'a DriveRecords,
-    db_key: &'a [u8],
-) -> impl Fn(usize, &Previous) -> bool + Sync + 'a {
-    move |i, previous| {
-        let now = held::<ObjectRecord>(previous, MetaTable::Objects, db_key);
-        matches!((held_for_commit(&current[i]), now), (Some(read), Some(now)) if read == now.as_ref())
-    }
+/// Each drive's batch (`None`: leave the drive out), guarded by `conditions(i)`: what drive
+/// `i` must still hold, `None` when it could not be read (it is left out too).
+fn guarded(
+    batches: Vec<Option<Vec<MetaOp>>>,
+    conditions: impl Fn(usize) -> Option<Vec<MetaOp>>,
+) -> Vec<Batch> {
+    (batches.into_iter().enumerate())
+        .map(|(i, ops)| match (ops, conditions(i)) {
+            (Some(ops), Some(held)) => Batch::Apply(held.into_iter().chain(ops).collect()),
+            _ => Batch::LeaveOut,
+        })
+        .collect()
 }
 
-/// The basis of a commit decided on a key's versions: each drive still holds the versions
-/// record and the object record it was read with.
-pub(crate) fn versions_basis<'a>(
-    states: &'a DriveStates,
-    records: &'a DriveRecords,
-    db_key: &'a [u8],
-) -> impl Fn(usize, &Previous) -> bool + Sync + 'a {
-    move |i, previous| {
-        let state = held::<VersionsRecord>(previous, MetaTable::Versions, db_key);
-        let object = held::<ObjectRecord>(previous, MetaTable::Objects, db_key);
-        let same_state = matches!((held_for_commit(&states[i]), state),
-            (Some(read), Some(now)) if read == now.as_ref());
-        let same_object = matches!((held_for_commit(&records[i]), object),
-            (Some(read), Some(now)) if read == now.as_ref());
-        same_state && same_object
-    }
+/// Commits `batches[i]` on drive `i` (`None`: leave it out), decided on a key's object
+/// records: each drive takes its batch only if it still holds the record it was read with.
+pub(crate) async fn commit_on_records(
+    set: &ErasureSet,
+    batches: Vec<Option<Vec<MetaOp>>>,
+    records: &DriveRecords,
+) -> Result<(), ObjectError> {
+    let batches = guarded(batches, |i| Some(vec![records.unchanged_on(i)?]));
+    Ok(set.commit(batches).await?)
 }
 
-/// The basis of a change to a replicated record decided on `base` (the agreed record, or
-/// `None` when there was none): each drive holds no copy, or an older or equal revision of
-/// the same record. A copy that is newer, or another record (one made meanwhile), means
-/// another writer got there first.
-pub(crate) fn revision_basis<'a, T: Revisioned>(
-    table: MetaTable,
-    key: &'a [u8],
-    base: Option<&'a T>,
-) -> impl Fn(usize, &Previous) -> bool + Sync + 'a {
-    move |_, previous| match held::<T>(previous, table, key) {
-        Some(None) => true,
-        Some(Some(now)) => {
-            base.is_some_and(|base| now.id() == base.id() && now.revision() <= base.revision())
-        }
-        None => false,
-    }
+/// Commits a change decided on a key's versions: each drive takes its batch only if it still
+/// holds the versions record and the object record it was read with.
+pub(crate) async fn commit_on_versions(
+    set: &ErasureSet,
+    batches: Vec<Option<Vec<MetaOp>>>,
+    states: &DriveStates,
+    records: &DriveRecords,
+) -> Result<(), ObjectError> {
+    let batches = guarded(batches, |i| {
+        Some(vec![states.unchanged_on(i)?, records.unchanged_on(i)?])
+    });
+    Ok(set.commit(batches).await?)
 }
 
-/// The decoded value a drive held under `key`; `None` when the commit did not touch it or
-/// it does not decode.
-fn held<T: serde::de::DeserializeOwned>(
-    previous: &Previous,
-    table: MetaTable,
-    key: &[u8],
-) -> Option<Option<T>> {
-    let (_, _, value) = previous.iter().find(|(t, k, _)| *t == table && k == key)?;
-    match value {
-        Some(bytes) => record::decode(bytes).ok().map(Some),
-        None => Some(None),
+/// Commits a change whose decision read nothing the drives could change under it.
+pub(crate) async fn commit_unconditionally(
+    set: &ErasureSet,
+    batches: Vec<Option<Vec<MetaOp>>>,
+) -> Result<(), ObjectError> {
+    Ok(set.commit(guarded(batches, |_| Some(Vec::new()))).await?)
+}
+
+/// Commits `op` on a record every set holds (a bucket, a user, a policy), decided on `base`
+/// (the agreed record, `None` when there was none). Each drive takes it if it holds no copy,
+/// or an older or equal revision of the same record, and still holds that when its
+/// transaction runs; a newer copy, or another record (one made meanwhile), means another
+/// writer got there first. When any set misses its write quorum, every drive of every set
+/// that took it is put back: a change answered with an error is in force nowhere.
+pub(crate) async fn commit_revision<T: Revisioned>(
+    sets: &[ErasureSet],
+    key: (MetaTable, &[u8]),
+    base: Option<&T>,
+    op: MetaOp,
+) -> Result<(), ObjectError> {
+    let (table, key) = key;
+    let may_replace = |held: &T| {
+        base.is_some_and(|base| held.id() == base.id() && held.revision() <= base.revision())
+    };
+    let applied = join_all(sets.iter().map(|set| async {
+        let copies = Copies::<T>::read(set, table, key.to_vec()).await;
+        let batches = (0..set.width())
+            .map(|i| {
+                let Some(unchanged) = copies.unchanged_on(i) else {
+                    return Batch::LeaveOut;
+                };
+                let may_take = match &copies[i] {
+                    Ok(Some(held)) => may_replace(held),
+                    _ => copies.is_absent_on(i),
+                };
+                match may_take {
+                    true => Batch::Apply(vec![unchanged, op.clone()]),
+                    false => Batch::Refuse,
+                }
+            })
+            .collect();
+        set.apply_undoable(batches).await
+    }))
+    .await;
+    let missed_quorum =
+        (sets.iter().zip(&applied)).find_map(|(set, applied)| set.quorum_of(applied).err());
+    if let Some(e) = missed_quorum {
+        join_all((sets.iter().zip(&applied)).map(|(set, applied)| set.undo(applied))).await;
+        return Err(e.into());
     }
+    Ok(())
 }
 
 /// The deletes, one per chunk, of the inline chunks of the versions a drive `held` that
@@ -100,36 +128,4 @@ pub(crate) fn dropped_inline_chunks<'a>(
             key: inline_key(bucket, key, data_id),
         })
         .collect()
-}
-
-/// Applies `batches[i]` on drive `i` of `set` (see [`ErasureSet::commit`]).
-pub(crate) async fn commit(
-    set: &ErasureSet,
-    batches: Vec<Option<Vec<MetaOp>>>,
-    basis: Basis<'_>,
-) -> Result<(), ObjectError> {
-    Ok(set.commit(batches, basis).await?)
-}
-
-/// Applies the same undoable changes on every drive of every set (records every set holds:
-/// buckets, users, policies), conditionally on each drive still holding what `basis` says.
-/// When any set misses its write quorum, every drive of every set that took them is put
-/// back: a change answered with an error is in force nowhere.
-pub(crate) async fn commit_everywhere(
-    sets: &[ErasureSet],
-    ops: Vec<MetaOp>,
-    basis: Basis<'_>,
-) -> Result<(), ObjectError> {
-    let applied = join_all((sets.iter()).map(|set| {
-        let batches = vec![Some(ops.clone()); set.width()];
-        set.apply_undoable(batches, basis)
-    }))
-    .await;
-    let missed_quorum =
-        (sets.iter().zip(&applied)).find_map(|(set, applied)| set.quorum_of(applied).err());
-    if let Some(e) = missed_quorum {
-        join_all((sets.iter().zip(&applied)).map(|(set, applied)| set.undo(applied))).await;
-        return Err(e.into());
-    }
-    Ok(())
 }

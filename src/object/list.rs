@@ -17,11 +17,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use futures::future::{join_all, BoxFuture};
 
 use super::record::{self, object_key, ObjectRecord, VersionsRecord};
-use super::version::{agree_on_version, DriveRecords};
-use super::versioning::DriveStates;
-use super::{Agreement, BucketName, ObjectError, ObjectStore};
-use crate::erasure::{rolled_up_len, DriveError, MetaTable};
-use crate::erasure::{ErasureError, ErasureSet};
+use super::{BucketName, ObjectError, ObjectStore};
+use crate::erasure::{rolled_up_len, DriveError, ErasureError, ErasureSet, MetaTable, Replica};
 
 /// A byte that never occurs in UTF-8: appended to a prefix, it sorts after every key that
 /// starts with that prefix.
@@ -82,10 +79,8 @@ pub struct ListQuery {
 }
 
 /// A record kind a listing merges: its table, and how drives' copies agree.
-pub(crate) trait Listed: Sized + Clone + Send + Sync + serde::de::DeserializeOwned {
+pub(crate) trait Listed: Replica + Send + Sync + serde::de::DeserializeOwned {
     const TABLE: MetaTable;
-    /// What a read quorum of a set agrees on, from every drive's copy (`Err`: not read).
-    fn agree(set: &ErasureSet, copies: Vec<Result<Option<Self>, DriveError>>) -> Option<Self>;
     /// Drops what only crash recovery needs (the superseded copy).
     fn strip(&mut self);
     /// Whether the record is listed at all (a delete marker's tombstone is not).
@@ -96,12 +91,6 @@ pub(crate) trait Listed: Sized + Clone + Send + Sync + serde::de::DeserializeOwn
 
 impl Listed for ObjectRecord {
     const TABLE: MetaTable = MetaTable::Objects;
-    fn agree(set: &ErasureSet, copies: DriveRecords) -> Option<Self> {
-        match agree_on_version(set, &copies) {
-            Ok(Agreement::Found { value, .. }) => Some(value),
-            _ => None,
-        }
-    }
     fn strip(&mut self) {
         self.superseded = None;
     }
@@ -112,12 +101,6 @@ impl Listed for ObjectRecord {
 
 impl Listed for VersionsRecord {
     const TABLE: MetaTable = MetaTable::Versions;
-    fn agree(set: &ErasureSet, copies: DriveStates) -> Option<Self> {
-        match set.agree(&copies) {
-            Ok(Agreement::Found { value, .. }) => Some(value),
-            _ => None,
-        }
-    }
     fn strip(&mut self) {
         self.superseded = None;
     }
@@ -406,7 +389,8 @@ impl ObjectStore {
             .collect();
         // A key whose versions no read quorum agrees on is left out of the page, like a key
         // whose GET would fail: one damaged key does not fail a whole listing.
-        R::agree(set, records).filter(Listed::visible)
+        let agreed = set.agree(&records).ok()?.found();
+        agreed.filter(Listed::visible)
     }
 }
 

@@ -6,6 +6,7 @@
 mod bucket;
 pub mod checksum;
 mod commit;
+mod copies;
 #[cfg(test)]
 mod drive_calls_tests;
 mod hashing;

@@ -14,7 +14,7 @@ use md5::{Digest, Md5};
 use uuid::Uuid;
 
 use super::checksum::{ChecksumAlgorithm, ChecksumType};
-use super::commit::{commit, ANY_BASIS};
+use super::commit::commit_unconditionally;
 use super::hashing::ExpectedChecksum;
 use super::lock::{self, ObjectLock};
 use super::objects::{place_staged, write_verified, NewVersion, WriteCondition};
@@ -290,7 +290,7 @@ impl ObjectStore {
             })
             .collect();
         // The part's earlier copies decide nothing but what to delete afterwards.
-        if let Err(e) = commit(set, batches, ANY_BASIS).await {
+        if let Err(e) = commit_unconditionally(set, batches).await {
             set.delete_data_files(dir, own_file).await;
             return Err(e);
         }

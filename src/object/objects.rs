@@ -6,7 +6,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use uuid::Uuid;
 
-use super::commit::{commit, dropped_inline_chunks, object_basis};
+use super::commit::{commit_on_records, dropped_inline_chunks};
 use super::hashing::{self, ExpectedChecksum};
 use super::lock::{self, ObjectLock};
 use super::md5_lanes::Md5Lanes;
@@ -450,7 +450,7 @@ impl ObjectStore {
                 Some(ops)
             })
             .collect();
-        commit(set, batches, &object_basis(&current, &db_key)).await?;
+        commit_on_records(set, batches, &current).await?;
         drop(guard);
         self.delete_data(set, &bucket_record, replaced_versions(&current, None))
             .await;
@@ -525,8 +525,7 @@ async fn commit_over(
             Some(ops)
         })
         .collect();
-    let basis = object_basis(current, &db_key);
-    commit(set, batches, &basis).await
+    commit_on_records(set, batches, current).await
 }
 
 /// A body written to staging and checked against what the client announced.

@@ -15,7 +15,7 @@ use std::ops::Bound;
 
 use serde::{Deserialize, Serialize};
 
-use super::commit::{commit_everywhere, revision_basis};
+use super::commit::commit_revision;
 use super::record;
 use super::{retry_conflicts, ObjectError, ObjectStore};
 use crate::erasure::ErasureSet;
@@ -153,8 +153,7 @@ impl ObjectStore {
         op: MetaOp,
         base: Option<&SystemRecord>,
     ) -> Result<(), ObjectError> {
-        let basis = revision_basis(MetaTable::System, key.as_bytes(), base);
-        commit_everywhere(&self.sets, vec![op], &basis).await
+        commit_revision(&self.sets, (MetaTable::System, key.as_bytes()), base, op).await
     }
 }
 

@@ -5,13 +5,17 @@
 //! (`superseded`) until the key is written again: the old version then still has a copy on
 //! every drive, and a reader takes the newest version that a read quorum of drives holds.
 
-use super::record::{self, object_key, ObjectRecord};
+use super::copies::Copies;
+use super::record::{object_key, ObjectRecord};
 use super::{Agreement, ObjectError};
 use crate::erasure::ErasureSet;
 use crate::erasure::{DriveError, MetaTable};
 
 /// Each drive's record of a key, decoded.
-pub(crate) type DriveRecords = Vec<Result<Option<ObjectRecord>, DriveError>>;
+pub(crate) type DriveRecords = Copies<ObjectRecord>;
+
+/// Each drive's answer about a key's object record, decoded.
+pub(crate) type RecordAnswers = [Result<Option<ObjectRecord>, DriveError>];
 
 /// What a drive holds, as a commit sees it: an unhealed drive's "unknown" is its own
 /// content's "nothing" (it only answers so for keys it lacks), so it takes new writes; an
@@ -26,18 +30,14 @@ pub(crate) fn held_for_commit<T>(answer: &Result<Option<T>, DriveError>) -> Opti
 
 /// Reads a key's record from every drive of its set.
 pub(crate) async fn read_records(set: &ErasureSet, bucket: &str, key: &str) -> DriveRecords {
-    set.meta_get_all(MetaTable::Objects, &object_key(bucket, key))
-        .await
-        .into_iter()
-        .map(|answer| answer.map(|bytes| bytes.and_then(|b| record::decode(&b).ok())))
-        .collect()
+    Copies::read(set, MetaTable::Objects, object_key(bucket, key)).await
 }
 
 /// The version of a key the drives agree on (see [`crate::erasure::agreement`]), with the
 /// drives that hold its data: any revision of it shares the shards.
 pub(crate) fn agree_on_version(
     set: &ErasureSet,
-    records: &DriveRecords,
+    records: &RecordAnswers,
 ) -> Result<Agreement<ObjectRecord>, ObjectError> {
     Ok(match set.agree(records)? {
         Agreement::Found { value, .. } => {
@@ -54,7 +54,7 @@ pub(crate) fn agree_on_version(
 /// The versions, other than `keep`, that drives held as current or superseded: their data
 /// can go once a newer version is committed.
 pub(crate) fn replaced_versions(
-    records: &DriveRecords,
+    records: &RecordAnswers,
     keep: Option<uuid::Uuid>,
 ) -> Vec<ObjectRecord> {
     let mut out: Vec<ObjectRecord> = Vec::new();
@@ -100,7 +100,9 @@ mod tests {
         record
     }
 
-    fn found(records: DriveRecords) -> Option<(ObjectRecord, usize)> {
+    fn found(
+        records: Vec<Result<Option<ObjectRecord>, DriveError>>,
+    ) -> Option<(ObjectRecord, usize)> {
         match agree_on_version(&set(), &records).unwrap() {
             Agreement::Found { value, holders } => {
                 Some((value, holders.iter().filter(|&&h| h).count()))
@@ -174,7 +176,7 @@ mod tests {
         let old = version(1);
         let new = version(2);
         // `new` was acknowledged on six drives; one of them is lost, three never had it.
-        let mut records: DriveRecords = (0..9)
+        let mut records: Vec<Result<Option<ObjectRecord>, DriveError>> = (0..9)
             .map(|i| Ok(Some(if i < 6 { over(&new, &old) } else { old.clone() })))
             .collect();
         records[0] = Err(DriveError::Offline("d0".into()));
@@ -188,7 +190,8 @@ mod tests {
         assert_eq!(value.data_id, old.data_id);
         // A stale drive holding an older version does not stop an answer.
         let older = version(0);
-        let mut records: DriveRecords = (0..9).map(|_| Ok(Some(over(&new, &old)))).collect();
+        let mut records: Vec<Result<Option<ObjectRecord>, DriveError>> =
+            (0..9).map(|_| Ok(Some(over(&new, &old)))).collect();
         records[8] = Ok(Some(older));
         records[7] = Err(DriveError::Offline("d7".into()));
         let (value, _) = found(records).unwrap();
@@ -198,7 +201,7 @@ mod tests {
     #[test]
     fn deletes_and_missing_quorum_are_told_apart() {
         let old = version(1);
-        let some = |n: usize| -> DriveRecords {
+        let some = |n: usize| -> Vec<Result<Option<ObjectRecord>, DriveError>> {
             (0..9).map(|i| Ok((i < n).then(|| old.clone()))).collect()
         };
         assert!(found(some(0)).is_none());

@@ -14,7 +14,8 @@
 use bytes::Bytes;
 use uuid::Uuid;
 
-use super::commit::{commit, dropped_inline_chunks, versions_basis};
+use super::commit::{commit_on_versions, dropped_inline_chunks};
+use super::copies::Copies;
 use super::lock::{self, ObjectLock};
 use super::record::{
     self, inline_key, is_valid_version_id, new_version_id, object_key, BucketRecord, ObjectRecord,
@@ -23,10 +24,10 @@ use super::record::{
 use super::version::{agree_on_version, held_for_commit, read_records, DriveRecords};
 use super::{now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::erasure::ErasureSet;
-use crate::erasure::{DriveError, MetaOp, MetaTable};
+use crate::erasure::{MetaOp, MetaTable};
 
 /// Each drive's versions record of a key, decoded.
-pub(crate) type DriveStates = Vec<Result<Option<VersionsRecord>, DriveError>>;
+pub(crate) type DriveStates = Copies<VersionsRecord>;
 
 /// What a delete did, as S3 reports it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -40,11 +41,7 @@ pub struct Deleted {
 
 /// Reads a key's versions record from every drive of its set.
 pub(crate) async fn read_states(set: &ErasureSet, bucket: &str, key: &str) -> DriveStates {
-    set.meta_get_all(MetaTable::Versions, &object_key(bucket, key))
-        .await
-        .into_iter()
-        .map(|answer| answer.map(|bytes| bytes.and_then(|b| record::decode(&b).ok())))
-        .collect()
+    Copies::read(set, MetaTable::Versions, object_key(bucket, key)).await
 }
 
 /// A key's versions as its set agrees on them, with what each drive holds.
@@ -259,8 +256,7 @@ impl ObjectStore {
                 Some(ops)
             })
             .collect();
-        let basis = versions_basis(&current.states, &current.records, &db_key);
-        commit(set, batches, &basis).await?;
+        commit_on_versions(set, batches, &current.states, &current.records).await?;
         if newest_object.is_some_and(|v| v.delete_marker) {
             // The tombstone has done its job (see the module's note); a drive that misses
             // this keeps it until healed, and readers skip it meanwhile.

@@ -20,7 +20,9 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use uuid::Uuid;
 
-use super::{DataDir, DiskInfo, Drive, DriveError, MetaOp, MetaTable, ShardReader, ShardWriter};
+use super::{
+    DataDir, DiskInfo, Drive, DriveError, MetaOp, MetaTable, Replaced, ShardReader, ShardWriter,
+};
 
 /// The longest pause between two probes of a stalled drive.
 const MAX_COOL_DOWN: Duration = Duration::from_secs(60);
@@ -278,7 +280,7 @@ impl Drive for DeadlineDrive {
             .await
     }
 
-    async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<(), DriveError> {
+    async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<Replaced, DriveError> {
         self.health
             .call("metadata apply", self.inner.meta_apply(ops))
             .await
@@ -422,7 +424,7 @@ mod tests {
             self.state.enter().await;
             self.inner.meta_get(table, key).await
         }
-        async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<(), DriveError> {
+        async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<Replaced, DriveError> {
             self.state.enter().await;
             self.inner.meta_apply(ops).await
         }

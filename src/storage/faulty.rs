@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use super::{DataDir, DiskInfo, Drive, DriveError, MetaOp, MetaTable, ShardReader, ShardWriter};
+use super::{
+    DataDir, DiskInfo, Drive, DriveError, MetaOp, MetaTable, Replaced, ShardReader, ShardWriter,
+};
 
 /// The calls a [`FaultyDrive`] can be told to fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -140,7 +142,7 @@ impl Drive for FaultyDrive {
         self.wait().await;
         self.inner.meta_get(table, key).await
     }
-    async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<(), DriveError> {
+    async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<Replaced, DriveError> {
         self.check(Call::MetaApply)?;
         self.wait().await;
         self.inner.meta_apply(ops).await

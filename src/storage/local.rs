@@ -17,8 +17,9 @@ mod dir_index;
 
 use super::direct::DirectFile;
 use super::{
-    absent_unless_unhealed, past_prefix, refuse_scan_if_unhealed, rolled_up_len, scan_from,
-    DataDir, DiskInfo, Drive, DriveError, Format, MetaOp, MetaTable, ShardReader, ShardWriter,
+    absent_unless_unhealed, note_replaced, past_prefix, refuse_scan_if_unhealed, rolled_up_len,
+    scan_from, DataDir, DiskInfo, Drive, DriveError, Format, MetaOp, MetaTable, Replaced,
+    ShardReader, ShardWriter,
 };
 
 const SYSTEM_DIR: &str = ".strata";
@@ -467,10 +468,11 @@ impl Drive for LocalDrive {
         absent_unless_unhealed(self, found)
     }
 
-    async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<(), DriveError> {
+    async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<Replaced, DriveError> {
         let db = self.database()?;
         self.blocking(move |_| {
             let txn = begin_write(&db).map_err(write_err)?;
+            let mut replaced = Replaced::new();
             for op in ops {
                 match op {
                     MetaOp::Put {
@@ -479,10 +481,11 @@ impl Drive for LocalDrive {
                         value,
                     } => {
                         let mut t = txn.open_table(table(which)).map_err(db_err)?;
-                        let existed = t
-                            .insert(key.as_slice(), value.as_slice())
+                        let old = (t.insert(key.as_slice(), value.as_slice()))
                             .map_err(db_err)?
-                            .is_some();
+                            .map(|v| v.value().to_vec());
+                        let existed = old.is_some();
+                        note_replaced(&mut replaced, which, &key, || old);
                         if let Some(index) = dir_index::index_table(which) {
                             let mut index = txn.open_table(index).map_err(db_err)?;
                             dir_index::on_insert(&mut index, &key, &value, existed)?;
@@ -490,7 +493,11 @@ impl Drive for LocalDrive {
                     }
                     MetaOp::Delete { table: which, key } => {
                         let mut t = txn.open_table(table(which)).map_err(db_err)?;
-                        let removed = t.remove(key.as_slice()).map_err(db_err)?.is_some();
+                        let old = (t.remove(key.as_slice()))
+                            .map_err(db_err)?
+                            .map(|v| v.value().to_vec());
+                        let removed = old.is_some();
+                        note_replaced(&mut replaced, which, &key, || old);
                         if let (true, Some(index)) = (removed, dir_index::index_table(which)) {
                             let mut index = txn.open_table(index).map_err(db_err)?;
                             dir_index::on_remove(&t, &mut index, &key)?;
@@ -532,7 +539,8 @@ impl Drive for LocalDrive {
                     }
                 }
             }
-            txn.commit().map_err(write_err)
+            txn.commit().map_err(write_err)?;
+            Ok(replaced)
         })
         .await
         .inspect_err(|e| {

@@ -72,6 +72,22 @@ pub enum MetaOp {
     },
 }
 
+/// What a batch replaced: for each key it puts or deletes (prefix deletes aside), in the
+/// order first touched, the value the key held before the batch (`None`: none).
+pub type Replaced = Vec<(MetaTable, Vec<u8>, Option<Vec<u8>>)>;
+
+/// Notes what `key` held before a batch, the first time the batch touches it.
+pub fn note_replaced(
+    replaced: &mut Replaced,
+    table: MetaTable,
+    key: &[u8],
+    held: impl FnOnce() -> Option<Vec<u8>>,
+) {
+    if !replaced.iter().any(|(t, k, _)| *t == table && k == key) {
+        replaced.push((table, key.to_vec(), held()));
+    }
+}
+
 /// Where an object version's shard files live on a drive:
 /// `data/<bucket_id>/<first two hex digits of data_id>/<data_id>/`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,8 +184,9 @@ pub trait Drive: Send + Sync {
 
     async fn meta_get(&self, table: MetaTable, key: Vec<u8>)
         -> Result<Option<Vec<u8>>, DriveError>;
-    /// Applies a batch of changes in one durable transaction.
-    async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<(), DriveError>;
+    /// Applies a batch of changes in one durable transaction, and answers what it replaced:
+    /// so that a commit can be undone without reading first.
+    async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<Replaced, DriveError>;
     /// Up to `limit` entries whose keys start with `prefix`, in key order, from `start`.
     async fn meta_scan(
         &self,
@@ -291,7 +308,7 @@ impl Drive for OfflineDrive {
     async fn meta_get(&self, _: MetaTable, _: Vec<u8>) -> Result<Option<Vec<u8>>, DriveError> {
         Err(self.offline())
     }
-    async fn meta_apply(&self, _: Vec<MetaOp>) -> Result<(), DriveError> {
+    async fn meta_apply(&self, _: Vec<MetaOp>) -> Result<Replaced, DriveError> {
         Err(self.offline())
     }
     async fn meta_scan(

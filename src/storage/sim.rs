@@ -32,8 +32,8 @@ use rand::{Rng, SeedableRng};
 use uuid::Uuid;
 
 use super::{
-    absent_unless_unhealed, past_prefix, refuse_scan_if_unhealed, rolled_up_len, scan_from,
-    DataDir, Drive, DriveError, MetaOp, MetaTable, ShardReader, ShardWriter,
+    absent_unless_unhealed, note_replaced, past_prefix, refuse_scan_if_unhealed, rolled_up_len,
+    scan_from, DataDir, Drive, DriveError, MetaOp, MetaTable, Replaced, ShardReader, ShardWriter,
 };
 
 /// What a crash keeps of the changes that were not durable yet.
@@ -304,21 +304,25 @@ fn expectations_hold(tables: &Tables, ops: &[MetaOp]) -> bool {
     })
 }
 
-fn apply(tables: &mut Tables, ops: &[MetaOp]) {
+fn apply(tables: &mut Tables, ops: &[MetaOp]) -> Replaced {
+    let mut replaced = Replaced::new();
     for op in ops {
         match op {
             MetaOp::Expect { .. } => {}
             MetaOp::Put { table, key, value } => {
-                tables[table_index(*table)].insert(key.clone(), value.clone());
+                let old = tables[table_index(*table)].insert(key.clone(), value.clone());
+                note_replaced(&mut replaced, *table, key, || old);
             }
             MetaOp::Delete { table, key } => {
-                tables[table_index(*table)].remove(key);
+                let old = tables[table_index(*table)].remove(key);
+                note_replaced(&mut replaced, *table, key, || old);
             }
             MetaOp::DeletePrefix { table, prefix } => {
                 tables[table_index(*table)].retain(|k, _| !k.starts_with(prefix));
             }
         }
     }
+    replaced
 }
 
 /// A data folder, as `(bucket_id, data_id)`.
@@ -679,7 +683,7 @@ impl Drive for SimDrive {
         absent_unless_unhealed(self, found)
     }
 
-    async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<(), DriveError> {
+    async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<Replaced, DriveError> {
         let fate = self.enter("meta_apply");
         if fate == Fate::Dead {
             return Err(self.offline());
@@ -688,14 +692,14 @@ impl Drive for SimDrive {
         if !expectations_hold(&state.meta, &ops) {
             return Err(DriveError::Conflict);
         }
-        apply(&mut state.meta, &ops);
+        let replaced = apply(&mut state.meta, &ops);
         if fate == Fate::CutMidway {
             // The commit was in flight: it may or may not be on the platter.
             state.meta_unsynced = true;
             return Err(self.offline());
         }
         apply(&mut state.durable_meta, &ops);
-        Ok(())
+        Ok(replaced)
     }
 
     async fn meta_scan(

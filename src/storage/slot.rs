@@ -8,7 +8,9 @@ use std::sync::{Arc, RwLock};
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use super::{DataDir, DiskInfo, Drive, DriveError, MetaOp, MetaTable, ShardReader, ShardWriter};
+use super::{
+    DataDir, DiskInfo, Drive, DriveError, MetaOp, MetaTable, Replaced, ShardReader, ShardWriter,
+};
 
 pub struct DriveSlot {
     label: String,
@@ -87,7 +89,7 @@ impl Drive for DriveSlot {
     ) -> Result<Option<Vec<u8>>, DriveError> {
         self.current().meta_get(table, key).await
     }
-    async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<(), DriveError> {
+    async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<Replaced, DriveError> {
         self.current().meta_apply(ops).await
     }
     async fn meta_scan(
