@@ -195,6 +195,53 @@ async fn a_part_counts_only_drives_that_hold_its_shards_and_record() {
     assert!(record.is_none(), "a drive without the shards has no record");
 }
 
+/// A part whose shards could not be placed on a write quorum used to take the upload's whole
+/// data folder with it (the parts already acknowledged included): only its own files go.
+#[tokio::test]
+async fn a_part_that_misses_its_quorum_leaves_the_parts_before_it() {
+    let (drives, store) = with_bucket(false).await;
+    let (upload_id, _) = store
+        .create_multipart_upload(&bucket(), &key("ckpt"), UploadOptions::default())
+        .await
+        .unwrap();
+    let upload = |number: u32, data: Vec<u8>| {
+        let (store, upload_id) = (store.clone(), upload_id.clone());
+        async move {
+            let options = PutOptions::default();
+            let part = (store.upload_part(
+                &bucket(),
+                &key("ckpt"),
+                &upload_id,
+                number,
+                body(&data),
+                options,
+            ))
+            .await;
+            part.map(|p| CompletedPart {
+                number,
+                etag: p.etag,
+            })
+        }
+    };
+    let first = payload(5 * 1024 * KIB, 6);
+    let part1 = upload(1, first.clone()).await.unwrap();
+    drives.fail(0..4, &[Call::CommitStaged]);
+    let part2 = upload(2, payload(LARGE, 7)).await;
+    assert!(is_unavailable(&part2), "{part2:?}");
+    drives.recover();
+    let last = payload(LARGE, 8);
+    let part2 = upload(2, last.clone()).await.unwrap();
+    let options = CompleteOptions {
+        parts: vec![part1, part2],
+        ..CompleteOptions::default()
+    };
+    store
+        .complete_multipart_upload(&bucket(), &key("ckpt"), &upload_id, options)
+        .await
+        .unwrap();
+    assert!(read(&store, "ckpt").await.unwrap() == [first, last].concat());
+}
+
 /// A newer version acknowledged on six drives, one of which is lost: five hold it, eight
 /// hold the older one. Reads, conditional writes and heals must not go back to the older.
 #[tokio::test]

@@ -66,9 +66,22 @@ pub struct Applied {
 
 impl ErasureSet {
     /// Applies `batches[i]` on drive `i` (undoable ops only, no prefix deletes), each drive
-    /// only if its conditions hold. When fewer than a write quorum of drives take their
-    /// batch, the drives that did are put back as they were.
-    pub async fn commit(&self, batches: Vec<Batch>) -> Result<(), ErasureError> {
+    /// only if its conditions hold. A commit that records placed data (`data_on`: the drives
+    /// that hold it, see [`ErasureSet::place_staged`]) goes to those drives only: a drive
+    /// counts toward the write quorum when it holds both the data and its record. When fewer
+    /// than a write quorum of drives take their batch, the drives that did are put back as
+    /// they were.
+    pub async fn commit(
+        &self,
+        batches: Vec<Batch>,
+        data_on: Option<&[bool]>,
+    ) -> Result<(), ErasureError> {
+        let batches = (batches.into_iter().enumerate())
+            .map(|(i, batch)| match data_on {
+                Some(holders) if !holders[i] => Batch::LeaveOut,
+                _ => batch,
+            })
+            .collect();
         let applied = self.apply_undoable(batches).await;
         if let Err(e) = self.quorum_of(&applied) {
             self.undo(&applied).await;

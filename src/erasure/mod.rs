@@ -197,6 +197,33 @@ impl ErasureSet {
         .await
     }
 
+    /// Moves staged shard files into their data folder on the drives that hold them, and
+    /// fails unless a write quorum now has them (the staging is then removed; what was
+    /// placed is the caller's to remove: the folder may hold other data, such as an
+    /// upload's earlier parts). Returns the drives that hold the placed data: a commit that
+    /// records it counts those only ([`ErasureSet::commit`]).
+    pub async fn place_staged(
+        &self,
+        staging: Uuid,
+        holders: &[bool],
+        dir: &DataDir,
+    ) -> Result<Vec<bool>, ErasureError> {
+        let placed = self.commit_staged(staging, holders, dir).await;
+        let ok = placed.iter().filter(|&&p| p).count();
+        if ok < self.write_quorum() {
+            self.remove_staged(staging).await;
+            return Err(ErasureError::WriteQuorum {
+                ok,
+                needed: self.write_quorum(),
+            });
+        }
+        // Drives whose shard write failed (full, stalled) may keep a partial staged file.
+        if placed.contains(&false) {
+            self.remove_staged(staging).await;
+        }
+        Ok(placed)
+    }
+
     /// Moves staged shard files into their data folder on the drives that hold them.
     /// Returns, per drive, whether it now has them.
     pub async fn commit_staged(&self, staging: Uuid, holders: &[bool], dir: &DataDir) -> Vec<bool> {

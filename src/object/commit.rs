@@ -31,13 +31,16 @@ fn guarded(
 
 /// Commits `batches[i]` on drive `i` (`None`: leave it out), decided on a key's object
 /// records: each drive takes its batch only if it still holds the record it was read with.
+/// `data_on`: the drives that hold the data the commit records, if any (see
+/// [`ErasureSet::commit`]).
 pub(crate) async fn commit_on_records(
     set: &ErasureSet,
     batches: Vec<Option<Vec<MetaOp>>>,
     records: &DriveRecords,
+    data_on: Option<&[bool]>,
 ) -> Result<(), ObjectError> {
     let batches = guarded(batches, |i| Some(vec![records.unchanged_on(i)?]));
-    Ok(set.commit(batches).await?)
+    Ok(set.commit(batches, data_on).await?)
 }
 
 /// Commits a change decided on a key's versions: each drive takes its batch only if it still
@@ -45,21 +48,23 @@ pub(crate) async fn commit_on_records(
 pub(crate) async fn commit_on_versions(
     set: &ErasureSet,
     batches: Vec<Option<Vec<MetaOp>>>,
-    states: &DriveStates,
-    records: &DriveRecords,
+    (states, records): (&DriveStates, &DriveRecords),
+    data_on: Option<&[bool]>,
 ) -> Result<(), ObjectError> {
     let batches = guarded(batches, |i| {
         Some(vec![states.unchanged_on(i)?, records.unchanged_on(i)?])
     });
-    Ok(set.commit(batches).await?)
+    Ok(set.commit(batches, data_on).await?)
 }
 
 /// Commits a change whose decision read nothing the drives could change under it.
 pub(crate) async fn commit_unconditionally(
     set: &ErasureSet,
     batches: Vec<Option<Vec<MetaOp>>>,
+    data_on: Option<&[bool]>,
 ) -> Result<(), ObjectError> {
-    Ok(set.commit(guarded(batches, |_| Some(Vec::new()))).await?)
+    let batches = guarded(batches, |_| Some(Vec::new()));
+    Ok(set.commit(batches, data_on).await?)
 }
 
 /// Commits `op` on a record every set holds (a bucket, a user, a policy), decided on `base`

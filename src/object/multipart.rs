@@ -17,7 +17,7 @@ use super::checksum::{ChecksumAlgorithm, ChecksumType};
 use super::commit::commit_unconditionally;
 use super::hashing::ExpectedChecksum;
 use super::lock::{self, ObjectLock};
-use super::objects::{place_staged, write_verified, NewVersion, WriteCondition};
+use super::objects::{write_verified, NewVersion, WriteCondition};
 use super::record::{
     self, part_key, parts_prefix, upload_key, BucketRecord, ObjectRecord, PartInfo, PartRecord,
     StoredChecksum, UploadRecord,
@@ -207,13 +207,16 @@ impl ObjectStore {
         };
         let (stored_file, data_holders) = match written.outcome.encoded {
             Encoded::Staged { staging, holders } => {
-                match place_staged(set, staging, &holders, &dir).await {
+                match set.place_staged(staging, &holders, &dir).await {
                     Ok(placed) => (file, Some(placed)),
                     Err(e) => {
+                        // Only this part's file goes: the folder holds the other parts.
+                        set.delete_data_files(&dir, std::slice::from_ref(&file))
+                            .await;
                         // An abort removes the upload's folder under a part being placed:
                         // that is a missing upload, not missing drives.
                         self.upload(set, bucket, key, upload_id).await?;
-                        return Err(e);
+                        return Err(e.into());
                     }
                 }
             }
@@ -283,14 +286,9 @@ impl ObjectStore {
             value: record::encode(&part),
         }];
         // Only the drives holding the part's shards take its record.
-        let batches = (0..set.width())
-            .map(|i| match &data_holders {
-                Some(holders) if !holders[i] => None,
-                _ => Some(ops.clone()),
-            })
-            .collect();
+        let batches = vec![Some(ops); set.width()];
         // The part's earlier copies decide nothing but what to delete afterwards.
-        if let Err(e) = commit_unconditionally(set, batches).await {
+        if let Err(e) = commit_unconditionally(set, batches, data_holders.as_deref()).await {
             set.delete_data_files(dir, own_file).await;
             return Err(e);
         }

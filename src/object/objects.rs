@@ -150,7 +150,11 @@ impl ObjectStore {
                 Some(chunks)
             }
             Encoded::Staged { staging, holders } => {
-                data_holders = Some(place_staged(set, staging, &holders, &data_dir).await?);
+                let placed = set.place_staged(staging, &holders, &data_dir).await;
+                if placed.is_err() {
+                    set.delete_data_dir(&data_dir).await;
+                }
+                data_holders = Some(placed?);
                 record.parts.push(PartInfo {
                     number: 1,
                     size: outcome.size,
@@ -450,7 +454,7 @@ impl ObjectStore {
                 Some(ops)
             })
             .collect();
-        commit_on_records(set, batches, &current).await?;
+        commit_on_records(set, batches, &current, None).await?;
         drop(guard);
         self.delete_data(set, &bucket_record, replaced_versions(&current, None))
             .await;
@@ -483,9 +487,6 @@ async fn commit_over(
         .iter()
         .enumerate()
         .map(|(i, held)| {
-            if data_holders.as_ref().is_some_and(|holders| !holders[i]) {
-                return None;
-            }
             let held = held_for_commit(held)?;
             let mut new = (*record).clone();
             let mut ops = Vec::new();
@@ -525,7 +526,7 @@ async fn commit_over(
             Some(ops)
         })
         .collect();
-    commit_on_records(set, batches, current).await
+    commit_on_records(set, batches, current, data_holders.as_deref()).await
 }
 
 /// A body written to staging and checked against what the client announced.
@@ -573,35 +574,6 @@ pub(crate) async fn write_verified(
             Err(e)
         }
     }
-}
-
-/// Moves staged shard files into the version's data folder; fails unless a write quorum
-/// of drives did so.
-/// Moves staged shard files into their data folder; the drives that now hold them, at least
-/// a write quorum. Only these drives may take the version's record: a drive counts toward a
-/// write only when it holds both.
-pub(crate) async fn place_staged(
-    set: &ErasureSet,
-    staging: Uuid,
-    holders: &[bool],
-    dir: &DataDir,
-) -> Result<Vec<bool>, ObjectError> {
-    let placed = set.commit_staged(staging, holders, dir).await;
-    let ok = placed.iter().filter(|&&p| p).count();
-    if ok < set.write_quorum() {
-        set.remove_staged(staging).await;
-        set.delete_data_dir(dir).await;
-        return Err(ErasureError::WriteQuorum {
-            ok,
-            needed: set.write_quorum(),
-        }
-        .into());
-    }
-    // Drives whose shard write failed (full, stalled) may keep a partial staged file.
-    if placed.contains(&false) {
-        set.remove_staged(staging).await;
-    }
-    Ok(placed)
 }
 
 /// Turns a failed first read into the error it stands for.

@@ -188,10 +188,6 @@ impl ObjectStore {
             .zip(&current.records)
             .enumerate()
             .map(|(i, (held_state, held_object))| {
-                let holders = added.as_ref().and_then(|a| a.data_holders);
-                if holders.is_some_and(|holders| !holders[i]) {
-                    return None;
-                }
                 let (held_state, held_object) =
                     (held_for_commit(held_state)?, held_for_commit(held_object)?);
                 let mut ops = Vec::new();
@@ -256,7 +252,8 @@ impl ObjectStore {
                 Some(ops)
             })
             .collect();
-        commit_on_versions(set, batches, &current.states, &current.records).await?;
+        let data_on = added.as_ref().and_then(|a| a.data_holders);
+        commit_on_versions(set, batches, (&current.states, &current.records), data_on).await?;
         if newest_object.is_some_and(|v| v.delete_marker) {
             // The tombstone has done its job (see the module's note); a drive that misses
             // this keeps it until healed, and readers skip it meanwhile.
