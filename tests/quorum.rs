@@ -278,6 +278,12 @@ async fn a_newer_acknowledged_version_is_never_passed_over() {
             .await
             .unwrap();
         assert_eq!(healed.unresolved, 1, "versioned {versioned}: {healed:?}");
+        // A bucket whose keys cannot all be decided is not known to be empty: it stays.
+        let deleted = degraded.delete_bucket(&bucket()).await;
+        assert!(
+            is_unavailable(&deleted),
+            "versioned {versioned}: DeleteBucket: {deleted:?}"
+        );
 
         // The lost drive is back: the acknowledged version is there.
         assert_eq!(

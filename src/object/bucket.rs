@@ -3,10 +3,9 @@
 use futures::future::join_all;
 
 use super::commit::commit_revision;
-use super::record::{self, BucketRecord, BucketSettings};
+use super::record::{self, BucketRecord, BucketSettings, ObjectRecord, VersionsRecord};
 use super::{
-    now_ms, read_agreed, retry_conflicts, Agreement, BucketName, ListQuery, ObjectError,
-    ObjectStore,
+    now_ms, read_agreed, retry_conflicts, Agreement, BucketName, ObjectError, ObjectStore,
 };
 use crate::erasure::{MetaOp, MetaTable};
 
@@ -135,16 +134,9 @@ impl ObjectStore {
 
     pub async fn delete_bucket(&self, name: &BucketName) -> Result<(), ObjectError> {
         self.bucket(name).await?;
-        let probe = ListQuery {
-            max_keys: 1,
-            ..ListQuery::default()
-        };
         // A versioned bucket is empty only once every version and delete marker is gone.
-        let versions = self
-            .list_table::<super::record::VersionsRecord>(name, &probe, false)
-            .await?;
-        if !self.list_objects(name, &probe).await?.entries.is_empty()
-            || !versions.entries.is_empty()
+        if self.holds_any::<ObjectRecord>(name).await?
+            || self.holds_any::<VersionsRecord>(name).await?
         {
             return Err(ObjectError::BucketNotEmpty);
         }

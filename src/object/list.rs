@@ -146,6 +146,20 @@ struct Scope<'a> {
     /// Database key prefix of the listed keys: `base` and the query's prefix.
     scan_prefix: Vec<u8>,
     delimiter: Option<&'a [u8]>,
+    /// Whether a key the drives cannot agree on fails the listing (a 503) instead of being
+    /// left out: for decisions that rest on a listing, such as whether a bucket is empty.
+    undecided_fails: bool,
+}
+
+impl Scope<'_> {
+    /// A key's agreed record as the listing takes it (see `undecided_fails`).
+    fn settle<R>(&self, agreed: Result<Option<R>, ErasureError>) -> Result<Option<R>, ObjectError> {
+        match agreed {
+            Err(e) if self.undecided_fails => Err(e.into()),
+            Err(_) => Ok(None),
+            Ok(record) => Ok(record),
+        }
+    }
 }
 
 /// What a run of scanned keys is listed as.
@@ -215,6 +229,25 @@ impl ObjectStore {
         self.list_table(bucket, query, false).await
     }
 
+    /// Whether the bucket holds any key of one table that the drives agree exists; a key
+    /// they cannot decide on makes the answer unknown (503), never "no".
+    pub(crate) async fn holds_any<R: Listed>(
+        &self,
+        bucket: &BucketName,
+    ) -> Result<bool, ObjectError> {
+        let base = object_key(bucket.as_str(), "");
+        let scope = Scope {
+            base: &base,
+            scan_prefix: base.clone(),
+            delimiter: None,
+            undecided_fails: true,
+        };
+        Ok(!self
+            .collect::<R>(&scope, Bound::Unbounded, 1)
+            .await?
+            .is_empty())
+    }
+
     /// A page of the records of one table, listed like objects; with `including_after`, the
     /// key `query.after` itself is listed too.
     pub(crate) async fn list_table<R: Listed>(
@@ -232,6 +265,7 @@ impl ObjectStore {
             base: &base,
             scan_prefix: [base.as_slice(), query.prefix.as_bytes()].concat(),
             delimiter: delimiter.map(str::as_bytes),
+            undecided_fails: false,
         };
         let cursor = match &query.after {
             None => Bound::Unbounded,
@@ -337,7 +371,7 @@ impl ObjectStore {
                 continue;
             };
             if in_set.iter().all(|c| c.key == first.key)
-                && self.agreed_record::<R>(scans, &in_set).is_some()
+                && (scope.settle(self.agreed_record::<R>(scans, &in_set))?).is_some()
             {
                 return Ok(true);
             }
@@ -346,6 +380,7 @@ impl ObjectStore {
             base: scope.base,
             scan_prefix: prefix.to_vec(),
             delimiter: None,
+            undecided_fails: scope.undecided_fails,
         };
         let start = match round_start {
             Bound::Excluded(key) if key.starts_with(prefix) => Bound::Excluded(key.clone()),
@@ -356,9 +391,15 @@ impl ObjectStore {
 
     /// The version of a listed key that a read quorum of its set agrees on, if any. All
     /// `copies` are of one key, and every drive has been read.
-    fn agreed_record<R: Listed>(&self, scans: &Scans, copies: &[Copy<'_>]) -> Option<R> {
+    fn agreed_record<R: Listed>(
+        &self,
+        scans: &Scans,
+        copies: &[Copy<'_>],
+    ) -> Result<Option<R>, ErasureError> {
         // A key lives in one set; copies elsewhere would be strays of an older layout.
-        let set_index = copies.first()?.set;
+        let Some(set_index) = copies.first().map(|c| c.set) else {
+            return Ok(None);
+        };
         let set = &self.sets[set_index];
         let copies: Vec<&Copy<'_>> = copies.iter().filter(|c| c.set == set_index).collect();
         // A record that a majority of the drives (and at least a read quorum) hold byte for
@@ -367,7 +408,7 @@ impl ObjectStore {
             let same = copies.iter().filter(|c| c.record == copy.record).count();
             if 2 * same > set.width() && same >= set.read_quorum() {
                 if let Ok(record) = record::decode::<R>(copy.record) {
-                    return Some(record).filter(Listed::visible);
+                    return Ok(Some(record).filter(Listed::visible));
                 }
                 break;
             }
@@ -387,10 +428,10 @@ impl ObjectStore {
                 _ => Err(DriveError::Offline(String::new())),
             })
             .collect();
-        // A key whose versions no read quorum agrees on is left out of the page, like a key
-        // whose GET would fail: one damaged key does not fail a whole listing.
-        let agreed = set.agree(&records).ok()?.found();
-        agreed.filter(Listed::visible)
+        // A key whose versions no read quorum agrees on is left out of a page by the caller
+        // (see `Scope::undecided_fails`), like a key whose GET would fail: one damaged key
+        // does not fail a whole listing.
+        Ok(set.agree(&records)?.found().filter(Listed::visible))
     }
 }
 
@@ -501,9 +542,9 @@ impl<R: Listed> Listing<'_, R> {
                     Some(entry) => Some(entry),
                     None => return Ok(None),
                 },
-                (Settle::Quorum, Name::Key(key)) => store
-                    .agreed_record(scans, &copies)
-                    .map(|record| scope.object(key, record)),
+                (Settle::Quorum, Name::Key(key)) => (scope
+                    .settle(store.agreed_record(scans, &copies))?)
+                .map(|record| scope.object(key, record)),
                 (Settle::Quorum, Name::Prefix(prefix)) => store
                     .prefix_has_agreed_key::<R>(scope, scans, &copies, prefix, start)
                     .await?
