@@ -347,6 +347,18 @@ async fn settings_changes_answered_with_an_error_are_in_force_nowhere() {
     );
     let user = drives.store(&[2, 3, 4]).system_get("users/trainer").await;
     assert_eq!(user.unwrap().as_deref(), Some(&b"enabled"[..]));
+
+    // A DeleteBucket refused by four drives: the bucket stays, also after a heal.
+    drives.fail(5..9, &[Call::MetaApply]);
+    let deleted = store.delete_bucket(&bucket()).await;
+    assert!(is_unavailable(&deleted), "{deleted:?}");
+    drives.recover();
+    assert!(store.bucket(&bucket()).await.is_ok(), "the next request");
+    drives.store(&[]).heal_buckets().await.unwrap();
+    assert!(
+        drives.store(&[6, 7, 8]).bucket(&bucket()).await.is_ok(),
+        "after a heal"
+    );
 }
 
 /// One write of the race below, and how it ended.

@@ -132,30 +132,35 @@ impl ObjectStore {
         Ok(buckets)
     }
 
+    /// Deletes an empty bucket, like a settings change: conditionally on every drive and
+    /// undone everywhere when a set misses its write quorum, so that a DeleteBucket answered
+    /// with an error leaves the bucket in place.
     pub async fn delete_bucket(&self, name: &BucketName) -> Result<(), ObjectError> {
-        self.bucket(name).await?;
-        // A versioned bucket is empty only once every version and delete marker is gone.
-        if self.holds_any::<ObjectRecord>(name).await?
-            || self.holds_any::<VersionsRecord>(name).await?
-        {
-            return Err(ObjectError::BucketNotEmpty);
-        }
-        let mut uploads_prefix = name.as_str().as_bytes().to_vec();
-        uploads_prefix.push(0);
-        let ops = vec![
-            MetaOp::Delete {
+        let key = name.as_str().as_bytes();
+        retry_conflicts(|| async {
+            let base = self.bucket(name).await?;
+            // A versioned bucket is empty only once every version and delete marker is gone.
+            if self.holds_any::<ObjectRecord>(name).await?
+                || self.holds_any::<VersionsRecord>(name).await?
+            {
+                return Err(ObjectError::BucketNotEmpty);
+            }
+            let delete = MetaOp::Delete {
                 table: MetaTable::Buckets,
-                key: name.as_str().as_bytes().to_vec(),
-            },
-            MetaOp::DeletePrefix {
-                table: MetaTable::Uploads,
-                prefix: uploads_prefix,
-            },
-        ];
-        let results = join_all(self.sets.iter().map(|s| s.meta_apply_all(ops.clone()))).await;
-        for (set, results) in self.sets.iter().zip(&results) {
-            set.require_write_quorum(results)?;
-        }
+                key: key.to_vec(),
+            };
+            commit_revision(&self.sets, (MetaTable::Buckets, key), Some(&base), delete).await
+        })
+        .await?;
+        // Its multipart uploads go with it (best effort: uploads of a bucket that no longer
+        // exists can be neither listed nor completed).
+        let mut uploads_prefix = key.to_vec();
+        uploads_prefix.push(0);
+        let uploads = vec![MetaOp::DeletePrefix {
+            table: MetaTable::Uploads,
+            prefix: uploads_prefix,
+        }];
+        join_all(self.sets.iter().map(|s| s.meta_apply_all(uploads.clone()))).await;
         Ok(())
     }
 }
