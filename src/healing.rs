@@ -183,6 +183,10 @@ impl Worker for DriveMonitor {
     async fn run_once(&mut self) -> anyhow::Result<String> {
         let deployment = self.deployment.clone();
         let changes = tokio::task::spawn_blocking(move || deployment.check_drives()).await?;
+        if !changes.is_empty() {
+            // With drives gone or back, the buckets may agree differently (or not at all).
+            self.store.forget_agreed_buckets();
+        }
         // A drive unhealed now (formatted in, its database made anew, or still unhealed from
         // before a restart) needs a complete pass before it votes.
         let unhealed = self.deployment.unhealed_drives();

@@ -15,6 +15,7 @@
 
 pub mod action;
 pub mod crypt;
+mod parsed;
 pub mod policy;
 pub mod store;
 
@@ -201,11 +202,11 @@ async fn bucket_policy(state: &AppState, bucket: &str) -> Result<Option<BucketPo
         Err(ObjectError::NoSuchBucket) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    let Some(document) = record.settings.policy else {
+    let Some(document) = &record.settings.policy else {
         return Ok(Some(None));
     };
-    match Policy::parse(&document, PolicyKind::Bucket(bucket)) {
-        Ok(policy) => Ok(Some(Some(Arc::new(policy)))),
+    match state.iam.bucket_policies.of(&record, document) {
+        Ok(policy) => Ok(Some(Some(policy))),
         Err(e) => {
             // Put policies were validated: one that no longer parses could hide a Deny.
             tracing::error!(%bucket, error = %e, "the bucket's stored policy does not parse; denying");

@@ -107,6 +107,8 @@ pub struct Iam {
     cache: RwLock<Arc<Snapshot>>,
     /// Changes and reloads, one at a time.
     changes: tokio::sync::Mutex<()>,
+    /// Bucket policies, parsed.
+    pub bucket_policies: super::parsed::ParsedBucketPolicies,
 }
 
 impl std::fmt::Debug for Iam {
@@ -133,6 +135,7 @@ impl Iam {
             root_user: root_user.to_string(),
             cache: RwLock::new(Arc::new(Snapshot::default())),
             changes: tokio::sync::Mutex::new(()),
+            bucket_policies: Default::default(),
         })
     }
 

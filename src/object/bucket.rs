@@ -42,19 +42,50 @@ impl ObjectStore {
             // Two creates at once: one wins, the other finds the bucket when it retries. A
             // create that fails is undone: the name stays free.
             let no_base: Option<&BucketRecord> = None;
-            commit_revision(&self.sets, (MetaTable::Buckets, key), no_base, op).await?;
+            let committed = commit_revision(&self.sets, (MetaTable::Buckets, key), no_base, op);
+            self.in_force(name, committed.await, &record)?;
             Ok(record)
         })
         .await
     }
 
-    /// The bucket's record, or `NoSuchBucket`.
+    /// The bucket's record, or `NoSuchBucket`: as agreed on lately (see [`BucketCache`]).
+    /// Decisions to change the bucket read the drives instead ([`Self::find_bucket`]).
+    ///
+    /// [`BucketCache`]: super::bucket_cache::BucketCache
     pub async fn bucket(&self, name: &BucketName) -> Result<BucketRecord, ObjectError> {
-        self.find_bucket(name)
-            .await?
-            .ok_or(ObjectError::NoSuchBucket)
+        if let Some(record) = self.buckets.get(name.as_str()) {
+            return Ok((*record).clone());
+        }
+        let generation = self.buckets.generation();
+        let record = self.find_bucket(name).await?;
+        let record = record.ok_or(ObjectError::NoSuchBucket)?;
+        self.buckets.found(generation, &record);
+        Ok(record)
     }
 
+    /// A bucket or system record may have changed under this server (a heal ran, drives
+    /// came or went): what it agreed on before is read again.
+    pub fn forget_agreed_buckets(&self) {
+        self.buckets.forget_all();
+    }
+
+    /// Puts a change this server committed in force for its next requests; a change whose
+    /// outcome is unknown (an error) makes it read the drives again.
+    fn in_force(
+        &self,
+        name: &BucketName,
+        committed: Result<(), ObjectError>,
+        record: &BucketRecord,
+    ) -> Result<(), ObjectError> {
+        match committed {
+            Ok(()) => self.buckets.changed(record),
+            Err(_) => self.buckets.forget(name.as_str()),
+        }
+        committed
+    }
+
+    /// The bucket's record as the drives agree on it now.
     async fn find_bucket(&self, name: &BucketName) -> Result<Option<BucketRecord>, ObjectError> {
         // Every set holds every bucket; the first set answers for all.
         let set = &self.sets[0];
@@ -77,7 +108,8 @@ impl ObjectStore {
         let _guard = self.locks.write(name.as_str(), "").await;
         let key = name.as_str().as_bytes();
         retry_conflicts(|| async {
-            let base = self.bucket(name).await?;
+            let base = self.find_bucket(name).await?;
+            let base = base.ok_or(ObjectError::NoSuchBucket)?;
             let mut record = base.clone();
             change(&mut record.settings)?;
             record.revision += 1;
@@ -86,7 +118,8 @@ impl ObjectStore {
                 key: key.to_vec(),
                 value: record::encode(&record),
             };
-            commit_revision(&self.sets, (MetaTable::Buckets, key), Some(&base), op).await?;
+            let committed = commit_revision(&self.sets, (MetaTable::Buckets, key), Some(&base), op);
+            self.in_force(name, committed.await, &record)?;
             Ok(record)
         })
         .await
@@ -138,7 +171,8 @@ impl ObjectStore {
     pub async fn delete_bucket(&self, name: &BucketName) -> Result<(), ObjectError> {
         let key = name.as_str().as_bytes();
         retry_conflicts(|| async {
-            let base = self.bucket(name).await?;
+            let base = self.find_bucket(name).await?;
+            let base = base.ok_or(ObjectError::NoSuchBucket)?;
             // A versioned bucket is empty only once every version and delete marker is gone.
             if self.holds_any::<ObjectRecord>(name).await?
                 || self.holds_any::<VersionsRecord>(name).await?
@@ -149,7 +183,12 @@ impl ObjectStore {
                 table: MetaTable::Buckets,
                 key: key.to_vec(),
             };
-            commit_revision(&self.sets, (MetaTable::Buckets, key), Some(&base), delete).await
+            let deleted =
+                commit_revision(&self.sets, (MetaTable::Buckets, key), Some(&base), delete);
+            let deleted = deleted.await;
+            // Gone, or in doubt: either way read again.
+            self.buckets.forget(name.as_str());
+            deleted
         })
         .await?;
         // Its multipart uploads go with it (best effort: uploads of a bucket that no longer

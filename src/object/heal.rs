@@ -452,7 +452,10 @@ impl ObjectStore {
     /// says are gone. Records the drives do not agree on are left alone and counted
     /// unresolved.
     pub async fn heal_buckets(&self) -> Result<HealReport, ObjectError> {
-        let mut report = self.heal_table::<BucketRecord>(MetaTable::Buckets).await?;
+        let healed = self.heal_table::<BucketRecord>(MetaTable::Buckets).await;
+        // What the drives agree on may differ from what this server had agreed on before.
+        self.forget_agreed_buckets();
+        let mut report = healed?;
         report.add(&self.heal_system_records().await?);
         Ok(report)
     }

@@ -4,6 +4,7 @@
 //! the drives agree on, when a write is committed) and never touches files itself.
 
 mod bucket;
+mod bucket_cache;
 pub mod checksum;
 mod commit;
 mod copies;
@@ -161,6 +162,8 @@ pub struct ObjectStore {
     heal_queue: heal::HealQueue,
     /// Where lifecycle transitions move data, by name.
     tiers: arc_swap::ArcSwap<Tiers>,
+    /// The bucket records agreed on lately.
+    buckets: bucket_cache::BucketCache,
 }
 
 impl ObjectStore {
@@ -180,6 +183,7 @@ impl ObjectStore {
             md5: md5_lanes::Md5Lanes::start(),
             heal_queue: heal::HealQueue::new(HEAL_QUEUE_LEN),
             tiers: arc_swap::ArcSwap::from_pointee(Tiers::default()),
+            buckets: bucket_cache::BucketCache::default(),
         })
     }
 
