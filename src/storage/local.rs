@@ -10,16 +10,17 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, ReadableDatabase, TableDefinition};
 use uuid::Uuid;
 
 mod dir_index;
+mod group_commit;
 
 use super::direct::DirectFile;
 use super::{
-    absent_unless_unhealed, note_replaced, past_prefix, refuse_scan_if_unhealed, rolled_up_len,
-    scan_from, DataDir, DiskInfo, Drive, DriveError, Format, MetaOp, MetaTable, Replaced,
-    ShardReader, ShardWriter,
+    absent_unless_unhealed, past_prefix, refuse_scan_if_unhealed, rolled_up_len, scan_from,
+    DataDir, DiskInfo, Drive, DriveError, Format, MetaOp, MetaTable, Replaced, ShardReader,
+    ShardWriter,
 };
 
 const SYSTEM_DIR: &str = ".strata";
@@ -64,6 +65,8 @@ pub struct LocalDrive {
     db: Mutex<Option<Arc<Database>>>,
     /// Mirrors the presence of the unhealed mark; set before, cleared after the file changes.
     unhealed: AtomicBool,
+    /// Metadata batches waiting to share a transaction.
+    commits: Arc<group_commit::CommitQueue>,
 }
 
 impl LocalDrive {
@@ -134,6 +137,7 @@ impl LocalDrive {
             db_path: system.join(META_FILE),
             db: Mutex::new(Some(Arc::new(db))),
             unhealed: AtomicBool::new(Self::is_marked_unhealed(root)),
+            commits: Default::default(),
         })
     }
 
@@ -470,80 +474,9 @@ impl Drive for LocalDrive {
 
     async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<Replaced, DriveError> {
         let db = self.database()?;
-        self.blocking(move |_| {
-            let txn = begin_write(&db).map_err(write_err)?;
-            let mut replaced = Replaced::new();
-            for op in ops {
-                match op {
-                    MetaOp::Put {
-                        table: which,
-                        key,
-                        value,
-                    } => {
-                        let mut t = txn.open_table(table(which)).map_err(db_err)?;
-                        let old = (t.insert(key.as_slice(), value.as_slice()))
-                            .map_err(db_err)?
-                            .map(|v| v.value().to_vec());
-                        let existed = old.is_some();
-                        note_replaced(&mut replaced, which, &key, || old);
-                        if let Some(index) = dir_index::index_table(which) {
-                            let mut index = txn.open_table(index).map_err(db_err)?;
-                            dir_index::on_insert(&mut index, &key, &value, existed)?;
-                        }
-                    }
-                    MetaOp::Delete { table: which, key } => {
-                        let mut t = txn.open_table(table(which)).map_err(db_err)?;
-                        let old = (t.remove(key.as_slice()))
-                            .map_err(db_err)?
-                            .map(|v| v.value().to_vec());
-                        let removed = old.is_some();
-                        note_replaced(&mut replaced, which, &key, || old);
-                        if let (true, Some(index)) = (removed, dir_index::index_table(which)) {
-                            let mut index = txn.open_table(index).map_err(db_err)?;
-                            dir_index::on_remove(&t, &mut index, &key)?;
-                        }
-                    }
-                    MetaOp::Expect {
-                        table: which,
-                        key,
-                        value,
-                    } => {
-                        let t = txn.open_table(table(which)).map_err(db_err)?;
-                        let held = t.get(key.as_slice()).map_err(db_err)?;
-                        if held.as_ref().map(|v| v.value()) != value.as_deref() {
-                            // Dropping the transaction aborts it: nothing changes.
-                            return Err(DriveError::Conflict);
-                        }
-                    }
-                    MetaOp::DeletePrefix {
-                        table: which,
-                        prefix,
-                    } => {
-                        let mut t = txn.open_table(table(which)).map_err(db_err)?;
-                        let keys: Vec<Vec<u8>> = t
-                            .range::<&[u8]>(prefix.as_slice()..)
-                            .map_err(db_err)?
-                            .map_while(|entry| entry.ok().map(|(k, _)| k.value().to_vec()))
-                            .take_while(|k| k.starts_with(&prefix))
-                            .collect();
-                        let mut index = match dir_index::index_table(which) {
-                            Some(index) => Some(txn.open_table(index).map_err(db_err)?),
-                            None => None,
-                        };
-                        for key in keys {
-                            t.remove(key.as_slice()).map_err(db_err)?;
-                            if let Some(index) = &mut index {
-                                dir_index::on_remove(&t, index, &key)?;
-                            }
-                        }
-                    }
-                }
-            }
-            txn.commit().map_err(write_err)?;
-            Ok(replaced)
-        })
-        .await
-        .inspect_err(|e| {
+        let (root, label) = (self.root.clone(), self.label.clone());
+        let online = move || Self::check_online(&root, &label);
+        self.commits.commit(db, ops, online).await.inspect_err(|e| {
             if matches!(e, DriveError::Full | DriveError::Io(_)) {
                 self.close_database();
             }
@@ -643,11 +576,11 @@ impl Drive for LocalDrive {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// The format of a lone test drive.
-    pub(super) fn format() -> Format {
+    pub(crate) fn format() -> Format {
         Format {
             version: 1,
             deployment_id: "d".into(),
