@@ -47,6 +47,8 @@ pub struct AppState {
     pub limit: limit::RequestLimit,
     /// How long a lifecycle day lasts (for `x-amz-expiration`).
     pub lifecycle_day: std::time::Duration,
+    /// Buckets' lifecycle rules, parsed (for `x-amz-expiration`).
+    pub lifecycle_configs: crate::object::ParsedByRevision<crate::lifecycle::LifecycleConfig>,
     /// What the lifecycle scanner did, per bucket and rule.
     pub lifecycle_status: Arc<crate::lifecycle::LifecycleStatus>,
 }

@@ -15,7 +15,6 @@
 
 pub mod action;
 pub mod crypt;
-mod parsed;
 pub mod policy;
 pub mod store;
 
@@ -205,7 +204,8 @@ async fn bucket_policy(state: &AppState, bucket: &str) -> Result<Option<BucketPo
     let Some(document) = &record.settings.policy else {
         return Ok(Some(None));
     };
-    match state.iam.bucket_policies.of(&record, document) {
+    let parse = || Policy::parse(document, PolicyKind::Bucket(bucket));
+    match state.iam.bucket_policies.of(&record, parse) {
         Ok(policy) => Ok(Some(Some(policy))),
         Err(e) => {
             // Put policies were validated: one that no longer parses could hide a Deny.

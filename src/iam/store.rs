@@ -108,7 +108,7 @@ pub struct Iam {
     /// Changes and reloads, one at a time.
     changes: tokio::sync::Mutex<()>,
     /// Bucket policies, parsed.
-    pub bucket_policies: super::parsed::ParsedBucketPolicies,
+    pub bucket_policies: crate::object::ParsedByRevision<super::policy::Policy>,
 }
 
 impl std::fmt::Debug for Iam {

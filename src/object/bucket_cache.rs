@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use super::record::BucketRecord;
@@ -66,5 +66,98 @@ impl BucketCache {
         let mut entries = self.entries.write().expect("not poisoned");
         self.generation.fetch_add(1, Ordering::SeqCst);
         entries.clear();
+    }
+}
+
+/// What a bucket's settings parse into (its policy, its lifecycle rules), parsed once per
+/// revision of its record instead of once per request.
+pub struct ParsedByRevision<T>(Mutex<HashMap<String, Parsed<T>>>);
+
+/// A parsed value and the record (id and revision) it was parsed from.
+struct Parsed<T> {
+    id: String,
+    revision: u64,
+    value: Arc<T>,
+}
+
+impl<T> Default for ParsedByRevision<T> {
+    fn default() -> Self {
+        Self(Mutex::default())
+    }
+}
+
+impl<T> ParsedByRevision<T> {
+    /// What `parse` makes of `record`'s settings, parsed again only when the record changed.
+    pub fn of<E>(
+        &self,
+        record: &BucketRecord,
+        parse: impl FnOnce() -> Result<T, E>,
+    ) -> Result<Arc<T>, E> {
+        let same_record = |p: &&Parsed<T>| p.id == record.id && p.revision == record.revision;
+        if let Some(parsed) = self.lock().get(&record.name).filter(same_record) {
+            return Ok(parsed.value.clone());
+        }
+        let value = Arc::new(parse()?);
+        let parsed = Parsed {
+            id: record.id.clone(),
+            revision: record.revision,
+            value: value.clone(),
+        };
+        self.lock().insert(record.name.clone(), parsed);
+        Ok(value)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Parsed<T>>> {
+        self.0.lock().expect("not poisoned")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::object::BucketSettings;
+
+    fn record(id: &str, revision: u64) -> BucketRecord {
+        BucketRecord {
+            name: "b".into(),
+            id: id.into(),
+            created_ms: 0,
+            revision,
+            settings: BucketSettings::default(),
+        }
+    }
+
+    #[test]
+    fn settings_are_parsed_again_only_when_the_record_changes() {
+        let parsed = ParsedByRevision::<u64>::default();
+        let parses = Cell::new(0);
+        let parse = |r: &BucketRecord| {
+            parsed.of(r, || {
+                parses.set(parses.get() + 1);
+                Ok::<_, ()>(r.revision)
+            })
+        };
+        assert_eq!(*parse(&record("one", 1)).unwrap(), 1);
+        assert_eq!(*parse(&record("one", 1)).unwrap(), 1);
+        assert_eq!(parses.get(), 1);
+        assert_eq!(*parse(&record("one", 2)).unwrap(), 2, "a new revision");
+        assert_eq!(*parse(&record("two", 2)).unwrap(), 2, "a bucket made anew");
+        assert_eq!(parses.get(), 3);
+    }
+
+    #[test]
+    fn a_read_that_started_before_a_change_does_not_put_what_it_found() {
+        let cache = BucketCache::default();
+        let before = cache.generation();
+        cache.changed(&record("one", 2));
+        cache.found(before, &record("one", 1));
+        assert_eq!(cache.get("b").unwrap().revision, 2);
+        cache.forget("b");
+        assert!(cache.get("b").is_none());
+        let now = cache.generation();
+        cache.found(now, &record("one", 2));
+        assert_eq!(cache.get("b").unwrap().revision, 2);
     }
 }

@@ -5,6 +5,7 @@
 
 mod bucket;
 mod bucket_cache;
+pub use bucket_cache::ParsedByRevision;
 pub mod checksum;
 mod commit;
 mod copies;

@@ -151,8 +151,8 @@ pub async fn get_object(
         let range = span.map(|s| record.resolve_span(s)).transpose()?;
         (record, range, None)
     };
-    let settings = store.bucket(&bucket).await.ok().map(|b| b.settings);
-    let versioning = settings.as_ref().and_then(|s| s.versioning);
+    let bucket_record = store.bucket(&bucket).await.ok();
+    let versioning = bucket_record.as_ref().and_then(|b| b.settings.versioning);
     // partNumber=1 of an object uploaded in one piece is the whole object, answered as such.
     let part_asked = matches!(span, Some(ReadSpan::Part(_)));
     let range = range.filter(|_| !part_asked || record.is_multipart());
@@ -188,9 +188,9 @@ pub async fn get_object(
     }
     apply_response_overrides(&request, &mut response);
     // Expiration is judged for the current version; a version named by id may be noncurrent.
-    let lifecycle = settings.and_then(|s| s.lifecycle).filter(|_| !asked);
+    let current = bucket_record.filter(|_| !asked);
     if let Some(expiration) =
-        lifecycle.and_then(|xml| expiration_header(request.state, &xml, &key, &record))
+        current.and_then(|bucket| expiration_header(request.state, &bucket, &key, &record))
     {
         response
             .headers_mut()
@@ -269,12 +269,14 @@ async fn hide_unreadable_lock(
 /// configuration (`lifecycle`, as stored) will expire the object, as S3 answers GET and HEAD.
 fn expiration_header(
     state: &crate::api::AppState,
-    lifecycle: &str,
+    bucket: &crate::object::BucketRecord,
     key: &crate::object::ObjectKey,
     record: &crate::object::ObjectRecord,
 ) -> Option<HeaderValue> {
     use crate::lifecycle::{expiration_of, Clock, LifecycleConfig, VersionState};
-    let config = LifecycleConfig::from_xml(lifecycle).ok()?;
+    let xml = bucket.settings.lifecycle.as_deref()?;
+    let parse = || LifecycleConfig::from_xml(xml);
+    let config = state.lifecycle_configs.of(bucket, parse).ok()?;
     let version = VersionState {
         key: key.as_str(),
         size: record.size,
