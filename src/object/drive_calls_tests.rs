@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use futures::StreamExt;
 
-use super::{BucketName, GetOptions, ObjectKey, ObjectStore, PutOptions};
+use super::{BucketName, GetOptions, ObjectKey, ObjectStore, PutOptions, ReadIf};
 use crate::erasure::ErasureSet;
 use crate::storage::sim::CrashController;
 
@@ -50,6 +50,17 @@ async fn a_small_put_and_get_cost_few_drive_calls() {
     assert_eq!(read, data);
     let get = sim.calls();
     let get_kinds = sim.calls_by_kind();
+
+    // A conditional GET that fails its condition is decided on the records alone.
+    sim.reset_calls();
+    let options = GetOptions {
+        read_if: Some(ReadIf(std::sync::Arc::new(|_| false))),
+        ..GetOptions::default()
+    };
+    let mut not_read = store.get_object(&bucket, &key, options).await.unwrap();
+    assert!(not_read.body.next().await.is_none());
+    let refused = sim.calls();
+    assert_eq!(refused, 9, "{:?}", sim.calls_by_kind());
 
     println!("small PUT: {put} drive calls {put_kinds:?}");
     println!("small GET: {get} drive calls {get_kinds:?}");

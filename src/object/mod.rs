@@ -53,7 +53,7 @@ pub use lock::{
 };
 pub use multipart::{CompleteOptions, CompletedPart, PartsPage, UploadOptions};
 pub use names::{BucketName, ObjectKey, MAX_KEY_LEN};
-pub use objects::{GetOptions, GetResult, PutOptions, WriteCondition};
+pub use objects::{GetOptions, GetResult, PutOptions, ReadIf, WriteCondition};
 pub use record::{
     BucketRecord, BucketSettings, CorsRule, ObjectRecord, PartRecord, StoredChecksum, TierLocation,
     UploadRecord, Versioning, NULL_VERSION,

@@ -76,6 +76,19 @@ pub struct GetOptions {
     pub span: Option<ReadSpan>,
     /// The version to read (`null` names the null version); the newest when `None`.
     pub version_id: Option<String>,
+    /// Whether the data is read at all, decided on the agreed record before any shard is
+    /// opened (a conditional GET that ends in 304 or 412 reads none); `None`: always.
+    pub read_if: Option<ReadIf>,
+}
+
+/// A decision on a version's record: read its data or not.
+#[derive(Clone)]
+pub struct ReadIf(pub Arc<dyn Fn(&ObjectRecord) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for ReadIf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReadIf(..)")
+    }
 }
 
 /// A version about to be committed.
@@ -335,6 +348,16 @@ impl ObjectStore {
         let (record, holders, records) = self
             .read_version(set, &bucket_record, key, options.version_id.as_deref())
             .await?;
+        if let Some(ReadIf(read)) = &options.read_if {
+            if !read(&record) {
+                let body: ByteStream = Box::pin(futures::stream::empty());
+                return Ok(GetResult {
+                    record,
+                    range: None,
+                    body,
+                });
+            }
+        }
         let range = options.span.map(|r| record.resolve_span(r)).transpose()?;
         let (start, end) = range.unwrap_or((0, record.size));
 

@@ -193,8 +193,8 @@ pub async fn copy_object(
     } else {
         // The stream is of the version read here, so the conditions hold for what is copied.
         let options = GetOptions {
-            span: None,
             version_id: source.version_id.clone(),
+            ..GetOptions::default()
         };
         let read = store
             .get_object(&source.bucket, &source.key, options)

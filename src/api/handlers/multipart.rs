@@ -171,6 +171,7 @@ pub async fn upload_part_copy(
     let options = GetOptions {
         span: range.map(ReadSpan::Range),
         version_id: source.version_id.clone(),
+        ..GetOptions::default()
     };
     let read = store
         .get_object(&source.bucket, &source.key, options)

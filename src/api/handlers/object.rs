@@ -1,5 +1,7 @@
 //! Object operations: PUT, GET, HEAD, DELETE.
 
+use std::sync::Arc;
+
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -10,7 +12,9 @@ use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{self, ConditionFailure};
 use crate::api::router::Endpoint;
 use crate::iam::action::bypasses_governance;
-use crate::object::{GetOptions, ObjectLock, ObjectRecord, PutOptions, ReadSpan, StoredChecksum};
+use crate::object::{
+    GetOptions, ObjectLock, ObjectRecord, PutOptions, ReadIf, ReadSpan, StoredChecksum,
+};
 
 /// Largest single PUT, as in S3.
 const MAX_PUT_SIZE: u64 = 5 << 30;
@@ -120,6 +124,24 @@ pub fn stored_response(etag: &str, checksum: Option<&StoredChecksum>) -> Respons
     response
 }
 
+/// A GET's conditions (If-Match and the like), for the object layer to judge on the record
+/// before it reads any data; `None` when the request has none.
+fn conditions_on_record(request_headers: &HeaderMap) -> Option<ReadIf> {
+    const CONDITIONS: [&str; 4] = [
+        "if-match",
+        "if-none-match",
+        "if-modified-since",
+        "if-unmodified-since",
+    ];
+    if !CONDITIONS.iter().any(|c| request_headers.contains_key(*c)) {
+        return None;
+    }
+    let conditions = request_headers.clone();
+    Some(ReadIf(Arc::new(move |record| {
+        headers::check_conditions(&conditions, &record.etag, headers::modified(record)).is_ok()
+    })))
+}
+
 fn quoted(etag: &str) -> HeaderValue {
     HeaderValue::from_str(&format!("\"{etag}\"")).expect("etags are hex")
 }
@@ -141,6 +163,7 @@ pub async fn get_object(
         let options = GetOptions {
             span,
             version_id: version_id.clone(),
+            read_if: conditions_on_record(request.headers),
         };
         let got = store.get_object(&bucket, &key, options).await?;
         (got.record, got.range, Some(got.body))
