@@ -27,10 +27,10 @@ use crate::storage::Drive;
 /// per-drive outcomes with these, and reach the drives only through the set.
 pub use crate::storage::{rolled_up_len, DataDir, DriveError, MetaOp, MetaTable};
 
+pub use crate::storage::ScanPage;
 pub use agreement::{Agreement, Replica};
 pub use bitrot::CHECKSUM_LEN;
 pub use codec::Codec;
-pub use one_drive::ScanPage;
 pub use read::{PartReader, ShardSource};
 pub use write::{Encoded, WriteOutcome};
 
@@ -144,6 +144,22 @@ impl ErasureSet {
         answers: &[Result<Option<T>, DriveError>],
     ) -> Result<Agreement<T>, ErasureError> {
         agreement::agree(answers, self.read_quorum(), self.write_quorum())
+    }
+
+    /// Reads one metadata record from every drive, each with what another table holds
+    /// under `related` (see the drives' `meta_get_related`).
+    pub async fn meta_get_related_all(
+        &self,
+        table: MetaTable,
+        key: &[u8],
+        related: (MetaTable, &[u8]),
+    ) -> DriveResults<(Option<Vec<u8>>, ScanPage)> {
+        join_all(
+            self.drives
+                .iter()
+                .map(|d| d.meta_get_related(table, key.to_vec(), (related.0, related.1.to_vec()))),
+        )
+        .await
     }
 
     /// Reads one metadata record from every drive.

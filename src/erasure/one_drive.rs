@@ -7,11 +7,8 @@ use std::time::SystemTime;
 
 use uuid::Uuid;
 
-use super::{DriveResults, ErasureSet};
+use super::{DriveResults, ErasureSet, ScanPage};
 use crate::storage::{DataDir, DriveError, MetaOp, MetaTable};
-
-/// One page of a drive's records: keys and values in key order.
-pub type ScanPage = Vec<(Vec<u8>, Vec<u8>)>;
 
 impl ErasureSet {
     /// The drive's name in logs.

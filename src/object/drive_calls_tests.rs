@@ -65,5 +65,5 @@ async fn a_small_put_and_get_cost_few_drive_calls() {
     println!("small PUT: {put} drive calls {put_kinds:?}");
     println!("small GET: {get} drive calls {get_kinds:?}");
     assert!(put <= 18, "small PUT: {put} drive calls {put_kinds:?}");
-    assert!(get <= 18, "small GET: {get} drive calls {get_kinds:?}");
+    assert!(get <= 9, "small GET: {get} drive calls {get_kinds:?}");
 }

@@ -14,7 +14,8 @@ use super::record::{
     self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, StoredChecksum,
 };
 use super::version::{
-    agree_on_version, held_for_commit, read_records, replaced_versions, DriveRecords,
+    agree_on_version, held_for_commit, read_records, read_records_with_data, replaced_versions,
+    DriveRecords,
 };
 use super::versioning::version_id_for;
 use super::{
@@ -323,7 +324,7 @@ impl ObjectStore {
         if let Some(id) = version_id {
             return self.find_version(set, &bucket.name, key.as_str(), id).await;
         }
-        let records = read_records(set, &bucket.name, key.as_str()).await;
+        let records = read_records_with_data(set, &bucket.name, key.as_str()).await;
         match agree_on_version(set, &records)? {
             Agreement::Found { value, holders } if !value.delete_marker => {
                 Ok((value, holders, records))
@@ -373,12 +374,22 @@ impl ObjectStore {
         }
         if record.inline {
             let chunk_key = inline_key(bucket.as_str(), key.as_str(), record.data_id);
-            let chunks = set.meta_get_all(MetaTable::Inline, &chunk_key).await;
+            // Read with the records, unless a version was named.
+            let read_with_records: Option<Vec<Option<Vec<u8>>>> = (0..set.width())
+                .map(|i| Some(records.related_on(i, &chunk_key)?.map(<[u8]>::to_vec)))
+                .collect();
+            let chunks = match read_with_records {
+                Some(chunks) => chunks,
+                None => (set.meta_get_all(MetaTable::Inline, &chunk_key).await)
+                    .into_iter()
+                    .map(|chunk| chunk.ok().flatten())
+                    .collect(),
+            };
             let sources = chunks
                 .into_iter()
                 .zip(&holders)
                 .map(|(chunk, &holds)| match chunk {
-                    Ok(Some(bytes)) if holds => Some(ShardSource::Inline(Bytes::from(bytes))),
+                    Some(bytes) if holds => Some(ShardSource::Inline(Bytes::from(bytes))),
                     _ => None,
                 })
                 .collect();

@@ -327,9 +327,16 @@ pub fn object_key(bucket: &str, key: &str) -> Vec<u8> {
 /// Database key of an inline object's shard chunk on a drive: the object key, NUL, the
 /// version's data id.
 pub fn inline_key(bucket: &str, key: &str, data_id: Uuid) -> Vec<u8> {
+    let mut out = inline_prefix(bucket, key);
+    out.extend_from_slice(data_id.as_bytes());
+    out
+}
+
+/// What the database keys of every inline chunk of an object start with (keys hold no NUL,
+/// so no other object's chunks do).
+pub fn inline_prefix(bucket: &str, key: &str) -> Vec<u8> {
     let mut out = object_key(bucket, key);
     out.push(0);
-    out.extend_from_slice(data_id.as_bytes());
     out
 }
 

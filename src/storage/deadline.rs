@@ -21,7 +21,8 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 use super::{
-    DataDir, DiskInfo, Drive, DriveError, MetaOp, MetaTable, Replaced, ShardReader, ShardWriter,
+    DataDir, DiskInfo, Drive, DriveError, MetaOp, MetaTable, Replaced, ScanPage, ShardReader,
+    ShardWriter,
 };
 
 /// The longest pause between two probes of a stalled drive.
@@ -277,6 +278,20 @@ impl Drive for DeadlineDrive {
     ) -> Result<Option<Vec<u8>>, DriveError> {
         self.health
             .call("metadata get", self.inner.meta_get(table, key))
+            .await
+    }
+
+    async fn meta_get_related(
+        &self,
+        table: MetaTable,
+        key: Vec<u8>,
+        related: (MetaTable, Vec<u8>),
+    ) -> Result<(Option<Vec<u8>>, ScanPage), DriveError> {
+        self.health
+            .call(
+                "metadata read",
+                self.inner.meta_get_related(table, key, related),
+            )
             .await
     }
 

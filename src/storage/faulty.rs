@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::{
-    DataDir, DiskInfo, Drive, DriveError, MetaOp, MetaTable, Replaced, ShardReader, ShardWriter,
+    DataDir, DiskInfo, Drive, DriveError, MetaOp, MetaTable, Replaced, ScanPage, ShardReader,
+    ShardWriter,
 };
 
 /// The calls a [`FaultyDrive`] can be told to fail.
@@ -141,6 +142,16 @@ impl Drive for FaultyDrive {
         self.check(Call::MetaGet)?;
         self.wait().await;
         self.inner.meta_get(table, key).await
+    }
+    async fn meta_get_related(
+        &self,
+        table: MetaTable,
+        key: Vec<u8>,
+        related: (MetaTable, Vec<u8>),
+    ) -> Result<(Option<Vec<u8>>, ScanPage), DriveError> {
+        self.check(Call::MetaGet)?;
+        self.wait().await;
+        self.inner.meta_get_related(table, key, related).await
     }
     async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<Replaced, DriveError> {
         self.check(Call::MetaApply)?;

@@ -19,8 +19,8 @@ mod group_commit;
 use super::direct::DirectFile;
 use super::{
     absent_unless_unhealed, past_prefix, refuse_scan_if_unhealed, rolled_up_len, scan_from,
-    DataDir, DiskInfo, Drive, DriveError, Format, MetaOp, MetaTable, Replaced, ShardReader,
-    ShardWriter,
+    DataDir, DiskInfo, Drive, DriveError, Format, MetaOp, MetaTable, Replaced, ScanPage,
+    ShardReader, ShardWriter, RELATED_LIMIT,
 };
 
 const SYSTEM_DIR: &str = ".strata";
@@ -148,6 +148,9 @@ impl LocalDrive {
         if let Some(open) = db.as_ref() {
             return Ok(open.clone());
         }
+        // A drive whose folder (or format record) is gone is offline: nothing is made anew
+        // in its place.
+        Self::check_online(&self.root, &self.label)?;
         if !self.db_path.exists() {
             // The database file went away under the running server: the new one is blank.
             Self::mark_unhealed(&self.root, "metadata database made anew")?;
@@ -483,6 +486,37 @@ impl Drive for LocalDrive {
         })
     }
 
+    async fn meta_get_related(
+        &self,
+        which: MetaTable,
+        key: Vec<u8>,
+        related: (MetaTable, Vec<u8>),
+    ) -> Result<(Option<Vec<u8>>, ScanPage), DriveError> {
+        let db = self.database()?;
+        let unhealed = self.is_unhealed();
+        let (found, entries) = self
+            .blocking(move |_| {
+                let txn = db.begin_read().map_err(db_err)?;
+                let t = txn.open_table(table(which)).map_err(db_err)?;
+                let found = (t.get(key.as_slice()).map_err(db_err)?).map(|v| v.value().to_vec());
+                let mut entries = ScanPage::new();
+                if found.is_some() && !unhealed {
+                    let (which, prefix) = related;
+                    let t = txn.open_table(table(which)).map_err(db_err)?;
+                    for entry in t.range::<&[u8]>(prefix.as_slice()..).map_err(db_err)? {
+                        let (k, v) = entry.map_err(db_err)?;
+                        if !k.value().starts_with(&prefix) || entries.len() >= RELATED_LIMIT {
+                            break;
+                        }
+                        entries.push((k.value().to_vec(), v.value().to_vec()));
+                    }
+                }
+                Ok((found, entries))
+            })
+            .await?;
+        Ok((absent_unless_unhealed(self, found)?, entries))
+    }
+
     async fn meta_scan(
         &self,
         which: MetaTable,
@@ -490,8 +524,9 @@ impl Drive for LocalDrive {
         prefix: Vec<u8>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
-        refuse_scan_if_unhealed(self)?;
+        // Opening may find the database gone and make the drive unhealed: ask after.
         let db = self.database()?;
+        refuse_scan_if_unhealed(self)?;
         self.blocking(move |_| {
             let txn = db.begin_read().map_err(db_err)?;
             let t = txn.open_table(table(which)).map_err(db_err)?;
@@ -525,8 +560,9 @@ impl Drive for LocalDrive {
         delimiter: Vec<u8>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DriveError> {
-        refuse_scan_if_unhealed(self)?;
+        // Opening may find the database gone and make the drive unhealed: ask after.
         let db = self.database()?;
+        refuse_scan_if_unhealed(self)?;
         self.blocking(move |_| {
             let txn = db.begin_read().map_err(db_err)?;
             let t = txn.open_table(table(which)).map_err(db_err)?;

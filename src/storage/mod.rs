@@ -72,6 +72,13 @@ pub enum MetaOp {
     },
 }
 
+/// Entries of a table in key order, as scans answer them.
+pub type ScanPage = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Related entries read with a record at most (an object's inline chunks: the current
+/// version's and the one it superseded).
+pub const RELATED_LIMIT: usize = 8;
+
 /// What a batch replaced: for each key it puts or deletes (prefix deletes aside), in the
 /// order first touched, the value the key held before the batch (`None`: none).
 pub type Replaced = Vec<(MetaTable, Vec<u8>, Option<Vec<u8>>)>;
@@ -184,6 +191,24 @@ pub trait Drive: Send + Sync {
 
     async fn meta_get(&self, table: MetaTable, key: Vec<u8>)
         -> Result<Option<Vec<u8>>, DriveError>;
+    /// A record and, read with it, what another table holds under `related` (an object's
+    /// record and its inline chunks): one call instead of two. The related entries are read
+    /// only when the record exists, and are empty when they cannot be (an unhealed drive).
+    async fn meta_get_related(
+        &self,
+        table: MetaTable,
+        key: Vec<u8>,
+        related: (MetaTable, Vec<u8>),
+    ) -> Result<(Option<Vec<u8>>, ScanPage), DriveError> {
+        let found = self.meta_get(table, key).await?;
+        let entries = match found {
+            Some(_) => (self.meta_scan(related.0, Bound::Unbounded, related.1, RELATED_LIMIT))
+                .await
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
+        Ok((found, entries))
+    }
     /// Applies a batch of changes in one durable transaction, and answers what it replaced:
     /// so that a commit can be undone without reading first.
     async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<Replaced, DriveError>;

@@ -33,7 +33,8 @@ use uuid::Uuid;
 
 use super::{
     absent_unless_unhealed, note_replaced, past_prefix, refuse_scan_if_unhealed, rolled_up_len,
-    scan_from, DataDir, Drive, DriveError, MetaOp, MetaTable, Replaced, ShardReader, ShardWriter,
+    scan_from, DataDir, Drive, DriveError, MetaOp, MetaTable, Replaced, ScanPage, ShardReader,
+    ShardWriter, RELATED_LIMIT,
 };
 
 /// What a crash keeps of the changes that were not durable yet.
@@ -681,6 +682,28 @@ impl Drive for SimDrive {
         self.read_call("meta_get")?;
         let found = self.state().meta[table_index(table)].get(&key).cloned();
         absent_unless_unhealed(self, found)
+    }
+
+    async fn meta_get_related(
+        &self,
+        table: MetaTable,
+        key: Vec<u8>,
+        related: (MetaTable, Vec<u8>),
+    ) -> Result<(Option<Vec<u8>>, ScanPage), DriveError> {
+        self.read_call("meta_get_related")?;
+        let state = self.state();
+        let found = state.meta[table_index(table)].get(&key).cloned();
+        let (which, prefix) = related;
+        let entries = match found.is_some() && !state.unhealed {
+            true => (state.meta[table_index(which)].range(prefix.clone()..))
+                .take_while(|(k, _)| k.starts_with(&prefix))
+                .take(RELATED_LIMIT)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            false => Vec::new(),
+        };
+        drop(state);
+        Ok((absent_unless_unhealed(self, found)?, entries))
     }
 
     async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<Replaced, DriveError> {

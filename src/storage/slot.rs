@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::{
-    DataDir, DiskInfo, Drive, DriveError, MetaOp, MetaTable, Replaced, ShardReader, ShardWriter,
+    DataDir, DiskInfo, Drive, DriveError, MetaOp, MetaTable, Replaced, ScanPage, ShardReader,
+    ShardWriter,
 };
 
 pub struct DriveSlot {
@@ -88,6 +89,14 @@ impl Drive for DriveSlot {
         key: Vec<u8>,
     ) -> Result<Option<Vec<u8>>, DriveError> {
         self.current().meta_get(table, key).await
+    }
+    async fn meta_get_related(
+        &self,
+        table: MetaTable,
+        key: Vec<u8>,
+        related: (MetaTable, Vec<u8>),
+    ) -> Result<(Option<Vec<u8>>, ScanPage), DriveError> {
+        self.current().meta_get_related(table, key, related).await
     }
     async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<Replaced, DriveError> {
         self.current().meta_apply(ops).await
