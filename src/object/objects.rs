@@ -230,9 +230,12 @@ impl ObjectStore {
             Err(e) => Err(e),
         };
         if let Some(condition) = version.condition {
-            match &agreed {
-                Ok(agreed) => condition.check(agreed.as_ref())?,
-                Err(_) => return agreed.map(|_| ()),
+            match agreed {
+                Ok(ref agreed) => condition.check(agreed.as_ref())?,
+                // Every drive answered and still nothing is decided: other writes are in
+                // flight (or were cut short); read again rather than answer 503 at once.
+                Err(_) if current.iter().all(|r| r.is_ok()) => return Err(ObjectError::Conflict),
+                Err(e) => return Err(e),
             }
         }
         commit_over(set, bucket, key, &current, agreed.ok(), version).await?;
