@@ -15,6 +15,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
+use super::copies::Copies;
 use super::record::{
     self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, VersionsRecord,
 };
@@ -771,12 +772,7 @@ pub(crate) async fn heal_revisioned<T: Revisioned>(
     table: MetaTable,
     name: &[u8],
 ) -> Result<HealReport, ObjectError> {
-    let answers: Vec<Result<Option<T>, crate::erasure::DriveError>> = set
-        .meta_get_all(table, name)
-        .await
-        .into_iter()
-        .map(|a| a.map(|v| v.and_then(|b| record::decode::<T>(&b).ok())))
-        .collect();
+    let answers = Copies::<T>::read(set, table, name.to_vec()).await;
     let held: Vec<Option<T>> = answers
         .iter()
         .map(|a| a.as_ref().ok().cloned().flatten())

@@ -8,6 +8,7 @@
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
+use super::copies::Copies;
 use super::heal::{commit_healed, heal_data, reachable, scan_keys, HealReport, StoredData};
 use super::record::{self, parts_prefix, BucketRecord, PartInfo, PartRecord, UploadRecord};
 use super::{Agreement, BucketName, HealDepth, ObjectError, ObjectKey, ObjectStore};
@@ -76,12 +77,7 @@ async fn heal_upload(
     db_key: &[u8],
 ) -> Result<HealReport, ObjectError> {
     let mut report = HealReport::default();
-    let answers: Vec<Result<Option<UploadRecord>, DriveError>> = set
-        .meta_get_all(MetaTable::Uploads, db_key)
-        .await
-        .into_iter()
-        .map(|a| a.map(|v| v.and_then(|b| record::decode(&b).ok())))
-        .collect();
+    let answers = Copies::<UploadRecord>::read(set, MetaTable::Uploads, db_key.to_vec()).await;
     let online: Vec<bool> = answers.iter().map(reachable).collect();
     let held: Vec<bool> = answers.iter().map(|a| matches!(a, Ok(Some(_)))).collect();
     let upload = match set.agree(&answers) {

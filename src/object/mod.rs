@@ -211,13 +211,8 @@ pub(crate) async fn read_agreed<T>(
 where
     T: Replica + serde::de::DeserializeOwned,
 {
-    let answers: Vec<_> = set
-        .meta_get_all(table, key)
-        .await
-        .into_iter()
-        .map(|a| a.map(|v| v.and_then(|bytes| record::decode::<T>(&bytes).ok())))
-        .collect();
-    Ok(set.agree(&answers)?)
+    let copies = copies::Copies::<T>::read(set, table, key.to_vec()).await;
+    Ok(set.agree(&copies)?)
 }
 
 /// Attempts after the first at a read-decide-commit step that lost a race.

@@ -17,8 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::commit::commit_revision;
 use super::record;
-use super::{retry_conflicts, ObjectError, ObjectStore};
-use crate::erasure::ErasureSet;
+use super::{read_agreed, retry_conflicts, ObjectError, ObjectStore};
 use crate::erasure::{DriveError, MetaOp, MetaTable};
 
 /// The lock namespace of system records: never a bucket name (`_` is not allowed in one).
@@ -116,7 +115,7 @@ impl ObjectStore {
         keys.dedup();
         let mut out = Vec::new();
         for key in keys {
-            let answers = scans
+            let answers: Vec<_> = scans
                 .iter()
                 .map(|scan| match scan {
                     Ok(entries) => Ok(entries
@@ -126,7 +125,7 @@ impl ObjectStore {
                     Err(_) => Err(DriveError::Offline(String::new())),
                 })
                 .collect();
-            if let Some(record) = newest_agreed(set, answers)? {
+            if let Some(record) = set.agree(&answers)?.found() {
                 out.push((String::from_utf8_lossy(key).into_owned(), record.value));
             }
         }
@@ -135,14 +134,8 @@ impl ObjectStore {
 
     async fn system_record(&self, key: &str) -> Result<Option<SystemRecord>, ObjectError> {
         // Every set holds every record; the first set answers for all.
-        let set = &self.sets[0];
-        let answers = set
-            .meta_get_all(MetaTable::System, key.as_bytes())
-            .await
-            .into_iter()
-            .map(|a| a.map(|v| v.and_then(|bytes| record::decode::<SystemRecord>(&bytes).ok())))
-            .collect();
-        newest_agreed(set, answers)
+        let agreed = read_agreed::<SystemRecord>(&self.sets[0], MetaTable::System, key.as_bytes());
+        Ok(agreed.await?.found())
     }
 
     /// Commits a change decided on `base` (the record read, if any) on every set; one that
@@ -157,19 +150,12 @@ impl ObjectStore {
     }
 }
 
-/// The record a read quorum agrees on.
-fn newest_agreed(
-    set: &ErasureSet,
-    answers: Vec<Result<Option<SystemRecord>, DriveError>>,
-) -> Result<Option<SystemRecord>, ObjectError> {
-    Ok(set.agree(&answers)?.found())
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::erasure::ErasureSet;
     use crate::storage::{Drive, Format, LocalDrive, OfflineDrive};
 
     const DRIVES: usize = 9;

@@ -219,6 +219,36 @@ fn begin_write(db: &Database) -> Result<redb::WriteTransaction, redb::Transactio
     Ok(txn)
 }
 
+/// Up to `limit` entries of a table whose keys start with `prefix`, from `start`, in a read
+/// transaction.
+fn scan_in(
+    txn: &redb::ReadTransaction,
+    which: MetaTable,
+    start: Bound<Vec<u8>>,
+    prefix: &[u8],
+    limit: usize,
+) -> Result<ScanPage, DriveError> {
+    let t = txn.open_table(table(which)).map_err(db_err)?;
+    let start = scan_from(start, prefix);
+    let start = match &start {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    let mut out = ScanPage::new();
+    for entry in t
+        .range::<&[u8]>((start, Bound::Unbounded))
+        .map_err(db_err)?
+    {
+        let (k, v) = entry.map_err(db_err)?;
+        if !k.value().starts_with(prefix) || out.len() >= limit {
+            break;
+        }
+        out.push((k.value().to_vec(), v.value().to_vec()));
+    }
+    Ok(out)
+}
+
 fn db_err(err: impl std::fmt::Display) -> DriveError {
     DriveError::Database(err.to_string())
 }
@@ -499,18 +529,10 @@ impl Drive for LocalDrive {
                 let txn = db.begin_read().map_err(db_err)?;
                 let t = txn.open_table(table(which)).map_err(db_err)?;
                 let found = (t.get(key.as_slice()).map_err(db_err)?).map(|v| v.value().to_vec());
-                let mut entries = ScanPage::new();
-                if found.is_some() && !unhealed {
-                    let (which, prefix) = related;
-                    let t = txn.open_table(table(which)).map_err(db_err)?;
-                    for entry in t.range::<&[u8]>(prefix.as_slice()..).map_err(db_err)? {
-                        let (k, v) = entry.map_err(db_err)?;
-                        if !k.value().starts_with(&prefix) || entries.len() >= RELATED_LIMIT {
-                            break;
-                        }
-                        entries.push((k.value().to_vec(), v.value().to_vec()));
-                    }
-                }
+                let entries = match found.is_some() && !unhealed {
+                    true => scan_in(&txn, related.0, Bound::Unbounded, &related.1, RELATED_LIMIT)?,
+                    false => ScanPage::new(),
+                };
                 Ok((found, entries))
             })
             .await?;
@@ -529,25 +551,7 @@ impl Drive for LocalDrive {
         refuse_scan_if_unhealed(self)?;
         self.blocking(move |_| {
             let txn = db.begin_read().map_err(db_err)?;
-            let t = txn.open_table(table(which)).map_err(db_err)?;
-            let start = scan_from(start, &prefix);
-            let start = match &start {
-                Bound::Included(k) => Bound::Included(k.as_slice()),
-                Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
-                Bound::Unbounded => Bound::Unbounded,
-            };
-            let mut out = Vec::new();
-            for entry in t
-                .range::<&[u8]>((start, Bound::Unbounded))
-                .map_err(db_err)?
-            {
-                let (k, v) = entry.map_err(db_err)?;
-                if !k.value().starts_with(&prefix) || out.len() >= limit {
-                    break;
-                }
-                out.push((k.value().to_vec(), v.value().to_vec()));
-            }
-            Ok(out)
+            scan_in(&txn, which, start, &prefix, limit)
         })
         .await
     }
