@@ -419,9 +419,11 @@ impl From<ObjectError> for S3Error {
             ),
             // Writers on other servers kept winning the race for this key: back off.
             ObjectError::Conflict => S3Error::from_code(C::SlowDown),
-            ObjectError::Erasure(ErasureError::ReadQuorum | ErasureError::WriteQuorum { .. }) => {
-                S3Error::from_code(C::ServiceUnavailable)
-            }
+            ObjectError::Erasure(
+                ErasureError::ReadQuorum
+                | ErasureError::WriteQuorum { .. }
+                | ErasureError::CommitDeadline,
+            ) => S3Error::from_code(C::ServiceUnavailable),
             ObjectError::Erasure(ErasureError::DriveFull) => {
                 S3Error::from_code(C::InsufficientStorage)
             }

@@ -5,7 +5,10 @@
 //!
 //! Two writers that raced from the same state can then never both reach a write quorum
 //! (2W > N), whatever locks they hold: the loser undoes what it got and is told
-//! [`ErasureError::Conflict`], so that it reads again and retries.
+//! [`ErasureError::Conflict`], so that it reads again and retries. A writer that read another
+//! one's commit in flight on some drives is refused there ([`Batch::Refuse`], see
+//! [`super::in_flight`]): otherwise its conditions would include the other's values and both
+//! could reach a quorum.
 
 use futures::future::join_all;
 
@@ -62,6 +65,8 @@ fn undo(replaced: &Replaced, batch: &[MetaOp]) -> Vec<MetaOp> {
 pub struct Applied {
     batches: Vec<Batch>,
     results: DriveResults<Replaced>,
+    /// From the first drive call to the last answer.
+    took: std::time::Duration,
 }
 
 impl ErasureSet {
@@ -94,6 +99,7 @@ impl ErasureSet {
     /// replaced. Callers that commit over several sets decide with
     /// [`ErasureSet::quorum_of`] and [`ErasureSet::undo`].
     pub async fn apply_undoable(&self, batches: Vec<Batch>) -> Applied {
+        let started = std::time::Instant::now();
         let results = join_all(
             self.drives
                 .iter()
@@ -107,13 +113,21 @@ impl ErasureSet {
                 }),
         )
         .await;
-        Applied { batches, results }
+        Applied {
+            batches,
+            results,
+            took: started.elapsed(),
+        }
     }
 
-    /// Whether a write quorum took the commit. When not: a conflict if the drives that
-    /// refused because another writer got there first made the difference (the caller reads
-    /// again and retries), the quorum error otherwise.
+    /// Whether a write quorum took the commit in time. When not: a conflict if the drives
+    /// that refused because another writer got there first made the difference (the caller
+    /// reads again and retries), the quorum error otherwise. A commit that took longer than
+    /// other servers wait for a write in flight does not count (see [`super::in_flight`]).
     pub fn quorum_of(&self, applied: &Applied) -> Result<(), ErasureError> {
+        if !self.writers.in_time(applied.took) {
+            return Err(ErasureError::CommitDeadline);
+        }
         let quorum = self.require_write_quorum(&applied.results);
         let Err(e) = quorum else { return Ok(()) };
         let ok = applied.results.iter().filter(|r| r.is_ok()).count();

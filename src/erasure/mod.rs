@@ -9,6 +9,7 @@ mod bitrot;
 mod codec;
 pub mod commit;
 mod heal;
+pub mod in_flight;
 mod one_drive;
 pub mod quorum;
 mod read;
@@ -31,6 +32,7 @@ pub use crate::storage::ScanPage;
 pub use agreement::{Agreement, Replica};
 pub use bitrot::CHECKSUM_LEN;
 pub use codec::Codec;
+pub use in_flight::{ReadWindow, Writers};
 pub use read::{PartReader, ShardSource};
 pub use write::{Encoded, WriteOutcome};
 
@@ -55,6 +57,10 @@ pub enum ErasureError {
     /// Other writers changed the record between this one's read and its commit.
     #[error("the record changed under a concurrent writer")]
     Conflict,
+    /// The commit took longer than other servers wait for a write in flight: they may
+    /// already have written over it (see [`in_flight`]), so it was undone.
+    #[error("the commit took longer than its deadline")]
+    CommitDeadline,
     #[error("codec: {0}")]
     Codec(String),
 }
@@ -68,6 +74,7 @@ pub struct ErasureSet {
     drives: Vec<Arc<dyn Drive>>,
     codec: Arc<Codec>,
     block_size: usize,
+    writers: Writers,
 }
 
 impl ErasureSet {
@@ -83,7 +90,22 @@ impl ErasureSet {
             drives,
             codec: Arc::new(codec),
             block_size,
+            writers: Writers::ThisServer,
         })
+    }
+
+    /// The same set, for a server that shares its drives with other servers (see
+    /// [`in_flight`]): each commit must be answered within `commit_deadline`.
+    pub fn shared_with_other_servers(mut self, commit_deadline: std::time::Duration) -> Self {
+        self.writers = Writers::shared(commit_deadline);
+        self
+    }
+
+    /// Whether `value`, found under `key` by a read made in `window` and accounted for by
+    /// no agreement, is the leftover of a write that can no longer be acknowledged (see
+    /// [`in_flight`]). The caller holds the key's write lock.
+    pub fn cut_short(&self, key: (MetaTable, &[u8]), value: &[u8], window: ReadWindow) -> bool {
+        self.writers.cut_short(key, value, window)
     }
 
     pub fn index(&self) -> usize {

@@ -23,6 +23,7 @@ impl ObjectStore {
         settings: BucketSettings,
     ) -> Result<BucketRecord, ObjectError> {
         let key = name.as_str().as_bytes();
+        let _guard = self.locks.write(name.as_str(), "").await;
         retry_conflicts(|| async {
             if self.find_bucket(name).await?.is_some() {
                 return Err(ObjectError::BucketExists);
@@ -170,6 +171,7 @@ impl ObjectStore {
     /// with an error leaves the bucket in place.
     pub async fn delete_bucket(&self, name: &BucketName) -> Result<(), ObjectError> {
         let key = name.as_str().as_bytes();
+        let _guard = self.locks.write(name.as_str(), "").await;
         retry_conflicts(|| async {
             let base = self.find_bucket(name).await?;
             let base = base.ok_or(ObjectError::NoSuchBucket)?;

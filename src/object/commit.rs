@@ -6,53 +6,59 @@
 use futures::future::join_all;
 use uuid::Uuid;
 
-use super::copies::Copies;
+use super::copies::{Copies, Guard};
 use super::heal::Revisioned;
 use super::record::{inline_key, ObjectRecord};
 use super::version::DriveRecords;
-use super::versioning::DriveStates;
+use super::versioning::KeyVersions;
 use super::ObjectError;
 use crate::erasure::commit::Batch;
 use crate::erasure::{ErasureSet, MetaOp, MetaTable};
 
-/// Each drive's batch (`None`: leave the drive out), guarded by `conditions(i)`: what drive
-/// `i` must still hold, `None` when it could not be read (it is left out too).
-fn guarded(
-    batches: Vec<Option<Vec<MetaOp>>>,
-    conditions: impl Fn(usize) -> Option<Vec<MetaOp>>,
-) -> Vec<Batch> {
+/// Each drive's batch (`None`: leave the drive out), guarded by `guard(i)`.
+fn guarded(batches: Vec<Option<Vec<MetaOp>>>, guard: impl Fn(usize) -> Guard) -> Vec<Batch> {
     (batches.into_iter().enumerate())
-        .map(|(i, ops)| match (ops, conditions(i)) {
-            (Some(ops), Some(held)) => Batch::Apply(held.into_iter().chain(ops).collect()),
+        .map(|(i, ops)| match (ops, guard(i)) {
+            (Some(ops), Guard::Expect(held)) => Batch::Apply(held.into_iter().chain(ops).collect()),
+            (Some(_), Guard::Refuse) => Batch::Refuse,
             _ => Batch::LeaveOut,
         })
         .collect()
 }
 
 /// Commits `batches[i]` on drive `i` (`None`: leave it out), decided on a key's object
-/// records: each drive takes its batch only if it still holds the record it was read with.
-/// `data_on`: the drives that hold the data the commit records, if any (see
-/// [`ErasureSet::commit`]).
+/// records, of which the set agreed on `agreed` (`Some(None)`: that the key does not exist;
+/// `None`: on nothing, when each drive keeps its own record under the new one). Each drive
+/// takes its batch only if it still holds the record it was read with, and that record is
+/// one the decision accounts for (see [`Copies::guard_on`]). `data_on`: the drives that
+/// hold the data the commit records, if any (see [`ErasureSet::commit`]).
 pub(crate) async fn commit_on_records(
     set: &ErasureSet,
     batches: Vec<Option<Vec<MetaOp>>>,
-    records: &DriveRecords,
+    (records, agreed): (&DriveRecords, Option<Option<&ObjectRecord>>),
     data_on: Option<&[bool]>,
 ) -> Result<(), ObjectError> {
-    let batches = guarded(batches, |i| Some(vec![records.unchanged_on(i)?]));
+    let batches = guarded(batches, |i| match agreed {
+        Some(agreed) => records.guard_on(set, i, agreed),
+        None => records
+            .unchanged_on(i)
+            .map_or(Guard::LeaveOut, |held| Guard::Expect(vec![held])),
+    });
     Ok(set.commit(batches, data_on).await?)
 }
 
-/// Commits a change decided on a key's versions: each drive takes its batch only if it still
-/// holds the versions record and the object record it was read with.
+/// Commits a change decided on a key's versions (see [`KeyVersions`]): each drive takes
+/// its batch only if it still holds the versions record and the object record it was read
+/// with, and both are ones the decision accounts for.
 pub(crate) async fn commit_on_versions(
     set: &ErasureSet,
     batches: Vec<Option<Vec<MetaOp>>>,
-    (states, records): (&DriveStates, &DriveRecords),
+    current: &KeyVersions,
     data_on: Option<&[bool]>,
 ) -> Result<(), ObjectError> {
     let batches = guarded(batches, |i| {
-        Some(vec![states.unchanged_on(i)?, records.unchanged_on(i)?])
+        let state = current.states.guard_on(set, i, current.state.as_ref());
+        state.and(current.records.guard_on(set, i, current.object.as_ref()))
     });
     Ok(set.commit(batches, data_on).await?)
 }
@@ -63,15 +69,16 @@ pub(crate) async fn commit_unconditionally(
     batches: Vec<Option<Vec<MetaOp>>>,
     data_on: Option<&[bool]>,
 ) -> Result<(), ObjectError> {
-    let batches = guarded(batches, |_| Some(Vec::new()));
+    let batches = guarded(batches, |_| Guard::Expect(Vec::new()));
     Ok(set.commit(batches, data_on).await?)
 }
 
 /// Commits `op` on a record every set holds (a bucket, a user, a policy), decided on `base`
-/// (the agreed record, `None` when there was none). Each drive takes it if it holds no copy,
-/// or an older or equal revision of the same record, and still holds that when its
-/// transaction runs; a newer copy, or another record (one made meanwhile), means another
-/// writer got there first. When any set misses its write quorum, every drive of every set
+/// (the agreed record, `None` when there was none), under the record's write lock. Each
+/// drive takes it if it holds no copy, `base` or an earlier revision of it, and still holds
+/// that when its transaction runs; a newer copy, or another record (one made meanwhile),
+/// means another writer got there first (unless it is a leftover, see
+/// [`Copies::guard_on`]). When any set misses its write quorum, every drive of every set
 /// that took it is put back: a change answered with an error is in force nowhere.
 pub(crate) async fn commit_revision<T: Revisioned>(
     sets: &[ErasureSet],
@@ -80,24 +87,13 @@ pub(crate) async fn commit_revision<T: Revisioned>(
     op: MetaOp,
 ) -> Result<(), ObjectError> {
     let (table, key) = key;
-    let may_replace = |held: &T| {
-        base.is_some_and(|base| held.id() == base.id() && held.revision() <= base.revision())
-    };
     let applied = join_all(sets.iter().map(|set| async {
         let copies = Copies::<T>::read(set, table, key.to_vec()).await;
         let batches = (0..set.width())
-            .map(|i| {
-                let Some(unchanged) = copies.unchanged_on(i) else {
-                    return Batch::LeaveOut;
-                };
-                let may_take = match &copies[i] {
-                    Ok(Some(held)) => may_replace(held),
-                    _ => copies.is_absent_on(i),
-                };
-                match may_take {
-                    true => Batch::Apply(vec![unchanged, op.clone()]),
-                    false => Batch::Refuse,
-                }
+            .map(|i| match copies.guard_on(set, i, base) {
+                Guard::Expect(held) => Batch::Apply(held.into_iter().chain([op.clone()]).collect()),
+                Guard::Refuse => Batch::Refuse,
+                Guard::LeaveOut => Batch::LeaveOut,
             })
             .collect();
         set.apply_undoable(batches).await

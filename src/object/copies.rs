@@ -3,11 +3,12 @@
 //! those bytes when its transaction runs, see [`MetaOp::Expect`]).
 
 use std::ops::Deref;
+use std::time::Instant;
 
 use serde::de::DeserializeOwned;
 
 use super::record;
-use crate::erasure::{DriveError, ErasureSet, MetaOp, MetaTable, ScanPage};
+use crate::erasure::{DriveError, ErasureSet, MetaOp, MetaTable, ReadWindow, Replica, ScanPage};
 
 /// One record's copies on the drives of a set; derefs to the decoded answers, drive by drive.
 pub(crate) struct Copies<T> {
@@ -18,13 +19,39 @@ pub(crate) struct Copies<T> {
     stored: Vec<Option<Option<Vec<u8>>>>,
     /// What each drive held under the related prefix, when it was read with the record.
     related: Option<Vec<ScanPage>>,
+    window: ReadWindow,
+}
+
+/// What one drive is asked to do with a commit decided on copies of a record.
+pub(crate) enum Guard {
+    /// Take it if these conditions still hold ([`MetaOp::Expect`]: it holds what was read).
+    Expect(Vec<MetaOp>),
+    /// Nothing: it could not be read.
+    LeaveOut,
+    /// Nothing: it holds another writer's value, which may be a commit in flight.
+    Refuse,
+}
+
+impl Guard {
+    /// Both guards: a drive takes the commit when both let it.
+    pub fn and(self, other: Guard) -> Guard {
+        match (self, other) {
+            (Guard::LeaveOut, _) | (_, Guard::LeaveOut) => Guard::LeaveOut,
+            (Guard::Refuse, _) | (_, Guard::Refuse) => Guard::Refuse,
+            (Guard::Expect(mut a), Guard::Expect(b)) => {
+                a.extend(b);
+                Guard::Expect(a)
+            }
+        }
+    }
 }
 
 impl<T: DeserializeOwned> Copies<T> {
     /// Reads the record from every drive of the set.
     pub async fn read(set: &ErasureSet, table: MetaTable, key: Vec<u8>) -> Self {
+        let started = Instant::now();
         let answers = set.meta_get_all(table, &key).await;
-        Self::from_answers(table, key, answers, None)
+        Self::from_answers((table, key), answers, None, started)
     }
 
     /// Reads the record from every drive of the set, each with what another table holds
@@ -35,6 +62,7 @@ impl<T: DeserializeOwned> Copies<T> {
         key: Vec<u8>,
         related: (MetaTable, &[u8]),
     ) -> Self {
+        let started = Instant::now();
         let answers = set.meta_get_related_all(table, &key, related).await;
         let mut pages = Vec::with_capacity(answers.len());
         let answers = (answers.into_iter())
@@ -47,15 +75,19 @@ impl<T: DeserializeOwned> Copies<T> {
                 found
             })
             .collect();
-        Self::from_answers(table, key, answers, Some(pages))
+        Self::from_answers((table, key), answers, Some(pages), started)
     }
 
     fn from_answers(
-        table: MetaTable,
-        key: Vec<u8>,
+        (table, key): (MetaTable, Vec<u8>),
         answers: Vec<Result<Option<Vec<u8>>, DriveError>>,
         related: Option<Vec<ScanPage>>,
+        started: Instant,
     ) -> Self {
+        let window = ReadWindow {
+            started,
+            ended: Instant::now(),
+        };
         let stored = answers
             .iter()
             .map(|answer| match answer {
@@ -75,7 +107,43 @@ impl<T: DeserializeOwned> Copies<T> {
             decoded,
             stored,
             related,
+            window,
         }
+    }
+}
+
+impl<T: Replica> Copies<T> {
+    /// What drive `i` is asked of a commit built on `agreed` (the value the set agreed on;
+    /// `None`: the record does not exist), under the key's write lock. It takes the commit
+    /// if it still holds what was read, when that is nothing, `agreed`, a value `agreed`
+    /// replaced, or the leftover of a write that can no longer be acknowledged; it refuses
+    /// another value, which may be a commit in flight that would otherwise lose drives it
+    /// counts on (see [`crate::erasure::in_flight`]); it is left out when it was not read.
+    pub fn guard_on(&self, set: &ErasureSet, i: usize, agreed: Option<&T>) -> Guard {
+        let Some(condition) = self.unchanged_on(i) else {
+            return Guard::LeaveOut;
+        };
+        let settled = match (&self.decoded[i], &self.stored[i]) {
+            (_, Some(None)) | (Ok(None), _) => true,
+            (Ok(Some(held)), _) => agreed.is_some_and(|agreed| self.accounts_for(agreed, held)),
+            _ => false,
+        };
+        let cut_short = || match &self.stored[i] {
+            Some(Some(bytes)) => set.cut_short((self.table, &self.key), bytes, self.window),
+            _ => true,
+        };
+        match settled || cut_short() {
+            true => Guard::Expect(vec![condition]),
+            false => Guard::Refuse,
+        }
+    }
+
+    /// Whether `held` is `agreed` or a value it replaced (as the copies holding `agreed`
+    /// vouch).
+    fn accounts_for(&self, agreed: &T, held: &T) -> bool {
+        held.is_current(agreed)
+            || (self.decoded.iter().flatten().flatten())
+                .any(|copy| copy.is_current(agreed) && copy.vouches_for(held))
     }
 }
 
@@ -99,11 +167,6 @@ impl<T> Copies<T> {
                 .find(|(k, _)| k == key)
                 .map(|(_, v)| v.as_slice()),
         )
-    }
-
-    /// Whether drive `i` was read and holds no copy (an unhealed drive lacking it included).
-    pub fn is_absent_on(&self, i: usize) -> bool {
-        matches!(self.stored[i], Some(None))
     }
 }
 

@@ -127,7 +127,7 @@ pub enum ObjectError {
     #[error("the object is protected by Object Lock")]
     ObjectLocked,
     /// Other writers kept changing the record between this one's read and its commit; it
-    /// tried again a few times and gave up.
+    /// tried again for a while and gave up.
     #[error("the record changed under a concurrent writer")]
     Conflict,
     #[error(transparent)]
@@ -215,8 +215,11 @@ where
     Ok(set.agree(&copies)?)
 }
 
-/// Attempts after the first at a read-decide-commit step that lost a race.
-const CONFLICT_RETRIES: u32 = 8;
+/// How long a read-decide-commit step keeps trying while it loses races: long enough for a
+/// write cut short on another server to be told from one in flight, which takes a commit
+/// deadline (see [`crate::erasure::in_flight`]).
+const CONFLICT_BUDGET: std::time::Duration =
+    crate::erasure::in_flight::DEFAULT_COMMIT_DEADLINE.saturating_mul(2);
 
 /// Runs a read-decide-commit step, and again (after a random pause that grows with each
 /// try) while it loses races to writers on other servers, then gives up with the conflict.
@@ -225,17 +228,19 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, ObjectError>>,
 {
-    for tried in 0..CONFLICT_RETRIES {
+    let started = std::time::Instant::now();
+    let mut tried = 0;
+    loop {
         match attempt().await {
-            Err(ObjectError::Conflict) => {
+            Err(ObjectError::Conflict) if started.elapsed() < CONFLICT_BUDGET => {
                 let ceiling_ms = 2u64 << tried.min(6);
                 let pause = rand::random_range(1..=ceiling_ms);
                 tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+                tried += 1;
             }
             other => return other,
         }
     }
-    attempt().await
 }
 
 /// Now, in Unix milliseconds.

@@ -468,11 +468,13 @@ impl ObjectStore {
         let db_key = object_key(bucket.as_str(), key.as_str());
         let guard = self.locks.write(bucket.as_str(), key.as_str()).await;
         let current = read_records(set, bucket.as_str(), key.as_str()).await;
-        match agree_on_version(set, &current) {
+        // Drives that agree on nothing each lose what they hold.
+        let agreed = match agree_on_version(set, &current) {
             Ok(Agreement::Found { value, .. }) if !still(&value) => return Ok(false),
             Ok(Agreement::NotFound) => return Ok(false),
-            _ => {}
-        }
+            Ok(Agreement::Found { value, .. }) => Some(value),
+            Err(_) => None,
+        };
         let batches = current
             .iter()
             .map(|held| {
@@ -491,7 +493,8 @@ impl ObjectStore {
                 Some(ops)
             })
             .collect();
-        commit_on_records(set, batches, &current, None).await?;
+        let basis = (&current, agreed.as_ref().map(Some));
+        commit_on_records(set, batches, basis, None).await?;
         drop(guard);
         self.delete_data(set, &bucket_record, replaced_versions(&current, None))
             .await;
@@ -563,7 +566,8 @@ async fn commit_over(
             Some(ops)
         })
         .collect();
-    commit_on_records(set, batches, current, data_holders.as_deref()).await
+    let basis = (current, agreed.as_ref().map(Option::as_ref));
+    commit_on_records(set, batches, basis, data_holders.as_deref()).await
 }
 
 /// A body written to staging and checked against what the client announced.

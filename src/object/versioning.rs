@@ -253,7 +253,7 @@ impl ObjectStore {
             })
             .collect();
         let data_on = added.as_ref().and_then(|a| a.data_holders);
-        commit_on_versions(set, batches, (&current.states, &current.records), data_on).await?;
+        commit_on_versions(set, batches, current, data_on).await?;
         if newest_object.is_some_and(|v| v.delete_marker) {
             // The tombstone has done its job (see the module's note); a drive that misses
             // this keeps it until healed, and readers skip it meanwhile.

@@ -33,6 +33,8 @@ pub struct FaultyDrive {
     failing: Mutex<HashMap<Call, u32>>,
     /// Added to every metadata read and write.
     delay: Mutex<std::time::Duration>,
+    /// Added to every metadata write, on top of `delay`.
+    apply_delay: Mutex<std::time::Duration>,
 }
 
 impl FaultyDrive {
@@ -41,6 +43,7 @@ impl FaultyDrive {
             inner,
             failing: Mutex::new(HashMap::new()),
             delay: Mutex::new(std::time::Duration::ZERO),
+            apply_delay: Mutex::new(std::time::Duration::ZERO),
         })
     }
 
@@ -62,6 +65,11 @@ impl FaultyDrive {
     /// Every metadata read and write takes `delay` longer.
     pub fn slow_down(&self, delay: std::time::Duration) {
         *self.delay.lock().expect("not poisoned") = delay;
+    }
+
+    /// Every metadata write takes `delay` longer (a commit that reaches this drive late).
+    pub fn slow_down_writes(&self, delay: std::time::Duration) {
+        *self.apply_delay.lock().expect("not poisoned") = delay;
     }
 
     async fn wait(&self) {
@@ -156,6 +164,10 @@ impl Drive for FaultyDrive {
     async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<Replaced, DriveError> {
         self.check(Call::MetaApply)?;
         self.wait().await;
+        let delay = *self.apply_delay.lock().expect("not poisoned");
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
         self.inner.meta_apply(ops).await
     }
     async fn meta_scan(

@@ -26,7 +26,7 @@ pub use local::LocalDrive;
 pub use slot::DriveSlot;
 
 /// The tables of the per-drive metadata database.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MetaTable {
     /// Bucket name → bucket record.
     Buckets,

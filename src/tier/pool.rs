@@ -140,6 +140,7 @@ impl PoolTier {
             ObjectError::Erasure(
                 ErasureError::ReadQuorum
                 | ErasureError::WriteQuorum { .. }
+                | ErasureError::CommitDeadline
                 | ErasureError::DriveFull,
             ) => TierError::Unavailable {
                 tier,
