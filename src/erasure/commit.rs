@@ -12,6 +12,7 @@
 
 use futures::future::join_all;
 
+use super::in_flight::InFlight;
 use super::{DriveResults, ErasureError, ErasureSet};
 use crate::storage::{DriveError, MetaOp, Replaced};
 
@@ -62,11 +63,13 @@ fn undo(replaced: &Replaced, batch: &[MetaOp]) -> Vec<MetaOp> {
 }
 
 /// What one set's drives took of a commit, and what it replaced there.
-pub struct Applied {
+pub struct Applied<'a> {
     batches: Vec<Batch>,
     results: DriveResults<Replaced>,
     /// From the first drive call to the last answer.
     took: std::time::Duration,
+    /// The commit is in flight until it is decided and undone where it must be.
+    _in_flight: InFlight<'a>,
 }
 
 impl ErasureSet {
@@ -98,7 +101,14 @@ impl ErasureSet {
     /// Applies `batches[i]` on drive `i`, each in one transaction that answers what it
     /// replaced. Callers that commit over several sets decide with
     /// [`ErasureSet::quorum_of`] and [`ErasureSet::undo`].
-    pub async fn apply_undoable(&self, batches: Vec<Batch>) -> Applied {
+    pub async fn apply_undoable(&self, batches: Vec<Batch>) -> Applied<'_> {
+        let keys = (batches.iter())
+            .flat_map(|batch| match batch {
+                Batch::Apply(ops) => ops.as_slice(),
+                _ => &[],
+            })
+            .filter_map(MetaOp::table_and_key);
+        let in_flight = self.local_commits.begin(keys);
         let started = std::time::Instant::now();
         let results = join_all(
             self.drives
@@ -117,6 +127,7 @@ impl ErasureSet {
             batches,
             results,
             took: started.elapsed(),
+            _in_flight: in_flight,
         }
     }
 
@@ -124,7 +135,7 @@ impl ErasureSet {
     /// that refused because another writer got there first made the difference (the caller
     /// reads again and retries), the quorum error otherwise. A commit that took longer than
     /// other servers wait for a write in flight does not count (see [`super::in_flight`]).
-    pub fn quorum_of(&self, applied: &Applied) -> Result<(), ErasureError> {
+    pub fn quorum_of(&self, applied: &Applied<'_>) -> Result<(), ErasureError> {
         if !self.writers.in_time(applied.took) {
             return Err(ErasureError::CommitDeadline);
         }
@@ -142,7 +153,7 @@ impl ErasureSet {
 
     /// Puts the drives that took a commit back as they were, where no later writer replaced
     /// what the commit wrote.
-    pub async fn undo(&self, applied: &Applied) {
+    pub async fn undo(&self, applied: &Applied<'_>) {
         let undos = (applied.results.iter().zip(&applied.batches))
             .map(|(result, batch)| match (result, batch) {
                 (Ok(replaced), Batch::Apply(ops)) => Some(undo(replaced, ops)),

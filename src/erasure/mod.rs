@@ -32,7 +32,7 @@ pub use crate::storage::ScanPage;
 pub use agreement::{Agreement, Replica};
 pub use bitrot::CHECKSUM_LEN;
 pub use codec::Codec;
-pub use in_flight::{ReadWindow, Writers};
+pub use in_flight::{LocalCommits, ReadWindow, Writers};
 pub use read::{PartReader, ShardSource};
 pub use write::{Encoded, WriteOutcome};
 
@@ -75,6 +75,8 @@ pub struct ErasureSet {
     codec: Arc<Codec>,
     block_size: usize,
     writers: Writers,
+    /// This server's commits in flight (see [`in_flight`]).
+    local_commits: LocalCommits,
 }
 
 impl ErasureSet {
@@ -91,6 +93,7 @@ impl ErasureSet {
             codec: Arc::new(codec),
             block_size,
             writers: Writers::ThisServer,
+            local_commits: LocalCommits::default(),
         })
     }
 
@@ -101,11 +104,17 @@ impl ErasureSet {
         self
     }
 
+    /// Where this server's commits on `key` stand: taken when a read of it begins, for
+    /// [`Self::cut_short`].
+    pub fn mark(&self, key: (MetaTable, &[u8])) -> in_flight::Mark {
+        self.local_commits.mark(key)
+    }
+
     /// Whether `value`, found under `key` by a read made in `window` and accounted for by
     /// no agreement, is the leftover of a write that can no longer be acknowledged (see
-    /// [`in_flight`]). The caller holds the key's write lock.
+    /// [`in_flight`]).
     pub fn cut_short(&self, key: (MetaTable, &[u8]), value: &[u8], window: ReadWindow) -> bool {
-        self.writers.cut_short(key, value, window)
+        (self.writers).cut_short(key, value, window, &self.local_commits)
     }
 
     pub fn index(&self) -> usize {

@@ -8,6 +8,7 @@ use std::time::Instant;
 use serde::de::DeserializeOwned;
 
 use super::record;
+use crate::erasure::in_flight::Mark;
 use crate::erasure::{DriveError, ErasureSet, MetaOp, MetaTable, ReadWindow, Replica, ScanPage};
 
 /// One record's copies on the drives of a set; derefs to the decoded answers, drive by drive.
@@ -49,9 +50,9 @@ impl Guard {
 impl<T: DeserializeOwned> Copies<T> {
     /// Reads the record from every drive of the set.
     pub async fn read(set: &ErasureSet, table: MetaTable, key: Vec<u8>) -> Self {
-        let started = Instant::now();
+        let began = (Instant::now(), set.mark((table, &key)));
         let answers = set.meta_get_all(table, &key).await;
-        Self::from_answers((table, key), answers, None, started)
+        Self::from_answers((table, key), answers, None, began)
     }
 
     /// Reads the record from every drive of the set, each with what another table holds
@@ -62,7 +63,7 @@ impl<T: DeserializeOwned> Copies<T> {
         key: Vec<u8>,
         related: (MetaTable, &[u8]),
     ) -> Self {
-        let started = Instant::now();
+        let began = (Instant::now(), set.mark((table, &key)));
         let answers = set.meta_get_related_all(table, &key, related).await;
         let mut pages = Vec::with_capacity(answers.len());
         let answers = (answers.into_iter())
@@ -75,18 +76,19 @@ impl<T: DeserializeOwned> Copies<T> {
                 found
             })
             .collect();
-        Self::from_answers((table, key), answers, Some(pages), started)
+        Self::from_answers((table, key), answers, Some(pages), began)
     }
 
     fn from_answers(
         (table, key): (MetaTable, Vec<u8>),
         answers: Vec<Result<Option<Vec<u8>>, DriveError>>,
         related: Option<Vec<ScanPage>>,
-        started: Instant,
+        (started, mark): (Instant, Mark),
     ) -> Self {
         let window = ReadWindow {
             started,
             ended: Instant::now(),
+            mark,
         };
         let stored = answers
             .iter()
@@ -114,7 +116,7 @@ impl<T: DeserializeOwned> Copies<T> {
 
 impl<T: Replica> Copies<T> {
     /// What drive `i` is asked of a commit built on `agreed` (the value the set agreed on;
-    /// `None`: the record does not exist), under the key's write lock. It takes the commit
+    /// `None`: the record does not exist). It takes the commit
     /// if it still holds what was read, when that is nothing, `agreed`, a value `agreed`
     /// replaced, or the leftover of a write that can no longer be acknowledged; it refuses
     /// another value, which may be a commit in flight that would otherwise lose drives it

@@ -72,6 +72,18 @@ pub enum MetaOp {
     },
 }
 
+impl MetaOp {
+    /// The one key the op reads or writes; `None` for a prefix.
+    pub fn table_and_key(&self) -> Option<(MetaTable, &[u8])> {
+        match self {
+            MetaOp::Put { table, key, .. }
+            | MetaOp::Delete { table, key }
+            | MetaOp::Expect { table, key, .. } => Some((*table, key.as_slice())),
+            MetaOp::DeletePrefix { .. } => None,
+        }
+    }
+}
+
 /// Entries of a table in key order, as scans answer them.
 pub type ScanPage = Vec<(Vec<u8>, Vec<u8>)>;
 
