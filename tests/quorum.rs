@@ -497,6 +497,52 @@ async fn a_commit_past_its_deadline_is_undone() {
     assert_eq!(read(&other, "ckpt").await.unwrap(), b"old");
 }
 
+/// A heal that runs while a bucket is being made finds its record on a few drives and none
+/// on the others. It must not take that for a leftover and remove it: the creation may be
+/// about to reach its quorum, and would then be acknowledged with its record on too few
+/// drives. On one server, and on two sharing the drives.
+#[tokio::test]
+async fn a_heal_leaves_alone_a_record_being_made() {
+    for shared in [false, true] {
+        let drives = Drives::new();
+        let (maker, maker_drives) = drives.shared_server(DEADLINE);
+        let (maker, healer) = match shared {
+            true => (maker, drives.shared_server(DEADLINE).0),
+            false => {
+                let alone = drives.store(&[]);
+                (alone.clone(), alone)
+            }
+        };
+        // The creation reaches drives 0-3 at once and the others after 500 ms.
+        let slowed = match shared {
+            true => &maker_drives,
+            false => &drives.faulty,
+        };
+        slowed[4..]
+            .iter()
+            .for_each(|d| d.slow_down_writes(500 * MS));
+        let create = tokio::spawn({
+            let maker = maker.clone();
+            async move { maker.create_bucket(&bucket()).await }
+        });
+        tokio::time::sleep(150 * MS).await;
+        healer.heal_buckets().await.unwrap();
+        create
+            .await
+            .unwrap()
+            .expect("the creation reaches every drive");
+        drives
+            .faulty
+            .iter()
+            .for_each(|d| d.slow_down_writes(std::time::Duration::ZERO));
+        let fresh = drives.store(&[0, 1, 2]);
+        assert!(
+            fresh.bucket(&bucket()).await.is_ok(),
+            "shared {shared}: the bucket is on every drive but those the heal took it from"
+        );
+    }
+}
+
 /// Two object stores over the same drives, as two servers would be: their key locks know
 /// nothing of each other, so only the drives' conditional commits keep racing writers
 /// apart. Each round, 16 writers on 4 keys: creates with `If-None-Match: *`, swaps with

@@ -13,7 +13,8 @@
 //! - **Never back in time**: when some other value that the winner did not replace may have
 //!   been acknowledged (its vouchers plus the drives that did not answer reach the write
 //!   quorum), nothing can be answered: the caller says 503 rather than serve an older value.
-//! - A record is absent only when more drives say so than a read quorum's complement.
+//! - A record is absent when more drives say so than a read quorum's complement, or when
+//!   every drive answered and no value gathers a read quorum (nothing was acknowledged).
 
 use super::ErasureError;
 use crate::storage::DriveError;
@@ -87,8 +88,12 @@ pub fn agree<T: Replica>(
         .filter(|v| !readable.iter().any(|newer| replaced(v, newer)))
         .max_by_key(|v| (current_on(v), v.rank()));
     let Some(&chosen) = chosen else {
+        // Every drive answered and none of the values gathers a read quorum: none was
+        // acknowledged (an acknowledged value keeps a write quorum of vouchers, its own
+        // copies and those written over it), so what the drives hold are writes in flight
+        // or cut short, which a reader may order after itself.
         let absent = answers.iter().filter(|a| matches!(a, Ok(None))).count();
-        return match absent > answers.len() - read_quorum {
+        return match absent > answers.len() - read_quorum || unanswered == 0 {
             true => Ok(Agreement::NotFound),
             false => Err(ErasureError::ReadQuorum),
         };
@@ -109,6 +114,30 @@ pub fn agree<T: Replica>(
         value: chosen.clone(),
         holders,
     })
+}
+
+/// A shortcut for callers holding many records as stored (listings): the bytes that more
+/// than half of a set's `width` drives hold alike, if they are also a read quorum. [`agree`]
+/// answers that value whatever the other drives hold or whether they answered: its holders
+/// vouch for nothing newer, so no newer value gathers a read quorum, and the other drives are
+/// fewer than a write quorum, so no other value may have been acknowledged. The caller can
+/// take it without decoding the rest.
+pub fn held_by_majority<'a>(
+    copies: &[&'a [u8]],
+    width: usize,
+    read_quorum: usize,
+) -> Option<&'a [u8]> {
+    for (i, copy) in copies.iter().enumerate() {
+        // Past the first half, no copy left can be held by a majority.
+        if 2 * (copies.len() - i) <= width {
+            return None;
+        }
+        let same = copies.iter().filter(|c| *c == copy).count();
+        if 2 * same > width && same >= read_quorum {
+            return Some(copy);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -215,6 +244,14 @@ mod tests {
         out
     }
 
+    /// What a version's copies in the pattern hold as replaced.
+    fn value_replaced(pattern: &[Answer], version: u8) -> Option<u8> {
+        pattern.iter().find_map(|a| match a {
+            Answer::Holds(c, r) if *c == version => Some(*r),
+            _ => None,
+        })?
+    }
+
     /// The drives whose record names `version` (as current, or as the one it replaced).
     fn vouchers(pattern: &[Answer], version: u8) -> usize {
         (pattern.iter())
@@ -259,12 +296,26 @@ mod tests {
                     Ok(Agreement::NotFound) => {
                         absent += 1;
                         let said_absent = pattern.iter().filter(|a| **a == Answer::Absent).count();
-                        assert!(said_absent > N - READ, "{pattern:?}");
+                        assert!(said_absent > N - READ || unanswered == 0, "{pattern:?}");
                         for w in [1, 2, 3, 9] {
                             assert!(!may_be_acked(w), "{pattern:?}: {w} may exist");
                         }
                     }
                     Err(_) => refused += 1,
+                }
+                // The listing's shortcut answers what agreement answers.
+                let held: Vec<String> = (pattern.iter())
+                    .filter(|a| matches!(a, Answer::Holds(..)))
+                    .map(|a| format!("{a:?}"))
+                    .collect();
+                let copies: Vec<&[u8]> = held.iter().map(|h| h.as_bytes()).collect();
+                if let Some(alike) = held_by_majority(&copies, N, READ) {
+                    assert!(
+                        matches!(&outcome, Ok(Agreement::Found { value, .. })
+                            if format!("{:?}", Answer::Holds(value.current, value_replaced(&pattern, value.current))) == String::from_utf8_lossy(alike)),
+                        "{pattern:?}: the shortcut took {}, agreement {outcome:?}",
+                        String::from_utf8_lossy(alike)
+                    );
                 }
                 // Answers when it can: a version held by a write quorum, with nothing outside
                 // its history that may have been acknowledged, is found, whatever the clocks.
@@ -299,7 +350,7 @@ mod tests {
         let b = Holds(2, Some(1));
         let c = Holds(3, Some(2));
         let lost = Holds(9, Some(1));
-        let table: [([Answer; N], Option<Option<u8>>); 10] = [
+        let table: [([Answer; N], Option<Option<u8>>); 11] = [
             // Written everywhere.
             ([b; N], Some(Some(2))),
             // An overwrite cut short on 3 drives: the old version stands.
@@ -330,6 +381,9 @@ mod tests {
                 ],
                 None,
             ),
+            // Every drive answered and nothing gathers a read quorum (writes in flight or
+            // cut short): nothing was acknowledged, the record is absent.
+            ([Absent, Absent, a, a, a, a, a, c, c], Some(None)),
             // A delete cut short on 3 drives: the object stands.
             ([Absent, Absent, Absent, b, b, b, b, b, b], Some(Some(2))),
             // Deleted on 6 (acknowledged): gone, though 3 drives missed it.

@@ -15,7 +15,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use super::copies::Copies;
+use super::copies::{Copies, Guard};
 use super::record::{
     self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, VersionsRecord,
 };
@@ -787,34 +787,43 @@ pub(crate) async fn heal_revisioned<T: Revisioned>(
             return Ok(report);
         }
     };
-    match agreed {
-        Agreement::Found { value: newest, .. } => {
-            for i in 0..set.width() {
-                let up_to_date = held[i]
-                    .as_ref()
-                    .is_some_and(|r| r.id() == newest.id() && r.revision() == newest.revision());
-                if online[i] && !up_to_date {
-                    let put = MetaOp::Put {
-                        table,
-                        key: name.to_vec(),
-                        value: record::encode(&newest),
-                    };
-                    report.records_repaired +=
-                        u64::from(set.meta_apply_on(i, vec![put]).await.is_ok());
-                }
-            }
+    // Each drive changes only if it still holds what was read, and never where that is a
+    // value no agreement accounts for that may be a write in flight (a record being made).
+    let (newest, change) = match &agreed {
+        Agreement::Found { value, .. } => (
+            Some(value),
+            MetaOp::Put {
+                table,
+                key: name.to_vec(),
+                value: record::encode(value),
+            },
+        ),
+        Agreement::NotFound => (
+            None,
+            MetaOp::Delete {
+                table,
+                key: name.to_vec(),
+            },
+        ),
+    };
+    for i in 0..set.width() {
+        let up_to_date = match (&held[i], newest) {
+            (Some(held), Some(newest)) => held.is_current(newest),
+            (held, newest) => held.is_none() && newest.is_none(),
+        };
+        if !online[i] || up_to_date {
+            continue;
         }
-        Agreement::NotFound => {
-            for (i, held) in held.iter().enumerate() {
-                if held.is_some() {
-                    let delete = MetaOp::Delete {
-                        table,
-                        key: name.to_vec(),
-                    };
-                    report.stale_purged +=
-                        u64::from(set.meta_apply_on(i, vec![delete]).await.is_ok());
+        match answers.guard_on(set, i, newest) {
+            Guard::Expect(mut ops) => {
+                ops.push(change.clone());
+                let changed = u64::from(set.meta_apply_on(i, ops).await.is_ok());
+                match newest {
+                    Some(_) => report.records_repaired += changed,
+                    None => report.stale_purged += changed,
                 }
             }
+            Guard::Refuse | Guard::LeaveOut => report.unresolved = 1,
         }
     }
     Ok(report)

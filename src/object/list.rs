@@ -18,6 +18,7 @@ use futures::future::{join_all, BoxFuture};
 
 use super::record::{self, object_key, ObjectRecord, VersionsRecord};
 use super::{BucketName, ObjectError, ObjectStore};
+use crate::erasure::agreement::held_by_majority;
 use crate::erasure::{rolled_up_len, DriveError, ErasureError, ErasureSet, MetaTable, Replica};
 
 /// A byte that never occurs in UTF-8: appended to a prefix, it sorts after every key that
@@ -402,19 +403,11 @@ impl ObjectStore {
         };
         let set = &self.sets[set_index];
         let copies: Vec<&Copy<'_>> = copies.iter().filter(|c| c.set == set_index).collect();
-        // A record that a majority of the drives (and at least a read quorum) hold byte for
-        // byte is the version `agree_on_version` picks (see `held_alike`): decode it once.
-        for (i, copy) in copies.iter().enumerate() {
-            let same = copies.iter().filter(|c| c.record == copy.record).count();
-            if 2 * same > set.width() && same >= set.read_quorum() {
-                if let Ok(record) = record::decode::<R>(copy.record) {
-                    return Ok(Some(record).filter(Listed::visible));
-                }
-                break;
-            }
-            // Past the first half, no copy left can be held by a majority.
-            if 2 * (copies.len() - i) <= set.width() {
-                break;
+        // What most drives hold byte for byte is what agreement answers: decode it once.
+        let stored: Vec<&[u8]> = copies.iter().map(|c| c.record).collect();
+        if let Some(alike) = held_by_majority(&stored, set.width(), set.read_quorum()) {
+            if let Ok(record) = record::decode::<R>(alike) {
+                return Ok(Some(record).filter(Listed::visible));
             }
         }
         let records: Vec<Result<Option<R>, DriveError>> = scans[set_index]

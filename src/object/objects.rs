@@ -230,13 +230,10 @@ impl ObjectStore {
             Err(e) => Err(e),
         };
         if let Some(condition) = version.condition {
-            match agreed {
-                Ok(ref agreed) => condition.check(agreed.as_ref())?,
-                // Every drive answered and still nothing is decided: other writes are in
-                // flight (or were cut short); read again rather than answer 503 at once.
-                Err(_) if current.iter().all(|r| r.is_ok()) => return Err(ObjectError::Conflict),
-                Err(e) => return Err(e),
-            }
+            let Ok(known) = &agreed else {
+                return agreed.map(drop);
+            };
+            condition.check(known.as_ref())?;
         }
         commit_over(set, bucket, key, &current, agreed.ok(), version).await?;
         drop(guard);
