@@ -17,7 +17,7 @@ use strata::object::{
 };
 use strata::storage::faulty::{Call, FaultyDrive};
 use strata::storage::sim::{CrashController, Flushed};
-use strata::storage::{Drive, OfflineDrive};
+use strata::storage::{Drive, MetaTable, OfflineDrive};
 
 /// Above the inline limit: the data goes to shard files.
 const LARGE: usize = 300 * KIB;
@@ -541,6 +541,31 @@ async fn a_heal_leaves_alone_a_record_being_made() {
             "shared {shared}: the bucket is on every drive but those the heal took it from"
         );
     }
+}
+
+/// A delete marker commits as a tombstone in the object records, removed once the versions
+/// record holds the marker: on every drive, unless a later write replaced it there.
+#[tokio::test]
+async fn a_delete_marker_leaves_no_tombstone_behind() {
+    let (drives, store) = with_bucket(true).await;
+    put(&store, "ckpt", b"one").await.unwrap();
+    store
+        .delete_object(&bucket(), &key("ckpt"), None)
+        .await
+        .unwrap();
+    let record_key = format!("{BUCKET}\0ckpt").into_bytes();
+    for i in 0..9 {
+        let held = drives
+            .sim
+            .drive(i)
+            .meta_get(MetaTable::Objects, record_key.clone());
+        assert_eq!(held.await.unwrap(), None, "drive {i}");
+    }
+    let got = read(&store, "ckpt").await;
+    assert!(
+        matches!(got, Err(ObjectError::DeleteMarker { .. })),
+        "{got:?}"
+    );
 }
 
 /// Two object stores over the same drives, as two servers would be: their key locks know

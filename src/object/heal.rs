@@ -207,11 +207,18 @@ impl ObjectStore {
             key: object_key(bucket.as_str(), key.as_str()),
             value: record::encode(&healed),
         }];
+        // A drive holding a value no agreement accounts for (a write in flight) is left.
+        let targets = (targets.iter().enumerate())
+            .map(|(i, &target)| match target {
+                true => now.guard_on(set, i, Some(&version)),
+                false => Guard::LeaveOut,
+            })
+            .collect();
         let results = commit_healed(
             set,
             &bucket_record,
             key,
-            &targets,
+            targets,
             &[(healed.data_id, heal)],
             record,
         )
@@ -320,15 +327,14 @@ impl ObjectStore {
 
         // Commit, if the key is still in the state healed.
         let guard = self.locks.write(&bucket_record.name, key.as_str()).await;
-        let still = matches!(
-            key_versions(set, &bucket_record.name, key.as_str()).await,
-            Ok(now) if now.state.as_ref().is_some_and(|s| s.state == state.state)
-        );
-        if !still {
-            drop(guard);
-            remove_staging().await;
-            return Ok(Some(report));
-        }
+        let now = match key_versions(set, &bucket_record.name, key.as_str()).await {
+            Ok(now) if now.state.as_ref().is_some_and(|s| s.state == state.state) => now,
+            _ => {
+                drop(guard);
+                remove_staging().await;
+                return Ok(Some(report));
+            }
+        };
         let db_key = object_key(&bucket_record.name, key.as_str());
         let records = vec![
             MetaOp::Put {
@@ -348,7 +354,15 @@ impl ObjectStore {
                 },
             },
         ];
-        let results = commit_healed(set, bucket_record, key, &targets, &healed, records).await;
+        // A drive holding a value no agreement accounts for (a write in flight) is left.
+        let targets = (targets.iter().enumerate())
+            .map(|(i, &target)| match target {
+                true => (now.states.guard_on(set, i, now.state.as_ref()))
+                    .and(now.records.guard_on(set, i, now.object.as_ref())),
+                false => Guard::LeaveOut,
+            })
+            .collect();
+        let results = commit_healed(set, bucket_record, key, targets, &healed, records).await;
         drop(guard);
         report.records_repaired = results.iter().filter(|&&ok| ok).count() as u64;
         report.objects_healed = u64::from(report.records_repaired > 0);
@@ -371,16 +385,15 @@ impl ObjectStore {
         let mut purged = 0;
         for (i, held) in states.iter().enumerate() {
             let Ok(Some(_)) = held else { continue };
-            let removed = set
-                .meta_apply_on(
-                    i,
-                    vec![MetaOp::Delete {
-                        table: MetaTable::Versions,
-                        key: object_key(&bucket.name, key.as_str()),
-                    }],
-                )
-                .await;
-            purged += u64::from(removed.is_ok());
+            // Not a write in flight, and still what was read.
+            let Guard::Expect(mut ops) = states.guard_on(set, i, None) else {
+                continue;
+            };
+            ops.push(MetaOp::Delete {
+                table: MetaTable::Versions,
+                key: object_key(&bucket.name, key.as_str()),
+            });
+            purged += u64::from(set.meta_apply_on(i, ops).await.is_ok());
         }
         Ok(purged)
     }
@@ -403,15 +416,15 @@ impl ObjectStore {
         let mut purged = 0;
         for (i, held) in records.iter().enumerate() {
             let Ok(Some(stale)) = held else { continue };
-            let removed = set
-                .meta_apply_on(
-                    i,
-                    vec![MetaOp::Delete {
-                        table: MetaTable::Objects,
-                        key: object_key(&bucket.name, key.as_str()),
-                    }],
-                )
-                .await;
+            // Not a write in flight, and still what was read.
+            let Guard::Expect(mut ops) = records.guard_on(set, i, None) else {
+                continue;
+            };
+            ops.push(MetaOp::Delete {
+                table: MetaTable::Objects,
+                key: object_key(&bucket.name, key.as_str()),
+            });
+            let removed = set.meta_apply_on(i, ops).await;
             if removed.is_ok() {
                 purged += 1;
                 tracing::info!(drive = set.drive_label(i), bucket = %bucket.name, key = %key, "heal: removed the record of a deleted object");
@@ -648,24 +661,25 @@ pub(super) async fn heal_data(
     })
 }
 
-/// Puts what a heal rebuilt on the `targets` drives: each version's rebuilt shard files move
-/// from staging into place, then `records` and the rebuilt inline chunks commit in one
-/// transaction per drive. Staging is removed afterwards. Returns which drives took it all.
+/// Puts what a heal rebuilt on the drives whose target is [`Guard::Expect`]: each version's
+/// rebuilt shard files move from staging into place, then `records` and the rebuilt inline
+/// chunks commit in one transaction per drive, if its conditions still hold. Staging is
+/// removed afterwards. Returns which drives took it all.
 pub(super) async fn commit_healed(
     set: &ErasureSet,
     bucket: &BucketRecord,
     key: &ObjectKey,
-    targets: &[bool],
+    targets: Vec<Guard>,
     healed: &[(Uuid, DataHeal)],
     records: Vec<MetaOp>,
 ) -> Vec<bool> {
-    let results = join_all((0..set.width()).map(|i| {
+    let results = join_all(targets.into_iter().enumerate().map(|(i, target)| {
         let records = records.clone();
         async move {
-            if !targets[i] {
+            let Guard::Expect(mut ops) = target else {
                 return false;
-            }
-            let mut ops = records;
+            };
+            ops.extend(records);
             for (data_id, heal) in healed {
                 let dir = DataDir {
                     bucket_id: bucket.id.clone(),

@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use std::ops::Bound;
 
 use super::copies::Copies;
+use super::copies::Guard;
 use super::heal::{commit_healed, heal_data, reachable, scan_keys, HealReport, StoredData};
 use super::record::{self, parts_prefix, BucketRecord, PartInfo, PartRecord, UploadRecord};
 use super::{Agreement, BucketName, HealDepth, ObjectError, ObjectKey, ObjectStore};
@@ -188,11 +189,18 @@ async fn heal_upload(
         key: record::part_key(upload_id, part.info.number),
         value: record::encode(part),
     }));
+    // Upload and part records are written once and never change: nothing to condition on.
+    let targets = (targets.iter())
+        .map(|&target| match target {
+            true => Guard::Expect(Vec::new()),
+            false => Guard::LeaveOut,
+        })
+        .collect();
     let results = commit_healed(
         set,
         bucket,
         key,
-        &targets,
+        targets,
         &[(upload.data_id, heal)],
         records,
     )

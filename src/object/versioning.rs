@@ -254,13 +254,23 @@ impl ObjectStore {
             .collect();
         let data_on = added.as_ref().and_then(|a| a.data_holders);
         commit_on_versions(set, batches, current, data_on).await?;
-        if newest_object.is_some_and(|v| v.delete_marker) {
+        if let Some(tombstone) = newest_object.filter(|v| v.delete_marker) {
             // The tombstone has done its job (see the module's note); a drive that misses
-            // this keeps it until healed, and readers skip it meanwhile.
-            set.meta_apply_all(vec![MetaOp::Delete {
-                table: MetaTable::Objects,
-                key: db_key.clone(),
-            }])
+            // this keeps it until healed, and readers skip it meanwhile. A drive where a
+            // later write replaced it keeps that.
+            let mut tombstone = tombstone.clone();
+            tombstone.superseded = current.object.clone().map(Box::new);
+            set.meta_apply_all(vec![
+                MetaOp::Expect {
+                    table: MetaTable::Objects,
+                    key: db_key.clone(),
+                    value: Some(record::encode(&tombstone)),
+                },
+                MetaOp::Delete {
+                    table: MetaTable::Objects,
+                    key: db_key.clone(),
+                },
+            ])
             .await;
         }
         // Shard folders of versions gone from the new state go now: the state is committed.
