@@ -398,11 +398,22 @@ async fn a_dry_run_lists_what_new_rules_would_do_and_status_shows_what_they_did(
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    let status: serde_json::Value = serde_json::from_str(&admin_stdout(
-        &server,
-        &["lifecycle", "status", &bucket, "--json"],
-    ))
-    .unwrap();
+    // The scan that expired them records its end once it is over.
+    let status = loop {
+        let status: serde_json::Value = serde_json::from_str(&admin_stdout(
+            &server,
+            &["lifecycle", "status", &bucket, "--json"],
+        ))
+        .unwrap();
+        if status["last_scan_ms"].as_i64().is_some() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the scan never ended: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     let tmp = status["rules"]
         .as_array()
         .unwrap()

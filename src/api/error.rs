@@ -37,12 +37,14 @@ pub enum S3ErrorCode {
     InvalidStorageClass,
     InvalidTag,
     KeyTooLongError,
+    MalformedACLError,
     MalformedPOSTRequest,
     MalformedPolicy,
     MalformedXML,
     MaxPostPreDataLengthExceededError,
     MetadataTooLarge,
     MethodNotAllowed,
+    MissingSecurityHeader,
     MissingContentLength,
     NoSuchBucket,
     NoSuchBucketPolicy,
@@ -50,17 +52,21 @@ pub enum S3ErrorCode {
     NoSuchLifecycleConfiguration,
     NoSuchKey,
     NoSuchObjectLockConfiguration,
+    NoSuchPublicAccessBlockConfiguration,
     NoSuchTagSet,
     NoSuchUpload,
     NoSuchVersion,
     NotImplemented,
     ObjectLockConfigurationNotFoundError,
+    OwnershipControlsNotFoundError,
     PreconditionFailed,
     RequestTimeTooSkewed,
     SignatureDoesNotMatch,
     SlowDown,
     ServiceUnavailable,
     InsufficientStorage,
+    UnexpectedContent,
+    UnresolvableGrantByEmailAddress,
     XAmzContentSHA256Mismatch,
 }
 
@@ -95,6 +101,7 @@ impl S3ErrorCode {
             InvalidStorageClass => "InvalidStorageClass",
             InvalidTag => "InvalidTag",
             KeyTooLongError => "KeyTooLongError",
+            MalformedACLError => "MalformedACLError",
             MalformedPOSTRequest => "MalformedPOSTRequest",
             MalformedPolicy => "MalformedPolicy",
             MalformedXML => "MalformedXML",
@@ -110,6 +117,11 @@ impl S3ErrorCode {
             NoSuchObjectLockConfiguration => "NoSuchObjectLockConfiguration",
             ObjectLockConfigurationNotFoundError => "ObjectLockConfigurationNotFoundError",
             InvalidBucketState => "InvalidBucketState",
+            NoSuchPublicAccessBlockConfiguration => "NoSuchPublicAccessBlockConfiguration",
+            OwnershipControlsNotFoundError => "OwnershipControlsNotFoundError",
+            UnresolvableGrantByEmailAddress => "UnresolvableGrantByEmailAddress",
+            UnexpectedContent => "UnexpectedContent",
+            MissingSecurityHeader => "MissingSecurityHeader",
             InvalidBucketAclWithObjectOwnership => "InvalidBucketAclWithObjectOwnership",
             AccessControlListNotSupported => "AccessControlListNotSupported",
             NoSuchTagSet => "NoSuchTagSet",
@@ -144,7 +156,9 @@ impl S3ErrorCode {
             | NoSuchTagSet
             | NoSuchUpload
             | NoSuchVersion => StatusCode::NOT_FOUND,
-            NoSuchBucketPolicy => StatusCode::NOT_FOUND,
+            NoSuchBucketPolicy
+            | NoSuchPublicAccessBlockConfiguration
+            | OwnershipControlsNotFoundError => StatusCode::NOT_FOUND,
             BucketAlreadyOwnedByYou | BucketNotEmpty | InvalidBucketState => StatusCode::CONFLICT,
             InvalidRange | InvalidPartNumber => StatusCode::RANGE_NOT_SATISFIABLE,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -174,11 +188,15 @@ impl S3ErrorCode {
             | InvalidTag
             | KeyTooLongError
             | InvalidPolicyDocument
+            | MalformedACLError
             | MalformedPOSTRequest
             | MalformedPolicy
             | MalformedXML
             | MaxPostPreDataLengthExceededError
             | MetadataTooLarge
+            | MissingSecurityHeader
+            | UnexpectedContent
+            | UnresolvableGrantByEmailAddress
             | XAmzContentSHA256Mismatch => StatusCode::BAD_REQUEST,
         }
     }
@@ -342,6 +360,12 @@ fn default_message(code: S3ErrorCode) -> &'static str {
             "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting"
         }
         AccessControlListNotSupported => "The bucket does not allow ACLs",
+        MalformedACLError => "The XML you provided was not well-formed or did not validate against our published schema",
+        NoSuchPublicAccessBlockConfiguration => "The public access block configuration was not found",
+        OwnershipControlsNotFoundError => "The bucket ownership controls were not found",
+        UnresolvableGrantByEmailAddress => "The e-mail address you provided does not match any account on record.",
+        UnexpectedContent => "This request does not support content",
+        MissingSecurityHeader => "Your request was missing a required header",
         NoSuchTagSet => "The TagSet does not exist",
         NoSuchUpload => "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
         NoSuchVersion => "The specified version does not exist.",

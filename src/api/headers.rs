@@ -25,41 +25,6 @@ const STORED_HEADERS: &[&str] = &[
     "expires",
 ];
 
-/// The headers that grant S3 ACL permissions.
-const GRANT_HEADERS: [&str; 5] = [
-    "x-amz-grant-read",
-    "x-amz-grant-write",
-    "x-amz-grant-read-acp",
-    "x-amz-grant-write-acp",
-    "x-amz-grant-full-control",
-];
-
-/// What an ACL header would apply to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AclOf {
-    Bucket,
-    Object,
-}
-
-/// Buckets work as S3's do by default (Object Ownership `BucketOwnerEnforced`): ACLs are
-/// disabled and the bucket owner owns everything, so only the ACLs that say just that are
-/// taken (`private`; for objects also `bucket-owner-full-control`), and the others are
-/// refused with S3's errors rather than ignored.
-pub fn refuse_acls(headers: &HeaderMap, of: AclOf) -> Result<(), S3Error> {
-    let owner_only = match header(headers, "x-amz-acl") {
-        None | Some("private") => true,
-        Some("bucket-owner-full-control") => of == AclOf::Object,
-        Some(_) => false,
-    };
-    if owner_only && !GRANT_HEADERS.iter().any(|h| headers.contains_key(*h)) {
-        return Ok(());
-    }
-    Err(S3Error::from_code(match of {
-        AclOf::Bucket => S3ErrorCode::InvalidBucketAclWithObjectOwnership,
-        AclOf::Object => S3ErrorCode::AccessControlListNotSupported,
-    }))
-}
-
 pub fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }

@@ -2,6 +2,7 @@
 //! a typed [`router::Endpoint`], authenticates it once on one code path for every operation,
 //! calls the object layer and renders the answer. It knows nothing of shards or drives.
 
+pub mod acl;
 pub mod auth;
 mod cors;
 pub mod error;
@@ -56,8 +57,7 @@ pub struct AppState {
 impl AppState {
     /// The canonical ID of the owner of every bucket (the root user), as listings show it.
     pub fn owner_id(&self) -> String {
-        use sha2::Digest;
-        hex::encode(sha2::Sha256::digest(self.owner.as_bytes()))
+        crate::iam::canonical_id(&self.owner)
     }
 }
 

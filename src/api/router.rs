@@ -152,6 +152,45 @@ pub enum Endpoint {
     DeleteBucketPolicy {
         bucket: String,
     },
+    GetBucketPolicyStatus {
+        bucket: String,
+    },
+    GetBucketAcl {
+        bucket: String,
+    },
+    PutBucketAcl {
+        bucket: String,
+    },
+    GetObjectAcl {
+        bucket: String,
+        key: String,
+        /// `?versionId=`: the version to act on (`null` names the null version).
+        version_id: Option<String>,
+    },
+    PutObjectAcl {
+        bucket: String,
+        key: String,
+        /// `?versionId=`: the version to act on (`null` names the null version).
+        version_id: Option<String>,
+    },
+    GetBucketOwnershipControls {
+        bucket: String,
+    },
+    PutBucketOwnershipControls {
+        bucket: String,
+    },
+    DeleteBucketOwnershipControls {
+        bucket: String,
+    },
+    GetPublicAccessBlock {
+        bucket: String,
+    },
+    PutPublicAccessBlock {
+        bucket: String,
+    },
+    DeletePublicAccessBlock {
+        bucket: String,
+    },
     /// A browser's CORS preflight `OPTIONS` request, for a bucket or an object in it.
     CorsPreflight {
         bucket: String,
@@ -241,6 +280,17 @@ impl Endpoint {
             Endpoint::GetBucketPolicy { .. } => "GetBucketPolicy",
             Endpoint::PutBucketPolicy { .. } => "PutBucketPolicy",
             Endpoint::DeleteBucketPolicy { .. } => "DeleteBucketPolicy",
+            Endpoint::GetBucketPolicyStatus { .. } => "GetBucketPolicyStatus",
+            Endpoint::GetBucketAcl { .. } => "GetBucketAcl",
+            Endpoint::PutBucketAcl { .. } => "PutBucketAcl",
+            Endpoint::GetObjectAcl { .. } => "GetObjectAcl",
+            Endpoint::PutObjectAcl { .. } => "PutObjectAcl",
+            Endpoint::GetBucketOwnershipControls { .. } => "GetBucketOwnershipControls",
+            Endpoint::PutBucketOwnershipControls { .. } => "PutBucketOwnershipControls",
+            Endpoint::DeleteBucketOwnershipControls { .. } => "DeleteBucketOwnershipControls",
+            Endpoint::GetPublicAccessBlock { .. } => "GetPublicAccessBlock",
+            Endpoint::PutPublicAccessBlock { .. } => "PutPublicAccessBlock",
+            Endpoint::DeletePublicAccessBlock { .. } => "DeletePublicAccessBlock",
             Endpoint::GetBucketVersioning { .. } => "GetBucketVersioning",
             Endpoint::PutBucketVersioning { .. } => "PutBucketVersioning",
             Endpoint::ListObjectVersions { .. } => "ListObjectVersions",
@@ -494,6 +544,36 @@ pub fn parse(
             Method::DELETE if query.has("policy") => {
                 only(&["policy"], Endpoint::DeleteBucketPolicy { bucket })
             }
+            Method::GET if query.has("policyStatus") => only(
+                &["policyStatus"],
+                Endpoint::GetBucketPolicyStatus { bucket },
+            ),
+            Method::GET if query.has("acl") => only(&["acl"], Endpoint::GetBucketAcl { bucket }),
+            Method::PUT if query.has("acl") => only(&["acl"], Endpoint::PutBucketAcl { bucket }),
+            Method::GET if query.has("ownershipControls") => only(
+                &["ownershipControls"],
+                Endpoint::GetBucketOwnershipControls { bucket },
+            ),
+            Method::PUT if query.has("ownershipControls") => only(
+                &["ownershipControls"],
+                Endpoint::PutBucketOwnershipControls { bucket },
+            ),
+            Method::DELETE if query.has("ownershipControls") => only(
+                &["ownershipControls"],
+                Endpoint::DeleteBucketOwnershipControls { bucket },
+            ),
+            Method::GET if query.has("publicAccessBlock") => only(
+                &["publicAccessBlock"],
+                Endpoint::GetPublicAccessBlock { bucket },
+            ),
+            Method::PUT if query.has("publicAccessBlock") => only(
+                &["publicAccessBlock"],
+                Endpoint::PutPublicAccessBlock { bucket },
+            ),
+            Method::DELETE if query.has("publicAccessBlock") => only(
+                &["publicAccessBlock"],
+                Endpoint::DeletePublicAccessBlock { bucket },
+            ),
             Method::PUT if query.has("versioning") => {
                 only(&["versioning"], Endpoint::PutBucketVersioning { bucket })
             }
@@ -574,6 +654,28 @@ pub fn parse(
             Method::DELETE => only(
                 TAGGING,
                 Endpoint::DeleteObjectTagging {
+                    bucket,
+                    key,
+                    version_id,
+                },
+            ),
+            _ => not_implemented(),
+        };
+    }
+    if query.has("acl") {
+        const ACL: &[&str] = &["acl", "versionId"];
+        return match *method {
+            Method::PUT => only(
+                ACL,
+                Endpoint::PutObjectAcl {
+                    bucket,
+                    key,
+                    version_id,
+                },
+            ),
+            Method::GET => only(
+                ACL,
+                Endpoint::GetObjectAcl {
                     bucket,
                     key,
                     version_id,
@@ -1170,7 +1272,7 @@ mod tests {
     #[test]
     fn unsupported_requests_are_not_implemented() {
         for (method, uri, headers) in [
-            (Method::GET, "/bucket?acl", HeaderMap::new()),
+            (Method::GET, "/bucket?website", HeaderMap::new()),
             (Method::PUT, "/bucket?replication", HeaderMap::new()),
             (Method::POST, "/bucket?versions", HeaderMap::new()),
             (Method::PUT, "/bucket/key?versionId=v1", HeaderMap::new()),
@@ -1179,7 +1281,8 @@ mod tests {
                 "/bucket?versions&version-id=x",
                 HeaderMap::new(),
             ),
-            (Method::GET, "/bucket?acl", HeaderMap::new()),
+            (Method::DELETE, "/bucket?acl", HeaderMap::new()),
+            (Method::POST, "/bucket/key?acl", HeaderMap::new()),
             (Method::POST, "/bucket/key?tagging", HeaderMap::new()),
             (Method::POST, "/", HeaderMap::new()),
         ] {

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{S3Error, S3ErrorCode};
 
-const XMLNS: &str = "http://s3.amazonaws.com/doc/2006-03-01/";
+pub const XMLNS: &str = "http://s3.amazonaws.com/doc/2006-03-01/";
 
 /// Renders a response document with its XML declaration.
 pub fn render<T: Serialize>(root: &str, value: &T) -> String {

@@ -3,6 +3,7 @@
 use axum::http::HeaderMap;
 
 use super::policy::{Context, S3_ARN_PREFIX};
+use crate::api::acl::has_acl_headers;
 use crate::api::router::{copy_source, Endpoint, Query};
 
 /// One permission a request needs.
@@ -91,6 +92,38 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
         GetBucketPolicy { bucket } => vec![b("s3:GetBucketPolicy", bucket)],
         PutBucketPolicy { bucket } => vec![b("s3:PutBucketPolicy", bucket)],
         DeleteBucketPolicy { bucket } => vec![b("s3:DeleteBucketPolicy", bucket)],
+        GetBucketPolicyStatus { bucket } => vec![b("s3:GetBucketPolicyStatus", bucket)],
+        GetBucketAcl { bucket } => vec![b("s3:GetBucketAcl", bucket)],
+        PutBucketAcl { bucket } => vec![b("s3:PutBucketAcl", bucket)],
+        GetObjectAcl {
+            bucket,
+            key,
+            version_id,
+        } => vec![k(
+            by_version(version_id, "s3:GetObjectAcl", "s3:GetObjectVersionAcl"),
+            bucket,
+            key,
+        )],
+        PutObjectAcl {
+            bucket,
+            key,
+            version_id,
+        } => vec![k(
+            by_version(version_id, "s3:PutObjectAcl", "s3:PutObjectVersionAcl"),
+            bucket,
+            key,
+        )],
+        GetBucketOwnershipControls { bucket } => {
+            vec![b("s3:GetBucketOwnershipControls", bucket)]
+        }
+        // As in AWS, deleting the controls needs the permission to put them.
+        PutBucketOwnershipControls { bucket } | DeleteBucketOwnershipControls { bucket } => {
+            vec![b("s3:PutBucketOwnershipControls", bucket)]
+        }
+        GetPublicAccessBlock { bucket } => vec![b("s3:GetBucketPublicAccessBlock", bucket)],
+        PutPublicAccessBlock { bucket } | DeletePublicAccessBlock { bucket } => {
+            vec![b("s3:PutBucketPublicAccessBlock", bucket)]
+        }
         GetBucketVersioning { bucket } => vec![b("s3:GetBucketVersioning", bucket)],
         PutBucketVersioning { bucket } => vec![b("s3:PutBucketVersioning", bucket)],
         ListObjectVersions { bucket } => vec![b("s3:ListBucketVersions", bucket)],
@@ -111,10 +144,17 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
         GetObjectRetention { bucket, key, .. } => vec![k("s3:GetObjectRetention", bucket, key)],
         PutObjectLegalHold { bucket, key, .. } => vec![k("s3:PutObjectLegalHold", bucket, key)],
         GetObjectLegalHold { bucket, key, .. } => vec![k("s3:GetObjectLegalHold", bucket, key)],
-        PutObject { bucket, key }
-        | CreateMultipartUpload { bucket, key }
-        | UploadPart { bucket, key, .. }
-        | CompleteMultipartUpload { bucket, key, .. } => vec![k("s3:PutObject", bucket, key)],
+        // As in AWS, setting an ACL with the object needs the permission to set ACLs.
+        PutObject { bucket, key } | CreateMultipartUpload { bucket, key } => {
+            let mut checks = vec![k("s3:PutObject", bucket, key)];
+            if has_acl_headers(headers) {
+                checks.push(k("s3:PutObjectAcl", bucket, key));
+            }
+            checks
+        }
+        UploadPart { bucket, key, .. } | CompleteMultipartUpload { bucket, key, .. } => {
+            vec![k("s3:PutObject", bucket, key)]
+        }
         // As in AWS, a request that names a version is the `*Version*` action.
         GetObject {
             bucket,
@@ -149,6 +189,9 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
         }
         CopyObject { bucket, key } | UploadPartCopy { bucket, key, .. } => {
             let mut checks = vec![k("s3:PutObject", bucket, key)];
+            if matches!(endpoint, CopyObject { .. }) && has_acl_headers(headers) {
+                checks.push(k("s3:PutObjectAcl", bucket, key));
+            }
             if let Some(source) = copy_source(headers) {
                 let read = by_version(&source.version, "s3:GetObject", "s3:GetObjectVersion");
                 checks.push(k(read, &source.bucket, &source.key));

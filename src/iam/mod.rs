@@ -5,11 +5,16 @@
 //! user, a user (by its access key, which is its name), or anonymous (unsigned). What it may
 //! do is decided here, after routing, by [`authorize`]:
 //!
-//! - the root user may do everything;
+//! - the root user may do everything the bucket's policy does not explicitly deny;
 //! - a user needs an `Allow` for every action the request is ([`action::checks`]), from its
 //!   own policies or from the bucket's policy, and no `Deny` from either;
 //! - an anonymous request needs an `Allow` for `Principal: "*"` in the bucket's policy, and
-//!   no `Deny`.
+//!   no `Deny`;
+//! - where nothing allowed or denied, an ACL grant allows (bucket `READ` lists, `WRITE`
+//!   puts and deletes, object `READ` gets, `*_ACP` reads and writes ACLs), unless the
+//!   bucket disables ACLs (Object Ownership `BucketOwnerEnforced`);
+//! - Block Public Access: `IgnorePublicAcls` leaves grants to everyone out, and
+//!   `RestrictPublicBuckets` keeps a public policy from allowing anonymous callers.
 //!
 //! Anything else is `AccessDenied`.
 
@@ -30,9 +35,16 @@ use crate::api::auth::Identity;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::router::{Endpoint, Query};
 use crate::api::AppState;
+use crate::object::acl::{Acl, Permission, PublicAccessBlock, Requester};
 use crate::object::{BucketName, ObjectError, ObjectKey};
 use action::On;
 use policy::{Access, Caller, Context, Decision, Target};
+
+/// The canonical ID (as ACLs and listings name owners) of the root user or a user.
+pub fn canonical_id(name: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(name.as_bytes()))
+}
 
 /// What authorisation looks at besides the endpoint.
 pub struct RequestInfo<'a> {
@@ -55,29 +67,35 @@ pub async fn authorize(
         Identity::Anonymous => Caller::Anonymous,
     };
     let mut context = context(caller, endpoint, request);
-    // Per bucket: its policy, or `None` when the bucket does not exist.
-    let mut bucket_policies: Vec<(String, Option<BucketPolicy>)> = Vec::new();
+    // Per bucket: what decides access to it, or `None` when the bucket does not exist.
+    let mut buckets: Vec<(String, Option<BucketAccess>)> = Vec::new();
     let mut existing_tags_read = false;
     for check in action::checks(endpoint, request.headers) {
+        let bucket = match &check.bucket {
+            Some(name) => match buckets.iter().find(|(b, _)| b == name) {
+                Some((_, access)) => Some(access.clone()),
+                None => {
+                    let access = bucket_access(state, name).await?;
+                    buckets.push((name.clone(), access.clone()));
+                    Some(access)
+                }
+            },
+            None => None,
+        };
+        let missing_bucket = matches!(bucket, Some(None));
+        let bucket = bucket.flatten();
+        let policy = bucket.as_ref().and_then(|b| b.policy.clone());
         // `s3:ExistingObjectTag/<key>` names the tags of the object acted on: read them
         // only when a policy that may apply asks for them.
-        if let (Some(bucket), On::Key(key), false) = (&check.bucket, &check.on, existing_tags_read)
-        {
+        if let (Some(name), On::Key(key), false) = (&check.bucket, &check.on, existing_tags_read) {
             existing_tags_read = true;
-            let policy = match bucket_policies.iter().find(|(b, _)| b == bucket) {
-                Some((_, policy)) => policy.clone(),
-                None => {
-                    let policy = bucket_policy(state, bucket).await?;
-                    bucket_policies.push((bucket.clone(), policy.clone()));
-                    policy
-                }
-            };
-            let in_bucket_policy = matches!(&policy, Some(Some(p))
-                if p.reads_keys_starting(EXISTING_OBJECT_TAG));
+            let in_bucket_policy = policy
+                .as_ref()
+                .is_some_and(|p| p.reads_keys_starting(EXISTING_OBJECT_TAG));
             let in_user_policy = matches!(caller, Caller::User(name)
                 if state.iam.user_reads_keys_starting(name, EXISTING_OBJECT_TAG));
             if in_bucket_policy || in_user_policy {
-                for (tag, value) in existing_tags(state, bucket, key, &context).await {
+                for (tag, value) in existing_tags(state, name, key, &context).await {
                     context.set(&format!("s3:ExistingObjectTag/{tag}"), &value);
                 }
             }
@@ -97,20 +115,26 @@ pub async fn authorize(
         // As on S3, a bucket policy's explicit Deny binds the root user too, except on the
         // policy itself, so that nobody can lock the owner out for good.
         let policy_applies = caller != Caller::Root || !POLICY_ACTIONS.contains(&check.action);
-        let mut missing_bucket = false;
-        if decision != Decision::Deny && policy_applies {
-            if let Some(bucket) = &check.bucket {
-                let policy = match bucket_policies.iter().find(|(b, _)| b == bucket) {
-                    Some((_, policy)) => policy.clone(),
-                    None => {
-                        let policy = bucket_policy(state, bucket).await?;
-                        bucket_policies.push((bucket.clone(), policy.clone()));
-                        policy
-                    }
-                };
-                missing_bucket = policy.is_none();
-                if let Some(Some(policy)) = policy {
-                    decision = decision.combine(policy.evaluate(&access));
+        if let (Some(bucket), Some(policy), true) = (&bucket, &policy, policy_applies) {
+            if decision != Decision::Deny {
+                let mut said = policy.evaluate(&access);
+                // Block Public Access's RestrictPublicBuckets: a public policy grants
+                // nothing to callers outside the owner's account.
+                if said == Decision::Allow
+                    && caller == Caller::Anonymous
+                    && bucket.block.restrict_public_buckets
+                    && policy.is_public()
+                {
+                    said = Decision::NotApplicable;
+                }
+                decision = decision.combine(said);
+            }
+        }
+        // An ACL grant allows what nothing denied.
+        if decision == Decision::NotApplicable {
+            if let (Some(bucket), Some(name)) = (&bucket, &check.bucket) {
+                if acl_grants(state, bucket, name, &check, caller, &context).await {
+                    decision = Decision::Allow;
                 }
             }
         }
@@ -124,6 +148,74 @@ pub async fn authorize(
         }
     }
     Ok(())
+}
+
+/// Whether an ACL of the bucket (or of the object acted on) grants the permission a check
+/// stands for to the caller; never when the bucket disables ACLs.
+async fn acl_grants(
+    state: &AppState,
+    bucket: &BucketAccess,
+    name: &str,
+    check: &action::Check,
+    caller: Caller<'_>,
+    context: &Context,
+) -> bool {
+    let Some((of_object, wanted)) = acl_permission(check.action) else {
+        return false;
+    };
+    if !bucket.acls {
+        return false;
+    }
+    let user_id;
+    let requester = match caller {
+        Caller::Anonymous => Requester::Anonymous,
+        Caller::User(user) => {
+            user_id = canonical_id(user);
+            Requester::Signed(&user_id)
+        }
+        Caller::Root => return true,
+    };
+    let ignore_public = bucket.block.ignore_public_acls;
+    let owner = state.owner_id();
+    match (of_object, &check.on) {
+        (false, _) => (bucket.acl.clone())
+            .unwrap_or_else(|| Acl::private(&owner))
+            .allows(requester, wanted, ignore_public),
+        (true, On::Key(key)) => {
+            let (Ok(bucket), Ok(key)) = (BucketName::parse(name), ObjectKey::parse(key)) else {
+                return false;
+            };
+            let version = context.get("s3:versionid");
+            match state.store.head_object(&bucket, &key, version).await {
+                Ok(record) => (record.acl).unwrap_or_else(|| Acl::private(&owner)).allows(
+                    requester,
+                    wanted,
+                    ignore_public,
+                ),
+                Err(_) => false,
+            }
+        }
+        (true, On::Bucket) => false,
+    }
+}
+
+/// The ACL permission an action needs, and whether on the object (else on the bucket).
+fn acl_permission(action: &str) -> Option<(bool, Permission)> {
+    Some(match action {
+        "s3:ListBucket" | "s3:ListBucketVersions" | "s3:ListBucketMultipartUploads" => {
+            (false, Permission::Read)
+        }
+        "s3:PutObject"
+        | "s3:DeleteObject"
+        | "s3:DeleteObjectVersion"
+        | "s3:AbortMultipartUpload" => (false, Permission::Write),
+        "s3:GetBucketAcl" => (false, Permission::ReadAcp),
+        "s3:PutBucketAcl" => (false, Permission::WriteAcp),
+        "s3:GetObject" | "s3:GetObjectVersion" => (true, Permission::Read),
+        "s3:GetObjectAcl" | "s3:GetObjectVersionAcl" => (true, Permission::ReadAcp),
+        "s3:PutObjectAcl" | "s3:PutObjectVersionAcl" => (true, Permission::WriteAcp),
+        _ => return None,
+    })
 }
 
 /// The condition keys that name the tags of the object a request acts on (lower-case).
@@ -154,8 +246,15 @@ const POLICY_ACTIONS: [&str; 3] = [
     "s3:DeleteBucketPolicy",
 ];
 
-/// A bucket's policy, if it has one.
-type BucketPolicy = Option<Arc<Policy>>;
+/// What decides access to a bucket besides the caller's own policies.
+#[derive(Clone)]
+struct BucketAccess {
+    policy: Option<Arc<Policy>>,
+    /// Whether ACLs count (Object Ownership is not `BucketOwnerEnforced`).
+    acls: bool,
+    acl: Option<Acl>,
+    block: PublicAccessBlock,
+}
 
 /// The condition keys of a request.
 fn context(caller: Caller<'_>, endpoint: &Endpoint, request: &RequestInfo<'_>) -> Context {
@@ -191,8 +290,8 @@ fn context(caller: Caller<'_>, endpoint: &Endpoint, request: &RequestInfo<'_>) -
     context
 }
 
-/// The bucket's policy, if it has one; `None` when the bucket does not exist.
-async fn bucket_policy(state: &AppState, bucket: &str) -> Result<Option<BucketPolicy>, S3Error> {
+/// What decides access to a bucket; `None` when the bucket does not exist.
+async fn bucket_access(state: &AppState, bucket: &str) -> Result<Option<BucketAccess>, S3Error> {
     let Ok(name) = BucketName::parse(bucket) else {
         return Ok(None);
     };
@@ -201,18 +300,28 @@ async fn bucket_policy(state: &AppState, bucket: &str) -> Result<Option<BucketPo
         Err(ObjectError::NoSuchBucket) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    let Some(document) = &record.settings.policy else {
-        return Ok(Some(None));
-    };
-    let parse = || Policy::parse(document, PolicyKind::Bucket(bucket));
-    match state.iam.bucket_policies.of(&record, parse) {
-        Ok(policy) => Ok(Some(Some(policy))),
-        Err(e) => {
-            // Put policies were validated: one that no longer parses could hide a Deny.
-            tracing::error!(%bucket, error = %e, "the bucket's stored policy does not parse; denying");
-            Err(S3Error::from_code(S3ErrorCode::AccessDenied))
+    let settings = &record.settings;
+    let policy = match &settings.policy {
+        None => None,
+        Some(document) => {
+            let parse = || Policy::parse(document, PolicyKind::Bucket(bucket));
+            match state.iam.bucket_policies.of(&record, parse) {
+                Ok(policy) => Some(policy),
+                Err(e) => {
+                    // Put policies were validated: one that no longer parses could hide a
+                    // Deny.
+                    tracing::error!(%bucket, error = %e, "the bucket's stored policy does not parse; denying");
+                    return Err(S3Error::from_code(S3ErrorCode::AccessDenied));
+                }
+            }
         }
-    }
+    };
+    Ok(Some(BucketAccess {
+        policy,
+        acls: settings.acls_enabled(),
+        acl: settings.acl.clone(),
+        block: settings.public_access_block.unwrap_or_default(),
+    }))
 }
 
 /// S3's answer to a policy document it refuses.

@@ -123,6 +123,41 @@ struct Condition {
     values: Vec<String>,
 }
 
+/// Condition keys that, fixed to given values, keep a policy from being public (lower-case).
+const PINNING_KEYS: [&str; 13] = [
+    "aws:sourceip",
+    "aws:sourcearn",
+    "aws:sourcevpc",
+    "aws:sourcevpce",
+    "aws:sourceaccount",
+    "aws:sourceowner",
+    "aws:principalaccount",
+    "aws:principalarn",
+    "aws:principalorgid",
+    "aws:userid",
+    "aws:username",
+    "s3:dataaccesspointarn",
+    "s3:dataaccesspointaccount",
+];
+
+impl Condition {
+    /// Whether the condition holds only for callers with given values of a key that names
+    /// who or where they are (no wildcard, no address range that spans everything).
+    fn pins_the_caller(&self) -> bool {
+        let fixed = |value: &String| match self.operator {
+            Operator::StringEquals | Operator::StringEqualsIgnoreCase => true,
+            Operator::StringLike => !value.contains(['*', '?']),
+            Operator::IpAddress => !value.ends_with("/0"),
+            _ => false,
+        };
+        !self.negated
+            && !self.if_exists
+            && PINNING_KEYS.contains(&self.key.as_str())
+            && !self.values.is_empty()
+            && self.values.iter().all(fixed)
+    }
+}
+
 /// Who makes a request, as a bucket policy's `Principal` sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Caller<'a> {
@@ -209,6 +244,17 @@ impl Policy {
         (self.statements.iter())
             .flat_map(|s| &s.conditions)
             .any(|c| c.key.starts_with(prefix))
+    }
+
+    /// Whether the policy grants access to everyone, as S3 judges it for Block Public
+    /// Access and GetBucketPolicyStatus: an `Allow` for every principal that no condition
+    /// pins to fixed values of a key naming the caller's account, network or origin.
+    pub fn is_public(&self) -> bool {
+        self.statements.iter().any(|s| {
+            s.effect == Effect::Allow
+                && s.principal == Some(Principal::Anyone)
+                && !s.conditions.iter().any(Condition::pins_the_caller)
+        })
     }
 
     /// Parses and validates a JSON policy document.
@@ -1419,5 +1465,37 @@ mod tests {
         // The documents above that are valid stay valid.
         bucket(PUBLIC_READ);
         identity(READ_ONLY);
+    }
+
+    #[test]
+    fn a_policy_is_public_when_it_allows_everyone_from_anywhere() {
+        let policy = |statement: &str| {
+            let document = format!(r#"{{"Version":"2012-10-17","Statement":[{statement}]}}"#);
+            Policy::parse(&document, PolicyKind::Bucket("b")).unwrap()
+        };
+        let read = r#""Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*""#;
+        assert!(policy(&format!(r#"{{"Effect":"Allow","Principal":"*",{read}}}"#)).is_public());
+        assert!(policy(&format!(
+            r#"{{"Effect":"Allow","Principal":{{"AWS":"*"}},{read}}}"#
+        ))
+        .is_public());
+        assert!(!policy(&format!(r#"{{"Effect":"Deny","Principal":"*",{read}}}"#)).is_public());
+        let named = r#"{"AWS":"arn:aws:iam::000000000000:user/alice"}"#;
+        assert!(!policy(&format!(
+            r#"{{"Effect":"Allow","Principal":{named},{read}}}"#
+        ))
+        .is_public());
+        let from = |condition: &str| {
+            policy(&format!(
+                r#"{{"Effect":"Allow","Principal":"*",{read},"Condition":{condition}}}"#
+            ))
+            .is_public()
+        };
+        assert!(!from(r#"{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}}"#));
+        assert!(from(r#"{"IpAddress":{"aws:SourceIp":"0.0.0.0/0"}}"#));
+        assert!(from(r#"{"NotIpAddress":{"aws:SourceIp":"10.0.0.0/8"}}"#));
+        assert!(!from(r#"{"StringEquals":{"aws:SourceVpce":"vpce-1"}}"#));
+        assert!(from(r#"{"StringLike":{"aws:SourceVpce":"vpce-*"}}"#));
+        assert!(from(r#"{"StringEquals":{"s3:prefix":"home/"}}"#));
     }
 }

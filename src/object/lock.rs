@@ -111,14 +111,21 @@ impl DefaultRetention {
     }
 }
 
+impl BucketSettings {
+    /// These settings with Object Lock, and so versioning, enabled for good.
+    pub fn with_object_lock(self) -> Self {
+        BucketSettings {
+            versioning: Some(Versioning::Enabled),
+            object_lock: Some(ObjectLockConfig::default()),
+            ..self
+        }
+    }
+}
+
 impl ObjectStore {
     /// Creates a bucket with Object Lock enabled (and so versioning), from its first record.
     pub async fn create_locked_bucket(&self, name: &BucketName) -> Result<(), ObjectError> {
-        let settings = BucketSettings {
-            versioning: Some(Versioning::Enabled),
-            object_lock: Some(ObjectLockConfig::default()),
-            ..BucketSettings::default()
-        };
+        let settings = BucketSettings::default().with_object_lock();
         self.create_bucket_with(name, settings).await.map(drop)
     }
 

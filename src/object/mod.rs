@@ -3,6 +3,7 @@
 //! This layer decides what a request means (which set holds a key, which version of a record
 //! the drives agree on, when a write is committed) and never touches files itself.
 
+pub mod acl;
 mod bucket;
 mod bucket_cache;
 pub use bucket_cache::ParsedByRevision;

@@ -13,6 +13,7 @@ use base64::Engine;
 use md5::{Digest, Md5};
 use uuid::Uuid;
 
+use super::acl::Acl;
 use super::checksum::{ChecksumAlgorithm, ChecksumType};
 use super::commit::commit_unconditionally;
 use super::hashing::ExpectedChecksum;
@@ -49,6 +50,8 @@ pub struct UploadOptions {
     pub storage_class: Option<String>,
     /// Object Lock retention and legal hold for the object to be.
     pub lock: ObjectLock,
+    /// The object's ACL, when it is not the bucket owner's alone.
+    pub acl: Option<Acl>,
 }
 
 /// A part as listed in CompleteMultipartUpload.
@@ -136,6 +139,7 @@ impl ObjectStore {
             tags: options.tags,
             storage_class: options.storage_class,
             lock: options.lock,
+            acl: options.acl,
         };
         let results = set
             .meta_apply_all(vec![MetaOp::Put {
@@ -469,6 +473,7 @@ impl ObjectStore {
             tier: None,
             lock: upload.lock,
             upload_id: Some(upload_id.to_string()),
+            acl: upload.acl.clone(),
         };
         let mut extra = vec![MetaOp::Delete {
             table: MetaTable::Uploads,

@@ -6,6 +6,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use uuid::Uuid;
 
+use super::acl::Acl;
 use super::commit::{commit_on_records, dropped_inline_chunks};
 use super::hashing::{self, ExpectedChecksum};
 use super::lock::{self, ObjectLock};
@@ -42,6 +43,8 @@ pub struct PutOptions {
     pub storage_class: Option<String>,
     /// Object Lock retention and legal hold named by the request.
     pub lock: ObjectLock,
+    /// The version's ACL, when it is not the bucket owner's alone.
+    pub acl: Option<Acl>,
 }
 
 /// A conditional write, checked atomically with the commit: checkpoint writers use it so that
@@ -156,6 +159,7 @@ impl ObjectStore {
             tier: None,
             lock: options.lock,
             upload_id: None,
+            acl: options.acl,
         };
         let mut data_holders = None;
         let inline = match outcome.encoded {

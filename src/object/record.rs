@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::acl::{Acl, ObjectOwnership, PublicAccessBlock};
 use super::checksum::{ChecksumAlgorithm, ChecksumType};
 use super::lock::{ObjectLock, ObjectLockConfig};
 use super::ObjectError;
@@ -45,7 +46,7 @@ pub struct BucketRecord {
 }
 
 /// A bucket's configuration subresources.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BucketSettings {
     /// Bucket tags (`?tagging`); `None` when no tag set was ever put or it was deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,6 +66,48 @@ pub struct BucketSettings {
     /// Object Lock (`?object-lock`); once enabled it stays, as in S3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object_lock: Option<ObjectLockConfig>,
+    /// The bucket's ACL (`?acl`); `None`: the owner has full control.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acl: Option<Acl>,
+    /// Object Ownership (`?ownershipControls`); `None` once deleted (ACLs then count, and
+    /// writers own their objects). Buckets start with `BucketOwnerEnforced`, as on S3.
+    #[serde(default = "enforced", skip_serializing_if = "is_enforced")]
+    pub ownership: Option<ObjectOwnership>,
+    /// Block Public Access (`?publicAccessBlock`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_access_block: Option<PublicAccessBlock>,
+}
+
+fn enforced() -> Option<ObjectOwnership> {
+    Some(ObjectOwnership::BucketOwnerEnforced)
+}
+
+fn is_enforced(ownership: &Option<ObjectOwnership>) -> bool {
+    *ownership == enforced()
+}
+
+impl Default for BucketSettings {
+    fn default() -> Self {
+        Self {
+            tags: None,
+            cors: None,
+            policy: None,
+            lifecycle: None,
+            versioning: None,
+            object_lock: None,
+            acl: None,
+            ownership: enforced(),
+            public_access_block: None,
+        }
+    }
+}
+
+impl BucketSettings {
+    /// Whether ACLs grant anything in the bucket (its Object Ownership is not
+    /// `BucketOwnerEnforced`).
+    pub fn acls_enabled(&self) -> bool {
+        self.ownership.is_none_or(ObjectOwnership::acls_enabled)
+    }
 }
 
 /// The versioning state of a bucket that has had versioning enabled; it never goes back to
@@ -170,6 +213,9 @@ pub struct ObjectRecord {
     /// again (SDKs retry one that timed out) gets the same answer instead of NoSuchUpload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upload_id: Option<String>,
+    /// The version's ACL (`?acl`); `None`: the bucket's owner owns it, with full control.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acl: Option<Acl>,
 }
 
 /// An object's data in a tier.
@@ -264,6 +310,7 @@ impl ObjectRecord {
             tier: None,
             lock: ObjectLock::default(),
             upload_id: None,
+            acl: None,
         }
     }
 }
@@ -306,6 +353,9 @@ pub struct UploadRecord {
     /// Object Lock settings for the object to be.
     #[serde(default, skip_serializing_if = "ObjectLock::is_empty")]
     pub lock: ObjectLock,
+    /// The ACL for the object to be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acl: Option<Acl>,
 }
 
 /// One uploaded part of a multipart upload.
@@ -380,11 +430,36 @@ mod tests {
                 lifecycle: None,
                 versioning: Some(Versioning::Enabled),
                 object_lock: Some(ObjectLockConfig::default()),
+                acl: Some(Acl::private("owner")),
+                ownership: Some(ObjectOwnership::ObjectWriter),
+                public_access_block: Some(PublicAccessBlock {
+                    block_public_acls: true,
+                    ..PublicAccessBlock::default()
+                }),
             },
         };
         let bytes = encode(&record);
         assert_eq!(bytes[0], RECORD_VERSION);
         assert_eq!(decode::<BucketRecord>(&bytes).unwrap(), record);
+        // Buckets start with ACLs disabled (and records from before Object Ownership
+        // decode so); controls deleted stay deleted.
+        for ownership in [Some(ObjectOwnership::BucketOwnerEnforced), None] {
+            let settings = BucketSettings {
+                ownership,
+                ..BucketSettings::default()
+            };
+            let bytes = encode(&settings);
+            assert_eq!(decode::<BucketSettings>(&bytes).unwrap().ownership, ownership);
+        }
+        #[derive(Serialize)]
+        struct Before {
+            policy: Option<String>,
+        }
+        let before = encode(&Before { policy: None });
+        assert_eq!(
+            decode::<BucketSettings>(&before).unwrap(),
+            BucketSettings::default()
+        );
         let mut future = bytes.clone();
         future[0] = 99;
         assert!(decode::<BucketRecord>(&future).is_err());

@@ -615,5 +615,6 @@ fn delete_marker(mode: Versioning, set: &ErasureSet) -> ObjectRecord {
         tier: None,
         lock: ObjectLock::default(),
         upload_id: None,
+        acl: None,
     }
 }

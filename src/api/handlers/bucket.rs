@@ -4,11 +4,13 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use super::{bucket_name, Request};
+use crate::api::acl;
 use crate::api::error::{S3Error, S3ErrorCode};
-use crate::api::headers::iso8601;
+use crate::api::headers::{self, iso8601};
 use crate::api::{xml, xml_response};
 use crate::iam::action::creates_locked_bucket;
-use crate::object::ObjectError;
+use crate::object::acl::{Acl, ObjectOwnership};
+use crate::object::{BucketSettings, ObjectError};
 
 /// Most buckets one ListBuckets page holds, and what `max-buckets` may ask for.
 const MAX_BUCKETS: usize = 10_000;
@@ -84,7 +86,11 @@ pub fn owner(request: &Request<'_>) -> xml::Owner {
 
 pub async fn create_bucket(mut request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
     let name = bucket_name(bucket)?;
-    crate::api::headers::refuse_acls(request.headers, crate::api::headers::AclOf::Bucket)?;
+    let mut settings = BucketSettings::default();
+    if creates_locked_bucket(request.headers) {
+        settings = settings.with_object_lock();
+    }
+    (settings.ownership, settings.acl) = initial_access(&request)?;
     let body = request.small_body().await?;
     if !body.iter().all(u8::is_ascii_whitespace) {
         let config: xml::CreateBucketConfiguration = xml::parse(&body)?;
@@ -96,14 +102,12 @@ pub async fn create_bucket(mut request: Request<'_>, bucket: &str) -> Result<Res
             return Err(S3Error::from_code(S3ErrorCode::InvalidLocationConstraint));
         }
     }
-    // Object Lock can be asked for at creation (it brings versioning, enabled for good).
-    let store = &request.state.store;
-    let created = if creates_locked_bucket(request.headers) {
-        store.create_locked_bucket(&name).await.map(drop)
-    } else {
-        store.create_bucket(&name).await.map(drop)
-    };
-    match created {
+    let created = request
+        .state
+        .store
+        .create_bucket_with(&name, settings)
+        .await;
+    match created.map(drop) {
         // S3 in us-east-1 answers the re-creation of one's own bucket with 200, for legacy
         // clients; other regions with 409 BucketAlreadyOwnedByYou.
         Err(ObjectError::BucketExists) if request.state.keyring.region() == "us-east-1" => {}
@@ -112,6 +116,32 @@ pub async fn create_bucket(mut request: Request<'_>, bucket: &str) -> Result<Res
         }
     }
     Ok(([("location", format!("/{bucket}"))], StatusCode::OK).into_response())
+}
+
+/// A new bucket's Object Ownership (`x-amz-object-ownership`, S3's `BucketOwnerEnforced`
+/// by default) and ACL (`x-amz-acl` or grants), which ACLs disabled by the first refuse.
+fn initial_access(
+    request: &Request<'_>,
+) -> Result<(Option<ObjectOwnership>, Option<Acl>), S3Error> {
+    let ownership = match headers::header(request.headers, "x-amz-object-ownership") {
+        None => ObjectOwnership::BucketOwnerEnforced,
+        Some(value) => ObjectOwnership::parse(value.trim()).ok_or_else(|| {
+            S3Error::new(
+                S3ErrorCode::InvalidArgument,
+                "Invalid x-amz-object-ownership header",
+            )
+        })?,
+    };
+    let owner = request.state.owner_id();
+    let accounts = acl::Accounts::of(request.state);
+    let acl = acl::from_headers(request.headers, (&owner, &owner), &accounts)?;
+    let acl = acl.filter(|acl| !acl.is_private());
+    if acl.is_some() && !ownership.acls_enabled() {
+        return Err(S3Error::from_code(
+            S3ErrorCode::InvalidBucketAclWithObjectOwnership,
+        ));
+    }
+    Ok((Some(ownership), acl))
 }
 
 pub async fn head_bucket(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {

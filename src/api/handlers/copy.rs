@@ -6,7 +6,7 @@ use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 
 use super::multipart::checksums;
-use super::object::{put_options, refuse_unsupported};
+use super::object::{new_object_acl, put_options, refuse_unsupported};
 use super::versioning::set_written_version;
 use super::{bucket_name, object_key, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
@@ -140,6 +140,8 @@ pub async fn copy_object(
     let replace_metadata = replaces(&request, "x-amz-metadata-directive")?;
     let replace_tags = replaces(&request, "x-amz-tagging-directive")?;
     let mut requested = put_options(&request)?;
+    // The copy's ACL is the request's, never the source's (as on S3).
+    requested.acl = new_object_acl(&request, &name).await?;
     // A copy has no body of its own: digests of one make no sense, and the checksum is
     // computed afresh over the copied bytes.
     requested.content_md5 = None;

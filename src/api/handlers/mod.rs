@@ -1,5 +1,6 @@
 //! One handler per S3 operation: read the request, call the object layer, render.
 
+mod access;
 mod attributes;
 mod batch;
 mod bucket;
@@ -217,6 +218,33 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
         GetBucketPolicy { bucket } => policy::get_bucket_policy(request, &bucket).await,
         PutBucketPolicy { bucket } => policy::put_bucket_policy(request, &bucket).await,
         DeleteBucketPolicy { bucket } => policy::delete_bucket_policy(request, &bucket).await,
+        GetBucketPolicyStatus { bucket } => access::get_policy_status(request, &bucket).await,
+        GetBucketAcl { bucket } => access::get_bucket_acl(request, &bucket).await,
+        PutBucketAcl { bucket } => access::put_bucket_acl(request, &bucket).await,
+        GetObjectAcl {
+            bucket,
+            key,
+            version_id,
+        } => access::get_object_acl(request, &bucket, &key, version_id.as_deref()).await,
+        PutObjectAcl {
+            bucket,
+            key,
+            version_id,
+        } => access::put_object_acl(request, &bucket, &key, version_id.as_deref()).await,
+        GetBucketOwnershipControls { bucket } => {
+            access::get_ownership_controls(request, &bucket).await
+        }
+        PutBucketOwnershipControls { bucket } => {
+            access::put_ownership_controls(request, &bucket).await
+        }
+        DeleteBucketOwnershipControls { bucket } => {
+            access::delete_ownership_controls(request, &bucket).await
+        }
+        GetPublicAccessBlock { bucket } => access::get_public_access_block(request, &bucket).await,
+        PutPublicAccessBlock { bucket } => access::put_public_access_block(request, &bucket).await,
+        DeletePublicAccessBlock { bucket } => {
+            access::delete_public_access_block(request, &bucket).await
+        }
         GetBucketVersioning { bucket } => versioning::get_bucket_versioning(request, &bucket).await,
         PutBucketVersioning { bucket } => versioning::put_bucket_versioning(request, &bucket).await,
         ListObjectVersions { bucket } => {

@@ -6,7 +6,9 @@ use axum::response::{IntoResponse, Response};
 use super::bucket::owner;
 use super::copy::{copy_source, set_source_version, source_error};
 use super::list::Encoder;
-use super::object::{body_length, put_options, refuse_unsupported, stored_response};
+use super::object::{
+    body_length, new_object_acl, put_options, refuse_unsupported, stored_response,
+};
 use super::versioning::set_written_version;
 use super::{bucket_name, object_key, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
@@ -41,6 +43,7 @@ pub async fn create(request: Request<'_>, bucket: &str, key: &str) -> Result<Res
         storage_class: headers::storage_class(request.headers)?,
         // Unlike PutObject, S3 asks no digest here: this request carries no data.
         lock: headers::object_lock(request.headers)?,
+        acl: new_object_acl(&request, &name).await?,
     };
     let (upload_id, upload) = request
         .state

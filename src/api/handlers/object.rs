@@ -8,12 +8,14 @@ use axum::response::{IntoResponse, Response};
 
 use super::versioning::{set_deleted, set_version_id, set_written_version, shown_version};
 use super::{bucket_name, object_key, Request};
+use crate::api::acl;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{self, ConditionFailure};
 use crate::api::router::Endpoint;
 use crate::iam::action::bypasses_governance;
+use crate::object::acl::Acl;
 use crate::object::{
-    GetOptions, ObjectLock, ObjectRecord, PutOptions, ReadIf, ReadSpan, StoredChecksum,
+    BucketName, GetOptions, ObjectLock, ObjectRecord, PutOptions, ReadIf, ReadSpan, StoredChecksum,
 };
 
 /// Largest single PUT, as in S3.
@@ -53,10 +55,24 @@ pub fn refuse_unsupported(request: &Request<'_>) -> Result<(), S3Error> {
             format!("Strata does not implement the {name} header yet."),
         ));
     }
-    headers::refuse_acls(request.headers, headers::AclOf::Object)
+    Ok(())
 }
 
-/// What a PUT or UploadPart stores beside the data, from its headers.
+/// The ACL a new object gets from the request's headers, under its bucket's Object
+/// Ownership and Block Public Access (see [`acl::for_new_object`]).
+pub fn new_object_acl<'a>(
+    request: &Request<'a>,
+    bucket: &'a BucketName,
+) -> impl std::future::Future<Output = Result<Option<Acl>, S3Error>> + Send + 'a {
+    let (state, headers, identity) = (request.state, request.headers, request.identity.clone());
+    async move {
+        let record = state.store.bucket(bucket).await?;
+        acl::for_new_object(state, headers, &record.settings, &identity)
+    }
+}
+
+/// What a PUT or UploadPart stores beside the data, from its headers (the ACL apart: see
+/// [`new_object_acl`]).
 pub fn put_options(request: &Request<'_>) -> Result<PutOptions, S3Error> {
     Ok(PutOptions {
         content_type: headers::header(request.headers, "content-type").map(str::to_string),
@@ -68,6 +84,7 @@ pub fn put_options(request: &Request<'_>) -> Result<PutOptions, S3Error> {
         tags: headers::tags(request.headers)?,
         storage_class: headers::storage_class(request.headers)?,
         lock: headers::object_lock(request.headers)?,
+        acl: None,
     })
 }
 
@@ -99,8 +116,9 @@ pub async fn put_object(
     let key = object_key(key)?;
     refuse_unsupported(&request)?;
     body_length(&request)?;
-    let options = put_options(&request)?;
+    let mut options = put_options(&request)?;
     require_digest_for_lock(&request, &options.lock)?;
+    options.acl = new_object_acl(&request, &bucket).await?;
     let record = request
         .state
         .store

@@ -16,7 +16,10 @@ pub async fn put_bucket_policy(
     let body = request.small_body().await?;
     let document = std::str::from_utf8(&body)
         .map_err(|_| iam::malformed_policy(MalformedPolicy("Policies must be UTF-8".into())))?;
-    Policy::parse(document, PolicyKind::Bucket(bucket)).map_err(iam::malformed_policy)?;
+    let policy =
+        Policy::parse(document, PolicyKind::Bucket(bucket)).map_err(iam::malformed_policy)?;
+    let record = request.state.store.bucket(&name).await?;
+    super::access::admit_policy(&record.settings, &policy)?;
     change_bucket_settings(
         &request.state.store,
         &name,

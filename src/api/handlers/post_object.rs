@@ -14,7 +14,7 @@ use futures::Stream;
 use multer::{Field, Multipart};
 use time::OffsetDateTime;
 
-use super::object::{put_options, refuse_unsupported};
+use super::object::{new_object_acl, put_options, refuse_unsupported};
 use super::{bucket_name, object_key, Request};
 use crate::api::auth::sigv4::{self, CredentialScope};
 use crate::api::auth::{Identity, Keyring};
@@ -106,7 +106,8 @@ pub async fn post_object(request: Request<'_>, bucket: &str) -> Result<Response,
         source_ip: None,
     };
     refuse_unsupported(&put)?;
-    let options = put_options(&put)?;
+    let mut options = put_options(&put)?;
+    options.acl = new_object_acl(&put, &bucket_name).await?;
     let record = put
         .state
         .store
