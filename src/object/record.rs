@@ -449,7 +449,10 @@ mod tests {
                 ..BucketSettings::default()
             };
             let bytes = encode(&settings);
-            assert_eq!(decode::<BucketSettings>(&bytes).unwrap().ownership, ownership);
+            assert_eq!(
+                decode::<BucketSettings>(&bytes).unwrap().ownership,
+                ownership
+            );
         }
         #[derive(Serialize)]
         struct Before {

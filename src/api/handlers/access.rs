@@ -143,21 +143,18 @@ pub async fn put_ownership_controls(
     };
     let ownership = ObjectOwnership::parse(rule.object_ownership.trim())
         .ok_or_else(|| S3Error::from_code(S3ErrorCode::MalformedXML))?;
-    request
-        .state
-        .store
-        .update_bucket_settings(&name, |settings| {
-            // Disabling ACLs needs a bucket whose ACL gives nothing to anyone but its owner.
-            let owner_only = settings.acl.as_ref().is_none_or(Acl::is_private);
-            if !ownership.acls_enabled() && !owner_only {
-                return Err(ObjectError::InvalidBucketState(
-                    "Bucket ACLs must grant nothing but the owner's full control before ACLs are disabled".into(),
-                ));
-            }
-            settings.ownership = Some(ownership);
-            Ok(())
-        })
-        .await?;
+    // Disabling ACLs needs a bucket whose ACL gives nothing to anyone but its owner.
+    let record = request.state.store.bucket(&name).await?;
+    let owner_only = record.settings.acl.as_ref().is_none_or(Acl::is_private);
+    if !ownership.acls_enabled() && !owner_only {
+        return Err(S3Error::from_code(
+            S3ErrorCode::InvalidBucketAclWithObjectOwnership,
+        ));
+    }
+    change_bucket_settings(&request.state.store, &name, StatusCode::OK, |settings| {
+        settings.ownership = Some(ownership)
+    })
+    .await?;
     Ok(StatusCode::OK.into_response())
 }
 
