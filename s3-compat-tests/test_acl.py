@@ -220,3 +220,40 @@ def test_awscli_acls_and_public_access(aws, s3, server, tmp_path):
     finally:
         s3.delete_object(Bucket=name, Key="f.txt")
         s3.delete_bucket(Bucket=name)
+
+
+def test_boto3_presigned_post_sets_a_canned_acl(s3, server, acl_bucket):
+    from test_post_object import post
+
+    presigned = s3.generate_presigned_post(
+        Bucket=acl_bucket,
+        Key="form.txt",
+        Fields={"acl": "public-read"},
+        Conditions=[{"acl": "public-read"}],
+        ExpiresIn=600,
+    )
+    assert post(presigned, b"posted").status_code == 204
+    assert http("GET", f"{server.endpoint}/{acl_bucket}/form.txt") == (200, b"posted")
+    grants = s3.get_object_acl(Bucket=acl_bucket, Key="form.txt")["Grants"]
+    assert {"Grantee": {"Type": "Group", "URI": ALL_USERS}, "Permission": "READ"} in grants
+
+
+def test_boto3_an_explicit_deny_beats_an_acl_grant(s3, server, acl_bucket):
+    s3.put_object(Bucket=acl_bucket, Key="secret/x", Body=b"x", ACL="public-read")
+    url = f"{server.endpoint}/{acl_bucket}/secret/x"
+    assert http("HEAD", url)[0] == 200
+    deny = json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Deny",
+                    "Principal": "*",
+                    "Action": "s3:GetObject",
+                    "Resource": f"arn:aws:s3:::{acl_bucket}/secret/*",
+                }
+            ],
+        }
+    )
+    s3.put_bucket_policy(Bucket=acl_bucket, Policy=deny)
+    assert http("GET", url)[0] == 403

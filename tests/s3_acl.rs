@@ -164,6 +164,10 @@ async fn grants_let_other_users_and_anonymous_callers_in() {
         .await
         .unwrap();
     assert_eq!(anonymous_get(&server, "/shared/report").await, 200);
+    let head = reqwest::Client::new()
+        .head(server.url("/shared/report"))
+        .send();
+    assert_eq!(head.await.unwrap().status().as_u16(), 200);
     assert_eq!(
         get_as(&alice, "shared", "report").await.unwrap(),
         b"numbers"
@@ -210,6 +214,10 @@ async fn grants_let_other_users_and_anonymous_callers_in() {
         .unwrap();
     assert_eq!(list_as(&alice, "shared").await.unwrap(), 2);
     put_as(&alice, "shared", "from-alice").await.unwrap();
+    put_as(&alice, "shared", "scratch").await.unwrap();
+    (alice.delete_object().bucket("shared").key("scratch").send())
+        .await
+        .unwrap();
     assert_eq!(anonymous_get(&server, "/shared?list-type=2").await, 403);
     let acl = root.get_bucket_acl().bucket("shared").send().await.unwrap();
     let alice_grants: Vec<_> = (acl.grants().iter())
