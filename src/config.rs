@@ -71,12 +71,16 @@ pub const DEFAULT_MAX_REQUESTS: usize = 1024;
 pub struct LimitsConfig {
     /// S3 requests in flight at most; one more is answered `503 SlowDown` at once.
     pub max_requests: usize,
+    /// The longest Object Lock retention a request may set, in days (`None`: S3's own
+    /// limits only).
+    pub max_retention_days: Option<u32>,
 }
 
 impl Default for LimitsConfig {
     fn default() -> Self {
         Self {
             max_requests: DEFAULT_MAX_REQUESTS,
+            max_retention_days: None,
         }
     }
 }

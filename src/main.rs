@@ -162,6 +162,15 @@ fn limits_config() -> anyhow::Result<config::LimitsConfig> {
             },
             _ => defaults.max_requests,
         },
+        max_retention_days: match std::env::var("STRATA_MAX_RETENTION_DAYS") {
+            Ok(v) if !v.is_empty() => match v.parse() {
+                Ok(n) if n >= 1 => Some(n),
+                _ => anyhow::bail!(
+                    "STRATA_MAX_RETENTION_DAYS must be a whole number of days ≥ 1, got {v:?}"
+                ),
+            },
+            _ => defaults.max_retention_days,
+        },
     })
 }
 

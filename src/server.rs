@@ -151,6 +151,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         iam,
         metrics,
         limit: api::limit::RequestLimit::new(config.limits.max_requests),
+        max_retention_days: config.limits.max_retention_days,
         lifecycle_day: config.lifecycle.day,
         lifecycle_configs: Default::default(),
         lifecycle_status,

@@ -621,6 +621,16 @@ async fn bucket_policies_grant_and_deny_users_too() {
 /// A POST Object form for `key` signed with a user's keys (or, without keys, no policy at
 /// all: an anonymous form), posted to the bucket.
 async fn post_form(server: &TestServer, keys: Option<(&str, &str)>, key: &str) -> RawResponse {
+    post_form_with(server, keys, key, &[]).await
+}
+
+/// [`post_form`] with more fields, which its policy allows.
+async fn post_form_with(
+    server: &TestServer,
+    keys: Option<(&str, &str)>,
+    key: &str,
+    fields: &[(&str, &str)],
+) -> RawResponse {
     use base64::Engine as _;
     use hmac::{Hmac, Mac};
     let hmac = |key: &[u8], data: &[u8]| {
@@ -629,6 +639,9 @@ async fn post_form(server: &TestServer, keys: Option<(&str, &str)>, key: &str) -
         mac.finalize().into_bytes().to_vec()
     };
     let mut form = reqwest::multipart::Form::new().text("key", key.to_string());
+    for (name, value) in fields {
+        form = form.text(name.to_string(), value.to_string());
+    }
     if let Some((access, secret)) = keys {
         let now = time::OffsetDateTime::now_utc();
         let date = format!(
@@ -647,15 +660,19 @@ async fn post_form(server: &TestServer, keys: Option<(&str, &str)>, key: &str) -
         let expiration = (now + time::Duration::hours(1))
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap();
+        let mut conditions = vec![
+            serde_json::json!({"bucket": BUCKET}),
+            serde_json::json!(["starts-with", "$key", ""]),
+            serde_json::json!({"x-amz-algorithm": "AWS4-HMAC-SHA256"}),
+            serde_json::json!({"x-amz-credential": credential}),
+            serde_json::json!({"x-amz-date": amz_date}),
+        ];
+        for (name, value) in fields {
+            conditions.push(serde_json::json!({ *name: value }));
+        }
         let policy = serde_json::json!({
             "expiration": expiration,
-            "conditions": [
-                {"bucket": BUCKET},
-                ["starts-with", "$key", ""],
-                {"x-amz-algorithm": "AWS4-HMAC-SHA256"},
-                {"x-amz-credential": credential},
-                {"x-amz-date": amz_date},
-            ],
+            "conditions": conditions,
         });
         let policy = base64::engine::general_purpose::STANDARD.encode(policy.to_string());
         let mut signing = hmac(format!("AWS4{secret}").as_bytes(), date.as_bytes());
@@ -1076,4 +1093,145 @@ async fn policies_can_judge_by_the_tags_of_the_object() {
         "root DELETE of an untagged object",
     );
     assert_eq!(get(&root, BUCKET, "closed").await, b"closed");
+}
+
+/// A writer allowed only `s3:PutObject` writes objects, and nothing else with them: as on
+/// AWS, a retention, a legal hold, tags or an ACL set by a PUT, CreateMultipartUpload,
+/// CopyObject or POST form needs its own permission, or anyone who may write a checkpoint
+/// could lock it for years.
+#[tokio::test]
+async fn a_writer_may_not_lock_tag_or_share_what_it_writes_without_those_permissions() {
+    use aws_sdk_s3::types::{ObjectCannedAcl, ObjectLockLegalHoldStatus, ObjectLockMode};
+    let server = TestServer::start();
+    let root = server.client();
+    ok(
+        root.create_bucket()
+            .bucket(BUCKET)
+            .object_lock_enabled_for_bucket(true)
+            .send()
+            .await,
+        "CreateBucket with Object Lock",
+    );
+    put(&root, BUCKET, "ckpt/source", b"source").await;
+    let dir = tempfile::tempdir().unwrap();
+    let writer_only = r#"{"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+        "Action": ["s3:PutObject", "s3:GetObject"], "Resource": "arn:aws:s3:::data/*"}]}"#;
+    add_policy(&server, dir.path(), "writer-only", writer_only);
+    let secret = "writer-secret-0123456789";
+    admin_ok(
+        &server,
+        &[
+            "user",
+            "add",
+            "writer",
+            "--secret",
+            secret,
+            "--policy",
+            "writer-only",
+        ],
+    );
+    let writer = server.client_with("writer", secret);
+    let until = aws_sdk_s3::primitives::DateTime::from_secs(
+        time::OffsetDateTime::now_utc().unix_timestamp() + 10 * 365 * 86_400,
+    );
+    let put_with = || {
+        writer
+            .put_object()
+            .bucket(BUCKET)
+            .key("ckpt/step-1")
+            .body(ByteStream::from_static(b"weights"))
+    };
+    let code = |result: Result<(), String>| result.err().unwrap_or_else(|| "succeeded".into());
+    fn sent<T, E>(
+        r: Result<T, aws_sdk_s3::error::SdkError<E, aws_sdk_s3::config::http::HttpResponse>>,
+    ) -> Result<(), String>
+    where
+        E: aws_sdk_s3::error::ProvideErrorMetadata + std::fmt::Debug,
+    {
+        r.map(|_| ())
+            .map_err(|e| code_of(&e).unwrap_or_else(|| describe(&e)))
+    }
+    let locked = put_with()
+        .object_lock_mode(ObjectLockMode::Compliance)
+        .object_lock_retain_until_date(until)
+        .send()
+        .await;
+    assert_eq!(code(sent(locked)), "AccessDenied", "retention");
+    let held = put_with()
+        .object_lock_legal_hold_status(ObjectLockLegalHoldStatus::On)
+        .send()
+        .await;
+    assert_eq!(code(sent(held)), "AccessDenied", "legal hold");
+    let tagged = put_with().tagging("team=a").send().await;
+    assert_eq!(code(sent(tagged)), "AccessDenied", "tags");
+    let shared = put_with()
+        .acl(ObjectCannedAcl::BucketOwnerFullControl)
+        .send()
+        .await;
+    assert_eq!(code(sent(shared)), "AccessDenied", "ACL");
+    let multipart = writer
+        .create_multipart_upload()
+        .bucket(BUCKET)
+        .key("ckpt/step-2")
+        .object_lock_mode(ObjectLockMode::Compliance)
+        .object_lock_retain_until_date(until)
+        .send()
+        .await;
+    assert_eq!(code(sent(multipart)), "AccessDenied", "multipart retention");
+    let copied = writer
+        .copy_object()
+        .bucket(BUCKET)
+        .key("ckpt/step-3")
+        .copy_source(format!("{BUCKET}/ckpt/source"))
+        .object_lock_legal_hold_status(ObjectLockLegalHoldStatus::On)
+        .send()
+        .await;
+    assert_eq!(code(sent(copied)), "AccessDenied", "copy with a legal hold");
+    let keys = Some(("writer", secret));
+    let form = post_form_with(
+        &server,
+        keys,
+        "ckpt/form",
+        &[("x-amz-object-lock-legal-hold", "ON")],
+    )
+    .await;
+    assert_eq!(
+        form.status,
+        403,
+        "POST form with a legal hold: {}",
+        form.text()
+    );
+    // Nothing of the refused requests was stored; a plain write works.
+    let listed = root
+        .list_object_versions()
+        .bucket(BUCKET)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listed.versions().len(), 1, "only the source exists");
+    sent(put_with().send().await).unwrap();
+    assert_eq!(
+        post_form(&server, keys, "ckpt/plain-form").await.status,
+        204
+    );
+
+    // With the permissions, the same requests pass.
+    let locker = r#"{"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+        "Action": ["s3:PutObjectRetention", "s3:PutObjectLegalHold"],
+        "Resource": "arn:aws:s3:::data/*"}]}"#;
+    add_policy(&server, dir.path(), "locker", locker);
+    admin_ok(&server, &["policy", "attach", "writer", "locker"]);
+    let held = put_with()
+        .object_lock_legal_hold_status(ObjectLockLegalHoldStatus::On)
+        .send()
+        .await;
+    sent(held).unwrap();
+    let form = post_form_with(
+        &server,
+        keys,
+        "ckpt/form",
+        &[("x-amz-object-lock-legal-hold", "ON")],
+    )
+    .await;
+    assert_eq!(form.status, 204, "{}", form.text());
 }

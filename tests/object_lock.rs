@@ -709,3 +709,89 @@ async fn lifecycle_never_removes_a_locked_version() {
         "newest first: the current version and the locked one"
     );
 }
+
+/// `STRATA_MAX_RETENTION_DAYS` caps every retention a request sets: by PUT headers,
+/// CreateMultipartUpload, PutObjectRetention and a bucket's default retention.
+#[tokio::test]
+async fn retention_beyond_the_deployment_maximum_is_refused() {
+    let server = TestServer::start_with(ServerOptions {
+        env: vec![("STRATA_MAX_RETENTION_DAYS".into(), "30".into())],
+        ..ServerOptions::default()
+    });
+    let client = server.client();
+    let bucket = locked_bucket(&client, "max-retention").await;
+    let too_long = retention(ObjectLockRetentionMode::Compliance, from_now(60 * DAY));
+    let put = client
+        .put_object()
+        .bucket(&bucket)
+        .key("ckpt")
+        .object_lock_mode(ObjectLockMode::Compliance)
+        .object_lock_retain_until_date(*too_long.retain_until_date().unwrap())
+        .body(b"weights".to_vec().into())
+        .send()
+        .await;
+    let err = put.expect_err("60 days is past the maximum");
+    assert_eq!(code_of(&err).as_deref(), Some("InvalidArgument"), "{err:?}");
+    let upload = client
+        .create_multipart_upload()
+        .bucket(&bucket)
+        .key("ckpt")
+        .object_lock_mode(ObjectLockMode::Compliance)
+        .object_lock_retain_until_date(*too_long.retain_until_date().unwrap())
+        .send()
+        .await;
+    let err = upload.expect_err("60 days is past the maximum");
+    assert_eq!(code_of(&err).as_deref(), Some("InvalidArgument"));
+
+    let version = put_retained(
+        &client,
+        &bucket,
+        "ckpt",
+        ObjectLockMode::Compliance,
+        from_now(10 * DAY),
+    )
+    .await;
+    let longer = client
+        .put_object_retention()
+        .bucket(&bucket)
+        .key("ckpt")
+        .version_id(&version)
+        .retention(too_long)
+        .send()
+        .await;
+    let err = longer.expect_err("60 days is past the maximum");
+    assert_eq!(code_of(&err).as_deref(), Some("InvalidArgument"));
+
+    let default = |days: i32| {
+        ObjectLockConfiguration::builder()
+            .object_lock_enabled(ObjectLockEnabled::Enabled)
+            .rule(
+                ObjectLockRule::builder()
+                    .default_retention(
+                        DefaultRetention::builder()
+                            .mode(ObjectLockRetentionMode::Governance)
+                            .days(days)
+                            .build(),
+                    )
+                    .build(),
+            )
+            .build()
+    };
+    let refused = client
+        .put_object_lock_configuration()
+        .bucket(&bucket)
+        .object_lock_configuration(default(31))
+        .send()
+        .await;
+    let err = refused.expect_err("31 days is past the maximum");
+    assert_eq!(code_of(&err).as_deref(), Some("InvalidArgument"));
+    ok(
+        client
+            .put_object_lock_configuration()
+            .bucket(&bucket)
+            .object_lock_configuration(default(30))
+            .send()
+            .await,
+        "30 days is within the maximum",
+    );
+}

@@ -46,6 +46,8 @@ pub struct AppState {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// S3 requests in flight at most (`STRATA_MAX_REQUESTS`); beyond it, `SlowDown`.
     pub limit: limit::RequestLimit,
+    /// The longest retention a request may set (`STRATA_MAX_RETENTION_DAYS`).
+    pub max_retention_days: Option<u32>,
     /// How long a lifecycle day lasts (for `x-amz-expiration`).
     pub lifecycle_day: std::time::Duration,
     /// Buckets' lifecycle rules, parsed (for `x-amz-expiration`).

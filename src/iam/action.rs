@@ -144,12 +144,9 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
         GetObjectRetention { bucket, key, .. } => vec![k("s3:GetObjectRetention", bucket, key)],
         PutObjectLegalHold { bucket, key, .. } => vec![k("s3:PutObjectLegalHold", bucket, key)],
         GetObjectLegalHold { bucket, key, .. } => vec![k("s3:GetObjectLegalHold", bucket, key)],
-        // As in AWS, setting an ACL with the object needs the permission to set ACLs.
         PutObject { bucket, key } | CreateMultipartUpload { bucket, key } => {
             let mut checks = vec![k("s3:PutObject", bucket, key)];
-            if has_acl_headers(headers) {
-                checks.push(k("s3:PutObjectAcl", bucket, key));
-            }
+            checks.extend(set_with_the_object(headers, bucket, key));
             checks
         }
         UploadPart { bucket, key, .. } | CompleteMultipartUpload { bucket, key, .. } => {
@@ -189,8 +186,8 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
         }
         CopyObject { bucket, key } | UploadPartCopy { bucket, key, .. } => {
             let mut checks = vec![k("s3:PutObject", bucket, key)];
-            if matches!(endpoint, CopyObject { .. }) && has_acl_headers(headers) {
-                checks.push(k("s3:PutObjectAcl", bucket, key));
+            if matches!(endpoint, CopyObject { .. }) {
+                checks.extend(set_with_the_object(headers, bucket, key));
             }
             if let Some(source) = copy_source(headers) {
                 let read = by_version(&source.version, "s3:GetObject", "s3:GetObjectVersion");
@@ -270,6 +267,28 @@ pub fn bypasses_governance(headers: &HeaderMap) -> bool {
     headers
         .get("x-amz-bypass-governance-retention")
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"))
+}
+
+/// What a write that creates an object also sets, each needing its own permission as on
+/// AWS: an ACL (`s3:PutObjectAcl`), a retention (`s3:PutObjectRetention`), a legal hold
+/// (`s3:PutObjectLegalHold`) and tags (`s3:PutObjectTagging`). Without these, a writer allowed
+/// only `s3:PutObject` could lock its versions for years.
+fn set_with_the_object(headers: &HeaderMap, bucket: &str, key: &str) -> Vec<Check> {
+    let has = |name: &str| headers.contains_key(name);
+    let mut checks = Vec::new();
+    if has_acl_headers(headers) {
+        checks.push(Check::key("s3:PutObjectAcl", bucket, key));
+    }
+    if has("x-amz-object-lock-mode") || has("x-amz-object-lock-retain-until-date") {
+        checks.push(Check::key("s3:PutObjectRetention", bucket, key));
+    }
+    if has("x-amz-object-lock-legal-hold") {
+        checks.push(Check::key("s3:PutObjectLegalHold", bucket, key));
+    }
+    if has("x-amz-tagging") {
+        checks.push(Check::key("s3:PutObjectTagging", bucket, key));
+    }
+    checks
 }
 
 /// Whether a CreateBucket asks for Object Lock (`x-amz-bucket-object-lock-enabled: true`).

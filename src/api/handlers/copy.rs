@@ -142,6 +142,7 @@ pub async fn copy_object(
     let mut requested = put_options(&request)?;
     // The copy's ACL is the request's, never the source's (as on S3).
     requested.acl = new_object_acl(&request, &name).await?;
+    super::lock::check_retention(request.state, requested.lock.retention.as_ref())?;
     // A copy has no body of its own: digests of one make no sense, and the checksum is
     // computed afresh over the copied bytes.
     requested.content_md5 = None;

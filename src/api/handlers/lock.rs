@@ -9,6 +9,7 @@ use super::versioning::with_version;
 use super::{bucket_name, object_key, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{iso8601, parse_iso8601};
+use crate::api::AppState;
 use crate::api::{xml, xml_response};
 use crate::iam::action::bypasses_governance;
 use crate::object::{
@@ -19,6 +20,27 @@ use crate::object::{
 /// limit); it keeps every retain-until date well inside what dates can show.
 const MAX_DEFAULT_DAYS: i64 = 36_500;
 const MAX_DEFAULT_YEARS: i64 = 100;
+
+/// Refuses a retention that ends later than this deployment allows
+/// (`STRATA_MAX_RETENTION_DAYS`): nobody can then lock data for longer by mistake or malice.
+pub fn check_max_retention(state: &AppState, days: f64) -> Result<(), S3Error> {
+    match state.max_retention_days {
+        Some(max) if days > f64::from(max) => Err(S3Error::new(
+            S3ErrorCode::InvalidArgument,
+            format!("The retention period exceeds the maximum this deployment allows ({max} days)"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// [`check_max_retention`] for the retention an object's headers or body ask for.
+pub fn check_retention(state: &AppState, retention: Option<&Retention>) -> Result<(), S3Error> {
+    const DAY_MS: f64 = 86_400_000.0;
+    match retention {
+        Some(r) => check_max_retention(state, (r.until_ms - now_ms()) as f64 / DAY_MS),
+        None => Ok(()),
+    }
+}
 
 fn malformed() -> S3Error {
     S3Error::from_code(S3ErrorCode::MalformedXML)
@@ -131,6 +153,13 @@ pub async fn put_object_lock_configuration(
     request.require_body_digest()?;
     let body = request.small_body().await?;
     let config = requested_config(xml::parse(&body)?)?;
+    if let Some(default) = &config.default_retention {
+        let days = match default.period {
+            RetentionPeriod::Days(days) => f64::from(days),
+            RetentionPeriod::Years(years) => f64::from(years) * 365.25,
+        };
+        check_max_retention(request.state, days)?;
+    }
     request
         .state
         .store
@@ -163,6 +192,7 @@ pub async fn put_object_retention(
     let object = object_key(key)?;
     let body = request.small_body().await?;
     let retention = requested_retention(xml::parse(&body)?, now_ms())?;
+    check_retention(request.state, retention.as_ref())?;
     // Authorisation required s3:BypassGovernanceRetention of a request that asks for this.
     let bypass = bypasses_governance(request.headers);
     let record = request

@@ -45,6 +45,7 @@ pub async fn create(request: Request<'_>, bucket: &str, key: &str) -> Result<Res
         lock: headers::object_lock(request.headers)?,
         acl: new_object_acl(&request, &name).await?,
     };
+    super::lock::check_retention(request.state, options.lock.retention.as_ref())?;
     let (upload_id, upload) = request
         .state
         .store

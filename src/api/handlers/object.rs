@@ -118,6 +118,7 @@ pub async fn put_object(
     body_length(&request)?;
     let mut options = put_options(&request)?;
     require_digest_for_lock(&request, &options.lock)?;
+    super::lock::check_retention(request.state, options.lock.retention.as_ref())?;
     options.acl = new_object_acl(&request, &bucket).await?;
     let record = request
         .state

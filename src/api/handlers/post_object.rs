@@ -80,21 +80,21 @@ pub async fn post_object(request: Request<'_>, bucket: &str) -> Result<Response,
         .ok_or_else(|| missing_field("key"))?
         .to_string();
     let (range, identity) = authorize(&request.state.keyring, &form, OffsetDateTime::now_utc())?;
-    // The form's signer (or nobody, without a policy) must be allowed to put the object.
+    // From here the upload is the PUT the form describes: its signer (or nobody, without a
+    // policy) must be allowed that PUT, with what its fields set (ACL, retention, tags).
+    let put_headers = put_headers(&form)?;
     let put = Endpoint::PutObject {
         bucket: bucket.to_string(),
         key: key.clone(),
     };
     let info = crate::iam::RequestInfo {
-        headers: request.headers,
+        headers: &put_headers,
         query: &request.query,
-        source_ip: None,
+        source_ip: request.source_ip,
     };
     crate::iam::authorize(request.state, &identity, &put, &info).await?;
     let key_name = object_key(&key)?;
 
-    // From here the upload is the PUT the form describes.
-    let put_headers = put_headers(&form)?;
     let put = Request {
         state: request.state,
         headers: &put_headers,
@@ -103,11 +103,12 @@ pub async fn post_object(request: Request<'_>, bucket: &str) -> Result<Response,
         trailers: Arc::new(TrailerSlot::default()),
         decoded_length: None,
         identity: identity.clone(),
-        source_ip: None,
+        source_ip: request.source_ip,
     };
     refuse_unsupported(&put)?;
     let mut options = put_options(&put)?;
     options.acl = new_object_acl(&put, &bucket_name).await?;
+    super::lock::check_retention(put.state, options.lock.retention.as_ref())?;
     let record = put
         .state
         .store
