@@ -157,6 +157,16 @@ pub fn byte_range(headers: &HeaderMap) -> Option<ByteRange> {
     }
 }
 
+/// An HTTP date (RFC 7231), for any time: those past what the format can say (year 9999)
+/// are shown as its last second rather than failing the response.
+pub fn http_date(time: SystemTime) -> String {
+    const LAST: Duration = Duration::from_secs(253_402_300_799); // 9999-12-31T23:59:59Z
+    let since_epoch = time
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    httpdate::fmt_http_date(SystemTime::UNIX_EPOCH + since_epoch.min(LAST))
+}
+
 /// Last-modified time of a record.
 pub fn modified(record: &ObjectRecord) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_millis(record.modified_ms.max(0) as u64)
@@ -234,7 +244,7 @@ pub fn object_headers(record: &ObjectRecord, with_checksum: bool) -> HeaderMap {
         }
     };
     set("etag", &format!("\"{}\"", record.etag));
-    set("last-modified", &httpdate::fmt_http_date(modified(record)));
+    set("last-modified", &http_date(modified(record)));
     set(
         "content-type",
         record
@@ -439,6 +449,22 @@ fn check_prefixed_conditions(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn http_dates_of_any_time_are_answered() {
+        let far = SystemTime::UNIX_EPOCH + Duration::from_secs(400_000_000_000);
+        assert_eq!(http_date(far), "Fri, 31 Dec 9999 23:59:59 GMT");
+        let before_epoch = SystemTime::UNIX_EPOCH - Duration::from_secs(10);
+        assert_eq!(http_date(before_epoch), "Thu, 01 Jan 1970 00:00:00 GMT");
+        let record = ObjectRecord {
+            modified_ms: i64::MAX,
+            ..ObjectRecord::for_tests()
+        };
+        assert_eq!(
+            http_date(modified(&record)),
+            "Fri, 31 Dec 9999 23:59:59 GMT"
+        );
+    }
 
     #[test]
     fn aws_chunked_is_not_stored_as_a_content_encoding() {

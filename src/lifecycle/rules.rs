@@ -265,14 +265,26 @@ fn malformed() -> RuleError {
     )
 }
 
+/// The largest day count a rule takes (a century): far beyond any sensible rule, and far
+/// from the year 9999 that dates shown to clients cannot pass.
+const MAX_DAYS: u32 = 36_500;
+
 /// A positive day count, or S3's complaint about `what`.
 fn positive_days(days: i64, what: &str) -> Result<u32, RuleError> {
-    u32::try_from(days).ok().filter(|&d| d > 0).ok_or_else(|| {
+    let days = u32::try_from(days).ok().filter(|&d| d > 0).ok_or_else(|| {
         invalid(format!(
             "'{what}' for {} must be a positive integer",
             what_action(what)
         ))
-    })
+    })?;
+    at_most_max_days(days, what)
+}
+
+fn at_most_max_days(days: u32, what: &str) -> Result<u32, RuleError> {
+    match days <= MAX_DAYS {
+        true => Ok(days),
+        false => Err(invalid(format!("'{what}' must be at most {MAX_DAYS} days"))),
+    }
 }
 
 fn what_action(what: &str) -> &'static str {
@@ -292,7 +304,7 @@ fn when(days: Option<i64>, date: Option<&str>, action: &str) -> Result<When, Rul
                     "'Days' for {action} action must be a positive integer"
                 ))
             })?;
-            Ok(When::Days(days))
+            Ok(When::Days(at_most_max_days(days, "Days")?))
         }
         (None, Some(date)) => {
             let at = OffsetDateTime::parse(date, &time::format_description::well_known::Rfc3339)

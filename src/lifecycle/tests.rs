@@ -139,6 +139,14 @@ fn bad_rules_get_s3s_errors() {
         invalid_argument(&rule("x", "<Expiration><Days>-3</Days></Expiration>"))
             .contains("positive integer")
     );
+    // Days whose dates would pass year 9999 (what a date header can say) are refused.
+    for days in ["<Expiration><Days>3000000</Days></Expiration>",
+        "<NoncurrentVersionExpiration><NoncurrentDays>36501</NoncurrentDays></NoncurrentVersionExpiration>",
+        "<AbortIncompleteMultipartUpload><DaysAfterInitiation>4000000000</DaysAfterInitiation></AbortIncompleteMultipartUpload>"]
+    {
+        assert!(invalid_argument(&rule("x", days)).contains("at most 36500 days"), "{days}");
+    }
+    assert!(parse(&rule("x", "<Expiration><Days>36500</Days></Expiration>")).is_ok());
     assert!(invalid_argument(&rule(
         "x",
         "<Transition><Days>90</Days><StorageClass>COLD</StorageClass></Transition>\

@@ -76,7 +76,7 @@ pub async fn get_object_attributes(
         object_size: wants("ObjectSize").then_some(record.size),
     };
     let mut response = xml_response(xml::render("GetObjectAttributesResponse", &doc));
-    let modified = httpdate::fmt_http_date(crate::api::headers::modified(&record));
+    let modified = crate::api::headers::http_date(crate::api::headers::modified(&record));
     if let Ok(value) = HeaderValue::from_str(&modified) {
         response.headers_mut().insert("last-modified", value);
     }

@@ -336,7 +336,7 @@ fn expiration_header(
         std::time::UNIX_EPOCH + std::time::Duration::from_millis(expires_ms.max(0) as u64);
     let value = format!(
         "expiry-date=\"{}\", rule-id=\"{}\"",
-        httpdate::fmt_http_date(expires),
+        headers::http_date(expires),
         rule.replace('"', "")
     );
     HeaderValue::from_str(&value).ok()
