@@ -350,3 +350,38 @@ async fn admin_with_wrong_credentials_prints_the_s3_error() {
         stderr(&output)
     );
 }
+
+/// The admin API takes requests signed in their headers with the SHA-256 of their body, as
+/// `strata admin` sends them: not a presigned URL (a web page can make a browser open one),
+/// not a header signature over an unsigned body.
+#[tokio::test]
+async fn the_admin_api_takes_only_header_signatures_over_the_body() {
+    let server = start();
+    let url = server.url("/_strata/admin/v1/info");
+    let signer = Signer::new(ACCESS_KEY, SECRET_KEY);
+
+    let hash = sha256_hex(b"");
+    let (headers, _) = signer.sign("GET", &url, &[], &hash);
+    let signed = raw_send("GET", &url, &headers, Vec::new()).await;
+    assert_eq!(signed.status, 200, "{}", signed.text());
+
+    let (headers, _) = signer.sign("GET", &url, &[], "UNSIGNED-PAYLOAD");
+    let unsigned_body = raw_send("GET", &url, &headers, Vec::new()).await;
+    assert_eq!(unsigned_body.status, 403, "{}", unsigned_body.text());
+
+    let presigned = raw_send("GET", &signer.presign("GET", &url), &[], Vec::new()).await;
+    assert_eq!(presigned.status, 403, "{}", presigned.text());
+    assert_eq!(
+        presigned.xml_element("Code").as_deref(),
+        Some("AccessDenied")
+    );
+    // The same kind of URL still works for S3.
+    let bucket = server.url("/presigned-bucket");
+    let (headers, _) = signer.sign("PUT", &bucket, &[], &hash);
+    assert_eq!(
+        raw_send("PUT", &bucket, &headers, Vec::new()).await.status,
+        200
+    );
+    let listing = raw_send("GET", &signer.presign("GET", &bucket), &[], Vec::new()).await;
+    assert_eq!(listing.status, 200, "{}", listing.text());
+}

@@ -485,6 +485,17 @@ async fn a_bucket_policy_opens_a_bucket_to_anonymous_readers() {
     assert!(listing.text().contains("<Key>dataset/part-0</Key>"));
     let missing = anonymous_get("/data/no-such-key").await;
     assert_eq!(missing.status, 404, "{}", missing.text());
+    // Unsigned requests may not change how a public object is served (as HTML, say).
+    let as_html = anonymous_get("/data/dataset/part-0?response-content-type=text%2Fhtml").await;
+    assert_eq!(as_html.status, 400, "{}", as_html.text());
+    assert_eq!(
+        as_html.xml_element("Code").as_deref(),
+        Some("InvalidRequest")
+    );
+    assert_eq!(
+        as_html.header("content-type").as_deref(),
+        Some("application/xml")
+    );
     let put = raw_send(
         "PUT",
         &server.url("/data/dataset/evil"),

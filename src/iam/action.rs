@@ -269,6 +269,18 @@ pub fn bypasses_governance(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"))
 }
 
+/// The operations that authorise themselves, and so need no permission of [`checks`]:
+/// DeleteObjects checks each key of its body, a POST form its policy's signer, a CORS
+/// preflight carries no credentials.
+pub fn authorises_itself(endpoint: &Endpoint) -> bool {
+    matches!(
+        endpoint,
+        Endpoint::DeleteObjects { .. }
+            | Endpoint::CorsPreflight { .. }
+            | Endpoint::PostObject { .. }
+    )
+}
+
 /// What a write that creates an object also sets, each needing its own permission as on
 /// AWS: an ACL (`s3:PutObjectAcl`), a retention (`s3:PutObjectRetention`), a legal hold
 /// (`s3:PutObjectLegalHold`) and tags (`s3:PutObjectTagging`). Without these, a writer allowed
@@ -496,6 +508,10 @@ mod tests {
         assert!(checks(&Endpoint::CorsPreflight { bucket: bucket() }, &none).is_empty());
         // DeleteObjects authorises each key of its body in the handler.
         assert!(checks(&Endpoint::DeleteObjects { bucket: bucket() }, &none).is_empty());
+        assert!(authorises_itself(&Endpoint::DeleteObjects {
+            bucket: bucket()
+        }));
+        assert!(!authorises_itself(&Endpoint::ListBuckets));
     }
 
     #[test]

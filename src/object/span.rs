@@ -25,7 +25,7 @@ impl ByteRange {
     pub fn resolve(self, size: u64) -> Result<(u64, u64), ObjectError> {
         match self {
             ByteRange::From { first, last } if first < size => {
-                let end = last.map_or(size, |l| (l + 1).min(size));
+                let end = last.map_or(size, |l| l.saturating_add(1).min(size));
                 Ok((first, end))
             }
             ByteRange::Suffix(n) if n > 0 && size > 0 => Ok((size.saturating_sub(n), size)),
@@ -73,5 +73,7 @@ mod tests {
         assert!(from(0, None).resolve(0).is_err());
         assert!(ByteRange::Suffix(0).resolve(100).is_err());
         assert!(ByteRange::Suffix(5).resolve(0).is_err());
+        // The largest end a client can send is the end of the object.
+        assert_eq!(from(5, Some(u64::MAX)).resolve(100).unwrap(), (5, 100));
     }
 }

@@ -175,6 +175,7 @@ pub async fn get_object(
 ) -> Result<Response, S3Error> {
     let bucket = bucket_name(bucket)?;
     let key = object_key(key)?;
+    refuse_anonymous_overrides(&request)?;
     let span = read_span(&request)?;
     let store = &request.state.store;
     let asked = version_id.is_some();
@@ -363,16 +364,31 @@ fn read_span(request: &Request<'_>) -> Result<Option<ReadSpan>, S3Error> {
     }
 }
 
+/// The query parameters that override a GET's response headers, and the headers.
+const OVERRIDES: &[(&str, &str)] = &[
+    ("response-content-type", "content-type"),
+    ("response-content-language", "content-language"),
+    ("response-expires", "expires"),
+    ("response-cache-control", "cache-control"),
+    ("response-content-disposition", "content-disposition"),
+    ("response-content-encoding", "content-encoding"),
+];
+
+/// As on S3, only signed requests may override response headers: otherwise anyone could
+/// serve a public object as, say, HTML from this server's origin.
+fn refuse_anonymous_overrides(request: &Request<'_>) -> Result<(), S3Error> {
+    let overrides = OVERRIDES.iter().any(|(param, _)| request.query.has(param));
+    if overrides && matches!(request.identity, crate::api::auth::Identity::Anonymous) {
+        return Err(S3Error::new(
+            S3ErrorCode::InvalidRequest,
+            "Request specific response headers cannot be used for anonymous GET requests.",
+        ));
+    }
+    Ok(())
+}
+
 /// `response-content-type` and friends override the stored headers of a GET.
 fn apply_response_overrides(request: &Request<'_>, response: &mut Response) {
-    const OVERRIDES: &[(&str, &str)] = &[
-        ("response-content-type", "content-type"),
-        ("response-content-language", "content-language"),
-        ("response-expires", "expires"),
-        ("response-cache-control", "cache-control"),
-        ("response-content-disposition", "content-disposition"),
-        ("response-content-encoding", "content-encoding"),
-    ];
     for (param, header) in OVERRIDES {
         if let Some(value) = request.query.get(param) {
             if let Ok(value) = HeaderValue::from_str(value) {
