@@ -570,7 +570,7 @@ def test_presigned_tampered_is_rejected(s3, bucket):
 def test_unimplemented_operations_are_501(s3, bucket):
     calls = [
         lambda: s3.get_bucket_website(Bucket=bucket),
-        lambda: s3.put_bucket_acl(Bucket=bucket, ACL="private"),
+        lambda: s3.get_bucket_replication(Bucket=bucket),
     ]
     for call in calls:
         with pytest.raises(ClientError) as e:
