@@ -152,6 +152,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         metrics,
         limit: api::limit::RequestLimit::new(config.limits.max_requests),
         max_retention_days: config.limits.max_retention_days,
+        default_credentials: config.default_credentials,
         lifecycle_day: config.lifecycle.day,
         lifecycle_configs: Default::default(),
         lifecycle_status,

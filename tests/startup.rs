@@ -277,6 +277,42 @@ async fn default_credentials_work_on_loopback_with_a_warning() {
         "InvalidAccessKeyId",
         "test credentials against a default-credentials server",
     );
+
+    // Web pages could sign with the public defaults: whatever a browser sends on their
+    // behalf (a form post, a cross-origin request) is refused, signed or not.
+    let form = reqwest::multipart::Form::new()
+        .text("key", "from-a-page")
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(b"x".to_vec()).file_name("f"),
+        );
+    let posted = reqwest::Client::new()
+        .post(server.url(&format!("/{bucket}")))
+        .header("origin", "https://evil.example")
+        .header("sec-fetch-site", "cross-site")
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status(), 403);
+    assert!(posted.text().await.unwrap().contains("default credentials"));
+    let signer = Signer::new(DEFAULT_ACCESS_KEY, DEFAULT_SECRET_KEY);
+    let url = server.url(&format!("/{bucket}/k"));
+    let mut headers = vec![("sec-fetch-site".to_string(), "cross-site".to_string())];
+    let (signed, _) = signer.sign("GET", &url, &headers, &sha256_hex(b""));
+    headers.extend(signed);
+    assert_eq!(
+        raw_send("GET", &url, &headers, Vec::new()).await.status,
+        403
+    );
+    assert_object(&client, &bucket, "k", b"default creds").await;
+    let listed = client
+        .list_objects_v2()
+        .bucket(&bucket)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listed.contents().len(), 1, "the form stored nothing");
 }
 
 #[tokio::test]

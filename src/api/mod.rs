@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::HeaderValue;
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use futures::TryStreamExt;
 use tracing::Instrument;
@@ -48,6 +48,8 @@ pub struct AppState {
     pub limit: limit::RequestLimit,
     /// The longest retention a request may set (`STRATA_MAX_RETENTION_DAYS`).
     pub max_retention_days: Option<u32>,
+    /// Whether the root credentials are the public defaults: browsers are then refused.
+    pub default_credentials: bool,
     /// How long a lifecycle day lasts (for `x-amz-expiration`).
     pub lifecycle_day: std::time::Duration,
     /// Buckets' lifecycle rules, parsed (for `x-amz-expiration`).
@@ -76,6 +78,20 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
     // Prometheus scrapes: unsigned, answered before S3 routing, kept out of the request log.
     if crate::metrics::is_scrape(&request, state.domain.as_deref()) {
         return crate::metrics::answer(&state, request.headers()).await;
+    }
+    // With the public default credentials, any web page the user opens could sign a form
+    // or a request to this server: nothing a browser sends is served.
+    if state.default_credentials && from_a_web_page(request.headers()) {
+        let refusal = S3Error::new(
+            S3ErrorCode::AccessDenied,
+            "This server uses its default credentials, so it refuses requests from web pages: \
+             set STRATA_ROOT_USER and STRATA_ROOT_PASSWORD.",
+        );
+        let mut response = refusal.into_response();
+        response
+            .headers_mut()
+            .insert("connection", HeaderValue::from_static("close"));
+        return response;
     }
     let started = Instant::now();
     let request_id = format!("{:016X}", rand::random::<u64>());
@@ -275,6 +291,16 @@ async fn authenticated_dispatch(
 }
 
 /// The bucket and `Origin` of a browser's actual (not preflight) request to a bucket.
+/// Whether a web page made the request: browsers name the page's origin on cross-origin
+/// requests and form posts, and say where a request comes from (`Sec-Fetch-Site`) unless the
+/// user typed the address.
+fn from_a_web_page(headers: &HeaderMap) -> bool {
+    let fetched_by_a_site = headers
+        .get("sec-fetch-site")
+        .is_some_and(|site| site.as_bytes() != b"none");
+    headers.contains_key("origin") || fetched_by_a_site
+}
+
 fn browser_request(state: &AppState, request: &Request) -> Option<(String, String)> {
     let origin = request.headers().get("origin")?.to_str().ok()?;
     if request.method() == axum::http::Method::OPTIONS {
