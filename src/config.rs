@@ -185,6 +185,17 @@ pub struct ListenerConfig {
     pub max_headers: usize,
     /// After SIGTERM/SIGINT, requests in flight get this long to finish.
     pub shutdown_grace: Duration,
+    /// Open connections at most; more are closed as they arrive.
+    pub max_connections: usize,
+    /// Open connections from one client address at most (a proxy in front counts as one
+    /// client: raise it there).
+    pub max_connections_per_client: usize,
+    /// A request body must arrive at this many bytes per second at least, on average from
+    /// its first byte once `min_upload_rate_grace` has passed; a slower one is cut off (0:
+    /// no minimum).
+    pub min_upload_rate: u64,
+    /// How long a request body may arrive slower than `min_upload_rate` at first.
+    pub min_upload_rate_grace: Duration,
 }
 
 impl Default for ListenerConfig {
@@ -197,6 +208,10 @@ impl Default for ListenerConfig {
             max_header_bytes: 64 * 1024,
             max_headers: 128,
             shutdown_grace: Duration::from_secs(30),
+            max_connections: 8192,
+            max_connections_per_client: 1024,
+            min_upload_rate: 1024,
+            min_upload_rate_grace: Duration::from_secs(30),
         }
     }
 }

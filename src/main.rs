@@ -221,8 +221,34 @@ fn listener_config(certs_dir: Option<PathBuf>) -> anyhow::Result<config::Listene
             defaults.shutdown_grace.as_secs(),
         )?,
         max_header_bytes,
+        max_connections: whole_number("STRATA_MAX_CONNECTIONS", defaults.max_connections, 1)?,
+        max_connections_per_client: whole_number(
+            "STRATA_MAX_CONNECTIONS_PER_CLIENT",
+            defaults.max_connections_per_client,
+            1,
+        )?,
+        min_upload_rate: whole_number(
+            "STRATA_MIN_UPLOAD_BYTES_PER_SEC",
+            defaults.min_upload_rate as usize,
+            0,
+        )? as u64,
+        min_upload_rate_grace: at_least_one_second(
+            "STRATA_MIN_UPLOAD_RATE_GRACE_SECS",
+            defaults.min_upload_rate_grace,
+        )?,
         ..defaults
     })
+}
+
+/// A whole number ≥ `least` from the environment, or `default` when unset.
+fn whole_number(name: &str, default: usize, least: usize) -> anyhow::Result<usize> {
+    match std::env::var(name) {
+        Ok(v) if !v.is_empty() => match v.parse() {
+            Ok(n) if n >= least => Ok(n),
+            _ => anyhow::bail!("{name} must be a whole number ≥ {least}, got {v:?}"),
+        },
+        _ => Ok(default),
+    }
 }
 
 fn healing_config() -> anyhow::Result<config::HealingConfig> {

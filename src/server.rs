@@ -151,6 +151,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         iam,
         metrics,
         limit: api::limit::RequestLimit::new(config.limits.max_requests),
+        anonymous_limit: api::limit::RequestLimit::new(config.limits.max_requests.div_ceil(8)),
         max_retention_days: config.limits.max_retention_days,
         default_credentials: config.default_credentials,
         lifecycle_day: config.lifecycle.day,
@@ -264,6 +265,10 @@ async fn serve(
         None => None,
     };
     let grace = limits.shutdown_grace;
+    let connections = Arc::new(Connections::new(
+        limits.max_connections,
+        limits.max_connections_per_client,
+    ));
     let shared = Arc::new(Listening {
         router,
         tls,
@@ -288,12 +293,17 @@ async fn serve(
                 continue;
             }
         };
+        // Beyond the caps the connection closes at once, before it costs anything.
+        let Some(admitted) = Connections::admit(&connections, peer.ip()) else {
+            tracing::debug!(%peer, "too many connections; closing");
+            continue;
+        };
         let shared = shared.clone();
         let stop = stop_rx.clone();
         let open = open_rx.clone();
         tokio::spawn(async move {
             serve_connection(stream, peer, &shared, stop).await;
-            drop(open);
+            drop((open, admitted));
         });
     }
     drop(listener);
@@ -314,6 +324,62 @@ async fn serve(
         }
     }
     Ok(())
+}
+
+/// Open connections, in all and per client address, under their caps.
+struct Connections {
+    max: usize,
+    max_per_client: usize,
+    open: std::sync::Mutex<(usize, std::collections::HashMap<std::net::IpAddr, usize>)>,
+}
+
+/// One open connection's place, given back when dropped.
+struct Admitted {
+    connections: Arc<Connections>,
+    client: std::net::IpAddr,
+}
+
+impl Connections {
+    fn new(max: usize, max_per_client: usize) -> Self {
+        Self {
+            max,
+            max_per_client,
+            open: Default::default(),
+        }
+    }
+
+    /// A place for one more connection from `client`, if both caps allow it.
+    fn admit(this: &Arc<Self>, client: std::net::IpAddr) -> Option<Admitted> {
+        let mut open = this.open.lock().expect("connections lock");
+        let (total, per_client) = &mut *open;
+        let of_client = per_client.entry(client).or_insert(0);
+        if *total >= this.max || *of_client >= this.max_per_client {
+            if *of_client == 0 {
+                per_client.remove(&client);
+            }
+            return None;
+        }
+        *of_client += 1;
+        *total += 1;
+        Some(Admitted {
+            connections: this.clone(),
+            client,
+        })
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let mut open = self.connections.open.lock().expect("connections lock");
+        let (total, per_client) = &mut *open;
+        *total -= 1;
+        if let Some(count) = per_client.get_mut(&self.client) {
+            *count -= 1;
+            if *count == 0 {
+                per_client.remove(&self.client);
+            }
+        }
+    }
 }
 
 /// What every connection task shares.
@@ -373,6 +439,7 @@ async fn serve_connection(
         router: shared.router.clone(),
         activity: activity.clone(),
         peer,
+        pace: (limits.min_upload_rate, limits.min_upload_rate_grace),
     };
     if http2 {
         let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
@@ -686,6 +753,28 @@ struct TrackedBody {
     inner: Incoming,
     activity: Arc<Activity>,
     waiting: bool,
+    pace: UploadPace,
+}
+
+/// How fast a request body arrives: one that averages less than the minimum rate (from the
+/// first time it is read, once a grace period has passed) is cut off, so that a client
+/// cannot hold a request slot for ever by sending a byte now and then.
+struct UploadPace {
+    min_rate: u64,
+    grace: Duration,
+    since: Option<Instant>,
+    received: u64,
+}
+
+impl UploadPace {
+    /// Whether the body is still fast enough after `bytes` more arrived.
+    fn keeps_up(&mut self, bytes: u64) -> bool {
+        let since = *self.since.get_or_insert_with(Instant::now);
+        self.received += bytes;
+        let elapsed = since.elapsed();
+        elapsed <= self.grace
+            || self.received as f64 >= self.min_rate as f64 * elapsed.as_secs_f64()
+    }
 }
 
 impl TrackedBody {
@@ -703,16 +792,26 @@ impl TrackedBody {
 
 impl hyper::body::Body for TrackedBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = axum::BoxError;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut TaskContext<'_>,
-    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>> {
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, axum::BoxError>>> {
         let this = self.get_mut();
         let polled = Pin::new(&mut this.inner).poll_frame(cx);
         this.set_waiting(polled.is_pending());
-        polled
+        let bytes = match &polled {
+            Poll::Ready(Some(Ok(frame))) => frame.data_ref().map_or(0, |d| d.len() as u64),
+            _ => return polled.map_err(Into::into),
+        };
+        if this.pace.min_rate > 0 && !this.pace.keeps_up(bytes) {
+            let slow = crate::api::error::S3Error::from_code(
+                crate::api::error::S3ErrorCode::RequestTimeout,
+            );
+            return Poll::Ready(Some(Err(Box::new(slow))));
+        }
+        polled.map_err(Into::into)
     }
 
     fn is_end_stream(&self) -> bool {
@@ -737,6 +836,8 @@ struct Handler {
     activity: Arc<Activity>,
     /// The client's address, for policies that name one (`aws:SourceIp`).
     peer: SocketAddr,
+    /// The least rate of a request body, in bytes per second, and the grace before it counts.
+    pace: (u64, Duration),
 }
 
 impl hyper::service::Service<Request<Incoming>> for Handler {
@@ -747,11 +848,18 @@ impl hyper::service::Service<Request<Incoming>> for Handler {
     fn call(&self, request: Request<Incoming>) -> Self::Future {
         let guard = self.activity.request_started();
         let activity = self.activity.clone();
+        let (min_rate, grace) = self.pace;
         let mut request = request.map(|inner| {
             axum::body::Body::new(TrackedBody {
                 inner,
                 activity,
                 waiting: false,
+                pace: UploadPace {
+                    min_rate,
+                    grace,
+                    since: None,
+                    received: 0,
+                },
             })
         });
         request

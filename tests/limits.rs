@@ -576,3 +576,160 @@ async fn the_request_id_is_logged_as_json_with_operation_bucket_and_key_and_no_s
         assert!(!log.contains(secret), "{secret:?} logged:\n{log}");
     }
 }
+
+/// A PUT whose body trickles in, sent with the given signer (`None`: unsigned).
+fn trickling_put(
+    server: &TestServer,
+    path: &str,
+    signer: Option<Signer>,
+) -> (
+    mpsc::UnboundedSender<io::Result<Bytes>>,
+    tokio::task::JoinHandle<Result<reqwest::Response, reqwest::Error>>,
+) {
+    let url = server.url(path);
+    let headers = hdrs(&[("content-length", "1000000")]);
+    let auth = signer.map_or_else(Vec::new, |s| {
+        s.sign("PUT", &url, &headers, UNSIGNED_PAYLOAD).0
+    });
+    let (tx, rx) = mpsc::unbounded::<io::Result<Bytes>>();
+    let mut request = reqwest::Client::new()
+        .put(&url)
+        .body(reqwest::Body::wrap_stream(rx));
+    for (k, v) in headers.iter().chain(&auth) {
+        request = request.header(k.as_str(), v.as_str());
+    }
+    (tx, tokio::spawn(request.send()))
+}
+
+/// Unsigned requests and requests whose signature fails cannot hold the places of signed
+/// ones: a bad signature is answered before a place is taken and its body is not read;
+/// unsigned requests have a small share of places of their own, and one refused is closed
+/// rather than drained.
+#[tokio::test]
+async fn unsigned_and_forged_requests_cannot_take_the_places_of_signed_ones() {
+    let server = TestServer::start_with(ServerOptions {
+        env: vec![("STRATA_MAX_REQUESTS".into(), "4".into())],
+        ..Default::default()
+    });
+    let client = server.client();
+    let bucket = unique_bucket("crowd");
+    create_bucket(&client, &bucket).await;
+
+    let mut held = Vec::new();
+    for i in 0..12 {
+        let signer = (i % 2 == 0).then(|| Signer::new(ACCESS_KEY, "not-the-secret-at-all"));
+        let (tx, task) = trickling_put(&server, &format!("/{bucket}/k{i}"), signer);
+        tx.unbounded_send(Ok(Bytes::from_static(b"a few bytes")))
+            .unwrap();
+        held.push((tx, task));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // While they trickle, signed requests have every place.
+    for _ in 0..8 {
+        assert_eq!(list_buckets(&server).await.status, 200);
+    }
+    // Each was answered without waiting for its whole body: refused (403), or, unsigned
+    // beyond their share of places, told to slow down (503).
+    for (i, (_tx, task)) in held.into_iter().enumerate() {
+        let answered = tokio::time::timeout(Duration::from_secs(5), task).await;
+        let answered = answered.expect("answered without its body").unwrap();
+        if let Ok(response) = answered {
+            let status = response.status().as_u16();
+            assert!(
+                status == 403 || (i % 2 == 1 && status == 503),
+                "request {i}: {status}"
+            );
+        }
+    }
+    let listed = client
+        .list_objects_v2()
+        .bucket(&bucket)
+        .send()
+        .await
+        .unwrap();
+    assert!(listed.contents().is_empty(), "nothing refused was stored");
+}
+
+/// An upload whose body averages less than the minimum rate (once its grace has passed) is
+/// cut off with S3's RequestTimeout, and nothing is stored.
+#[tokio::test]
+async fn an_upload_slower_than_the_minimum_rate_is_cut_off() {
+    let server = TestServer::start_with(ServerOptions {
+        env: vec![
+            ("STRATA_MIN_UPLOAD_BYTES_PER_SEC".into(), "10000".into()),
+            ("STRATA_MIN_UPLOAD_RATE_GRACE_SECS".into(), "1".into()),
+        ],
+        ..Default::default()
+    });
+    let client = server.client();
+    let bucket = unique_bucket("trickle");
+    create_bucket(&client, &bucket).await;
+    let (tx, task) = trickling_put(&server, &format!("/{bucket}/slow"), Some(Signer::test()));
+    let started = Instant::now();
+    let feeder = tokio::spawn(async move {
+        for _ in 0..60 {
+            if tx
+                .unbounded_send(Ok(Bytes::from_static(&[b'x'; 100])))
+                .is_err()
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    let answered = tokio::time::timeout(Duration::from_secs(10), task).await;
+    let response = answered
+        .expect("cut off well before the body ends")
+        .unwrap()
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    assert!(response
+        .text()
+        .await
+        .unwrap()
+        .contains("<Code>RequestTimeout</Code>"));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    feeder.abort();
+    let head = client
+        .head_object()
+        .bucket(&bucket)
+        .key("slow")
+        .send()
+        .await;
+    assert_s3_status(head, 404, "the slow upload stored nothing");
+    // A fast upload is not affected.
+    put(&client, &bucket, "fast", &payload(2 << 20, 3)).await;
+}
+
+/// Connections beyond the cap for one client address are closed as they arrive; others are
+/// served, and a place freed is taken again.
+#[tokio::test]
+async fn connections_beyond_the_per_client_cap_are_closed() {
+    let server = TestServer::start_with(ServerOptions {
+        env: vec![("STRATA_MAX_CONNECTIONS_PER_CLIENT".into(), "3".into())],
+        ..Default::default()
+    });
+    let mut open = Vec::new();
+    for _ in 0..3 {
+        open.push(tokio::net::TcpStream::connect(server.addr()).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut refused = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+    let mut buf = [0u8; 16];
+    let read = tokio::time::timeout(Duration::from_secs(5), refused.read(&mut buf)).await;
+    assert!(
+        matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+        "the fourth connection was closed: {read:?}"
+    );
+    drop(open.pop());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        list_buckets(&server).await.status,
+        200,
+        "a freed place is taken"
+    );
+}

@@ -61,6 +61,7 @@ pub enum S3ErrorCode {
     OwnershipControlsNotFoundError,
     PreconditionFailed,
     RequestTimeTooSkewed,
+    RequestTimeout,
     SignatureDoesNotMatch,
     SlowDown,
     ServiceUnavailable,
@@ -121,6 +122,7 @@ impl S3ErrorCode {
             OwnershipControlsNotFoundError => "OwnershipControlsNotFoundError",
             UnresolvableGrantByEmailAddress => "UnresolvableGrantByEmailAddress",
             UnexpectedContent => "UnexpectedContent",
+            RequestTimeout => "RequestTimeout",
             MissingSecurityHeader => "MissingSecurityHeader",
             InvalidBucketAclWithObjectOwnership => "InvalidBucketAclWithObjectOwnership",
             AccessControlListNotSupported => "AccessControlListNotSupported",
@@ -195,6 +197,7 @@ impl S3ErrorCode {
             | MaxPostPreDataLengthExceededError
             | MetadataTooLarge
             | MissingSecurityHeader
+            | RequestTimeout
             | UnexpectedContent
             | UnresolvableGrantByEmailAddress
             | XAmzContentSHA256Mismatch => StatusCode::BAD_REQUEST,
@@ -249,10 +252,17 @@ impl S3Error {
     }
 
     /// Recovers an S3 error carried by an `io::Error` made with [`S3Error::into_io`].
+    /// The error may sit deeper, behind the HTTP layer's own wrapping of a body error.
     pub fn from_io(err: &std::io::Error) -> Option<S3Error> {
-        err.get_ref()
-            .and_then(|inner| inner.downcast_ref::<S3Error>())
-            .cloned()
+        let mut next: Option<&(dyn std::error::Error + 'static)> =
+            err.get_ref().map(|inner| inner as _);
+        while let Some(inner) = next {
+            if let Some(found) = inner.downcast_ref::<S3Error>() {
+                return Some(found.clone());
+            }
+            next = inner.source();
+        }
+        None
     }
 
     /// Renders the S3 `<Error>` document.
@@ -365,6 +375,7 @@ fn default_message(code: S3ErrorCode) -> &'static str {
         OwnershipControlsNotFoundError => "The bucket ownership controls were not found",
         UnresolvableGrantByEmailAddress => "The e-mail address you provided does not match any account on record.",
         UnexpectedContent => "This request does not support content",
+        RequestTimeout => "Your socket connection to the server was not read from or written to within the timeout period. Idle connections will be closed.",
         MissingSecurityHeader => "Your request was missing a required header",
         NoSuchTagSet => "The TagSet does not exist",
         NoSuchUpload => "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",

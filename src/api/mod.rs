@@ -46,6 +46,8 @@ pub struct AppState {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// S3 requests in flight at most (`STRATA_MAX_REQUESTS`); beyond it, `SlowDown`.
     pub limit: limit::RequestLimit,
+    /// Unsigned requests in flight at most, apart from signed ones (an eighth as many).
+    pub anonymous_limit: limit::RequestLimit,
     /// The longest retention a request may set (`STRATA_MAX_RETENTION_DAYS`).
     pub max_retention_days: Option<u32>,
     /// Whether the root credentials are the public defaults: browsers are then refused.
@@ -101,17 +103,42 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
     let (bucket, key) =
         router::bucket_and_key(request.uri(), request.headers(), state.domain.as_deref())
             .unwrap_or_default();
-    // Beyond the limit the answer is at once, the body left unread (and the connection closed).
-    let permit = state.limit.try_acquire();
+    // The signature is checked before anything costs: a request that fails it takes no
+    // place under the limit, and its body is not read (the connection closes).
+    let auth = auth::authenticate(
+        request.method(),
+        request.uri(),
+        request.headers(),
+        &state.keyring,
+        state.domain.as_deref(),
+        time::OffsetDateTime::now_utc(),
+    );
+    // Unsigned requests have a small share of the places of their own, so that they cannot
+    // take every place from signed ones. Beyond the limit the answer is at once, the body
+    // left unread (and the connection closed).
+    let permit = match &auth {
+        Ok(Some(_)) => state.limit.try_acquire(),
+        Ok(None) => state.anonymous_limit.try_acquire(),
+        Err(_) => None,
+    };
     let mut close_connection = expects_continue_without_body(request.headers())
-        || (permit.is_none() && limit::announces_body(request.headers()));
+        || (permit.is_none() && auth.is_ok() && limit::announces_body(request.headers()));
     let cors_request = browser_request(&state, &request).filter(|_| permit.is_some());
     // Every line logged while the request is handled carries its id. Error level, so the span
     // is enabled under any STRATA_LOG filter that lets a line through.
     let span = tracing::error_span!("request", %request_id);
-    let (operation, result, unread_body) = match permit {
-        Some(_) => dispatch(&state, request).instrument(span.clone()).await,
-        None => (
+    let (operation, result, unread_body) = match (auth, &permit) {
+        (Err(err), _) => {
+            dispatch(&state, request, Err(err))
+                .instrument(span.clone())
+                .await
+        }
+        (Ok(auth), Some(_)) => {
+            dispatch(&state, request, Ok(auth))
+                .instrument(span.clone())
+                .await
+        }
+        (Ok(_), None) => (
             "SlowDown",
             Err(S3Error::from_code(S3ErrorCode::SlowDown)),
             false,
@@ -172,23 +199,34 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
 async fn dispatch(
     state: &AppState,
     request: Request,
+    auth: Result<Option<auth::Authenticated>, S3Error>,
 ) -> (&'static str, Result<Response, S3Error>, bool) {
     let (parts, body) = request.into_parts();
     let raw = SharedBody::new(body);
-    let (operation, result) = authenticated_dispatch(state, &parts, raw.clone()).await;
+    // Refused, a signed request's body is read (clients send it whole before they read the
+    // answer; closing on them mid-send turns a clean S3 error into a broken pipe). One that
+    // is unsigned or whose signature failed gets a smaller share of the server's time (a
+    // browser's form upload is signed in its form: it counts as signed).
+    let (drain_limit, drain_time) = match &auth {
+        Ok(Some(_)) => (DRAIN_LIMIT, DRAIN_TIMEOUT),
+        Ok(None) if is_form_post(&parts) => (DRAIN_LIMIT, DRAIN_TIMEOUT),
+        _ => (UNSIGNED_DRAIN_LIMIT, UNSIGNED_DRAIN_TIMEOUT),
+    };
+    let (operation, result) = match auth {
+        Ok(auth) => authenticated_dispatch(state, &parts, raw.clone(), auth).await,
+        Err(err) => ("Unauthenticated", Err(err)),
+    };
     // A body announced longer than the drain limit would be cut off anyway: the answer goes
     // out at once.
     let drainable = headers::header(&parts.headers, "content-length")
         .and_then(|v| v.parse::<u64>().ok())
-        .is_none_or(|length| length <= DRAIN_LIMIT as u64);
+        .is_none_or(|length| length <= drain_limit as u64);
     // With `Expect: 100-continue`, a body nobody started to read was never asked for: reading
     // it now would send the `100 Continue` the refusal is meant to spare. Answer at once and
     // close instead.
     let unasked = expects_continue(&parts.headers) && !raw.started();
     if result.is_err() && drainable && !unasked {
-        // Clients send the whole body before they read the answer; closing on them mid-send
-        // turns a clean S3 error into a broken pipe.
-        raw.drain().await;
+        raw.drain(drain_limit, drain_time).await;
     }
     let close = result.is_err() && unasked;
     (operation, result, close)
@@ -198,19 +236,8 @@ async fn authenticated_dispatch(
     state: &AppState,
     parts: &axum::http::request::Parts,
     raw: SharedBody,
+    auth: Option<auth::Authenticated>,
 ) -> (&'static str, Result<Response, S3Error>) {
-    let now = time::OffsetDateTime::now_utc();
-    let auth = match auth::authenticate(
-        &parts.method,
-        &parts.uri,
-        &parts.headers,
-        &state.keyring,
-        state.domain.as_deref(),
-        now,
-    ) {
-        Ok(auth) => auth,
-        Err(err) => return ("Unauthenticated", Err(err)),
-    };
     if crate::admin::api::is_admin_request(&parts.uri, &parts.headers, state.domain.as_deref()) {
         // The admin API takes only requests signed in their headers with the SHA-256 of
         // their body: no presigned URL (which a browser can be made to open), no unsigned
@@ -291,6 +318,13 @@ async fn authenticated_dispatch(
 }
 
 /// The bucket and `Origin` of a browser's actual (not preflight) request to a bucket.
+/// Whether the request is a form post (a POST Object upload).
+fn is_form_post(parts: &axum::http::request::Parts) -> bool {
+    parts.method == axum::http::Method::POST
+        && headers::header(&parts.headers, "content-type")
+            .is_some_and(|v| v.to_ascii_lowercase().starts_with("multipart/form-data"))
+}
+
 /// Whether a web page made the request: browsers name the page's origin on cross-origin
 /// requests and form posts, and say where a request comes from (`Sec-Fetch-Site`) unless the
 /// user typed the address.
@@ -329,6 +363,9 @@ async fn cors_headers(
 /// connection is closed instead.
 const DRAIN_LIMIT: usize = 64 << 20;
 const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// The same for an unsigned request, or one whose signature failed.
+const UNSIGNED_DRAIN_LIMIT: usize = 8 << 20;
+const UNSIGNED_DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The raw request body, shared between the handler that reads it and the dispatcher that
 /// drains what the handler left unread.
@@ -347,10 +384,10 @@ impl SharedBody {
         self.0 .1.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    async fn drain(&self) {
+    async fn drain(&self, limit: usize, time: std::time::Duration) {
         let mut drained = 0;
-        let _ = tokio::time::timeout(DRAIN_TIMEOUT, async {
-            while drained < DRAIN_LIMIT {
+        let _ = tokio::time::timeout(time, async {
+            while drained < limit {
                 match futures::StreamExt::next(&mut self.clone()).await {
                     Some(Ok(chunk)) => drained += chunk.len(),
                     _ => break,
