@@ -1,7 +1,12 @@
 //! Users' secret keys at rest. SigV4 needs the plain secret to check a signature, so it is
-//! kept encrypted rather than hashed: AES-256-GCM under a key derived (HKDF-SHA256) from the
-//! root credentials and the deployment id, with the user's name as associated data (a sealed
+//! kept encrypted rather than hashed: AES-256-GCM under a key derived from the root
+//! credentials and the deployment id, with the user's name as associated data (a sealed
 //! secret moved to another user's record does not open).
+//!
+//! The key is derived with Argon2id (memory-hard): the sealed secrets sit on every drive with
+//! the fingerprint of their key, so a drive that leaves the building must not make guessing
+//! the root password cheap. Secrets sealed by earlier versions under a key from one HMAC
+//! (HKDF-SHA256) still open, and are sealed again under the new key when loaded.
 //!
 //! Changing the root credentials changes the key: the secrets sealed before no longer open,
 //! and those users must be added again (as in MinIO). Each sealed secret names the key that
@@ -16,6 +21,11 @@ use sha2::Sha256;
 /// The HKDF `info` of the secret-sealing key; a new purpose takes a new label.
 const KEY_LABEL: &[u8] = b"strata iam user secrets v1";
 const FINGERPRINT_LABEL: &[u8] = b"strata iam key fingerprint v1";
+/// Argon2id's salt prefix (the deployment id follows) and cost: 19 MiB, two passes (OWASP's
+/// recommended minimum), paid once per start.
+const ARGON2_SALT: &[u8] = b"strata iam user secrets v2/";
+const ARGON2_MEMORY_KIB: u32 = 19 * 1024;
+const ARGON2_PASSES: u32 = 2;
 
 /// A secret as stored: hex fields, so that the record stays readable JSON.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,23 +53,48 @@ pub enum OpenError {
     Corrupt,
 }
 
-/// Seals and opens secrets with the deployment's key.
-pub struct SecretBox {
+/// One sealing key and the fingerprint sealed secrets name it by.
+struct Key {
     cipher: Aes256Gcm,
     fingerprint: String,
+}
+
+impl Key {
+    /// HKDF-SHA256 (RFC 5869) expansion of a pseudorandom key into the cipher's key and
+    /// the fingerprint.
+    fn expand(prk: &[u8; 32]) -> Self {
+        let key = hmac(prk, &[KEY_LABEL, &[1]].concat());
+        let fingerprint = hex::encode(&hmac(prk, &[FINGERPRINT_LABEL, &[1]].concat())[..8]);
+        Self {
+            cipher: Aes256Gcm::new_from_slice(&key).expect("a 32-byte key"),
+            fingerprint,
+        }
+    }
+}
+
+/// Seals and opens secrets with the deployment's key.
+pub struct SecretBox {
+    key: Key,
+    /// The key of earlier versions, for secrets they sealed.
+    legacy: Key,
 }
 
 impl SecretBox {
     /// The key of a deployment with these root credentials.
     pub fn new(root_user: &str, root_password: &str, deployment_id: &str) -> Self {
-        // HKDF-SHA256 (RFC 5869): extract with the deployment id as salt, expand one block.
-        let ikm = [root_user.as_bytes(), b"\0", root_password.as_bytes()].concat();
-        let prk = hmac(deployment_id.as_bytes(), &ikm);
-        let key = hmac(&prk, &[KEY_LABEL, &[1]].concat());
-        let fingerprint = hex::encode(&hmac(&prk, &[FINGERPRINT_LABEL, &[1]].concat())[..8]);
+        let credentials = [root_user.as_bytes(), b"\0", root_password.as_bytes()].concat();
+        let params = argon2::Params::new(ARGON2_MEMORY_KIB, ARGON2_PASSES, 1, Some(32))
+            .expect("valid Argon2 parameters");
+        let argon2 =
+            argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params);
+        let salt = [ARGON2_SALT, deployment_id.as_bytes()].concat();
+        let mut prk = [0u8; 32];
+        argon2
+            .hash_password_into(&credentials, &salt, &mut prk)
+            .expect("Argon2 takes any password and a salt of 8 bytes or more");
         Self {
-            cipher: Aes256Gcm::new_from_slice(&key).expect("a 32-byte key"),
-            fingerprint,
+            key: Key::expand(&prk),
+            legacy: Key::expand(&hmac(deployment_id.as_bytes(), &credentials)),
         }
     }
 
@@ -71,21 +106,46 @@ impl SecretBox {
             aad: name.as_bytes(),
         };
         let ciphertext = self
+            .key
             .cipher
             .encrypt(Nonce::from_slice(&nonce), payload)
             .expect("AES-GCM encrypts any short message");
         Sealed {
-            key: self.fingerprint.clone(),
+            key: self.key.fingerprint.clone(),
             nonce: hex::encode(nonce),
             ciphertext: hex::encode(ciphertext),
         }
     }
 
+    /// What an earlier version sealed, for tests of what follows.
+    #[cfg(test)]
+    pub(crate) fn seal_as_before(&self, secret: &str, name: &str) -> Sealed {
+        let current = SecretBox {
+            key: Key::expand(&[0; 32]),
+            legacy: Key::expand(&[0; 32]),
+        };
+        let sealed_before = SecretBox {
+            key: Key {
+                cipher: self.legacy.cipher.clone(),
+                fingerprint: self.legacy.fingerprint.clone(),
+            },
+            ..current
+        };
+        sealed_before.seal(secret, name)
+    }
+
+    /// Whether `sealed` was sealed under the key of earlier versions (seal it again).
+    pub fn is_legacy(&self, sealed: &Sealed) -> bool {
+        sealed.key == self.legacy.fingerprint
+    }
+
     /// Decrypts a secret sealed for `name`.
     pub fn open(&self, sealed: &Sealed, name: &str) -> Result<String, OpenError> {
-        if sealed.key != self.fingerprint {
-            return Err(OpenError::OtherKey);
-        }
+        let key = match &sealed.key {
+            fingerprint if *fingerprint == self.key.fingerprint => &self.key,
+            fingerprint if *fingerprint == self.legacy.fingerprint => &self.legacy,
+            _ => return Err(OpenError::OtherKey),
+        };
         let nonce = hex::decode(&sealed.nonce).map_err(|_| OpenError::Corrupt)?;
         let ciphertext = hex::decode(&sealed.ciphertext).map_err(|_| OpenError::Corrupt)?;
         if nonce.len() != 12 {
@@ -95,7 +155,7 @@ impl SecretBox {
             msg: &ciphertext,
             aad: name.as_bytes(),
         };
-        let plain = self
+        let plain = key
             .cipher
             .decrypt(Nonce::from_slice(&nonce), payload)
             .map_err(|_| OpenError::Corrupt)?;
@@ -128,6 +188,16 @@ mod tests {
         if damaged != sealed {
             assert_eq!(keys.open(&damaged, "alice"), Err(OpenError::Corrupt));
         }
+        // What earlier versions sealed (one HMAC of the credentials) still opens, and says
+        // it should be sealed again; what this one seals names an Argon2id-derived key.
+        let legacy = Key::expand(&hmac(b"deployment", b"root\0root-password"));
+        let mut old = SecretBox::new("root", "root-password", "deployment");
+        old.key = Key::expand(&hmac(b"deployment", b"root\0root-password"));
+        let sealed_before = old.seal("older-secret", "carol");
+        assert_eq!(sealed_before.key, legacy.fingerprint);
+        assert!(keys.is_legacy(&sealed_before) && !keys.is_legacy(&sealed));
+        assert_eq!(keys.open(&sealed_before, "carol").unwrap(), "older-secret");
+        assert_ne!(sealed.key, legacy.fingerprint);
         for other in [
             SecretBox::new("root", "other-password", "deployment"),
             SecretBox::new("root", "root-password", "other-deployment"),

@@ -171,6 +171,10 @@ impl Iam {
                 continue;
             };
             let secret = match self.keys.open(&record.secret, &record.name) {
+                Ok(secret) if self.keys.is_legacy(&record.secret) => {
+                    self.seal_again(record.clone(), &secret).await;
+                    Some(secret)
+                }
                 Ok(secret) => Some(secret),
                 Err(OpenError::OtherKey) => {
                     tracing::warn!(user = %record.name, "the user's secret key was sealed under other root credentials: add the user again");
@@ -192,6 +196,21 @@ impl Iam {
         }
         *self.cache.write().expect("not poisoned") = Arc::new(snapshot);
         Ok(())
+    }
+
+    /// Seals a user's secret again under the current key (it was sealed under the key of an
+    /// earlier version); a failure only leaves it for the next load.
+    async fn seal_again(&self, mut record: UserRecord, secret: &str) {
+        record.secret = self.keys.seal(secret, &record.name);
+        let key = format!("{USER_PREFIX}{}", record.name);
+        match self.store.system_put(&key, encode(&record)).await {
+            Ok(()) => {
+                tracing::info!(user = %record.name, "the user's secret key is sealed under the new key")
+            }
+            Err(e) => {
+                tracing::warn!(user = %record.name, error = %e, "could not seal the user's secret key again")
+            }
+        }
     }
 
     /// Reloads the cache every `every`, for as long as the server runs.
@@ -617,6 +636,31 @@ mod tests {
         iam.reload().await.unwrap();
         assert_eq!(iam.secret_for("alice"), None);
         assert!(!iam.users()[0].usable);
+    }
+
+    #[tokio::test]
+    async fn a_secret_sealed_by_an_earlier_version_opens_and_is_sealed_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let iam = Iam::new(store(dir.path()), "root", "root-password", "dep");
+        let record = UserRecord {
+            name: "carol".into(),
+            secret: iam.keys.seal_as_before("carol-secret-123", "carol"),
+            policies: Vec::new(),
+            enabled: true,
+            created_ms: 0,
+        };
+        assert!(iam.keys.is_legacy(&record.secret));
+        let key = format!("{USER_PREFIX}carol");
+        iam.store.system_put(&key, encode(&record)).await.unwrap();
+        iam.reload().await.unwrap();
+        assert_eq!(iam.secret_for("carol").as_deref(), Some("carol-secret-123"));
+        let stored = iam.store.system_get(&key).await.unwrap().unwrap();
+        let stored = decode::<UserRecord>(&key, &stored).unwrap();
+        assert!(!iam.keys.is_legacy(&stored.secret), "sealed again");
+        assert_eq!(
+            iam.keys.open(&stored.secret, "carol").unwrap(),
+            "carol-secret-123"
+        );
     }
 
     #[test]
