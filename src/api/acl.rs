@@ -45,6 +45,16 @@ impl Accounts {
         Accounts(accounts)
     }
 
+    /// Accounts given as (canonical ID, name) pairs.
+    #[cfg(test)]
+    pub fn for_tests(accounts: &[(&str, &str)]) -> Self {
+        Accounts(
+            (accounts.iter())
+                .map(|(id, name)| (id.to_string(), name.to_string()))
+                .collect(),
+        )
+    }
+
     fn name(&self, id: &str) -> Option<&str> {
         (self.0.iter())
             .find(|(known, _)| known == id)

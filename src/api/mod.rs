@@ -6,6 +6,8 @@ pub mod acl;
 pub mod auth;
 mod cors;
 pub mod error;
+#[cfg(test)]
+mod fuzz_tests;
 mod handlers;
 pub(crate) mod headers;
 pub mod limit;
