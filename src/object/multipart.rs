@@ -54,6 +54,9 @@ pub struct UploadOptions {
     pub acl: Option<Acl>,
 }
 
+/// Part records read from each drive at a time (ListParts, CompleteMultipartUpload).
+const PART_BATCH: usize = 1000;
+
 /// A part as listed in CompleteMultipartUpload.
 #[derive(Debug, Clone)]
 pub struct CompletedPart {
@@ -302,29 +305,39 @@ impl ObjectStore {
         Ok(())
     }
 
-    /// The parts of an upload that a read quorum agrees on, by part number, each with the
-    /// drives that hold its record (and so its shard files).
-    async fn stored_parts(
+    /// The parts after part `after` that a read quorum agrees on, a page at a time: each
+    /// drive is asked for at most `batch` part records, and only the part numbers every full
+    /// page reached are decided (a drive's page that stopped short of a number may hold a copy
+    /// of it). Returns them and, when there may be more, the number to read on from.
+    async fn stored_parts_after(
         &self,
         set: &ErasureSet,
         upload_id: &str,
-    ) -> Result<BTreeMap<u32, StoredPart>, ObjectError> {
+        after: u32,
+        batch: usize,
+    ) -> Result<(BTreeMap<u32, StoredPart>, Option<u32>), ObjectError> {
         let prefix = parts_prefix(upload_id);
+        let start = match after {
+            0 => Bound::Unbounded,
+            after => Bound::Excluded(part_key(upload_id, after)),
+        };
         let scans = set
-            .meta_scan_all(
-                MetaTable::Parts,
-                Bound::Unbounded,
-                &prefix,
-                MAX_PART_NUMBER as usize + 1,
-            )
+            .meta_scan_all(MetaTable::Parts, start, &prefix, batch)
             .await;
         if scans.iter().filter(|s| s.is_ok()).count() < set.read_quorum() {
             return Err(ErasureError::ReadQuorum.into());
         }
         // Each drive's copy of each part, by part number.
         let mut copies: BTreeMap<u32, Vec<Option<PartRecord>>> = BTreeMap::new();
+        let mut decided_until = u32::MAX;
         for (drive, scan) in scans.iter().enumerate() {
-            for (_, value) in scan.iter().flatten() {
+            let Ok(scan) = scan else { continue };
+            let mut last = after;
+            for (key, value) in scan {
+                // The key says how far the page reached, whatever its value holds.
+                if let Some((_, number)) = key.split_last_chunk::<4>() {
+                    last = last.max(u32::from_be_bytes(*number));
+                }
                 if let Ok(part) = record::decode::<PartRecord>(value) {
                     let number = part.info.number;
                     copies
@@ -332,9 +345,12 @@ impl ObjectStore {
                         .or_insert_with(|| vec![None; scans.len()])[drive] = Some(part);
                 }
             }
+            if scan.len() >= batch {
+                decided_until = decided_until.min(last);
+            }
         }
         let mut parts = BTreeMap::new();
-        for (number, copies) in copies {
+        for (number, copies) in copies.range(..=decided_until) {
             let holders_of = |file: &str| -> Vec<bool> {
                 (copies.iter())
                     .map(|c| c.as_ref().is_some_and(|c| c.info.file == file))
@@ -347,7 +363,7 @@ impl ObjectStore {
             if let Some(part) = agreed {
                 let holders = holders_of(&part.info.file);
                 parts.insert(
-                    number,
+                    *number,
                     StoredPart {
                         record: part.clone(),
                         holders,
@@ -355,7 +371,8 @@ impl ObjectStore {
                 );
             }
         }
-        Ok(parts)
+        let more = (decided_until != u32::MAX).then_some(decided_until);
+        Ok((parts, more))
     }
 
     /// ListParts: the parts after `marker`, at most `max`.
@@ -370,13 +387,20 @@ impl ObjectStore {
         self.bucket(bucket).await?;
         let set = self.set_for(bucket, key);
         let upload = self.upload(set, bucket, key, upload_id).await?;
-        let mut parts: Vec<PartRecord> = self
-            .stored_parts(set, upload_id)
-            .await?
-            .into_values()
-            .map(|stored| stored.record)
-            .filter(|p| p.info.number > marker)
-            .collect();
+        // Pages of part records until one more than asked for is known.
+        let mut parts: Vec<PartRecord> = Vec::new();
+        let mut after = marker;
+        while parts.len() <= max {
+            let batch = (max + 1 - parts.len()).clamp(1, PART_BATCH);
+            let (page, more) = self
+                .stored_parts_after(set, upload_id, after, batch)
+                .await?;
+            parts.extend(page.into_values().map(|stored| stored.record));
+            match more {
+                Some(next) => after = next,
+                None => break,
+            }
+        }
         let truncated = parts.len() > max;
         parts.truncate(max);
         Ok(PartsPage {
@@ -410,11 +434,22 @@ impl ObjectStore {
         if requested.windows(2).any(|w| w[0].number >= w[1].number) {
             return Err(ObjectError::InvalidPartOrder);
         }
-        let stored = self.stored_parts(set, upload_id).await?;
         let mut parts = Vec::with_capacity(requested.len());
         // The drives that hold every part's shards: only they take the object's record.
         let mut data_holders: Option<Vec<bool>> = None;
+        // The requested parts are in ascending order: part records are read a page at a
+        // time as the list reaches them.
+        let (mut stored, mut more) = (BTreeMap::new(), Some(0));
         for wanted in requested {
+            while let Some(after) = more.filter(|_| !stored.contains_key(&wanted.number)) {
+                if after >= wanted.number {
+                    break;
+                }
+                let page = self.stored_parts_after(set, upload_id, after, PART_BATCH);
+                let (page, next) = page.await?;
+                stored = page;
+                more = next;
+            }
             let part = stored.get(&wanted.number).ok_or(ObjectError::InvalidPart)?;
             if part.record.info.etag != wanted.etag.trim_matches('"').to_ascii_lowercase() {
                 return Err(ObjectError::InvalidPart);
