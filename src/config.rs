@@ -74,6 +74,8 @@ pub struct LimitsConfig {
     /// The longest Object Lock retention a request may set, in days (`None`: S3's own
     /// limits only).
     pub max_retention_days: Option<u32>,
+    /// Bytes that uploads in flight may hold in buffers, together.
+    pub memory_budget: usize,
 }
 
 impl Default for LimitsConfig {
@@ -81,9 +83,14 @@ impl Default for LimitsConfig {
         Self {
             max_requests: DEFAULT_MAX_REQUESTS,
             max_retention_days: None,
+            memory_budget: DEFAULT_MEMORY_BUDGET_MIB << 20,
         }
     }
 }
+
+/// Suits a machine of 4–8 GiB: about 370 large uploads buffering at once with 6+3 and 1 MiB
+/// blocks (5.5 MiB each), the rest waiting.
+pub const DEFAULT_MEMORY_BUDGET_MIB: usize = 2048;
 
 /// When and how fast the server checks drives and heals.
 #[derive(Debug, Clone)]

@@ -166,6 +166,7 @@ pub fn open(config: &ServerConfig) -> anyhow::Result<Deployment> {
     }
 
     let mut sets = Vec::new();
+    let memory = crate::erasure::MemoryBudget::new(config.limits.memory_budget);
     for (index, chunk) in drives.chunks(set_size).enumerate() {
         let online = positions[index * set_size..(index + 1) * set_size]
             .iter()
@@ -174,12 +175,13 @@ pub fn open(config: &ServerConfig) -> anyhow::Result<Deployment> {
         if online < config.data_shards {
             tracing::error!(set = index, online, "erasure set has fewer drives than data shards; it cannot serve until drives return");
         }
-        sets.push(ErasureSet::new(
+        let set = ErasureSet::new(
             index,
             chunk.to_vec(),
             config.parity_shards,
             config.block_size,
-        )?);
+        )?;
+        sets.push(set.with_memory_budget(memory.clone()));
     }
     Ok(Deployment {
         id: deployment_id,

@@ -162,6 +162,11 @@ fn limits_config() -> anyhow::Result<config::LimitsConfig> {
             },
             _ => defaults.max_requests,
         },
+        memory_budget: whole_number(
+            "STRATA_MEMORY_BUDGET_MIB",
+            config::DEFAULT_MEMORY_BUDGET_MIB,
+            8,
+        )? << 20,
         max_retention_days: match std::env::var("STRATA_MAX_RETENTION_DAYS") {
             Ok(v) if !v.is_empty() => match v.parse() {
                 Ok(n) if n >= 1 => Some(n),

@@ -733,3 +733,30 @@ async fn connections_beyond_the_per_client_cap_are_closed() {
         "a freed place is taken"
     );
 }
+
+/// Uploads beyond the memory budget wait for room rather than fail: with room for one large
+/// upload at a time, a dozen at once all succeed and read back whole.
+#[tokio::test]
+async fn uploads_beyond_the_memory_budget_wait_rather_than_fail() {
+    let server = TestServer::start_with(ServerOptions {
+        env: vec![("STRATA_MEMORY_BUDGET_MIB".into(), "8".into())],
+        ..Default::default()
+    });
+    let client = server.client();
+    let bucket = unique_bucket("budget");
+    create_bucket(&client, &bucket).await;
+    let uploads: Vec<_> = (0..12u8)
+        .map(|i| {
+            let (client, bucket) = (client.clone(), bucket.clone());
+            tokio::spawn(async move {
+                let data = payload(3 << 20, u64::from(i));
+                put(&client, &bucket, &format!("k{i}"), &data).await;
+                data
+            })
+        })
+        .collect();
+    for (i, upload) in uploads.into_iter().enumerate() {
+        let data = upload.await.unwrap();
+        assert_object(&client, &bucket, &format!("k{i}"), &data).await;
+    }
+}

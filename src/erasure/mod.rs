@@ -34,7 +34,7 @@ pub use bitrot::CHECKSUM_LEN;
 pub use codec::Codec;
 pub use in_flight::{LocalCommits, ReadWindow, Writers};
 pub use read::{PartReader, ShardSource};
-pub use write::{Encoded, WriteOutcome};
+pub use write::{Encoded, MemoryBudget, WriteOutcome};
 
 /// Erasure block size: the unit that is encoded, checksummed and read.
 pub const DEFAULT_BLOCK_SIZE: usize = 1 << 20;
@@ -77,6 +77,8 @@ pub struct ErasureSet {
     writers: Writers,
     /// This server's commits in flight (see [`in_flight`]).
     local_commits: LocalCommits,
+    /// What writes in flight may buffer, shared by the deployment's sets.
+    memory: Option<Arc<MemoryBudget>>,
 }
 
 impl ErasureSet {
@@ -94,7 +96,14 @@ impl ErasureSet {
             block_size,
             writers: Writers::ThisServer,
             local_commits: LocalCommits::default(),
+            memory: None,
         })
+    }
+
+    /// The same set, its writes buffering within `memory` (shared with other sets).
+    pub fn with_memory_budget(mut self, memory: Arc<MemoryBudget>) -> Self {
+        self.memory = Some(memory);
+        self
     }
 
     /// The same set, for a server that shares its drives with other servers (see

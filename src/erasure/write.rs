@@ -64,7 +64,49 @@ async fn encode(codec: &Arc<Codec>, block: Bytes) -> Vec<ShardChunk> {
         .expect("encoding does not panic")
 }
 
+/// Bytes that writes in flight may hold in buffers (the block being filled, the block being
+/// encoded, the chunks queued for each drive), shared by every set of a deployment: a write
+/// that outgrows the inline size waits for its share before it buffers more, so that any
+/// number of uploads stay within it (backpressure, not an error).
+pub struct MemoryBudget {
+    kib: Arc<tokio::sync::Semaphore>,
+    total_kib: usize,
+}
+
+impl MemoryBudget {
+    pub fn new(bytes: usize) -> Arc<Self> {
+        let total_kib = (bytes / 1024).clamp(1, u32::MAX as usize);
+        Arc::new(Self {
+            kib: Arc::new(tokio::sync::Semaphore::new(total_kib)),
+            total_kib,
+        })
+    }
+
+    /// Waits until `bytes` (at most the whole budget) are free, and holds them until the
+    /// answer is dropped.
+    async fn reserve(&self, bytes: usize) -> tokio::sync::OwnedSemaphorePermit {
+        let kib = bytes.div_ceil(1024).clamp(1, self.total_kib) as u32;
+        self.kib
+            .clone()
+            .acquire_many_owned(kib)
+            .await
+            .expect("the budget's semaphore is never closed")
+    }
+
+    /// Bytes free now.
+    pub fn available(&self) -> usize {
+        self.kib.available_permits() * 1024
+    }
+}
+
 impl ErasureSet {
+    /// What one streaming write holds at most: the block being filled, one being encoded
+    /// and `QUEUE_DEPTH` encoded blocks queued for each drive.
+    fn write_footprint(&self) -> usize {
+        let encoded = self.block_size * self.drives.len() / self.data_shards();
+        self.block_size + (QUEUE_DEPTH + 1) * encoded
+    }
+
     /// Writes a stream as one shard file named `file_name` per drive, or inline when the
     /// whole stream is at most `inline_limit` bytes. Every block also goes to `tap` (the
     /// caller hashes them there, beside the encoding). Nothing is visible until the caller
@@ -76,10 +118,12 @@ impl ErasureSet {
         inline_limit: usize,
         tap: mpsc::Sender<Bytes>,
     ) -> Result<WriteOutcome, ErasureError> {
-        let mut block = BytesMut::with_capacity(self.block_size);
+        let mut block = BytesMut::with_capacity(inline_limit.min(self.block_size));
         let mut size = 0u64;
         let mut feeds: Option<Vec<DriveFeed>> = None;
         let staging = Uuid::new_v4();
+        // Taken when the write outgrows the inline size, held until it ends.
+        let mut budget = None;
 
         let result: Result<(), ErasureError> = async {
             loop {
@@ -91,6 +135,11 @@ impl ErasureSet {
                 };
                 size += chunk.len() as u64;
                 let mut rest = &chunk[..];
+                if budget.is_none() && size > inline_limit as u64 {
+                    if let Some(memory) = &self.memory {
+                        budget = Some(memory.reserve(self.write_footprint()).await);
+                    }
+                }
                 while !rest.is_empty() {
                     let take = (self.block_size - block.len()).min(rest.len());
                     block.extend_from_slice(&rest[..take]);
@@ -218,4 +267,74 @@ async fn close_feeds(feeds: Vec<DriveFeed>) -> Vec<Result<(), DriveError>> {
         .into_iter()
         .map(|joined| joined.unwrap_or_else(|e| Err(DriveError::Io(std::io::Error::other(e)))))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use futures::channel::mpsc as channel;
+
+    use super::*;
+    use crate::storage::sim::CrashController;
+
+    /// A body fed by the test, one chunk at a time.
+    fn fed_body() -> (channel::UnboundedSender<std::io::Result<Bytes>>, ByteStream) {
+        let (feed, body) = channel::unbounded();
+        (feed, Box::pin(body))
+    }
+
+    #[tokio::test]
+    async fn writes_beyond_the_memory_budget_wait_for_it() {
+        let drives = CrashController::new(9);
+        let set = ErasureSet::new(0, drives.drives(), 3, 64 << 10).unwrap();
+        // Room for exactly one large write at a time.
+        let budget = MemoryBudget::new(set.write_footprint());
+        let set = Arc::new(set.with_memory_budget(budget.clone()));
+        let block = Bytes::from(vec![7u8; 64 << 10]);
+        let start = |feed_first: bool| {
+            let (feed, body) = fed_body();
+            if feed_first {
+                feed.unbounded_send(Ok(block.clone())).unwrap();
+            }
+            let set = set.clone();
+            let (tap, mut tapped) = mpsc::channel(64);
+            tokio::spawn(async move { while tapped.recv().await.is_some() {} });
+            let write = tokio::spawn(async move { set.write_stream(body, "f", 1024, tap).await });
+            (feed, write)
+        };
+        let (first_feed, first) = start(true);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            budget.available(),
+            0,
+            "the first write holds the whole budget"
+        );
+        // A second large write waits before it buffers anything more.
+        let (second_feed, second) = start(true);
+        second_feed.unbounded_send(Ok(block.clone())).unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!second.is_finished());
+        // A small write that fits inline is not held up by them.
+        let (small_feed, small) = start(false);
+        small_feed
+            .unbounded_send(Ok(Bytes::from_static(b"tiny")))
+            .unwrap();
+        drop(small_feed);
+        let small = tokio::time::timeout(Duration::from_secs(5), small).await;
+        assert!(matches!(
+            small.unwrap().unwrap().unwrap().encoded,
+            Encoded::Inline(_)
+        ));
+        // Once the first ends, the second goes on.
+        drop(first_feed);
+        first.await.unwrap().unwrap();
+        drop(second_feed);
+        let second = tokio::time::timeout(Duration::from_secs(5), second).await;
+        assert_eq!(
+            second.unwrap().unwrap().unwrap().size,
+            2 * block.len() as u64
+        );
+        assert_eq!(budget.available(), set.write_footprint() / 1024 * 1024);
+    }
 }
