@@ -5,6 +5,9 @@ use std::borrow::Cow;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
+use crate::erasure::ErasureError;
+use crate::object::ObjectError;
+
 /// The S3 error codes Strata emits, each with the HTTP status AWS uses for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum S3ErrorCode {
@@ -388,6 +391,78 @@ fn default_message(code: S3ErrorCode) -> &'static str {
         ServiceUnavailable => "The service is unavailable: not enough drives are online to serve this request. Please try again.",
         InsufficientStorage => "Storage backend has reached its minimum free drive threshold. Please delete a few objects to proceed.",
         XAmzContentSHA256Mismatch => "The provided 'x-amz-content-sha256' header does not match what was computed.",
+    }
+}
+
+/// What each object-layer outcome is to an S3 client.
+impl From<ObjectError> for S3Error {
+    fn from(err: ObjectError) -> Self {
+        use S3ErrorCode as C;
+        match err {
+            ObjectError::NoSuchBucket => S3Error::from_code(C::NoSuchBucket),
+            ObjectError::BucketExists => S3Error::from_code(C::BucketAlreadyOwnedByYou),
+            ObjectError::BucketNotEmpty => S3Error::from_code(C::BucketNotEmpty),
+            ObjectError::InvalidBucketName(_) => S3Error::from_code(C::InvalidBucketName),
+            ObjectError::NoSuchKey => S3Error::from_code(C::NoSuchKey),
+            ObjectError::NoSuchVersion => S3Error::from_code(C::NoSuchVersion),
+            // A GET of a key whose newest version is a delete marker finds no key; one that
+            // names the marker asks for something a marker cannot give. Both say what they hit.
+            ObjectError::DeleteMarker {
+                version_id,
+                by_version,
+            } => S3Error::from_code(if by_version {
+                C::MethodNotAllowed
+            } else {
+                C::NoSuchKey
+            })
+            .with_header("x-amz-delete-marker", "true")
+            .with_header("x-amz-version-id", version_id),
+            ObjectError::Tier(e) => S3Error::new(C::ServiceUnavailable, e.to_string()),
+            ObjectError::KeyTooLong => S3Error::from_code(C::KeyTooLongError),
+            ObjectError::NoSuchUpload => S3Error::from_code(C::NoSuchUpload),
+            ObjectError::InvalidPart => S3Error::from_code(C::InvalidPart),
+            ObjectError::InvalidPartOrder => S3Error::from_code(C::InvalidPartOrder),
+            ObjectError::EntityTooSmall(_) => S3Error::from_code(C::EntityTooSmall),
+            ObjectError::BadDigest => S3Error::from_code(C::BadDigest),
+            ObjectError::ChecksumMismatch(algorithm) => S3Error::new(
+                C::BadDigest,
+                format!(
+                    "The {} you specified did not match the calculated checksum.",
+                    algorithm.header_name()
+                ),
+            ),
+            ObjectError::InvalidRange(_) => S3Error::from_code(C::InvalidRange),
+            ObjectError::InvalidPartNumber => S3Error::from_code(C::InvalidPartNumber),
+            ObjectError::PreconditionFailed => S3Error::from_code(C::PreconditionFailed),
+            ObjectError::InvalidArgument(message) => S3Error::new(C::InvalidArgument, message),
+            ObjectError::InvalidRequest(message) => S3Error::new(C::InvalidRequest, message),
+            ObjectError::NoObjectLock => S3Error::new(
+                C::InvalidRequest,
+                "Bucket is missing Object Lock Configuration",
+            ),
+            ObjectError::InvalidBucketState(message) => {
+                S3Error::new(C::InvalidBucketState, message)
+            }
+            ObjectError::ObjectLocked => S3Error::new(
+                C::AccessDenied,
+                "Access Denied because object protected by object lock.",
+            ),
+            // Writers on other servers kept winning the race for this key: back off.
+            ObjectError::Conflict => S3Error::from_code(C::SlowDown),
+            ObjectError::Erasure(
+                ErasureError::ReadQuorum
+                | ErasureError::WriteQuorum { .. }
+                | ErasureError::CommitDeadline,
+            ) => S3Error::from_code(C::ServiceUnavailable),
+            ObjectError::Erasure(ErasureError::DriveFull) => {
+                S3Error::from_code(C::InsufficientStorage)
+            }
+            ObjectError::Erasure(ErasureError::Body(io)) => {
+                S3Error::from_io(&io).unwrap_or_else(|| S3Error::from_code(C::IncompleteBody))
+            }
+            ObjectError::Erasure(other) => S3Error::new(C::InternalError, other.to_string()),
+            ObjectError::Internal(message) => S3Error::new(C::InternalError, message),
+        }
     }
 }
 
