@@ -54,6 +54,7 @@ pub enum OpenError {
 }
 
 /// One sealing key and the fingerprint sealed secrets name it by.
+#[derive(Clone)]
 struct Key {
     cipher: Aes256Gcm,
     fingerprint: String,
@@ -120,18 +121,11 @@ impl SecretBox {
     /// What an earlier version sealed, for tests of what follows.
     #[cfg(test)]
     pub(crate) fn seal_as_before(&self, secret: &str, name: &str) -> Sealed {
-        let current = SecretBox {
-            key: Key::expand(&[0; 32]),
-            legacy: Key::expand(&[0; 32]),
+        let before = SecretBox {
+            key: self.legacy.clone(),
+            legacy: self.legacy.clone(),
         };
-        let sealed_before = SecretBox {
-            key: Key {
-                cipher: self.legacy.cipher.clone(),
-                fingerprint: self.legacy.fingerprint.clone(),
-            },
-            ..current
-        };
-        sealed_before.seal(secret, name)
+        before.seal(secret, name)
     }
 
     /// Whether `sealed` was sealed under the key of earlier versions (seal it again).
@@ -191,9 +185,7 @@ mod tests {
         // What earlier versions sealed (one HMAC of the credentials) still opens, and says
         // it should be sealed again; what this one seals names an Argon2id-derived key.
         let legacy = Key::expand(&hmac(b"deployment", b"root\0root-password"));
-        let mut old = SecretBox::new("root", "root-password", "deployment");
-        old.key = Key::expand(&hmac(b"deployment", b"root\0root-password"));
-        let sealed_before = old.seal("older-secret", "carol");
+        let sealed_before = keys.seal_as_before("older-secret", "carol");
         assert_eq!(sealed_before.key, legacy.fingerprint);
         assert!(keys.is_legacy(&sealed_before) && !keys.is_legacy(&sealed));
         assert_eq!(keys.open(&sealed_before, "carol").unwrap(), "older-secret");
