@@ -1,0 +1,234 @@
+//! Builds the server's one state value from its configuration and serves HTTP
+//! ([`listener`]).
+
+mod listener;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use tokio::net::TcpListener;
+
+use crate::api::{self, auth, AppState};
+use crate::background;
+use crate::config::ServerConfig;
+use crate::deployment;
+use crate::healing::{DriveMonitor, Healer, Scrubber};
+use crate::lifecycle::{LifecycleScanner, LifecycleStatus};
+use crate::metrics::Metrics;
+use crate::object::ObjectStore;
+use crate::tls;
+use crate::usage::{Usage, UsageScanner};
+
+/// How often users and policies are read again from the drives (changes made through this
+/// server's admin API apply at once).
+const IAM_REFRESH: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Opens the drives, binds the address and serves until SIGINT or SIGTERM.
+pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
+    if config.default_credentials {
+        tracing::warn!(
+            "STRATA_ROOT_USER/STRATA_ROOT_PASSWORD are not set: using the default credentials \
+             {}/{}; anyone who knows them can read and write everything. Listening on loopback only.",
+            config.root_user,
+            config.root_password
+        );
+        if !config.address.ip().is_loopback() {
+            bail!(
+                "refusing to listen on {} with the default credentials: set STRATA_ROOT_USER and \
+                 STRATA_ROOT_PASSWORD, or listen on a loopback address such as 127.0.0.1",
+                config.address
+            );
+        }
+    }
+    // A bad certificate or key is refused before the drives are touched.
+    let certificates = match &config.listener.certs_dir {
+        Some(dir) => Some(
+            tls::Certificates::load(dir)
+                .with_context(|| format!("--certs-dir {}", dir.display()))?,
+        ),
+        None => None,
+    };
+    raise_open_file_limit();
+    let deployment = {
+        let config = config.clone();
+        tokio::task::spawn_blocking(move || deployment::open(&config))
+            .await
+            .context("opening drives")??
+    };
+    let mut deployment = deployment;
+    let set_count = deployment.sets.len();
+    let store = ObjectStore::new(std::mem::take(&mut deployment.sets), &deployment.id);
+    if let Some(path) = &config.lifecycle.tiers_file {
+        let configs =
+            crate::tier::load_tiers(path).with_context(|| format!("--tiers {}", path.display()))?;
+        configs
+            .check_drives_apart(&config.drives)
+            .with_context(|| format!("--tiers {}", path.display()))?;
+        let tiers = crate::tier::build_tiers(&configs, &config.healing)
+            .await
+            .with_context(|| format!("opening the tiers of {}", path.display()))?;
+        tracing::info!(tiers = ?tiers.names().collect::<Vec<_>>(), "tiers for lifecycle transitions");
+        store.set_tiers(tiers);
+    }
+    let deployment = Arc::new(deployment);
+    background::spawn(background::StaleUploadCleaner {
+        store: store.clone(),
+        expiry: config.stale_upload_expiry,
+        interval: config.stale_upload_scan,
+    });
+    let healer = Arc::new(Healer::default());
+    healer.spawn_read_healer(store.clone());
+    background::spawn(DriveMonitor {
+        deployment: deployment.clone(),
+        config: config.clone(),
+        store: store.clone(),
+        healer: healer.clone(),
+        // Drives formatted at this start get everything once the server is up.
+        heal_pending: !deployment.formatted.is_empty(),
+    });
+    background::spawn(Scrubber {
+        store: store.clone(),
+        healer: healer.clone(),
+        interval: config.healing.scrub_interval,
+        max_rate: config.healing.scrub_rate,
+        orphan_age: config.healing.orphan_age,
+    });
+    let lifecycle_status = Arc::new(LifecycleStatus::default());
+    background::spawn(LifecycleScanner {
+        store: store.clone(),
+        day: config.lifecycle.day,
+        status: lifecycle_status.clone(),
+        pace: config.lifecycle.pace,
+    });
+    let usage = Arc::new(Usage::default());
+    background::spawn(UsageScanner::new(
+        store.clone(),
+        usage.clone(),
+        config.metrics.usage_scan,
+    ));
+    let metrics = Arc::new(Metrics::new(&config.metrics, usage));
+    metrics.spawn_heal_sampler(healer.clone(), store.clone());
+    let iam = crate::iam::Iam::new(
+        store.clone(),
+        &config.root_user,
+        &config.root_password,
+        &deployment.id,
+    );
+    if let Err(e) = iam.reload().await {
+        tracing::warn!(error = %e, "could not load users and policies yet; retrying in the background");
+    }
+    iam.spawn_refresh(IAM_REFRESH);
+    let state = Arc::new(AppState {
+        store,
+        keyring: auth::Keyring::new(
+            auth::Credentials {
+                access_key: config.root_user.clone(),
+                secret_key: config.root_password.clone(),
+            },
+            config.region.clone(),
+        )
+        .with_users(iam.clone()),
+        owner: config.root_user.clone(),
+        domain: config.domain.clone(),
+        deployment: deployment.clone(),
+        healer: healer.clone(),
+        iam,
+        metrics,
+        limit: api::limit::RequestLimit::new(config.limits.max_requests),
+        anonymous_limit: api::limit::RequestLimit::new(config.limits.max_requests.div_ceil(8)),
+        max_retention_days: config.limits.max_retention_days,
+        default_credentials: config.default_credentials,
+        lifecycle_day: config.lifecycle.day,
+        lifecycle_configs: Default::default(),
+        lifecycle_status,
+    });
+
+    let listener = TcpListener::bind(config.address)
+        .await
+        .with_context(|| format!("binding {}", config.address))?;
+    let address = listener.local_addr()?;
+    tracing::info!(
+        deployment = %deployment.id,
+        drives = config.drives.len(),
+        sets = set_count,
+        layout = %format!("{} set(s) of {}+{} (data+parity)", set_count, config.data_shards, config.parity_shards),
+        offline = deployment.offline.len(),
+        "serving S3 over {} drive(s)",
+        config.drives.len()
+    );
+    for drive in &deployment.offline {
+        tracing::warn!(drive = %drive.display(), "drive offline: objects stay readable while each set keeps {} drives", config.data_shards);
+    }
+    let scheme = if certificates.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    tracing::info!(
+        "connect with: AWS_ACCESS_KEY_ID={} AWS_SECRET_ACCESS_KEY=… aws --endpoint-url {scheme}://{address} s3 ls",
+        config.root_user
+    );
+    if let Some(certificates) = &certificates {
+        tracing::info!(
+            dir = %certificates.dir().display(),
+            sha256 = %certificates.fingerprint(),
+            "serving HTTPS only; the certificate is reloaded when {} or {} change",
+            tls::CERT_FILE,
+            tls::KEY_FILE
+        );
+        certificates.spawn_watcher(config.listener.cert_check_interval);
+    }
+    let signal = shutdown_signal();
+    tracing::info!("listening on {scheme}://{address}");
+
+    listener::serve(
+        listener,
+        api::router(state),
+        certificates,
+        config.listener.clone(),
+        signal,
+    )
+    .await
+    .context("serving")?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// GETs of multipart objects keep a shard file open per part and drive.
+fn raise_open_file_limit() {
+    if let Ok((_, hard)) = rlimit::Resource::NOFILE.get() {
+        let _ = rlimit::Resource::NOFILE.set(hard, hard);
+    }
+}
+
+/// Resolves at SIGINT or SIGTERM. The handlers are installed at the call (not at the first
+/// poll), so a signal sent as soon as `listening on` is logged is not missed.
+fn shutdown_signal() -> impl Future<Output = ()> + Send {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt()).ok();
+    let mut terminate = signal(SignalKind::terminate()).ok();
+    async move {
+        let interrupt = async {
+            match interrupt.as_mut() {
+                Some(signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        let terminate = async {
+            match terminate.as_mut() {
+                Some(signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = interrupt => {},
+            _ = terminate => {},
+        }
+        tracing::info!("shutting down: finishing requests in flight");
+    }
+}
