@@ -599,9 +599,10 @@ fn response_bytes(response: &Response) -> u64 {
         .unwrap_or(0)
 }
 
-/// Whether the request is a scrape: an unsigned `GET /metrics` (path style, not a
-/// virtual-hosted bucket's key `metrics`). A bearer token is not an S3 signature.
-pub fn is_scrape(request: &Request, domain: Option<&str>) -> bool {
+/// Whether the request could be a scrape: an unsigned `GET /metrics` (the front door also
+/// checks that it is not a virtual-hosted bucket's key `metrics`). A bearer token is not an
+/// S3 signature.
+pub fn may_be_scrape(request: &Request) -> bool {
     if request.method() != Method::GET || request.uri().path() != "/metrics" {
         return false;
     }
@@ -614,27 +615,28 @@ pub fn is_scrape(request: &Request, domain: Option<&str>) -> bool {
             .iter()
             .any(|p| q.contains(p))
     });
-    if signed_header || presigned {
-        return false;
-    }
-    matches!(
-        crate::api::router::bucket_and_key(request.uri(), request.headers(), domain),
-        Ok((bucket, key)) if bucket == "metrics" && key.is_empty()
-    )
+    !signed_header && !presigned
+}
+
+/// What a scrape reports on.
+pub struct Sources<'a> {
+    pub deployment: &'a Deployment,
+    pub healer: &'a Healer,
+    pub store: &'a ObjectStore,
+    pub lifecycle: &'a crate::lifecycle::LifecycleStatus,
 }
 
 /// Answers a scrape.
-pub async fn answer(state: &crate::api::AppState, headers: &HeaderMap) -> Response {
-    let metrics = &state.metrics;
+pub async fn answer(metrics: &Metrics, sources: Sources<'_>, headers: &HeaderMap) -> Response {
     if let Some(refused) = metrics.refusal(headers) {
         return refused;
     }
     let snapshot = metrics
         .snapshot(
-            &state.deployment,
-            &state.healer,
-            &state.store,
-            &state.lifecycle_status,
+            sources.deployment,
+            sources.healer,
+            sources.store,
+            sources.lifecycle,
         )
         .await;
     let body = metrics.encode(&snapshot);
@@ -869,22 +871,16 @@ mod tests {
             }
             builder.body(Body::empty()).unwrap()
         };
-        assert!(is_scrape(&request(Method::GET, "/metrics", &[]), None));
+        assert!(may_be_scrape(&request(Method::GET, "/metrics", &[])));
         let bearer = [("authorization", "Bearer abc")];
-        assert!(is_scrape(&request(Method::GET, "/metrics", &bearer), None));
+        assert!(may_be_scrape(&request(Method::GET, "/metrics", &bearer)));
         let signed = [("authorization", "AWS4-HMAC-SHA256 Credential=x")];
-        assert!(!is_scrape(&request(Method::GET, "/metrics", &signed), None));
+        assert!(!may_be_scrape(&request(Method::GET, "/metrics", &signed)));
         let presigned = "/metrics?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=00";
-        assert!(!is_scrape(&request(Method::GET, presigned, &[]), None));
-        assert!(!is_scrape(&request(Method::PUT, "/metrics", &[]), None));
-        assert!(!is_scrape(&request(Method::GET, "/metrics/x", &[]), None));
-        assert!(!is_scrape(&request(Method::GET, "/metricsx", &[]), None));
-        // The key `metrics` of a virtual-hosted bucket.
-        let host = [("host", "photos.s3.example.com")];
-        assert!(!is_scrape(
-            &request(Method::GET, "/metrics", &host),
-            Some("s3.example.com")
-        ));
+        assert!(!may_be_scrape(&request(Method::GET, presigned, &[])));
+        assert!(!may_be_scrape(&request(Method::PUT, "/metrics", &[])));
+        assert!(!may_be_scrape(&request(Method::GET, "/metrics/x", &[])));
+        assert!(!may_be_scrape(&request(Method::GET, "/metricsx", &[])));
     }
 
     #[test]

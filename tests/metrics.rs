@@ -264,6 +264,31 @@ async fn public_mode_answers_without_a_token() {
     assert_eq!(scraped.all("strata_drive_online").len(), 9);
 }
 
+/// Under `--domain`, `GET /metrics` to `photos.DOMAIN` is the key `metrics` of bucket
+/// `photos`, an S3 request, not a scrape.
+#[tokio::test]
+async fn a_virtual_hosted_buckets_key_metrics_is_not_a_scrape() {
+    let server = TestServer::start_with(ServerOptions {
+        env: vec![("STRATA_METRICS_AUTH".into(), "public".into())],
+        extra_args: vec!["--domain".into(), "s3.example.com".into()],
+        ..ServerOptions::default()
+    });
+    let host = [("host".to_string(), "photos.s3.example.com".to_string())];
+    let to_bucket = raw_send("GET", &server.url("/metrics"), &host, Vec::new()).await;
+    assert!(!to_bucket.text().contains("strata_requests_total"));
+    assert!(
+        to_bucket.xml_element("Code").is_some(),
+        "{}",
+        to_bucket.text()
+    );
+    let scrape = get_metrics(&server, None).await;
+    assert!(
+        scrape.text().contains("strata_requests_total"),
+        "{}",
+        scrape.text()
+    );
+}
+
 #[tokio::test]
 async fn a_signed_get_of_metrics_is_an_s3_request() {
     let server = start(&[("STRATA_METRICS_AUTH", "public")]);

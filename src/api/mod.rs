@@ -79,8 +79,14 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
         return crate::admin::health::answer(probe, &state.deployment, state.store.sets());
     }
     // Prometheus scrapes: unsigned, answered before S3 routing, kept out of the request log.
-    if crate::metrics::is_scrape(&request, state.domain.as_deref()) {
-        return crate::metrics::answer(&state, request.headers()).await;
+    if crate::metrics::may_be_scrape(&request) && addresses_metrics(&state, &request) {
+        let sources = crate::metrics::Sources {
+            deployment: &state.deployment,
+            healer: &state.healer,
+            store: &state.store,
+            lifecycle: &state.lifecycle_status,
+        };
+        return crate::metrics::answer(&state.metrics, sources, request.headers()).await;
     }
     // With the public default credentials, any web page the user opens could sign a form
     // or a request to this server: nothing a browser sends is served.
@@ -319,6 +325,13 @@ async fn authenticated_dispatch(
 }
 
 /// The bucket and `Origin` of a browser's actual (not preflight) request to a bucket.
+/// Whether the request names `/metrics` itself, not a virtual-hosted bucket's key `metrics`.
+fn addresses_metrics(state: &AppState, request: &Request) -> bool {
+    let addressed =
+        router::bucket_and_key(request.uri(), request.headers(), state.domain.as_deref());
+    matches!(addressed, Ok((bucket, key)) if bucket == "metrics" && key.is_empty())
+}
+
 /// Whether the request is a form post (a POST Object upload).
 fn is_form_post(parts: &axum::http::request::Parts) -> bool {
     parts.method == axum::http::Method::POST
