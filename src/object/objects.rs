@@ -234,10 +234,13 @@ impl ObjectStore {
             Err(e) => Err(e),
         };
         if let Some(condition) = version.condition {
-            let Ok(known) = &agreed else {
-                return agreed.map(drop);
-            };
-            condition.check(known.as_ref())?;
+            match agreed {
+                Ok(ref agreed) => condition.check(agreed.as_ref())?,
+                // Every drive answered and still nothing is decided: other writes are in
+                // flight (or were cut short); read again rather than answer 503 at once.
+                Err(_) if current.iter().all(|r| r.is_ok()) => return Err(ObjectError::Conflict),
+                Err(e) => return Err(e),
+            }
         }
         commit_over(set, bucket, key, &current, agreed.ok(), version).await?;
         drop(guard);
