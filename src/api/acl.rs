@@ -320,9 +320,12 @@ pub fn for_new_object(
         }
         _ => &writer,
     };
-    let accounts = Accounts::of(state);
-    let acl = from_headers(headers, (owner, &bucket_owner), &accounts)?
-        .unwrap_or_else(|| Acl::private(owner));
+    // The accounts grants may name are looked up only when the request names some.
+    let asked = match has_acl_headers(headers) {
+        true => from_headers(headers, (owner, &bucket_owner), &Accounts::of(state))?,
+        false => None,
+    };
+    let acl = asked.unwrap_or_else(|| Acl::private(owner));
     admit(&acl, settings, S3ErrorCode::AccessControlListNotSupported)?;
     // With ACLs disabled, the owner's full control is all there is: `bucket-owner-*` ACLs
     // name the owner twice, which says nothing more.
