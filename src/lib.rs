@@ -12,6 +12,7 @@ pub mod iam;
 pub mod lifecycle;
 pub mod metrics;
 pub mod object;
+pub mod query;
 pub mod server;
 pub mod storage;
 pub mod tier;

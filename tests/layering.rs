@@ -133,5 +133,39 @@ fn lifecycle_uses_only_the_object_layer() {
 /// Metrics are fed the values they report on; the front door decides what a scrape is.
 #[test]
 fn metrics_know_nothing_of_the_s3_front_door() {
-    assert_no_imports("metrics", &["crate::api"]);
+    assert_no_imports("metrics", &["crate::api", "crate::server", "crate::admin"]);
+}
+
+/// The S3 protocol is one service behind the front door (`src/server`): it knows nothing of
+/// the admin API, health probes, metrics or the server's state.
+#[test]
+fn the_s3_protocol_knows_nothing_of_the_front_door() {
+    assert_no_imports(
+        "api",
+        &[
+            "crate::server",
+            "crate::admin",
+            "crate::metrics",
+            "crate::healing",
+            "crate::deployment",
+        ],
+    );
+}
+
+/// IAM decides (identity, policies, the permissions asked for) and the S3 protocol renders:
+/// no S3 request, endpoint or error type reaches it.
+#[test]
+fn iam_decides_without_knowing_s3_requests() {
+    assert_no_imports(
+        "iam",
+        &["crate::api", "crate::server", "crate::admin", "axum", "hyper"],
+    );
+}
+
+/// The admin API has its own routes and errors: it is not a path inside S3's router.
+#[test]
+fn the_admin_api_is_not_routed_through_s3() {
+    for side in ["admin/api", "admin/health"] {
+        assert_no_imports(side, &["crate::api", "crate::server"]);
+    }
 }

@@ -28,25 +28,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
+use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
 
 use super::health;
-use crate::api::auth::Authenticated;
-use crate::api::error::{S3Error, S3ErrorCode};
-use crate::api::router::{self, Query};
-use crate::api::AppState;
 use crate::body::ByteStream;
-use crate::healing::{HealPass, HealStatus};
-use crate::iam::IamError;
+use crate::deployment::Deployment;
+use crate::healing::{HealPass, HealStatus, Healer};
+use crate::iam::{Iam, IamError, Identity};
 pub use crate::iam::{PolicyInfo, UserInfo};
-use crate::object::{now_ms, BucketName, HealDepth, HealReport};
+use crate::lifecycle::{LifecycleStatus, RuleError};
+use crate::object::{now_ms, BucketName, HealDepth, HealReport, ObjectError, ObjectStore};
+use crate::query::Query;
 use crate::storage::Drive;
 
-/// The pseudo-bucket of the admin API in a path-style request: `/_strata/...`.
-const ADMIN_BUCKET: &str = "_strata";
-/// The admin API's paths, after the pseudo-bucket.
+/// The admin API's paths.
 pub const PATH_PREFIX: &str = "/_strata/admin/v1/";
 /// The `reason` of the heal passes this API starts, so a client can tell them apart.
 pub const HEAL_REASON: &str = "admin";
@@ -55,10 +52,26 @@ const DISK_INFO_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest request body the admin API reads (a policy document, a new user).
 const MAX_BODY: usize = 64 << 10;
 
-/// Whether a request addresses the admin API (path-style `/_strata/...`; in a virtual-hosted
-/// request the same path is an object key of the host's bucket).
-pub fn is_admin_request(uri: &Uri, headers: &HeaderMap, domain: Option<&str>) -> bool {
-    matches!(router::bucket_and_key(uri, headers, domain), Ok((bucket, _)) if bucket == ADMIN_BUCKET)
+/// What the admin API reaches.
+pub struct AdminState {
+    pub store: Arc<ObjectStore>,
+    pub iam: Arc<Iam>,
+    pub deployment: Arc<Deployment>,
+    pub healer: Arc<Healer>,
+    pub lifecycle_status: Arc<LifecycleStatus>,
+    /// How long a lifecycle day lasts (for dry runs and plans).
+    pub lifecycle_day: Duration,
+}
+
+/// Whether a path is the admin API's (`/_strata/...`: no bucket name starts with `_`, so no
+/// path-style S3 request is lost; the front door sends virtual-hosted requests to S3).
+pub fn addresses(path: &str) -> bool {
+    path.starts_with("/_strata/")
+}
+
+/// Who may call the admin API: the root user, the owner of everything, alone.
+pub fn may_call(identity: &Identity) -> bool {
+    *identity == Identity::Root
 }
 
 /// The admin operations.
@@ -135,22 +148,16 @@ impl Route {
 
 /// Answers an authenticated (or anonymous) admin request: the operation name for the request
 /// log, and the response.
+///
+/// The caller is one that [`may_call`]; the front door has checked that the request was
+/// signed in its headers, and `body` is checked against its signed digest as it is read.
 pub async fn call(
-    state: &AppState,
-    auth: Option<&Authenticated>,
+    state: &AdminState,
     method: &Method,
     uri: &Uri,
     body: ByteStream,
-) -> (&'static str, Result<Response, S3Error>) {
+) -> (&'static str, Response) {
     let route = Route::parse(method, uri);
-    // The root user is the owner of everything (`AppState::owner`); no other key may operate.
-    let root = auth.is_some_and(|a| a.access_key == state.owner);
-    if !root {
-        return (
-            route.name(),
-            Err(S3Error::from_code(S3ErrorCode::AccessDenied)),
-        );
-    }
     let result = match route {
         Route::Info => Ok(json(StatusCode::OK, &info(state).await)),
         Route::HealStatus => Ok(json(
@@ -177,7 +184,10 @@ pub async fn call(
             format!("no admin API at {method} {}", uri.path()),
         )),
     };
-    (route.name(), result)
+    (
+        route.name(),
+        result.unwrap_or_else(AdminError::into_response),
+    )
 }
 
 /// The whole deployment as the operator sees it.
@@ -226,7 +236,7 @@ pub enum DriveState {
     Unmounted,
 }
 
-async fn info(state: &AppState) -> Info {
+async fn info(state: &AdminState) -> Info {
     let deployment = &state.deployment;
     let sizes = futures::future::join_all(deployment.drives.iter().map(|drive| async {
         tokio::time::timeout(DISK_INFO_TIMEOUT, drive.slot.disk_info())
@@ -292,7 +302,7 @@ pub struct HealStarted {
 }
 
 /// Starts a heal pass in the background; its progress is in `GET .../heal`.
-async fn start_heal(state: &AppState, query: &Query) -> Result<Response, S3Error> {
+async fn start_heal(state: &AdminState, query: &Query) -> Result<Response, AdminError> {
     let bucket = match query.get("bucket").filter(|b| !b.is_empty()) {
         Some(name) => {
             let name = BucketName::parse(name)?;
@@ -303,19 +313,15 @@ async fn start_heal(state: &AppState, query: &Query) -> Result<Response, S3Error
     };
     let prefix = query.get("prefix").unwrap_or("").to_string();
     if bucket.is_none() && !prefix.is_empty() {
-        return Err(S3Error::new(
-            S3ErrorCode::InvalidArgument,
-            "a heal prefix needs a bucket",
-        ));
+        return Err(AdminError::invalid("a heal prefix needs a bucket"));
     }
     let deep = match query.get("deep") {
         None | Some("false") => false,
         Some("true") | Some("") => true,
         Some(other) => {
-            return Err(S3Error::new(
-                S3ErrorCode::InvalidArgument,
-                format!("deep must be true or false, not {other:?}"),
-            ))
+            return Err(AdminError::invalid(format!(
+                "deep must be true or false, not {other:?}"
+            )))
         }
     };
     // Two requests at once may both pass this check; the second pass then waits its turn.
@@ -359,19 +365,16 @@ pub struct DriveFormatted {
 
 /// Formats an offline drive's empty folder into its place; the drive monitor's next look
 /// heals it (it is unhealed until then).
-async fn format_drive(state: &AppState, query: &Query) -> Result<Response, S3Error> {
+async fn format_drive(state: &AdminState, query: &Query) -> Result<Response, AdminError> {
     let Some(path) = query.get("path").filter(|p| !p.is_empty()) else {
-        return Err(S3Error::new(
-            S3ErrorCode::InvalidArgument,
-            "the path parameter is missing",
-        ));
+        return Err(AdminError::invalid("the path parameter is missing"));
     };
     let path = std::path::PathBuf::from(path);
     let deployment = Arc::clone(&state.deployment);
     let asked = path.clone();
     let formatted = tokio::task::spawn_blocking(move || deployment.format_drive(&asked))
         .await
-        .map_err(|e| S3Error::new(S3ErrorCode::InternalError, e.to_string()))?;
+        .map_err(|e| AdminError::internal(e.to_string()))?;
     Ok(match formatted {
         Ok(_) => {
             tracing::warn!(drive = %path.display(), "drive formatted into its place on an operator's request");
@@ -407,23 +410,18 @@ pub struct AddedUser {
 
 /// The users and policies routes.
 async fn identities(
-    state: &AppState,
+    state: &AdminState,
     route: Route,
     query: &Query,
     body: ByteStream,
-) -> Result<Response, S3Error> {
+) -> Result<Response, AdminError> {
     let iam = &state.iam;
-    let param = |name: &str| -> Result<String, S3Error> {
+    let param = |name: &str| -> Result<String, AdminError> {
         query
             .get(name)
             .filter(|v| !v.is_empty())
             .map(str::to_string)
-            .ok_or_else(|| {
-                S3Error::new(
-                    S3ErrorCode::InvalidArgument,
-                    format!("the {name} parameter is missing"),
-                )
-            })
+            .ok_or_else(|| AdminError::invalid(format!("the {name} parameter is missing")))
     };
     let done = || {
         Response::builder()
@@ -439,9 +437,8 @@ async fn identities(
             let new: NewUser = if body.is_empty() {
                 NewUser::default()
             } else {
-                serde_json::from_slice(&body).map_err(|e| {
-                    S3Error::new(S3ErrorCode::InvalidArgument, format!("not a new user: {e}"))
-                })?
+                serde_json::from_slice(&body)
+                    .map_err(|e| AdminError::invalid(format!("not a new user: {e}")))?
             };
             let chosen = new.secret.is_some();
             iam.add_user(&name, new.secret, new.policies)
@@ -481,8 +478,10 @@ async fn identities(
         Route::PutPolicy => {
             let name = param("name")?;
             let body = read_body(body).await?;
-            let document = String::from_utf8(body.to_vec()).map_err(|_| {
-                S3Error::new(S3ErrorCode::MalformedPolicy, "Policies must be UTF-8")
+            let document = String::from_utf8(body.to_vec()).map_err(|_| AdminError {
+                status: StatusCode::BAD_REQUEST,
+                code: "MalformedPolicy",
+                message: "Policies must be UTF-8".into(),
             })?;
             iam.put_policy(&name, &document).await.map(|_| done())
         }
@@ -498,7 +497,7 @@ async fn identities(
             unreachable!("not an identities route")
         }
     };
-    result.or_else(|e| iam_error(e).map(|(status, code, message)| error(status, code, message)))
+    result.map_err(AdminError::from)
 }
 
 /// What the lifecycle scanner did and will do in a bucket.
@@ -535,11 +534,11 @@ pub struct LifecycleRuleView {
 /// run of new rules (what they would act on now, before they are applied), and setting rules
 /// from the aws CLI's JSON (or S3's XML).
 async fn lifecycle(
-    state: &AppState,
+    state: &AdminState,
     route: Route,
     query: &Query,
     body: ByteStream,
-) -> Result<Response, S3Error> {
+) -> Result<Response, AdminError> {
     use crate::lifecycle::{plan, Clock, LifecycleConfig};
     let bucket = BucketName::parse(query.get("bucket").unwrap_or(""))?;
     let clock = Clock {
@@ -549,7 +548,7 @@ async fn lifecycle(
     let given = || async {
         let body = read_body(body).await?;
         let text = std::str::from_utf8(&body)
-            .map_err(|_| S3Error::from_code(S3ErrorCode::MalformedXML))?
+            .map_err(|_| RuleError::MalformedXml("the rules are not UTF-8".into()))?
             .trim()
             .to_string();
         let config = if text.starts_with('{') {
@@ -557,15 +556,17 @@ async fn lifecycle(
         } else {
             LifecycleConfig::from_xml(&text)
         };
-        config.map_err(S3Error::from)
+        Ok::<_, AdminError>(config?)
     };
     match route {
         Route::LifecycleStatus => {
             let record = state.store.bucket(&bucket).await?;
             let Some(xml) = record.settings.lifecycle else {
-                return Err(S3Error::from_code(
-                    S3ErrorCode::NoSuchLifecycleConfiguration,
-                ));
+                return Err(AdminError {
+                    status: StatusCode::NOT_FOUND,
+                    code: "NoSuchLifecycleConfiguration",
+                    message: "The bucket has no lifecycle rules".into(),
+                });
             };
             let config = LifecycleConfig::from_xml(&xml)?;
             let activity = state
@@ -625,36 +626,103 @@ async fn lifecycle(
     }
 }
 
-/// An identity change refused: the admin error to answer, or an S3 one for the store's.
-fn iam_error(err: IamError) -> Result<(StatusCode, &'static str, String), S3Error> {
-    let message = err.to_string();
-    Ok(match err {
-        IamError::InvalidName(_) | IamError::InvalidSecret(_) => {
-            (StatusCode::BAD_REQUEST, "InvalidArgument", message)
+/// An admin request refused: `{"error": {"code": ..., "message": ...}}` with its status.
+#[derive(Debug)]
+pub struct AdminError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl AdminError {
+    fn invalid(message: impl Into<String>) -> Self {
+        AdminError {
+            status: StatusCode::BAD_REQUEST,
+            code: "InvalidArgument",
+            message: message.into(),
         }
-        IamError::MalformedPolicy(_) => (StatusCode::BAD_REQUEST, "MalformedPolicy", message),
-        IamError::NoSuchUser(_) => (StatusCode::NOT_FOUND, "NoSuchUser", message),
-        IamError::NoSuchPolicy(_) => (StatusCode::NOT_FOUND, "NoSuchPolicy", message),
-        IamError::NotAttached(..) => (StatusCode::NOT_FOUND, "PolicyNotAttached", message),
-        IamError::UserExists(_) => (StatusCode::CONFLICT, "UserExists", message),
-        IamError::PolicyInUse(..) => (StatusCode::CONFLICT, "PolicyInUse", message),
-        IamError::Store(e) => return Err(e.into()),
-    })
+    }
+
+    fn internal(message: impl Into<String>) -> Self {
+        AdminError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            code: "InternalError",
+            message: message.into(),
+        }
+    }
+
+    fn into_response(self) -> Response {
+        error(self.status, self.code, self.message)
+    }
+}
+
+impl From<IamError> for AdminError {
+    fn from(err: IamError) -> Self {
+        let message = err.to_string();
+        let (status, code) = match err {
+            IamError::Store(e) => return e.into(),
+            IamError::InvalidName(_) | IamError::InvalidSecret(_) => {
+                (StatusCode::BAD_REQUEST, "InvalidArgument")
+            }
+            IamError::MalformedPolicy(_) => (StatusCode::BAD_REQUEST, "MalformedPolicy"),
+            IamError::NoSuchUser(_) => (StatusCode::NOT_FOUND, "NoSuchUser"),
+            IamError::NoSuchPolicy(_) => (StatusCode::NOT_FOUND, "NoSuchPolicy"),
+            IamError::NotAttached(..) => (StatusCode::NOT_FOUND, "PolicyNotAttached"),
+            IamError::UserExists(_) => (StatusCode::CONFLICT, "UserExists"),
+            IamError::PolicyInUse(..) => (StatusCode::CONFLICT, "PolicyInUse"),
+        };
+        AdminError {
+            status,
+            code,
+            message,
+        }
+    }
+}
+
+impl From<ObjectError> for AdminError {
+    fn from(err: ObjectError) -> Self {
+        let (status, code) = match &err {
+            ObjectError::NoSuchBucket => (StatusCode::NOT_FOUND, "NoSuchBucket"),
+            ObjectError::InvalidBucketName(_) => (StatusCode::BAD_REQUEST, "InvalidBucketName"),
+            ObjectError::InvalidArgument(_) => (StatusCode::BAD_REQUEST, "InvalidArgument"),
+            ObjectError::Conflict | ObjectError::Erasure(_) | ObjectError::Tier(_) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable")
+            }
+            _ => (StatusCode::INTERNAL_SERVER_ERROR, "InternalError"),
+        };
+        AdminError {
+            status,
+            code,
+            message: err.to_string(),
+        }
+    }
+}
+
+impl From<RuleError> for AdminError {
+    fn from(err: RuleError) -> Self {
+        let code = match err {
+            RuleError::MalformedXml(_) => "MalformedXML",
+            RuleError::InvalidArgument(_) => "InvalidArgument",
+        };
+        AdminError {
+            status: StatusCode::BAD_REQUEST,
+            code,
+            message: err.to_string(),
+        }
+    }
 }
 
 /// The request body, up to [`MAX_BODY`]; its signed digest is checked as it is read.
-async fn read_body(mut body: ByteStream) -> Result<bytes::Bytes, S3Error> {
+async fn read_body(mut body: ByteStream) -> Result<bytes::Bytes, AdminError> {
     use futures::StreamExt;
     let mut out = bytes::BytesMut::new();
     while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| {
-            S3Error::from_io(&e).unwrap_or_else(|| S3Error::from_code(S3ErrorCode::IncompleteBody))
-        })?;
+        // A body that does not match its signed digest fails here too.
+        let chunk = chunk.map_err(|e| AdminError::invalid(format!("the request body: {e}")))?;
         if out.len() + chunk.len() > MAX_BODY {
-            return Err(S3Error::new(
-                S3ErrorCode::InvalidArgument,
-                format!("an admin request body has at most {MAX_BODY} bytes"),
-            ));
+            return Err(AdminError::invalid(format!(
+                "an admin request body has at most {MAX_BODY} bytes"
+            )));
         }
         out.extend_from_slice(&chunk);
     }
@@ -776,30 +844,6 @@ fn json(status: StatusCode, value: &impl Serialize) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_path_style_underscore_requests_are_admin() {
-        let headers = |host: &str| {
-            let mut h = HeaderMap::new();
-            h.insert("host", host.parse().unwrap());
-            h
-        };
-        let uri: Uri = "/_strata/admin/v1/info".parse().unwrap();
-        assert!(is_admin_request(&uri, &headers("localhost:9000"), None));
-        assert!(is_admin_request(
-            &uri,
-            &headers("localhost:9000"),
-            Some("s3.local")
-        ));
-        // In a virtual-hosted request the path is a key of the host's bucket.
-        assert!(!is_admin_request(
-            &uri,
-            &headers("photos.s3.local"),
-            Some("s3.local")
-        ));
-        let bucket: Uri = "/strata/admin/v1/info".parse().unwrap();
-        assert!(!is_admin_request(&bucket, &headers("localhost"), None));
-    }
 
     #[test]
     fn the_wire_status_round_trips() {

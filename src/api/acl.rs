@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::auth::Identity;
 use super::error::{S3Error, S3ErrorCode};
 use super::headers::header;
-use super::AppState;
+use super::S3State;
 use crate::iam::canonical_id;
 use crate::object::acl::{Acl, CannedAcl, Grant, Grantee, ObjectOwnership, Permission};
 use crate::object::BucketSettings;
@@ -37,7 +37,7 @@ pub fn has_acl_headers(headers: &HeaderMap) -> bool {
 pub struct Accounts(Vec<(String, String)>);
 
 impl Accounts {
-    pub fn of(state: &AppState) -> Self {
+    pub fn of(state: &S3State) -> Self {
         let mut accounts = vec![(state.owner_id(), state.owner.clone())];
         for user in state.iam.users() {
             accounts.push((canonical_id(&user.name), user.name));
@@ -70,7 +70,7 @@ impl Accounts {
 }
 
 /// The canonical ID of whoever sent a request.
-pub fn requester_id(state: &AppState, identity: &Identity) -> String {
+pub fn requester_id(state: &S3State, identity: &Identity) -> String {
     match identity {
         Identity::Root => state.owner_id(),
         Identity::User(name) => canonical_id(name),
@@ -301,7 +301,7 @@ pub fn admit(acl: &Acl, settings: &BucketSettings, disabled: S3ErrorCode) -> Res
 /// The ACL a new object is stored with, from the writer's headers (PUT, POST, copy,
 /// multipart): `None` when the bucket's owner owns it alone (always, with ACLs disabled).
 pub fn for_new_object(
-    state: &AppState,
+    state: &S3State,
     headers: &HeaderMap,
     settings: &BucketSettings,
     writer: &Identity,
@@ -334,7 +334,7 @@ pub fn for_new_object(
 }
 
 /// An object's ACL as stored (`None`: the bucket owner's alone).
-pub fn of_object(state: &AppState, stored: Option<&Acl>) -> Acl {
+pub fn of_object(state: &S3State, stored: Option<&Acl>) -> Acl {
     stored
         .cloned()
         .unwrap_or_else(|| Acl::private(&state.owner_id()))

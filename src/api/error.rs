@@ -395,6 +395,13 @@ fn default_message(code: S3ErrorCode) -> &'static str {
 }
 
 /// What each object-layer outcome is to an S3 client.
+/// S3's answer to a policy document it refuses.
+impl From<crate::iam::MalformedPolicy> for S3Error {
+    fn from(err: crate::iam::MalformedPolicy) -> Self {
+        S3Error::new(S3ErrorCode::MalformedPolicy, err.0)
+    }
+}
+
 impl From<ObjectError> for S3Error {
     fn from(err: ObjectError) -> Self {
         use S3ErrorCode as C;

@@ -1,6 +1,8 @@
-//! The S3 protocol: routing, authentication, XML and S3 errors. It turns each request into
-//! a typed [`router::Endpoint`], authenticates it once on one code path for every operation,
-//! calls the object layer and renders the answer. It knows nothing of shards or drives.
+//! The S3 protocol: SigV4 and its payload forms ([`auth`], which the front door in
+//! `crate::server` calls before anything costs), routing, the permissions each operation
+//! needs, XML and S3 errors. [`serve`] turns a request into a typed [`router::Endpoint`],
+//! has `crate::iam` decide whether its caller may make it, calls the object layer and
+//! renders the answer. It knows nothing of shards or drives, nor of the admin API.
 
 pub mod acl;
 pub mod auth;
@@ -10,257 +12,56 @@ pub mod error;
 mod fuzz_tests;
 mod handlers;
 pub(crate) mod headers;
-pub mod limit;
+pub mod permissions;
 mod post_policy;
 pub mod router;
 mod xml;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::request::Parts;
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use futures::TryStreamExt;
-use tracing::Instrument;
 
 use crate::body::{ByteStream, TrailerSlot};
 use crate::object::ObjectStore;
 use error::{S3Error, S3ErrorCode};
 
-/// What every request handler can reach.
-pub struct AppState {
+/// What every S3 request handler can reach.
+pub struct S3State {
     pub store: Arc<ObjectStore>,
     pub keyring: auth::Keyring,
     /// Name shown as the owner of buckets and objects (the root user).
     pub owner: String,
     /// Host name under which `bucket.DOMAIN` addresses a bucket (virtual-hosted style).
     pub domain: Option<String>,
-    /// The drives, for health checks and the operator's view.
-    pub deployment: Arc<crate::deployment::Deployment>,
-    /// Heal passes and their status.
-    pub healer: Arc<crate::healing::Healer>,
     /// Users and policies (the keyring looks users' keys up there too).
     pub iam: Arc<crate::iam::Iam>,
-    /// Request counts and latencies, and the `/metrics` settings.
-    pub metrics: Arc<crate::metrics::Metrics>,
-    /// S3 requests in flight at most (`STRATA_MAX_REQUESTS`); beyond it, `SlowDown`.
-    pub limit: limit::RequestLimit,
-    /// Unsigned requests in flight at most, apart from signed ones (an eighth as many).
-    pub anonymous_limit: limit::RequestLimit,
     /// The longest retention a request may set (`STRATA_MAX_RETENTION_DAYS`).
     pub max_retention_days: Option<u32>,
-    /// Whether the root credentials are the public defaults: browsers are then refused.
-    pub default_credentials: bool,
     /// How long a lifecycle day lasts (for `x-amz-expiration`).
     pub lifecycle_day: std::time::Duration,
     /// Buckets' lifecycle rules, parsed (for `x-amz-expiration`).
     pub lifecycle_configs: crate::object::ParsedByRevision<crate::lifecycle::LifecycleConfig>,
-    /// What the lifecycle scanner did, per bucket and rule.
-    pub lifecycle_status: Arc<crate::lifecycle::LifecycleStatus>,
 }
 
-impl AppState {
+impl S3State {
     /// The canonical ID of the owner of every bucket (the root user), as listings show it.
     pub fn owner_id(&self) -> String {
         crate::iam::canonical_id(&self.owner)
     }
 }
 
-/// The HTTP service: every request goes through [`handle`].
-pub fn router(state: Arc<AppState>) -> axum::Router {
-    axum::Router::new().fallback(handle).with_state(state)
-}
-
-async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Response {
-    // Load-balancer probes: unsigned, frequent, and kept out of the request log.
-    if let Some(probe) = crate::admin::health::probe(&request) {
-        return crate::admin::health::answer(probe, &state.deployment, state.store.sets());
-    }
-    // Prometheus scrapes: unsigned, answered before S3 routing, kept out of the request log.
-    if crate::metrics::may_be_scrape(&request) && addresses_metrics(&state, &request) {
-        let sources = crate::metrics::Sources {
-            deployment: &state.deployment,
-            healer: &state.healer,
-            store: &state.store,
-            lifecycle: &state.lifecycle_status,
-        };
-        return crate::metrics::answer(&state.metrics, sources, request.headers()).await;
-    }
-    // With the public default credentials, any web page the user opens could sign a form
-    // or a request to this server: nothing a browser sends is served.
-    if state.default_credentials && from_a_web_page(request.headers()) {
-        let refusal = S3Error::new(
-            S3ErrorCode::AccessDenied,
-            "This server uses its default credentials, so it refuses requests from web pages: \
-             set STRATA_ROOT_USER and STRATA_ROOT_PASSWORD.",
-        );
-        let mut response = refusal.into_response();
-        response
-            .headers_mut()
-            .insert("connection", HeaderValue::from_static("close"));
-        return response;
-    }
-    let started = Instant::now();
-    let request_id = format!("{:016X}", rand::random::<u64>());
-    let method = request.method().clone();
-    let path = request.uri().path().to_string();
-    let received = crate::metrics::request_bytes(request.headers());
-    let (bucket, key) =
-        router::bucket_and_key(request.uri(), request.headers(), state.domain.as_deref())
-            .unwrap_or_default();
-    // The signature is checked before anything costs: a request that fails it takes no
-    // place under the limit, and its body is not read (the connection closes).
-    let auth = auth::authenticate(
-        request.method(),
-        request.uri(),
-        request.headers(),
-        &state.keyring,
-        state.domain.as_deref(),
-        time::OffsetDateTime::now_utc(),
-    );
-    // Unsigned requests have a small share of the places of their own, so that they cannot
-    // take every place from signed ones. Beyond the limit the answer is at once, the body
-    // left unread (and the connection closed).
-    let permit = match &auth {
-        Ok(Some(_)) => state.limit.try_acquire(),
-        Ok(None) => state.anonymous_limit.try_acquire(),
-        Err(_) => None,
-    };
-    let mut close_connection = expects_continue_without_body(request.headers())
-        || (permit.is_none() && auth.is_ok() && limit::announces_body(request.headers()));
-    let cors_request = browser_request(&state, &request).filter(|_| permit.is_some());
-    // Every line logged while the request is handled carries its id. Error level, so the span
-    // is enabled under any STRATA_LOG filter that lets a line through.
-    let span = tracing::error_span!("request", %request_id);
-    let (operation, result, unread_body) = match (auth, &permit) {
-        (Err(err), _) => {
-            dispatch(&state, request, Err(err))
-                .instrument(span.clone())
-                .await
-        }
-        (Ok(auth), Some(_)) => {
-            dispatch(&state, request, Ok(auth))
-                .instrument(span.clone())
-                .await
-        }
-        (Ok(_), None) => (
-            "SlowDown",
-            Err(S3Error::from_code(S3ErrorCode::SlowDown)),
-            false,
-        ),
-    };
-    close_connection |= unread_body;
-    let mut response = match result {
-        Ok(response) => response,
-        Err(mut err) => {
-            err.request_id = Some(request_id.clone());
-            if err.resource.is_none() {
-                err.resource = Some(path.clone());
-            }
-            if err.code == S3ErrorCode::InternalError {
-                // The cause goes to the log; the client gets S3's generic message.
-                tracing::error!(%request_id, error = %err, "internal error");
-                err.message = S3Error::from_code(S3ErrorCode::InternalError).message;
-            }
-            err.into_response()
-        }
-    };
-    if let Some((bucket, origin)) = cors_request {
-        if let Some(allowed) = cors_headers(&state, &bucket, &origin, method.as_str())
-            .instrument(span.clone())
-            .await
-        {
-            response.headers_mut().extend(allowed);
-        }
-    }
-    let headers = response.headers_mut();
-    headers.insert(
-        "x-amz-request-id",
-        HeaderValue::from_str(&request_id).expect("hex is a valid header"),
-    );
-    headers.insert("server", HeaderValue::from_static("Strata"));
-    if close_connection {
-        headers.insert("connection", HeaderValue::from_static("close"));
-    }
-    tracing::info!(
-        %request_id,
-        %method,
-        %path,
-        operation,
-        bucket = Some(bucket.as_str()).filter(|b| !b.is_empty()),
-        key = Some(key.as_str()).filter(|k| !k.is_empty()),
-        status = response.status().as_u16(),
-        millis = started.elapsed().as_millis() as u64,
-        "request"
-    );
-    state
-        .metrics
-        .record(operation, &response, started.elapsed(), received);
-    limit::until_sent(response, permit, span)
-}
-
-/// Answers a request; `true` when its connection must close because a body the client was
-/// told not to send (no `100 Continue`) was left unread.
-async fn dispatch(
-    state: &AppState,
-    request: Request,
-    auth: Result<Option<auth::Authenticated>, S3Error>,
-) -> (&'static str, Result<Response, S3Error>, bool) {
-    let (parts, body) = request.into_parts();
-    let raw = SharedBody::new(body);
-    // Refused, a signed request's body is read (clients send it whole before they read the
-    // answer; closing on them mid-send turns a clean S3 error into a broken pipe). One that
-    // is unsigned or whose signature failed gets a smaller share of the server's time (a
-    // browser's form upload is signed in its form: it counts as signed).
-    let (drain_limit, drain_time) = match &auth {
-        Ok(Some(_)) => (DRAIN_LIMIT, DRAIN_TIMEOUT),
-        Ok(None) if is_form_post(&parts) => (DRAIN_LIMIT, DRAIN_TIMEOUT),
-        _ => (UNSIGNED_DRAIN_LIMIT, UNSIGNED_DRAIN_TIMEOUT),
-    };
-    let (operation, result) = match auth {
-        Ok(auth) => authenticated_dispatch(state, &parts, raw.clone(), auth).await,
-        Err(err) => ("Unauthenticated", Err(err)),
-    };
-    // A body announced longer than the drain limit would be cut off anyway: the answer goes
-    // out at once.
-    let drainable = headers::header(&parts.headers, "content-length")
-        .and_then(|v| v.parse::<u64>().ok())
-        .is_none_or(|length| length <= drain_limit as u64);
-    // With `Expect: 100-continue`, a body nobody started to read was never asked for: reading
-    // it now would send the `100 Continue` the refusal is meant to spare. Answer at once and
-    // close instead.
-    let unasked = expects_continue(&parts.headers) && !raw.started();
-    if result.is_err() && drainable && !unasked {
-        raw.drain(drain_limit, drain_time).await;
-    }
-    let close = result.is_err() && unasked;
-    (operation, result, close)
-}
-
-async fn authenticated_dispatch(
-    state: &AppState,
-    parts: &axum::http::request::Parts,
-    raw: SharedBody,
+/// Answers an S3 request whose signature the front door checked (`auth` is `None` for an
+/// unsigned one): routes it, authorises it and calls its handler. Returns the operation's
+/// name with the answer.
+pub async fn serve(
+    state: &S3State,
+    parts: &Parts,
+    raw: ByteStream,
     auth: Option<auth::Authenticated>,
 ) -> (&'static str, Result<Response, S3Error>) {
-    if crate::admin::api::is_admin_request(&parts.uri, &parts.headers, state.domain.as_deref()) {
-        // The admin API takes only requests signed in their headers with the SHA-256 of
-        // their body: no presigned URL (which a browser can be made to open), no unsigned
-        // body (which a relay could change).
-        let header_signed = parts
-            .headers
-            .contains_key(axum::http::header::AUTHORIZATION);
-        let auth =
-            auth.filter(|a| header_signed && matches!(a.payload, auth::PayloadCheck::Sha256(_)));
-        let body: ByteStream = match &auth {
-            Some(auth) => auth::verified_body(Box::pin(raw), auth, Arc::default()),
-            None => Box::pin(futures::stream::empty()),
-        };
-        return crate::admin::api::call(state, auth.as_ref(), &parts.method, &parts.uri, body)
-            .await;
-    }
     let endpoint = match router::parse(
         &parts.method,
         &parts.uri,
@@ -286,12 +87,14 @@ async fn authenticated_dispatch(
     // Every request is authorised, signed or not, except those that authenticate themselves
     // (a CORS preflight, a POST Object form).
     if !endpoint.is_anonymous() {
-        let info = crate::iam::RequestInfo {
+        let info = permissions::RequestInfo {
             headers: &parts.headers,
             query: &query,
             source_ip,
         };
-        if let Err(err) = crate::iam::authorize(state, &auth.identity, &endpoint, &info).await {
+        if let Err(err) =
+            permissions::authorize(&state.store, &state.iam, &auth.identity, &endpoint, &info).await
+        {
             return (endpoint.name(), Err(err));
         }
     }
@@ -309,7 +112,7 @@ async fn authenticated_dispatch(
         }
     }
     let trailers = Arc::new(TrailerSlot::default());
-    let body = auth::verified_body(Box::pin(raw), &auth, trailers.clone());
+    let body = auth::verified_body(raw, &auth, trailers.clone());
     let request = handlers::Request {
         state,
         headers: &parts.headers,
@@ -325,43 +128,23 @@ async fn authenticated_dispatch(
 }
 
 /// The bucket and `Origin` of a browser's actual (not preflight) request to a bucket.
-/// Whether the request names `/metrics` itself, not a virtual-hosted bucket's key `metrics`.
-fn addresses_metrics(state: &AppState, request: &Request) -> bool {
-    let addressed =
-        router::bucket_and_key(request.uri(), request.headers(), state.domain.as_deref());
-    matches!(addressed, Ok((bucket, key)) if bucket == "metrics" && key.is_empty())
-}
-
-/// Whether the request is a form post (a POST Object upload).
-fn is_form_post(parts: &axum::http::request::Parts) -> bool {
-    parts.method == axum::http::Method::POST
-        && headers::header(&parts.headers, "content-type")
-            .is_some_and(|v| v.to_ascii_lowercase().starts_with("multipart/form-data"))
-}
-
-/// Whether a web page made the request: browsers name the page's origin on cross-origin
-/// requests and form posts, and say where a request comes from (`Sec-Fetch-Site`) unless the
-/// user typed the address.
-fn from_a_web_page(headers: &HeaderMap) -> bool {
-    let fetched_by_a_site = headers
-        .get("sec-fetch-site")
-        .is_some_and(|site| site.as_bytes() != b"none");
-    headers.contains_key("origin") || fetched_by_a_site
-}
-
-fn browser_request(state: &AppState, request: &Request) -> Option<(String, String)> {
-    let origin = request.headers().get("origin")?.to_str().ok()?;
-    if request.method() == axum::http::Method::OPTIONS {
+pub fn browser_request(
+    state: &S3State,
+    method: &axum::http::Method,
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
+) -> Option<(String, String)> {
+    let origin = headers.get("origin")?.to_str().ok()?;
+    if method == axum::http::Method::OPTIONS {
         return None;
     }
-    let (bucket, _) =
-        router::bucket_and_key(request.uri(), request.headers(), state.domain.as_deref()).ok()?;
+    let (bucket, _) = router::bucket_and_key(uri, headers, state.domain.as_deref()).ok()?;
     (!bucket.is_empty()).then(|| (bucket, origin.to_string()))
 }
 
 /// The CORS headers the bucket's rules give a browser's actual request, if any rule allows it.
-async fn cors_headers(
-    state: &AppState,
+pub async fn cors_headers(
+    state: &S3State,
     bucket: &str,
     origin: &str,
     method: &str,
@@ -371,80 +154,6 @@ async fn cors_headers(
     let rules = record.settings.cors.as_ref()?;
     let rule = cors::matching_rule(rules, origin, method, &[])?;
     Some(cors::allow_headers(rule, origin, None))
-}
-
-/// Bytes of an unread request body read and dropped before an error answer; past this the
-/// connection is closed instead.
-const DRAIN_LIMIT: usize = 64 << 20;
-const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-/// The same for an unsigned request, or one whose signature failed.
-const UNSIGNED_DRAIN_LIMIT: usize = 8 << 20;
-const UNSIGNED_DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The raw request body, shared between the handler that reads it and the dispatcher that
-/// drains what the handler left unread.
-#[derive(Clone)]
-struct SharedBody(Arc<(std::sync::Mutex<ByteStream>, std::sync::atomic::AtomicBool)>);
-
-impl SharedBody {
-    fn new(body: Body) -> Self {
-        let stream: ByteStream = Box::pin(body.into_data_stream().map_err(std::io::Error::other));
-        let started = std::sync::atomic::AtomicBool::new(false);
-        Self(Arc::new((std::sync::Mutex::new(stream), started)))
-    }
-
-    /// Whether anything asked for the body yet.
-    fn started(&self) -> bool {
-        self.0 .1.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    async fn drain(&self, limit: usize, time: std::time::Duration) {
-        let mut drained = 0;
-        let _ = tokio::time::timeout(time, async {
-            while drained < limit {
-                match futures::StreamExt::next(&mut self.clone()).await {
-                    Some(Ok(chunk)) => drained += chunk.len(),
-                    _ => break,
-                }
-            }
-        })
-        .await;
-    }
-}
-
-impl futures::Stream for SharedBody {
-    type Item = std::io::Result<bytes::Bytes>;
-
-    fn poll_next(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Self::Item>> {
-        self.0 .1.store(true, std::sync::atomic::Ordering::Relaxed);
-        self.0
-             .0
-            .lock()
-            .expect("not poisoned")
-            .as_mut()
-            .poll_next(cx)
-    }
-}
-
-/// An empty body announced with `Expect: 100-continue` is answered without a `100 Continue`;
-/// some HTTP clients (botocore before 1.43.77) then misread the next response on the same
-/// connection, so that connection is closed.
-fn expects_continue_without_body(headers: &axum::http::HeaderMap) -> bool {
-    let expects = expects_continue(headers);
-    let empty = headers
-        .get("content-length")
-        .is_some_and(|v| v.as_bytes() == b"0");
-    expects && empty
-}
-
-/// Whether the client waits for `100 Continue` before it sends the body.
-fn expects_continue(headers: &axum::http::HeaderMap) -> bool {
-    headers
-        .get("expect")
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
 }
 
 /// A 200 response with an XML document.

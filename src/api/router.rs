@@ -314,46 +314,17 @@ impl Endpoint {
     }
 }
 
-/// Decoded query parameters, in order.
-#[derive(Debug, Clone, Default)]
-pub struct Query(Vec<(String, String)>);
+pub use crate::query::Query;
 
-impl Query {
-    pub fn parse(raw: Option<&str>) -> Self {
-        let decode = |s: &str| percent_decode_str(s).decode_utf8_lossy().into_owned();
-        Query(
-            raw.unwrap_or("")
-                .split('&')
-                .filter(|p| !p.is_empty())
-                .map(|pair| match pair.split_once('=') {
-                    Some((k, v)) => (decode(k), decode(v)),
-                    None => (decode(pair), String::new()),
-                })
-                .collect(),
-        )
-    }
-
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub fn has(&self, name: &str) -> bool {
-        self.0.iter().any(|(k, _)| k == name)
-    }
-
-    /// Parameters that are neither signing parameters nor in `allowed`.
-    fn unknown<'a>(&'a self, allowed: &'a [&str]) -> impl Iterator<Item = &'a str> + 'a {
-        self.0.iter().map(|(k, _)| k.as_str()).filter(move |k| {
-            !allowed.contains(k)
-                && !k.to_ascii_lowercase().starts_with("x-amz-")
-                && !SIGV2_PARAMS.contains(k)
-                && *k != "x-id"
-                && !k.starts_with("response-")
-        })
-    }
+/// Parameters of `query` that are neither signing parameters nor in `allowed`.
+fn unknown_params<'a>(query: &'a Query, allowed: &'a [&str]) -> impl Iterator<Item = &'a str> + 'a {
+    query.names().filter(move |k| {
+        !allowed.contains(k)
+            && !k.to_ascii_lowercase().starts_with("x-amz-")
+            && !SIGV2_PARAMS.contains(k)
+            && *k != "x-id"
+            && !k.starts_with("response-")
+    })
 }
 
 /// The parameters of a SigV2 presigned URL (the standard headers signed may ride along).
@@ -422,11 +393,7 @@ pub fn copy_source(headers: &HeaderMap) -> Option<CopySource> {
 
 /// The bucket a request's `Host` names when it is `bucket.DOMAIN` (virtual-hosted style).
 /// The bucket a virtual-hosted request (`bucket.DOMAIN`) names; `None` for path style.
-pub(crate) fn virtual_host_bucket(
-    uri: &Uri,
-    headers: &HeaderMap,
-    domain: Option<&str>,
-) -> Option<String> {
+pub fn virtual_host_bucket(uri: &Uri, headers: &HeaderMap, domain: Option<&str>) -> Option<String> {
     let domain = domain?;
     let host = headers
         .get("host")
@@ -476,9 +443,9 @@ pub fn parse(
     let copy = headers.contains_key("x-amz-copy-source");
     let not_implemented = || {
         let what = query
-            .0
-            .first()
-            .map(|(k, _)| format!("the '{k}' subresource"))
+            .names()
+            .next()
+            .map(|k| format!("the '{k}' subresource"))
             .unwrap_or_else(|| format!("{method} on this resource"));
         Err(S3Error::new(
             S3ErrorCode::NotImplemented,
@@ -486,7 +453,7 @@ pub fn parse(
         ))
     };
     let only = |allowed: &[&str], endpoint: Endpoint| {
-        if query.unknown(allowed).next().is_some() {
+        if unknown_params(&query, allowed).next().is_some() {
             not_implemented()
         } else {
             Ok(endpoint)

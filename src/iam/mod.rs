@@ -6,7 +6,7 @@
 //! do is decided here, after routing, by [`authorize`]:
 //!
 //! - the root user may do everything the bucket's policy does not explicitly deny;
-//! - a user needs an `Allow` for every action the request is ([`action::checks`]), from its
+//! - a user needs an `Allow` for every action the request is (`crate::api::permissions`), from its
 //!   own policies or from the bucket's policy, and no `Deny` from either;
 //! - an anonymous request needs an `Allow` for `Principal: "*"` in the bucket's policy, and
 //!   no `Deny`;
@@ -18,27 +18,41 @@
 //!
 //! Anything else is `AccessDenied`.
 
-pub mod action;
 pub mod crypt;
 pub mod policy;
 pub mod store;
 
-use std::net::IpAddr;
 use std::sync::Arc;
 
-use axum::http::HeaderMap;
-
-pub use policy::{MalformedPolicy, Policy, PolicyKind};
+pub use policy::{Context, MalformedPolicy, Policy, PolicyKind};
 pub use store::{Iam, IamError, PolicyInfo, UserInfo};
 
-use crate::api::auth::Identity;
-use crate::api::error::{S3Error, S3ErrorCode};
-use crate::api::router::{Endpoint, Query};
-use crate::api::AppState;
 use crate::object::acl::{Acl, Permission, PublicAccessBlock, Requester};
-use crate::object::{BucketName, ObjectError, ObjectKey};
-use action::On;
-use policy::{Access, Caller, Context, Decision, Target};
+use crate::object::{BucketName, ObjectError, ObjectKey, ObjectStore};
+use policy::{Access, Caller, Decision, Target, S3_ARN_PREFIX};
+
+/// Who sent a request, as authentication found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Identity {
+    /// The root user: may do everything.
+    Root,
+    /// A user, by access key (which is its name).
+    User(String),
+    /// Nobody: an unsigned request.
+    Anonymous,
+}
+
+/// Why a request may not go on.
+#[derive(Debug)]
+pub enum Refusal {
+    /// Nothing allows it, or something denies it.
+    AccessDenied,
+    /// An anonymous caller is told a bucket does not exist rather than that it may not use
+    /// it (as S3 does: there is nobody's bucket to protect).
+    NoSuchBucket,
+    /// What decides could not be read (the bucket's record, for example).
+    Unavailable(ObjectError),
+}
 
 /// The canonical ID (as ACLs and listings name owners) of the root user or a user.
 pub fn canonical_id(name: &str) -> String {
@@ -46,43 +60,75 @@ pub fn canonical_id(name: &str) -> String {
     hex::encode(sha2::Sha256::digest(name.as_bytes()))
 }
 
-/// What authorisation looks at besides the endpoint.
-pub struct RequestInfo<'a> {
-    pub headers: &'a HeaderMap,
-    pub query: &'a Query,
-    /// The client's address, when the server knows it (`aws:SourceIp`).
-    pub source_ip: Option<IpAddr>,
+/// One permission a request needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub action: &'static str,
+    /// `None`: the deployment (ListBuckets).
+    pub bucket: Option<String>,
+    pub on: On,
 }
 
-/// Whether `identity` may make the request; `AccessDenied` otherwise.
+/// What in the bucket a check is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum On {
+    Bucket,
+    Key(String),
+}
+
+impl Check {
+    pub fn bucket(action: &'static str, bucket: &str) -> Self {
+        Check {
+            action,
+            bucket: Some(bucket.to_string()),
+            on: On::Bucket,
+        }
+    }
+
+    pub fn key(action: &'static str, bucket: &str, key: &str) -> Self {
+        Check {
+            action,
+            bucket: Some(bucket.to_string()),
+            on: On::Key(key.to_string()),
+        }
+    }
+
+    /// The resource ARN: `arn:aws:s3:::*`, `arn:aws:s3:::bucket` or `arn:aws:s3:::bucket/key`.
+    pub fn resource(&self) -> String {
+        match (&self.bucket, &self.on) {
+            (None, _) => format!("{S3_ARN_PREFIX}*"),
+            (Some(bucket), On::Bucket) => format!("{S3_ARN_PREFIX}{bucket}"),
+            (Some(bucket), On::Key(key)) => format!("{S3_ARN_PREFIX}{bucket}/{key}"),
+        }
+    }
+}
+
+/// Whether `identity` may do everything `checks` asks, in the request's `context`; the
+/// object layer gives the buckets' policies, ACLs and Block Public Access settings.
+///
+/// `checks` are all the permissions a request needs: an empty list allows, so the caller
+/// decides which requests may need none.
 pub async fn authorize(
-    state: &AppState,
+    store: &ObjectStore,
+    iam: &Iam,
     identity: &Identity,
-    endpoint: &Endpoint,
-    request: &RequestInfo<'_>,
-) -> Result<(), S3Error> {
+    checks: Vec<Check>,
+    mut context: Context,
+) -> Result<(), Refusal> {
     let caller = match identity {
         Identity::Root => Caller::Root,
         Identity::User(name) => Caller::User(name),
         Identity::Anonymous => Caller::Anonymous,
     };
-    let mut context = context(caller, endpoint, request);
     // Per bucket: what decides access to it, or `None` when the bucket does not exist.
     let mut buckets: Vec<(String, Option<BucketAccess>)> = Vec::new();
     let mut existing_tags_read = false;
-    let checks = action::checks(endpoint, request.headers);
-    // An operation that needs no permission here is one that authorises itself (each key of
-    // a DeleteObjects, a POST form's policy, a CORS preflight); anything else is a mistake
-    // to refuse, not a door to open.
-    if checks.is_empty() && !action::authorises_itself(endpoint) {
-        return Err(S3Error::from_code(S3ErrorCode::AccessDenied));
-    }
     for check in checks {
         let bucket = match &check.bucket {
             Some(name) => match buckets.iter().find(|(b, _)| b == name) {
                 Some((_, access)) => Some(access.clone()),
                 None => {
-                    let access = bucket_access(state, name).await?;
+                    let access = bucket_access(store, iam, name).await?;
                     buckets.push((name.clone(), access.clone()));
                     Some(access)
                 }
@@ -100,9 +146,9 @@ pub async fn authorize(
                 .as_ref()
                 .is_some_and(|p| p.reads_keys_starting(EXISTING_OBJECT_TAG));
             let in_user_policy = matches!(caller, Caller::User(name)
-                if state.iam.user_reads_keys_starting(name, EXISTING_OBJECT_TAG));
+                if iam.user_reads_keys_starting(name, EXISTING_OBJECT_TAG));
             if in_bucket_policy || in_user_policy {
-                for (tag, value) in existing_tags(state, name, key, &context).await {
+                for (tag, value) in existing_tags(store, name, key, &context).await {
                     context.set(&format!("s3:ExistingObjectTag/{tag}"), &value);
                 }
             }
@@ -115,7 +161,7 @@ pub async fn authorize(
             context: &context,
         };
         let mut decision = match caller {
-            Caller::User(name) => state.iam.decide(name, &access),
+            Caller::User(name) => iam.decide(name, &access),
             Caller::Anonymous => Decision::NotApplicable,
             Caller::Root => Decision::Allow,
         };
@@ -140,7 +186,17 @@ pub async fn authorize(
         // An ACL grant allows what nothing denied.
         if decision == Decision::NotApplicable {
             if let (Some(bucket), Some(name)) = (&bucket, &check.bucket) {
-                if acl_grants(state, bucket, name, &check, caller, &context).await {
+                if acl_grants(
+                    store,
+                    &iam.owner_id(),
+                    bucket,
+                    name,
+                    &check,
+                    caller,
+                    &context,
+                )
+                .await
+                {
                     decision = Decision::Allow;
                 }
             }
@@ -149,9 +205,9 @@ pub async fn authorize(
             // S3 tells an anonymous caller that a bucket does not exist rather than that it
             // may not use it: there is nobody's bucket to protect.
             if missing_bucket && caller == Caller::Anonymous {
-                return Err(S3Error::from_code(S3ErrorCode::NoSuchBucket));
+                return Err(Refusal::NoSuchBucket);
             }
-            return Err(S3Error::from_code(S3ErrorCode::AccessDenied));
+            return Err(Refusal::AccessDenied);
         }
     }
     Ok(())
@@ -160,10 +216,11 @@ pub async fn authorize(
 /// Whether an ACL of the bucket (or of the object acted on) grants the permission a check
 /// stands for to the caller; never when the bucket disables ACLs.
 async fn acl_grants(
-    state: &AppState,
+    store: &ObjectStore,
+    owner: &str,
     bucket: &BucketAccess,
     name: &str,
-    check: &action::Check,
+    check: &Check,
     caller: Caller<'_>,
     context: &Context,
 ) -> bool {
@@ -183,18 +240,17 @@ async fn acl_grants(
         Caller::Root => return true,
     };
     let ignore_public = bucket.block.ignore_public_acls;
-    let owner = state.owner_id();
     match (of_object, &check.on) {
         (false, _) => (bucket.acl.clone())
-            .unwrap_or_else(|| Acl::private(&owner))
+            .unwrap_or_else(|| Acl::private(owner))
             .allows(requester, wanted, ignore_public),
         (true, On::Key(key)) => {
             let (Ok(bucket), Ok(key)) = (BucketName::parse(name), ObjectKey::parse(key)) else {
                 return false;
             };
             let version = context.get("s3:versionid");
-            match state.store.head_object(&bucket, &key, version).await {
-                Ok(record) => (record.acl).unwrap_or_else(|| Acl::private(&owner)).allows(
+            match store.head_object(&bucket, &key, version).await {
+                Ok(record) => (record.acl).unwrap_or_else(|| Acl::private(owner)).allows(
                     requester,
                     wanted,
                     ignore_public,
@@ -231,7 +287,7 @@ const EXISTING_OBJECT_TAG: &str = "s3:existingobjecttag/";
 /// The tags of the object (the version `s3:versionid` names, or the newest) a request acts
 /// on; none when it does not exist (then the keys are absent, as S3 has them).
 async fn existing_tags(
-    state: &AppState,
+    store: &ObjectStore,
     bucket: &str,
     key: &str,
     context: &Context,
@@ -240,7 +296,7 @@ async fn existing_tags(
         return Vec::new();
     };
     let version = context.get("s3:versionid");
-    match state.store.head_object(&bucket, &key, version).await {
+    match store.head_object(&bucket, &key, version).await {
         Ok(record) => record.tags,
         Err(_) => Vec::new(),
     }
@@ -263,62 +319,32 @@ struct BucketAccess {
     block: PublicAccessBlock,
 }
 
-/// The condition keys of a request.
-fn context(caller: Caller<'_>, endpoint: &Endpoint, request: &RequestInfo<'_>) -> Context {
-    let mut context = Context::default();
-    // Strata serves plain HTTP.
-    context.set("aws:SecureTransport", "false");
-    match request.source_ip {
-        Some(ip) => {
-            let ip = match ip {
-                IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-                v4 => v4,
-            };
-            context.set("aws:SourceIp", ip.to_string());
-        }
-        None => context.set_unknown("aws:SourceIp"),
-    }
-    match caller {
-        Caller::User(name) => {
-            context.set("aws:username", name);
-            context.set("aws:userid", name);
-            context.set("aws:PrincipalType", "User");
-        }
-        Caller::Anonymous => context.set("aws:PrincipalType", "Anonymous"),
-        Caller::Root => context.set("aws:PrincipalType", "Account"),
-    }
-    for (header, key) in [("user-agent", "aws:UserAgent"), ("referer", "aws:Referer")] {
-        if let Some(value) = request.headers.get(header).and_then(|v| v.to_str().ok()) {
-            context.set(key, value);
-        }
-    }
-    action::request_keys(endpoint, request.query, &mut context);
-    action::header_keys(request.headers, &mut context);
-    context
-}
-
 /// What decides access to a bucket; `None` when the bucket does not exist.
-async fn bucket_access(state: &AppState, bucket: &str) -> Result<Option<BucketAccess>, S3Error> {
+async fn bucket_access(
+    store: &ObjectStore,
+    iam: &Iam,
+    bucket: &str,
+) -> Result<Option<BucketAccess>, Refusal> {
     let Ok(name) = BucketName::parse(bucket) else {
         return Ok(None);
     };
-    let record = match state.store.bucket(&name).await {
+    let record = match store.bucket(&name).await {
         Ok(record) => record,
         Err(ObjectError::NoSuchBucket) => return Ok(None),
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(Refusal::Unavailable(e)),
     };
     let settings = &record.settings;
     let policy = match &settings.policy {
         None => None,
         Some(document) => {
             let parse = || Policy::parse(document, PolicyKind::Bucket(bucket));
-            match state.iam.bucket_policies.of(&record, parse) {
+            match iam.bucket_policies.of(&record, parse) {
                 Ok(policy) => Some(policy),
                 Err(e) => {
                     // Put policies were validated: one that no longer parses could hide a
                     // Deny.
                     tracing::error!(%bucket, error = %e, "the bucket's stored policy does not parse; denying");
-                    return Err(S3Error::from_code(S3ErrorCode::AccessDenied));
+                    return Err(Refusal::AccessDenied);
                 }
             }
         }
@@ -329,9 +355,4 @@ async fn bucket_access(state: &AppState, bucket: &str) -> Result<Option<BucketAc
         acl: settings.acl.clone(),
         block: settings.public_access_block.unwrap_or_default(),
     }))
-}
-
-/// S3's answer to a policy document it refuses.
-pub fn malformed_policy(err: MalformedPolicy) -> S3Error {
-    S3Error::new(S3ErrorCode::MalformedPolicy, err.0)
 }

@@ -122,6 +122,11 @@ impl std::fmt::Debug for Iam {
 }
 
 impl Iam {
+    /// The canonical ID of the root user, the owner of every bucket.
+    pub fn owner_id(&self) -> String {
+        super::canonical_id(&self.root_user)
+    }
+
     /// Users and policies of the deployment, with nothing loaded yet (see [`Iam::reload`]).
     pub fn new(
         store: Arc<ObjectStore>,
@@ -450,12 +455,6 @@ impl Iam {
             out.push(name);
         }
         Ok(out)
-    }
-}
-
-impl crate::api::auth::UserKeys for Iam {
-    fn secret_for(&self, access_key: &str) -> Option<String> {
-        Iam::secret_for(self, access_key)
     }
 }
 

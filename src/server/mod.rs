@@ -1,6 +1,8 @@
 //! Builds the server's one state value from its configuration and serves HTTP
 //! ([`listener`]).
 
+mod front;
+pub mod limit;
 mod listener;
 
 use std::future::Future;
@@ -9,7 +11,8 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use tokio::net::TcpListener;
 
-use crate::api::{self, auth, AppState};
+use crate::admin::api::AdminState;
+use crate::api::{auth, S3State};
 use crate::background;
 use crate::config::ServerConfig;
 use crate::deployment;
@@ -19,6 +22,7 @@ use crate::metrics::Metrics;
 use crate::object::ObjectStore;
 use crate::tls;
 use crate::usage::{Usage, UsageScanner};
+use front::AppState;
 
 /// How often users and policies are read again from the drives (changes made through this
 /// server's admin API apply at once).
@@ -119,8 +123,8 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         tracing::warn!(error = %e, "could not load users and policies yet; retrying in the background");
     }
     iam.spawn_refresh(IAM_REFRESH);
-    let state = Arc::new(AppState {
-        store,
+    let s3 = S3State {
+        store: store.clone(),
         keyring: auth::Keyring::new(
             auth::Credentials {
                 access_key: config.root_user.clone(),
@@ -131,17 +135,26 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         .with_users(iam.clone()),
         owner: config.root_user.clone(),
         domain: config.domain.clone(),
-        deployment: deployment.clone(),
-        healer: healer.clone(),
-        iam,
-        metrics,
-        limit: api::limit::RequestLimit::new(config.limits.max_requests),
-        anonymous_limit: api::limit::RequestLimit::new(config.limits.max_requests.div_ceil(8)),
+        iam: iam.clone(),
         max_retention_days: config.limits.max_retention_days,
-        default_credentials: config.default_credentials,
         lifecycle_day: config.lifecycle.day,
         lifecycle_configs: Default::default(),
+    };
+    let admin = AdminState {
+        store,
+        iam,
+        deployment: deployment.clone(),
+        healer,
         lifecycle_status,
+        lifecycle_day: config.lifecycle.day,
+    };
+    let state = Arc::new(AppState {
+        s3,
+        admin,
+        metrics,
+        limit: limit::RequestLimit::new(config.limits.max_requests),
+        anonymous_limit: limit::RequestLimit::new(config.limits.max_requests.div_ceil(8)),
+        default_credentials: config.default_credentials,
     });
 
     let listener = TcpListener::bind(config.address)
@@ -184,7 +197,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
 
     listener::serve(
         listener,
-        api::router(state),
+        front::router(state),
         certificates,
         config.listener.clone(),
         signal,

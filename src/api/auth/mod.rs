@@ -75,16 +75,13 @@ pub trait UserKeys: Send + Sync + std::fmt::Debug {
     fn secret_for(&self, access_key: &str) -> Option<String>;
 }
 
-/// Who sent a request.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Identity {
-    /// The root user: may do everything.
-    Root,
-    /// A user, by access key (which is its name).
-    User(String),
-    /// Nobody: an unsigned request.
-    Anonymous,
+impl UserKeys for crate::iam::Iam {
+    fn secret_for(&self, access_key: &str) -> Option<String> {
+        crate::iam::Iam::secret_for(self, access_key)
+    }
 }
+
+pub use crate::iam::Identity;
 
 /// Credentials the server accepts, and the region it signs for.
 #[derive(Clone, Debug)]

@@ -13,9 +13,9 @@ const MAX_KEYS: usize = 1000;
 /// Each key of a batch is authorised as a DeleteObject of its own (of a version, when the
 /// entry names one).
 async fn authorize_key(
-    state: &crate::api::AppState,
+    state: &crate::api::S3State,
     identity: &crate::api::auth::Identity,
-    info: &crate::iam::RequestInfo<'_>,
+    info: &crate::api::permissions::RequestInfo<'_>,
     bucket: &crate::object::BucketName,
     key: &ObjectKey,
     version_id: Option<&str>,
@@ -25,7 +25,7 @@ async fn authorize_key(
         key: key.to_string(),
         version_id: version_id.map(str::to_string),
     };
-    crate::iam::authorize(state, identity, &endpoint, info).await
+    crate::api::permissions::authorize(&state.store, &state.iam, identity, &endpoint, info).await
 }
 
 /// What S3 reports for one deleted entry: the version named, and the delete marker the
@@ -60,14 +60,14 @@ pub async fn delete_objects(mut request: Request<'_>, bucket: &str) -> Result<Re
     }
     let store = &request.state.store;
     store.bucket(&name).await?;
-    let info = crate::iam::RequestInfo {
+    let info = crate::api::permissions::RequestInfo {
         headers: request.headers,
         query: &request.query,
         source_ip: request.source_ip,
     };
     // Each key's authorisation required s3:BypassGovernanceRetention of a request that asks
     // for this.
-    let bypass = crate::iam::action::bypasses_governance(request.headers);
+    let bypass = crate::api::permissions::bypasses_governance(request.headers);
     let mut result = xml::DeleteResult {
         xmlns: (),
         deleted: Vec::new(),

@@ -7,8 +7,8 @@ use super::{bucket_name, Request};
 use crate::api::acl;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{self, iso8601};
+use crate::api::permissions::creates_locked_bucket;
 use crate::api::{xml, xml_response};
-use crate::iam::action::creates_locked_bucket;
 use crate::object::acl::{Acl, ObjectOwnership};
 use crate::object::{BucketSettings, ObjectError};
 

@@ -9,9 +9,9 @@ use super::versioning::with_version;
 use super::{bucket_name, object_key, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{iso8601, parse_iso8601};
-use crate::api::AppState;
+use crate::api::permissions::bypasses_governance;
+use crate::api::S3State;
 use crate::api::{xml, xml_response};
-use crate::iam::action::bypasses_governance;
 use crate::object::{
     now_ms, DefaultRetention, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
 };
@@ -23,7 +23,7 @@ const MAX_DEFAULT_YEARS: i64 = 100;
 
 /// Refuses a retention that ends later than this deployment allows
 /// (`STRATA_MAX_RETENTION_DAYS`): nobody can then lock data for longer by mistake or malice.
-pub fn check_max_retention(state: &AppState, days: f64) -> Result<(), S3Error> {
+pub fn check_max_retention(state: &S3State, days: f64) -> Result<(), S3Error> {
     match state.max_retention_days {
         Some(max) if days > f64::from(max) => Err(S3Error::new(
             S3ErrorCode::InvalidArgument,
@@ -34,7 +34,7 @@ pub fn check_max_retention(state: &AppState, days: f64) -> Result<(), S3Error> {
 }
 
 /// [`check_max_retention`] for the retention an object's headers or body ask for.
-pub fn check_retention(state: &AppState, retention: Option<&Retention>) -> Result<(), S3Error> {
+pub fn check_retention(state: &S3State, retention: Option<&Retention>) -> Result<(), S3Error> {
     const DAY_MS: f64 = 86_400_000.0;
     match retention {
         Some(r) => check_max_retention(state, (r.until_ms - now_ms()) as f64 / DAY_MS),

@@ -26,13 +26,13 @@ use futures::StreamExt;
 
 use super::error::{S3Error, S3ErrorCode};
 use super::router::{Endpoint, Query};
-use super::AppState;
+use super::S3State;
 use crate::body::{ByteStream, TrailerSlot};
 use crate::object::{BucketName, BucketSettings, ObjectKey, ObjectStore};
 
 /// A request as handlers see it, authenticated and with its body verified as it streams.
 pub struct Request<'a> {
-    pub state: &'a AppState,
+    pub state: &'a S3State,
     pub headers: &'a HeaderMap,
     pub query: Query,
     pub body: ByteStream,

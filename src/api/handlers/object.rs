@@ -11,8 +11,8 @@ use super::{bucket_name, object_key, Request};
 use crate::api::acl;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{self, ConditionFailure};
+use crate::api::permissions::bypasses_governance;
 use crate::api::router::Endpoint;
-use crate::iam::action::bypasses_governance;
 use crate::object::acl::Acl;
 use crate::object::{
     BucketName, GetOptions, ObjectLock, ObjectRecord, PutOptions, ReadIf, ReadSpan, StoredChecksum,
@@ -205,7 +205,7 @@ pub async fn get_object(
             .is_some_and(|m| m.eq_ignore_ascii_case("enabled"));
     let mut response = Response::new(Body::empty());
     *response.headers_mut() = headers::object_headers(&record, with_checksum);
-    let info = crate::iam::RequestInfo {
+    let info = crate::api::permissions::RequestInfo {
         headers: request.headers,
         query: &request.query,
         source_ip: request.source_ip,
@@ -267,9 +267,9 @@ pub async fn get_object(
 /// (s3:GetObjectRetention, s3:GetObjectLegalHold). Takes the request's parts, not the
 /// request, whose body is not `Sync`.
 async fn hide_unreadable_lock(
-    state: &crate::api::AppState,
+    state: &crate::api::S3State,
     identity: &crate::api::auth::Identity,
-    info: &crate::iam::RequestInfo<'_>,
+    info: &crate::api::permissions::RequestInfo<'_>,
     (bucket, key, version_id): (&str, &str, Option<&str>),
     record: &ObjectRecord,
     out: &mut HeaderMap,
@@ -285,7 +285,7 @@ async fn hide_unreadable_lock(
             key: key.clone(),
             version_id: version_id.clone(),
         };
-        if crate::iam::authorize(state, identity, &endpoint, info)
+        if crate::api::permissions::authorize(&state.store, &state.iam, identity, &endpoint, info)
             .await
             .is_err()
         {
@@ -299,7 +299,7 @@ async fn hide_unreadable_lock(
             key,
             version_id,
         };
-        if crate::iam::authorize(state, identity, &endpoint, info)
+        if crate::api::permissions::authorize(&state.store, &state.iam, identity, &endpoint, info)
             .await
             .is_err()
         {
@@ -311,7 +311,7 @@ async fn hide_unreadable_lock(
 /// `x-amz-expiration: expiry-date="…", rule-id="…"` when a rule of the bucket's lifecycle
 /// configuration (`lifecycle`, as stored) will expire the object, as S3 answers GET and HEAD.
 fn expiration_header(
-    state: &crate::api::AppState,
+    state: &crate::api::S3State,
     bucket: &crate::object::BucketRecord,
     key: &crate::object::ObjectKey,
     record: &crate::object::ObjectRecord,

@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::{bucket_name, change_bucket_settings, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
-use crate::iam::{self, MalformedPolicy, Policy, PolicyKind};
+use crate::iam::{MalformedPolicy, Policy, PolicyKind};
 
 pub async fn put_bucket_policy(
     mut request: Request<'_>,
@@ -15,9 +15,8 @@ pub async fn put_bucket_policy(
     let name = bucket_name(bucket)?;
     let body = request.small_body().await?;
     let document = std::str::from_utf8(&body)
-        .map_err(|_| iam::malformed_policy(MalformedPolicy("Policies must be UTF-8".into())))?;
-    let policy =
-        Policy::parse(document, PolicyKind::Bucket(bucket)).map_err(iam::malformed_policy)?;
+        .map_err(|_| S3Error::from(MalformedPolicy("Policies must be UTF-8".into())))?;
+    let policy = Policy::parse(document, PolicyKind::Bucket(bucket)).map_err(S3Error::from)?;
     let record = request.state.store.bucket(&name).await?;
     super::access::admit_policy(&record.settings, &policy)?;
     change_bucket_settings(

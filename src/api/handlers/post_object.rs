@@ -87,12 +87,19 @@ pub async fn post_object(request: Request<'_>, bucket: &str) -> Result<Response,
         bucket: bucket.to_string(),
         key: key.clone(),
     };
-    let info = crate::iam::RequestInfo {
+    let info = crate::api::permissions::RequestInfo {
         headers: &put_headers,
         query: &request.query,
         source_ip: request.source_ip,
     };
-    crate::iam::authorize(request.state, &identity, &put, &info).await?;
+    crate::api::permissions::authorize(
+        &request.state.store,
+        &request.state.iam,
+        &identity,
+        &put,
+        &info,
+    )
+    .await?;
     let key_name = object_key(&key)?;
 
     let put = Request {

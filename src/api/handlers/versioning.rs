@@ -5,7 +5,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::{bucket_name, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
-use crate::api::{xml, xml_response, AppState};
+use crate::api::{xml, xml_response, S3State};
 use crate::object::{BucketName, Deleted, ObjectRecord, Versioning};
 
 /// S3's names of the versioning states, as `<Status>` shows them.
@@ -79,7 +79,7 @@ pub async fn get_bucket_versioning(
 
 /// The bucket's versioning state, for the version headers of an answer; `None` when it has
 /// none or cannot be read (the answer then leaves out what it cannot know).
-pub(super) async fn bucket_versioning(state: &AppState, name: &BucketName) -> Option<Versioning> {
+pub(super) async fn bucket_versioning(state: &S3State, name: &BucketName) -> Option<Versioning> {
     state.store.bucket(name).await.ok()?.settings.versioning
 }
 
@@ -112,7 +112,7 @@ pub(super) fn set_version_id(headers: &mut HeaderMap, version_id: Option<&str>) 
 
 /// Answers about one version (its tags, retention or legal hold) name it, as S3's do.
 pub(super) async fn with_version(
-    state: &AppState,
+    state: &S3State,
     name: &BucketName,
     record: &ObjectRecord,
     asked: Option<&str>,

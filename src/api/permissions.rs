@@ -1,52 +1,83 @@
-//! Which S3 action each request is, on which resource, with which condition keys.
+//! Which IAM actions each S3 request is, on which resources, with which condition keys:
+//! what the S3 protocol asks `crate::iam` to decide, and how its refusal is rendered.
+
+use std::net::IpAddr;
 
 use axum::http::HeaderMap;
 
-use super::policy::{Context, S3_ARN_PREFIX};
-use crate::api::acl::has_acl_headers;
-use crate::api::router::{copy_source, Endpoint, Query};
+use super::acl::has_acl_headers;
+use super::auth::Identity;
+use super::error::{S3Error, S3ErrorCode};
+use super::router::{copy_source, Endpoint, Query};
+use crate::iam::policy::Context;
+use crate::iam::{Check, Iam, On, Refusal};
+use crate::object::ObjectStore;
 
-/// One permission a request needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Check {
-    pub action: &'static str,
-    /// `None`: the deployment (ListBuckets).
-    pub bucket: Option<String>,
-    pub on: On,
+/// What authorisation looks at besides the endpoint.
+pub struct RequestInfo<'a> {
+    pub headers: &'a HeaderMap,
+    pub query: &'a Query,
+    /// The client's address, when the server knows it (`aws:SourceIp`).
+    pub source_ip: Option<IpAddr>,
 }
 
-/// What in the bucket a check is about.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum On {
-    Bucket,
-    Key(String),
+/// Whether `identity` may make the request, as `crate::iam` decides; S3's error otherwise.
+pub async fn authorize(
+    store: &ObjectStore,
+    iam: &Iam,
+    identity: &Identity,
+    endpoint: &Endpoint,
+    request: &RequestInfo<'_>,
+) -> Result<(), S3Error> {
+    let checks = checks(endpoint, request.headers);
+    // An operation that needs no permission here is one that authorises itself (each key of
+    // a DeleteObjects, a POST form's policy, a CORS preflight); anything else is a mistake
+    // to refuse, not a door to open.
+    if checks.is_empty() && !authorises_itself(endpoint) {
+        return Err(S3Error::from_code(S3ErrorCode::AccessDenied));
+    }
+    let context = context(identity, endpoint, request);
+    crate::iam::authorize(store, iam, identity, checks, context)
+        .await
+        .map_err(|refusal| match refusal {
+            Refusal::AccessDenied => S3Error::from_code(S3ErrorCode::AccessDenied),
+            Refusal::NoSuchBucket => S3Error::from_code(S3ErrorCode::NoSuchBucket),
+            Refusal::Unavailable(e) => e.into(),
+        })
 }
 
-impl Check {
-    fn bucket(action: &'static str, bucket: &str) -> Self {
-        Check {
-            action,
-            bucket: Some(bucket.to_string()),
-            on: On::Bucket,
+/// The condition keys of a request.
+fn context(identity: &Identity, endpoint: &Endpoint, request: &RequestInfo<'_>) -> Context {
+    let mut context = Context::default();
+    // Strata serves plain HTTP.
+    context.set("aws:SecureTransport", "false");
+    match request.source_ip {
+        Some(ip) => {
+            let ip = match ip {
+                IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+                v4 => v4,
+            };
+            context.set("aws:SourceIp", ip.to_string());
+        }
+        None => context.set_unknown("aws:SourceIp"),
+    }
+    match identity {
+        Identity::User(name) => {
+            context.set("aws:username", name);
+            context.set("aws:userid", name);
+            context.set("aws:PrincipalType", "User");
+        }
+        Identity::Anonymous => context.set("aws:PrincipalType", "Anonymous"),
+        Identity::Root => context.set("aws:PrincipalType", "Account"),
+    }
+    for (header, key) in [("user-agent", "aws:UserAgent"), ("referer", "aws:Referer")] {
+        if let Some(value) = request.headers.get(header).and_then(|v| v.to_str().ok()) {
+            context.set(key, value);
         }
     }
-
-    fn key(action: &'static str, bucket: &str, key: &str) -> Self {
-        Check {
-            action,
-            bucket: Some(bucket.to_string()),
-            on: On::Key(key.to_string()),
-        }
-    }
-
-    /// The resource ARN: `arn:aws:s3:::*`, `arn:aws:s3:::bucket` or `arn:aws:s3:::bucket/key`.
-    pub fn resource(&self) -> String {
-        match (&self.bucket, &self.on) {
-            (None, _) => format!("{S3_ARN_PREFIX}*"),
-            (Some(bucket), On::Bucket) => format!("{S3_ARN_PREFIX}{bucket}"),
-            (Some(bucket), On::Key(key)) => format!("{S3_ARN_PREFIX}{bucket}/{key}"),
-        }
-    }
+    request_keys(endpoint, request.query, &mut context);
+    header_keys(request.headers, &mut context);
+    context
 }
 
 /// The permissions a request needs, all of them. The endpoints that authenticate
@@ -326,7 +357,7 @@ fn by_version(
 /// The condition keys of the request itself: a listing's `s3:prefix` (empty when none is
 /// given, as on AWS), `s3:delimiter` and `s3:max-keys`; the `s3:versionid` a request on a
 /// version names.
-pub fn request_keys(endpoint: &Endpoint, query: &Query, context: &mut Context) {
+fn request_keys(endpoint: &Endpoint, query: &Query, context: &mut Context) {
     use Endpoint::*;
     match endpoint {
         ListObjectsV1 { .. } | ListObjectsV2 { .. } | ListObjectVersions { .. } => {
@@ -376,7 +407,7 @@ const HEADER_KEYS: [&str; 13] = [
 /// The condition keys a request's headers give: `s3:x-amz-acl` and the others S3
 /// documents, the Object Lock ones, and `s3:RequestObjectTag/<key>` for each tag of
 /// `x-amz-tagging`. A key whose header is absent is absent (what `Null` conditions test).
-pub fn header_keys(headers: &HeaderMap, context: &mut Context) {
+fn header_keys(headers: &HeaderMap, context: &mut Context) {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     for name in HEADER_KEYS {
         if let Some(value) = header(name) {
@@ -396,7 +427,7 @@ pub fn header_keys(headers: &HeaderMap, context: &mut Context) {
         }
     }
     // As the request stores them; tags the request cannot store give no keys (it fails).
-    for (key, value) in crate::api::headers::tags(headers).unwrap_or_default() {
+    for (key, value) in super::headers::tags(headers).unwrap_or_default() {
         context.set(&format!("s3:RequestObjectTag/{key}"), &value);
     }
 }
