@@ -158,7 +158,13 @@ fn the_s3_protocol_knows_nothing_of_the_front_door() {
 fn iam_decides_without_knowing_s3_requests() {
     assert_no_imports(
         "iam",
-        &["crate::api", "crate::server", "crate::admin", "axum", "hyper"],
+        &[
+            "crate::api",
+            "crate::server",
+            "crate::admin",
+            "axum",
+            "hyper",
+        ],
     );
 }
 
@@ -168,4 +174,44 @@ fn the_admin_api_is_not_routed_through_s3() {
     for side in ["admin/api", "admin/health"] {
         assert_no_imports(side, &["crate::api", "crate::server"]);
     }
+}
+
+/// The router validates a request's bucket, key, version id and part number once; the
+/// handlers take those typed values, never the raw strings to check again.
+#[test]
+fn handlers_take_the_names_the_router_validated() {
+    let handlers = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/api/handlers");
+    let mut handlers_seen = 0;
+    for (path, text) in sources(&handlers) {
+        let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for raw in [
+            "bucket_name(bucket)",
+            "object_key(key)",
+            "part_number(number)",
+        ] {
+            assert!(!text.contains(raw), "{path} validates {raw} again");
+        }
+        // Every handler: its parameters, from `async fn name(` to the `)` before `->`.
+        for (_, rest) in text
+            .match_indices("async fn ")
+            .map(|(i, _)| text.split_at(i))
+        {
+            let parameters = rest.split(") ->").next().unwrap_or_default();
+            if parameters.contains("request: Request") {
+                handlers_seen += 1;
+                for raw in [
+                    "bucket: &str",
+                    "key: &str",
+                    "number: &str",
+                    "version_id: Option<String>",
+                ] {
+                    assert!(
+                        !parameters.contains(raw),
+                        "{path}: a handler takes an unvalidated `{raw}`: {parameters}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(handlers_seen > 40, "found only {handlers_seen} handlers");
 }

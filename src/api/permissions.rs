@@ -11,7 +11,7 @@ use super::error::{S3Error, S3ErrorCode};
 use super::router::{copy_source, Endpoint, Query};
 use crate::iam::policy::Context;
 use crate::iam::{Check, Iam, On, Refusal};
-use crate::object::ObjectStore;
+use crate::object::{BucketName, ObjectKey, ObjectStore};
 
 /// What authorisation looks at besides the endpoint.
 pub struct RequestInfo<'a> {
@@ -222,7 +222,7 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
             }
             if let Some(source) = copy_source(headers) {
                 let read = by_version(&source.version, "s3:GetObject", "s3:GetObjectVersion");
-                checks.push(k(read, &source.bucket, &source.key));
+                checks.push(Check::key(read, &source.bucket, &source.key));
             }
             checks
         }
@@ -316,7 +316,7 @@ pub fn authorises_itself(endpoint: &Endpoint) -> bool {
 /// AWS: an ACL (`s3:PutObjectAcl`), a retention (`s3:PutObjectRetention`), a legal hold
 /// (`s3:PutObjectLegalHold`) and tags (`s3:PutObjectTagging`). Without these, a writer allowed
 /// only `s3:PutObject` could lock its versions for years.
-fn set_with_the_object(headers: &HeaderMap, bucket: &str, key: &str) -> Vec<Check> {
+fn set_with_the_object(headers: &HeaderMap, bucket: &BucketName, key: &ObjectKey) -> Vec<Check> {
     let has = |name: &str| headers.contains_key(name);
     let mut checks = Vec::new();
     if has_acl_headers(headers) {
@@ -342,8 +342,8 @@ pub fn creates_locked_bucket(headers: &HeaderMap) -> bool {
 }
 
 /// The action of a request on a key: `plain`, or `versioned` when it names a version.
-fn by_version(
-    version_id: &Option<String>,
+fn by_version<Id>(
+    version_id: &Option<Id>,
     plain: &'static str,
     versioned: &'static str,
 ) -> &'static str {
@@ -380,7 +380,7 @@ fn request_keys(endpoint: &Endpoint, query: &Query, context: &mut Context) {
         | PutObjectLegalHold { version_id, .. }
         | GetObjectLegalHold { version_id, .. } => {
             if let Some(id) = version_id {
-                context.set("s3:versionid", id);
+                context.set("s3:versionid", id.as_str());
             }
         }
         _ => {}
@@ -464,8 +464,8 @@ mod tests {
 
     #[test]
     fn requests_map_to_actions_and_resources() {
-        let bucket = || "data".to_string();
-        let key = || "a/b.txt".to_string();
+        let bucket = || BucketName::parse("data").unwrap();
+        let key = || ObjectKey::parse("a/b.txt").unwrap();
         let none = HeaderMap::new();
         let one = |endpoint: Endpoint| {
             let checks = checks(&endpoint, &none);
@@ -502,7 +502,7 @@ mod tests {
                     bucket: bucket(),
                     key: key(),
                     upload_id: "u".into(),
-                    part_number: "1".into(),
+                    part_number: crate::api::router::PartNumber::parse("1").unwrap(),
                 },
                 "s3:PutObject",
                 "arn:aws:s3:::data/a/b.txt",
@@ -550,7 +550,10 @@ mod tests {
         use Endpoint::*;
         let none = HeaderMap::new();
         let action = |endpoint: Endpoint| checks(&endpoint, &none)[0].action;
-        let (b, k) = (|| "data".to_string(), || "a/b.txt".to_string());
+        let (b, k) = (
+            || BucketName::parse("data").unwrap(),
+            || ObjectKey::parse("a/b.txt").unwrap(),
+        );
         for (version_id, get, delete, get_tags, put_tags, delete_tags) in [
             (
                 None,
@@ -561,7 +564,7 @@ mod tests {
                 "s3:DeleteObjectTagging",
             ),
             (
-                Some("null".to_string()),
+                Some(crate::object::VersionId::parse("null").unwrap()),
                 "s3:GetObjectVersion",
                 "s3:DeleteObjectVersion",
                 "s3:GetObjectVersionTagging",
@@ -629,10 +632,14 @@ mod tests {
         let endpoint = GetObject {
             bucket: b(),
             key: k(),
-            version_id: Some("v1".into()),
+            version_id: Some(crate::object::VersionId::parse("null").unwrap()),
         };
-        request_keys(&endpoint, &Query::parse(Some("versionId=v1")), &mut context);
-        assert_eq!(context.get("s3:versionid"), Some("v1"));
+        request_keys(
+            &endpoint,
+            &Query::parse(Some("versionId=null")),
+            &mut context,
+        );
+        assert_eq!(context.get("s3:versionid"), Some("null"));
     }
 
     #[test]
@@ -640,9 +647,9 @@ mod tests {
         use Endpoint::*;
         let none = HeaderMap::new();
         let (b, k, v) = (
-            || "data".to_string(),
-            || "a/b.txt".to_string(),
-            || Some("v1".to_string()),
+            || BucketName::parse("data").unwrap(),
+            || ObjectKey::parse("a/b.txt").unwrap(),
+            || Some(crate::object::VersionId::parse("null").unwrap()),
         );
         let one = |endpoint: Endpoint| {
             let checks = checks(&endpoint, &none);
@@ -707,8 +714,12 @@ mod tests {
             key: k(),
             version_id: v(),
         };
-        request_keys(&endpoint, &Query::parse(Some("versionId=v1")), &mut context);
-        assert_eq!(context.get("s3:versionid"), Some("v1"));
+        request_keys(
+            &endpoint,
+            &Query::parse(Some("versionId=null")),
+            &mut context,
+        );
+        assert_eq!(context.get("s3:versionid"), Some("null"));
     }
 
     #[test]
@@ -721,7 +732,10 @@ mod tests {
             "x-amz-bypass-governance-retention",
             "false".parse().unwrap(),
         );
-        let (b, k) = (|| "data".to_string(), || "a/b.txt".to_string());
+        let (b, k) = (
+            || BucketName::parse("data").unwrap(),
+            || ObjectKey::parse("a/b.txt").unwrap(),
+        );
         let actions = |endpoint: &Endpoint, headers: &HeaderMap| -> Vec<(&str, String)> {
             checks(endpoint, headers)
                 .iter()
@@ -745,7 +759,7 @@ mod tests {
         let delete_version = DeleteObject {
             bucket: b(),
             key: k(),
-            version_id: Some("v1".into()),
+            version_id: Some(crate::object::VersionId::parse("null").unwrap()),
         };
         assert_eq!(
             actions(&delete_version, &bypass),

@@ -4,236 +4,238 @@ use axum::http::{HeaderMap, Method, Uri};
 use percent_encoding::percent_decode_str;
 
 use super::error::{S3Error, S3ErrorCode};
+use crate::object::{BucketName, ObjectKey, VersionId, MAX_PART_NUMBER};
 
-/// The S3 operations Strata serves. Everything else is `NotImplemented`.
+/// The S3 operations Strata serves, with their bucket, key, version and part validated once
+/// here. Everything else is `NotImplemented`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Endpoint {
     ListBuckets,
     CreateBucket {
-        bucket: String,
+        bucket: BucketName,
     },
     HeadBucket {
-        bucket: String,
+        bucket: BucketName,
     },
     DeleteBucket {
-        bucket: String,
+        bucket: BucketName,
     },
     GetBucketLocation {
-        bucket: String,
+        bucket: BucketName,
     },
     ListObjectsV1 {
-        bucket: String,
+        bucket: BucketName,
     },
     ListObjectsV2 {
-        bucket: String,
+        bucket: BucketName,
     },
     PutObject {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
     },
     GetObject {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
         /// `?versionId=`: the version to act on (`null` names the null version).
-        version_id: Option<String>,
+        version_id: Option<VersionId>,
     },
     HeadObject {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
         /// `?versionId=`: the version to act on (`null` names the null version).
-        version_id: Option<String>,
+        version_id: Option<VersionId>,
     },
     DeleteObject {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
         /// `?versionId=`: the version to act on (`null` names the null version).
-        version_id: Option<String>,
+        version_id: Option<VersionId>,
     },
     CopyObject {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
     },
     GetObjectAttributes {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
         /// `?versionId=`: the version to act on (`null` names the null version).
-        version_id: Option<String>,
+        version_id: Option<VersionId>,
     },
     GetObjectTagging {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
         /// `?versionId=`: the version to act on (`null` names the null version).
-        version_id: Option<String>,
+        version_id: Option<VersionId>,
     },
     PutObjectTagging {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
         /// `?versionId=`: the version to act on (`null` names the null version).
-        version_id: Option<String>,
+        version_id: Option<VersionId>,
     },
     DeleteObjectTagging {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
         /// `?versionId=`: the version to act on (`null` names the null version).
-        version_id: Option<String>,
+        version_id: Option<VersionId>,
     },
     GetBucketTagging {
-        bucket: String,
+        bucket: BucketName,
     },
     PutBucketTagging {
-        bucket: String,
+        bucket: BucketName,
     },
     DeleteBucketTagging {
-        bucket: String,
+        bucket: BucketName,
     },
     GetBucketCors {
-        bucket: String,
+        bucket: BucketName,
     },
     GetBucketLifecycle {
-        bucket: String,
+        bucket: BucketName,
     },
     PutBucketLifecycle {
-        bucket: String,
+        bucket: BucketName,
     },
     DeleteBucketLifecycle {
-        bucket: String,
+        bucket: BucketName,
     },
     PutBucketCors {
-        bucket: String,
+        bucket: BucketName,
     },
     DeleteBucketCors {
-        bucket: String,
+        bucket: BucketName,
     },
     GetBucketPolicy {
-        bucket: String,
+        bucket: BucketName,
     },
     GetBucketVersioning {
-        bucket: String,
+        bucket: BucketName,
     },
     PutBucketVersioning {
-        bucket: String,
+        bucket: BucketName,
     },
     ListObjectVersions {
-        bucket: String,
+        bucket: BucketName,
     },
     PutObjectLockConfiguration {
-        bucket: String,
+        bucket: BucketName,
     },
     GetObjectLockConfiguration {
-        bucket: String,
+        bucket: BucketName,
     },
     PutObjectRetention {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
         /// `?versionId=`: the version to act on (`null` names the null version).
-        version_id: Option<String>,
+        version_id: Option<VersionId>,
     },
     GetObjectRetention {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
         /// `?versionId=`: the version to act on (`null` names the null version).
-        version_id: Option<String>,
+        version_id: Option<VersionId>,
     },
     PutObjectLegalHold {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
         /// `?versionId=`: the version to act on (`null` names the null version).
-        version_id: Option<String>,
+        version_id: Option<VersionId>,
     },
     GetObjectLegalHold {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
         /// `?versionId=`: the version to act on (`null` names the null version).
-        version_id: Option<String>,
+        version_id: Option<VersionId>,
     },
     PutBucketPolicy {
-        bucket: String,
+        bucket: BucketName,
     },
     DeleteBucketPolicy {
-        bucket: String,
+        bucket: BucketName,
     },
     GetBucketPolicyStatus {
-        bucket: String,
+        bucket: BucketName,
     },
     GetBucketAcl {
-        bucket: String,
+        bucket: BucketName,
     },
     PutBucketAcl {
-        bucket: String,
+        bucket: BucketName,
     },
     GetObjectAcl {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
         /// `?versionId=`: the version to act on (`null` names the null version).
-        version_id: Option<String>,
+        version_id: Option<VersionId>,
     },
     PutObjectAcl {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
         /// `?versionId=`: the version to act on (`null` names the null version).
-        version_id: Option<String>,
+        version_id: Option<VersionId>,
     },
     GetBucketOwnershipControls {
-        bucket: String,
+        bucket: BucketName,
     },
     PutBucketOwnershipControls {
-        bucket: String,
+        bucket: BucketName,
     },
     DeleteBucketOwnershipControls {
-        bucket: String,
+        bucket: BucketName,
     },
     GetPublicAccessBlock {
-        bucket: String,
+        bucket: BucketName,
     },
     PutPublicAccessBlock {
-        bucket: String,
+        bucket: BucketName,
     },
     DeletePublicAccessBlock {
-        bucket: String,
+        bucket: BucketName,
     },
     /// A browser's CORS preflight `OPTIONS` request, for a bucket or an object in it.
     CorsPreflight {
-        bucket: String,
+        bucket: BucketName,
     },
     CreateMultipartUpload {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
     },
     UploadPartCopy {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
         upload_id: String,
-        part_number: String,
+        part_number: PartNumber,
     },
     ListParts {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
         upload_id: String,
     },
     ListMultipartUploads {
-        bucket: String,
+        bucket: BucketName,
     },
     DeleteObjects {
-        bucket: String,
+        bucket: BucketName,
     },
     /// A browser form upload (`multipart/form-data`) signed by a POST policy.
     PostObject {
-        bucket: String,
+        bucket: BucketName,
     },
     UploadPart {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
         upload_id: String,
-        part_number: String,
+        part_number: PartNumber,
     },
     CompleteMultipartUpload {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
         upload_id: String,
     },
     AbortMultipartUpload {
-        bucket: String,
-        key: String,
+        bucket: BucketName,
+        key: ObjectKey,
         upload_id: String,
     },
 }
@@ -315,6 +317,26 @@ impl Endpoint {
 }
 
 pub use crate::query::Query;
+
+/// A part number of a multipart upload: 1 to 10,000.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartNumber(u32);
+
+impl PartNumber {
+    pub fn parse(text: &str) -> Result<Self, S3Error> {
+        match text.parse() {
+            Ok(number) if (1..=MAX_PART_NUMBER).contains(&number) => Ok(Self(number)),
+            _ => Err(S3Error::new(
+                S3ErrorCode::InvalidArgument,
+                "Part number must be an integer between 1 and 10000, inclusive",
+            )),
+        }
+    }
+
+    pub fn get(self) -> u32 {
+        self.0
+    }
+}
 
 /// Parameters of `query` that are neither signing parameters nor in `allowed`.
 fn unknown_params<'a>(query: &'a Query, allowed: &'a [&str]) -> impl Iterator<Item = &'a str> + 'a {
@@ -474,6 +496,7 @@ pub fn parse(
             _ => not_implemented(),
         };
     }
+    let bucket = BucketName::parse(&bucket)?;
     if *method == Method::OPTIONS {
         return Ok(Endpoint::CorsPreflight { bucket });
     }
@@ -585,7 +608,9 @@ pub fn parse(
             _ => not_implemented(),
         };
     }
-    let version_id = query.get("versionId").map(str::to_string);
+    let key = ObjectKey::parse(&key)?;
+    // Checked once the request is known to be one that names a version.
+    let version_id = || query.get("versionId").map(VersionId::parse).transpose();
     if query.has("attributes") {
         return match *method {
             Method::GET => only(
@@ -593,7 +618,7 @@ pub fn parse(
                 Endpoint::GetObjectAttributes {
                     bucket,
                     key,
-                    version_id,
+                    version_id: version_id()?,
                 },
             ),
             _ => not_implemented(),
@@ -607,7 +632,7 @@ pub fn parse(
                 Endpoint::PutObjectTagging {
                     bucket,
                     key,
-                    version_id,
+                    version_id: version_id()?,
                 },
             ),
             Method::GET => only(
@@ -615,7 +640,7 @@ pub fn parse(
                 Endpoint::GetObjectTagging {
                     bucket,
                     key,
-                    version_id,
+                    version_id: version_id()?,
                 },
             ),
             Method::DELETE => only(
@@ -623,7 +648,7 @@ pub fn parse(
                 Endpoint::DeleteObjectTagging {
                     bucket,
                     key,
-                    version_id,
+                    version_id: version_id()?,
                 },
             ),
             _ => not_implemented(),
@@ -637,7 +662,7 @@ pub fn parse(
                 Endpoint::PutObjectAcl {
                     bucket,
                     key,
-                    version_id,
+                    version_id: version_id()?,
                 },
             ),
             Method::GET => only(
@@ -645,7 +670,7 @@ pub fn parse(
                 Endpoint::GetObjectAcl {
                     bucket,
                     key,
-                    version_id,
+                    version_id: version_id()?,
                 },
             ),
             _ => not_implemented(),
@@ -659,7 +684,7 @@ pub fn parse(
                 Endpoint::PutObjectRetention {
                     bucket,
                     key,
-                    version_id,
+                    version_id: version_id()?,
                 },
             ),
             Method::GET => only(
@@ -667,7 +692,7 @@ pub fn parse(
                 Endpoint::GetObjectRetention {
                     bucket,
                     key,
-                    version_id,
+                    version_id: version_id()?,
                 },
             ),
             _ => not_implemented(),
@@ -681,7 +706,7 @@ pub fn parse(
                 Endpoint::PutObjectLegalHold {
                     bucket,
                     key,
-                    version_id,
+                    version_id: version_id()?,
                 },
             ),
             Method::GET => only(
@@ -689,14 +714,14 @@ pub fn parse(
                 Endpoint::GetObjectLegalHold {
                     bucket,
                     key,
-                    version_id,
+                    version_id: version_id()?,
                 },
             ),
             _ => not_implemented(),
         };
     }
     let upload_id = query.get("uploadId").map(str::to_string);
-    let part_number = query.get("partNumber").unwrap_or("").to_string();
+    let part_number = || PartNumber::parse(query.get("partNumber").unwrap_or(""));
     match (method.clone(), upload_id) {
         (Method::PUT, Some(upload_id)) if copy => only(
             &["uploadId", "partNumber"],
@@ -704,7 +729,7 @@ pub fn parse(
                 bucket,
                 key,
                 upload_id,
-                part_number,
+                part_number: part_number()?,
             },
         ),
         (Method::PUT, Some(upload_id)) => only(
@@ -713,7 +738,7 @@ pub fn parse(
                 bucket,
                 key,
                 upload_id,
-                part_number,
+                part_number: part_number()?,
             },
         ),
         (Method::PUT, None) if copy => only(&[], Endpoint::CopyObject { bucket, key }),
@@ -731,7 +756,7 @@ pub fn parse(
             Endpoint::GetObject {
                 bucket,
                 key,
-                version_id,
+                version_id: version_id()?,
             },
         ),
         (Method::HEAD, None) => only(
@@ -739,7 +764,7 @@ pub fn parse(
             Endpoint::HeadObject {
                 bucket,
                 key,
-                version_id,
+                version_id: version_id()?,
             },
         ),
         (Method::DELETE, None) => only(
@@ -747,7 +772,7 @@ pub fn parse(
             Endpoint::DeleteObject {
                 bucket,
                 key,
-                version_id,
+                version_id: version_id()?,
             },
         ),
         (Method::DELETE, Some(upload_id)) => only(
@@ -833,13 +858,13 @@ mod tests {
         );
     }
 
-    fn b() -> String {
+    fn b() -> BucketName {
         "bucket".into()
     }
 
     #[test]
     fn requests_map_to_endpoints() {
-        let k = || "photos/2006/puppy.jpg".to_string();
+        let k = || ObjectKey::from("photos/2006/puppy.jpg");
         let table = [
             (Method::GET, "/", Endpoint::ListBuckets),
             (
@@ -984,7 +1009,7 @@ mod tests {
                     bucket: b(),
                     key: k(),
                     upload_id: "u1".into(),
-                    part_number: "2".into(),
+                    part_number: PartNumber(2),
                 },
             ),
             (
@@ -1017,8 +1042,8 @@ mod tests {
 
     #[test]
     fn versioning_requests_map_to_endpoints() {
-        let v = |id: &str| Some(id.to_string());
-        let k = || "my-image.jpg".to_string();
+        let v = |id: &str| Some(VersionId::from(id));
+        let k = || ObjectKey::from("my-image.jpg");
         let table = [
             (
                 Method::GET,
@@ -1042,11 +1067,11 @@ mod tests {
             ),
             (
                 Method::GET,
-                "/bucket/my-image.jpg?versionId=L4kqtJlcpXroDTDmpUMLUo",
+                "/bucket/my-image.jpg?versionId=0f3c2a1b9d8e7f6a5b4c3d2e1f0a9b8c",
                 Endpoint::GetObject {
                     bucket: b(),
                     key: k(),
-                    version_id: v("L4kqtJlcpXroDTDmpUMLUo"),
+                    version_id: v("0f3c2a1b9d8e7f6a5b4c3d2e1f0a9b8c"),
                 },
             ),
             (
@@ -1060,29 +1085,29 @@ mod tests {
             ),
             (
                 Method::DELETE,
-                "/bucket/my-image.jpg?versionId=UIORUnfnd89493jJFJ",
+                "/bucket/my-image.jpg?versionId=3f5c2a1b9d8e7f6a5b4c3d2e1f0a9b8c",
                 Endpoint::DeleteObject {
                     bucket: b(),
                     key: k(),
-                    version_id: v("UIORUnfnd89493jJFJ"),
+                    version_id: v("3f5c2a1b9d8e7f6a5b4c3d2e1f0a9b8c"),
                 },
             ),
             (
                 Method::PUT,
-                "/bucket/my-image.jpg?tagging&versionId=v2",
+                "/bucket/my-image.jpg?tagging&versionId=2f5c2a1b9d8e7f6a5b4c3d2e1f0a9b8c",
                 Endpoint::PutObjectTagging {
                     bucket: b(),
                     key: k(),
-                    version_id: v("v2"),
+                    version_id: v("2f5c2a1b9d8e7f6a5b4c3d2e1f0a9b8c"),
                 },
             ),
             (
                 Method::GET,
-                "/bucket/my-image.jpg?tagging&versionId=v2",
+                "/bucket/my-image.jpg?tagging&versionId=2f5c2a1b9d8e7f6a5b4c3d2e1f0a9b8c",
                 Endpoint::GetObjectTagging {
                     bucket: b(),
                     key: k(),
-                    version_id: v("v2"),
+                    version_id: v("2f5c2a1b9d8e7f6a5b4c3d2e1f0a9b8c"),
                 },
             ),
             (
@@ -1107,8 +1132,8 @@ mod tests {
 
     #[test]
     fn object_lock_requests_map_to_endpoints() {
-        let v = |id: &str| Some(id.to_string());
-        let k = || "my-image.jpg".to_string();
+        let v = |id: &str| Some(VersionId::from(id));
+        let k = || ObjectKey::from("my-image.jpg");
         let table = [
             (
                 Method::PUT,
@@ -1131,11 +1156,11 @@ mod tests {
             ),
             (
                 Method::GET,
-                "/bucket/my-image.jpg?retention&versionId=v2",
+                "/bucket/my-image.jpg?retention&versionId=2f5c2a1b9d8e7f6a5b4c3d2e1f0a9b8c",
                 Endpoint::GetObjectRetention {
                     bucket: b(),
                     key: k(),
-                    version_id: v("v2"),
+                    version_id: v("2f5c2a1b9d8e7f6a5b4c3d2e1f0a9b8c"),
                 },
             ),
             (
@@ -1234,6 +1259,35 @@ mod tests {
                 key: "a/".into()
             }
         );
+    }
+
+    #[test]
+    fn names_are_validated_once_by_the_router() {
+        let code =
+            |method: Method, uri: &str| route_with(method, uri, HeaderMap::new()).unwrap_err().code;
+        assert_eq!(
+            code(Method::GET, "/Bad_Bucket/k"),
+            S3ErrorCode::InvalidBucketName
+        );
+        assert_eq!(code(Method::PUT, "/ab"), S3ErrorCode::InvalidBucketName);
+        let long = format!("/bucket/{}", "k".repeat(1025));
+        assert_eq!(code(Method::PUT, &long), S3ErrorCode::KeyTooLongError);
+        assert_eq!(
+            code(Method::GET, "/bucket/k?versionId=v1"),
+            S3ErrorCode::InvalidArgument
+        );
+        assert_eq!(
+            code(Method::DELETE, "/bucket/k?versionId=%00"),
+            S3ErrorCode::InvalidArgument
+        );
+        for part in ["0", "10001", "x", ""] {
+            let uri = format!("/bucket/k?uploadId=u&partNumber={part}");
+            assert_eq!(
+                code(Method::PUT, &uri),
+                S3ErrorCode::InvalidArgument,
+                "{part}"
+            );
+        }
     }
 
     #[test]

@@ -77,19 +77,19 @@ pub enum On {
 }
 
 impl Check {
-    pub fn bucket(action: &'static str, bucket: &str) -> Self {
+    pub fn bucket(action: &'static str, bucket: impl AsRef<str>) -> Self {
         Check {
             action,
-            bucket: Some(bucket.to_string()),
+            bucket: Some(bucket.as_ref().to_string()),
             on: On::Bucket,
         }
     }
 
-    pub fn key(action: &'static str, bucket: &str, key: &str) -> Self {
+    pub fn key(action: &'static str, bucket: impl AsRef<str>, key: impl AsRef<str>) -> Self {
         Check {
             action,
-            bucket: Some(bucket.to_string()),
-            on: On::Key(key.to_string()),
+            bucket: Some(bucket.as_ref().to_string()),
+            on: On::Key(key.as_ref().to_string()),
         }
     }
 

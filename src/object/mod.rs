@@ -52,8 +52,8 @@ pub use list_versions::{VersionEntry, VersionsPage, VersionsQuery};
 pub use lock::{
     DefaultRetention, ObjectLock, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
 };
-pub use multipart::{CompleteOptions, CompletedPart, PartsPage, UploadOptions};
-pub use names::{BucketName, ObjectKey, MAX_KEY_LEN};
+pub use multipart::{CompleteOptions, CompletedPart, PartsPage, UploadOptions, MAX_PART_NUMBER};
+pub use names::{BucketName, ObjectKey, VersionId, MAX_KEY_LEN};
 pub use objects::{GetOptions, GetResult, PutOptions, ReadIf, WriteCondition};
 pub use record::{
     BucketRecord, BucketSettings, CorsRule, ObjectRecord, PartRecord, StoredChecksum, TierLocation,

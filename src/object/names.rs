@@ -45,6 +45,12 @@ impl BucketName {
     }
 }
 
+impl AsRef<str> for BucketName {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
 impl std::fmt::Display for BucketName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
@@ -83,9 +89,75 @@ impl ObjectKey {
     }
 }
 
+impl AsRef<str> for ObjectKey {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
 impl std::fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+/// A version id as a request names it: `null` (the null version) or one Strata gave.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct VersionId(String);
+
+impl VersionId {
+    pub fn parse(id: &str) -> Result<Self, ObjectError> {
+        if super::record::is_valid_version_id(id) {
+            Ok(Self(id.to_string()))
+        } else {
+            Err(ObjectError::InvalidArgument(
+                "Invalid version id specified".into(),
+            ))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl AsRef<str> for VersionId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for VersionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Unit tests of the layers above write names as literals, unchecked.
+#[cfg(test)]
+mod literals {
+    use super::*;
+
+    impl From<&str> for BucketName {
+        fn from(name: &str) -> Self {
+            Self(name.to_string())
+        }
+    }
+
+    impl From<&str> for ObjectKey {
+        fn from(key: &str) -> Self {
+            Self(key.to_string())
+        }
+    }
+
+    impl From<&str> for VersionId {
+        fn from(id: &str) -> Self {
+            Self(id.to_string())
+        }
     }
 }
 

@@ -7,13 +7,15 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
 use super::versioning::with_version;
-use super::{bucket_name, change_bucket_settings, object_key, Request};
+use super::{change_bucket_settings, Request};
 use crate::api::acl::{self, Accounts};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::{xml, xml_response};
 use crate::iam::{Policy, PolicyKind};
 use crate::object::acl::{Acl, ObjectOwnership, PublicAccessBlock};
+use crate::object::BucketName;
 use crate::object::ObjectError;
+use crate::object::ObjectKey;
 
 /// The ACL a PutBucketAcl or PutObjectAcl sets: from its headers or its body, not both.
 async fn requested_acl(
@@ -37,9 +39,11 @@ async fn requested_acl(
     }
 }
 
-pub async fn get_bucket_acl(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let record = request.state.store.bucket(&name).await?;
+pub async fn get_bucket_acl(
+    request: Request<'_>,
+    bucket: &BucketName,
+) -> Result<Response, S3Error> {
+    let record = request.state.store.bucket(bucket).await?;
     let owner = request.state.owner_id();
     let acl = (record.settings.acl).unwrap_or_else(|| Acl::private(&owner));
     Ok(xml_response(acl::to_xml(
@@ -48,9 +52,11 @@ pub async fn get_bucket_acl(request: Request<'_>, bucket: &str) -> Result<Respon
     )))
 }
 
-pub async fn put_bucket_acl(mut request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let record = request.state.store.bucket(&name).await?;
+pub async fn put_bucket_acl(
+    mut request: Request<'_>,
+    bucket: &BucketName,
+) -> Result<Response, S3Error> {
+    let record = request.state.store.bucket(bucket).await?;
     let owner = request.state.owner_id();
     let acl = requested_acl(&mut request, (&owner, &owner)).await?;
     acl::admit(
@@ -59,7 +65,7 @@ pub async fn put_bucket_acl(mut request: Request<'_>, bucket: &str) -> Result<Re
         S3ErrorCode::AccessControlListNotSupported,
     )?;
     let stored = (!acl.is_private()).then_some(acl);
-    change_bucket_settings(&request.state.store, &name, StatusCode::OK, |settings| {
+    change_bucket_settings(&request.state.store, bucket, StatusCode::OK, |settings| {
         settings.acl = stored.clone()
     })
     .await
@@ -67,31 +73,29 @@ pub async fn put_bucket_acl(mut request: Request<'_>, bucket: &str) -> Result<Re
 
 pub async fn get_object_acl(
     request: Request<'_>,
-    bucket: &str,
-    key: &str,
+    bucket: &BucketName,
+    key: &ObjectKey,
     version_id: Option<&str>,
 ) -> Result<Response, S3Error> {
-    let (name, key) = (bucket_name(bucket)?, object_key(key)?);
     let record = request
         .state
         .store
-        .head_object(&name, &key, version_id)
+        .head_object(bucket, key, version_id)
         .await?;
     let acl = acl::of_object(request.state, record.acl.as_ref());
     let response = xml_response(acl::to_xml(&acl, &Accounts::of(request.state)));
-    Ok(with_version(request.state, &name, &record, version_id, response).await)
+    Ok(with_version(request.state, bucket, &record, version_id, response).await)
 }
 
 pub async fn put_object_acl(
     mut request: Request<'_>,
-    bucket: &str,
-    key: &str,
+    bucket: &BucketName,
+    key: &ObjectKey,
     version_id: Option<&str>,
 ) -> Result<Response, S3Error> {
-    let (name, key) = (bucket_name(bucket)?, object_key(key)?);
     let store = request.state.store.clone();
-    let bucket_record = store.bucket(&name).await?;
-    let current = store.head_object(&name, &key, version_id).await?;
+    let bucket_record = store.bucket(bucket).await?;
+    let current = store.head_object(bucket, key, version_id).await?;
     let bucket_owner = request.state.owner_id();
     let owner = acl::of_object(request.state, current.acl.as_ref()).owner;
     let acl = requested_acl(&mut request, (&owner, &bucket_owner)).await?;
@@ -102,7 +106,7 @@ pub async fn put_object_acl(
     )?;
     let stored = (!(acl.owner == bucket_owner && acl.is_private())).then_some(acl);
     let record = store
-        .update_object_metadata(&name, &key, version_id, |held| {
+        .update_object_metadata(bucket, key, version_id, |held| {
             // The version judged is the version changed.
             if held.data_id != current.data_id {
                 return Err(ObjectError::Conflict);
@@ -113,7 +117,7 @@ pub async fn put_object_acl(
         })
         .await?;
     let response = StatusCode::OK.into_response();
-    Ok(with_version(request.state, &name, &record, version_id, response).await)
+    Ok(with_version(request.state, bucket, &record, version_id, response).await)
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -133,9 +137,8 @@ struct OwnershipRule {
 
 pub async fn put_ownership_controls(
     mut request: Request<'_>,
-    bucket: &str,
+    name: &BucketName,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
     let body = request.small_body().await?;
     let controls: OwnershipControls = xml::parse(&body)?;
     let [rule] = controls.rules.as_slice() else {
@@ -144,14 +147,14 @@ pub async fn put_ownership_controls(
     let ownership = ObjectOwnership::parse(rule.object_ownership.trim())
         .ok_or_else(|| S3Error::from_code(S3ErrorCode::MalformedXML))?;
     // Disabling ACLs needs a bucket whose ACL gives nothing to anyone but its owner.
-    let record = request.state.store.bucket(&name).await?;
+    let record = request.state.store.bucket(name).await?;
     let owner_only = record.settings.acl.as_ref().is_none_or(Acl::is_private);
     if !ownership.acls_enabled() && !owner_only {
         return Err(S3Error::from_code(
             S3ErrorCode::InvalidBucketAclWithObjectOwnership,
         ));
     }
-    change_bucket_settings(&request.state.store, &name, StatusCode::OK, |settings| {
+    change_bucket_settings(&request.state.store, name, StatusCode::OK, |settings| {
         settings.ownership = Some(ownership)
     })
     .await?;
@@ -160,10 +163,9 @@ pub async fn put_ownership_controls(
 
 pub async fn get_ownership_controls(
     request: Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let record = request.state.store.bucket(&name).await?;
+    let record = request.state.store.bucket(bucket).await?;
     let Some(ownership) = record.settings.ownership else {
         return Err(S3Error::from_code(
             S3ErrorCode::OwnershipControlsNotFoundError,
@@ -180,12 +182,11 @@ pub async fn get_ownership_controls(
 
 pub async fn delete_ownership_controls(
     request: Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
     change_bucket_settings(
         &request.state.store,
-        &name,
+        bucket,
         StatusCode::NO_CONTENT,
         |settings| settings.ownership = None,
     )
@@ -209,9 +210,8 @@ struct PublicAccessBlockConfiguration {
 
 pub async fn put_public_access_block(
     mut request: Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
     let body = request.small_body().await?;
     let config: PublicAccessBlockConfiguration = xml::parse(&body)?;
     let block = PublicAccessBlock {
@@ -220,7 +220,7 @@ pub async fn put_public_access_block(
         block_public_policy: config.block_public_policy.unwrap_or(false),
         restrict_public_buckets: config.restrict_public_buckets.unwrap_or(false),
     };
-    change_bucket_settings(&request.state.store, &name, StatusCode::OK, |settings| {
+    change_bucket_settings(&request.state.store, bucket, StatusCode::OK, |settings| {
         settings.public_access_block = Some(block)
     })
     .await
@@ -228,10 +228,9 @@ pub async fn put_public_access_block(
 
 pub async fn get_public_access_block(
     request: Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let record = request.state.store.bucket(&name).await?;
+    let record = request.state.store.bucket(bucket).await?;
     let Some(block) = record.settings.public_access_block else {
         return Err(S3Error::from_code(
             S3ErrorCode::NoSuchPublicAccessBlockConfiguration,
@@ -252,12 +251,11 @@ pub async fn get_public_access_block(
 
 pub async fn delete_public_access_block(
     request: Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
     change_bucket_settings(
         &request.state.store,
-        &name,
+        bucket,
         StatusCode::NO_CONTENT,
         |settings| settings.public_access_block = None,
     )
@@ -272,13 +270,15 @@ struct PolicyStatus {
     is_public: bool,
 }
 
-pub async fn get_policy_status(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let record = request.state.store.bucket(&name).await?;
+pub async fn get_policy_status(
+    request: Request<'_>,
+    name: &BucketName,
+) -> Result<Response, S3Error> {
+    let record = request.state.store.bucket(name).await?;
     let Some(document) = &record.settings.policy else {
         return Err(S3Error::from_code(S3ErrorCode::NoSuchBucketPolicy));
     };
-    let policy = Policy::parse(document, PolicyKind::Bucket(bucket))
+    let policy = Policy::parse(document, PolicyKind::Bucket(name.as_str()))
         .map_err(|_| S3Error::from_code(S3ErrorCode::InternalError))?;
     let status = PolicyStatus {
         xmlns: xml::XMLNS,

@@ -6,10 +6,12 @@ use axum::response::Response;
 
 use super::multipart::checksums;
 use super::versioning::with_version;
-use super::{bucket_name, object_key, Request};
+use super::Request;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{header, storage_class_name};
 use crate::api::{xml, xml_response};
+use crate::object::BucketName;
+use crate::object::ObjectKey;
 
 /// The attributes a request may ask for.
 const ATTRIBUTES: [&str; 5] = [
@@ -24,17 +26,15 @@ const MAX_PARTS: usize = 1000;
 
 pub async fn get_object_attributes(
     request: Request<'_>,
-    bucket: &str,
-    key: &str,
+    bucket: &BucketName,
+    key: &ObjectKey,
     version_id: Option<&str>,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let object = object_key(key)?;
     let asked = asked_attributes(&request)?;
     let max_parts = number_header(&request, "x-amz-max-parts")?.unwrap_or(MAX_PARTS);
     let marker = number_header(&request, "x-amz-part-number-marker")?.unwrap_or(0);
     let record = (request.state.store)
-        .head_object(&name, &object, version_id)
+        .head_object(bucket, key, version_id)
         .await?;
     let wants = |attribute: &str| asked.iter().any(|a| a == attribute);
 
@@ -80,7 +80,7 @@ pub async fn get_object_attributes(
     if let Ok(value) = HeaderValue::from_str(&modified) {
         response.headers_mut().insert("last-modified", value);
     }
-    Ok(with_version(request.state, &name, &record, version_id, response).await)
+    Ok(with_version(request.state, bucket, &record, version_id, response).await)
 }
 
 /// The attributes `x-amz-object-attributes` names (comma-separated; the header may repeat).

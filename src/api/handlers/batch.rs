@@ -2,10 +2,11 @@
 
 use axum::response::Response;
 
-use super::{bucket_name, Request};
+use super::Request;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::{xml, xml_response};
-use crate::object::{Deleted, ObjectKey};
+use crate::object::BucketName;
+use crate::object::{Deleted, ObjectKey, VersionId};
 
 /// Most keys one DeleteObjects request may name.
 const MAX_KEYS: usize = 1000;
@@ -21,9 +22,9 @@ async fn authorize_key(
     version_id: Option<&str>,
 ) -> Result<(), S3Error> {
     let endpoint = crate::api::router::Endpoint::DeleteObject {
-        bucket: bucket.to_string(),
-        key: key.to_string(),
-        version_id: version_id.map(str::to_string),
+        bucket: bucket.clone(),
+        key: key.clone(),
+        version_id: version_id.map(VersionId::parse).transpose()?,
     };
     crate::api::permissions::authorize(&state.store, &state.iam, identity, &endpoint, info).await
 }
@@ -43,8 +44,10 @@ fn deleted_entry(key: String, asked: Option<String>, deleted: Deleted) -> xml::D
     }
 }
 
-pub async fn delete_objects(mut request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
+pub async fn delete_objects(
+    mut request: Request<'_>,
+    bucket: &BucketName,
+) -> Result<Response, S3Error> {
     // S3 requires a digest of the key list, so a corrupted list never deletes the wrong
     // objects; `small_body` checks it.
     if !request.has_body_digest() {
@@ -59,7 +62,7 @@ pub async fn delete_objects(mut request: Request<'_>, bucket: &str) -> Result<Re
         return Err(S3Error::from_code(S3ErrorCode::MalformedXML));
     }
     let store = &request.state.store;
-    store.bucket(&name).await?;
+    store.bucket(bucket).await?;
     let info = crate::api::permissions::RequestInfo {
         headers: request.headers,
         query: &request.query,
@@ -78,10 +81,10 @@ pub async fn delete_objects(mut request: Request<'_>, bucket: &str) -> Result<Re
         let outcome = match ObjectKey::parse(&object.key) {
             Ok(key) => {
                 let identity = &request.identity;
-                match authorize_key(request.state, identity, &info, &name, &key, version).await {
+                match authorize_key(request.state, identity, &info, bucket, &key, version).await {
                     // A locked version is this key's AccessDenied; the others still go.
                     Ok(()) => store
-                        .delete_object_with(&name, &key, version, bypass)
+                        .delete_object_with(bucket, &key, version, bypass)
                         .await
                         .map_err(S3Error::from),
                     Err(e) => Err(e),

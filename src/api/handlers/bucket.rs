@@ -3,13 +3,14 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use super::{bucket_name, Request};
+use super::Request;
 use crate::api::acl;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{self, iso8601};
 use crate::api::permissions::creates_locked_bucket;
 use crate::api::{xml, xml_response};
 use crate::object::acl::{Acl, ObjectOwnership};
+use crate::object::BucketName;
 use crate::object::{BucketSettings, ObjectError};
 
 /// Most buckets one ListBuckets page holds, and what `max-buckets` may ask for.
@@ -84,8 +85,10 @@ pub fn owner(request: &Request<'_>) -> xml::Owner {
     }
 }
 
-pub async fn create_bucket(mut request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
+pub async fn create_bucket(
+    mut request: Request<'_>,
+    bucket: &BucketName,
+) -> Result<Response, S3Error> {
     let mut settings = BucketSettings::default();
     if creates_locked_bucket(request.headers) {
         settings = settings.with_object_lock();
@@ -105,7 +108,7 @@ pub async fn create_bucket(mut request: Request<'_>, bucket: &str) -> Result<Res
     let created = request
         .state
         .store
-        .create_bucket_with(&name, settings)
+        .create_bucket_with(bucket, settings)
         .await;
     match created.map(drop) {
         // S3 in us-east-1 answers the re-creation of one's own bucket with 200, for legacy
@@ -144,22 +147,22 @@ fn initial_access(
     Ok((Some(ownership), acl))
 }
 
-pub async fn head_bucket(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    request.state.store.bucket(&name).await?;
+pub async fn head_bucket(request: Request<'_>, name: &BucketName) -> Result<Response, S3Error> {
+    request.state.store.bucket(name).await?;
     let region = request.state.keyring.region().to_string();
     Ok(([("x-amz-bucket-region", region)], StatusCode::OK).into_response())
 }
 
-pub async fn delete_bucket(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    request.state.store.delete_bucket(&name).await?;
+pub async fn delete_bucket(request: Request<'_>, bucket: &BucketName) -> Result<Response, S3Error> {
+    request.state.store.delete_bucket(bucket).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-pub async fn get_bucket_location(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    request.state.store.bucket(&name).await?;
+pub async fn get_bucket_location(
+    request: Request<'_>,
+    bucket: &BucketName,
+) -> Result<Response, S3Error> {
+    request.state.store.bucket(bucket).await?;
     // AWS answers an empty constraint for us-east-1.
     let region = match request.state.keyring.region() {
         "us-east-1" => String::new(),

@@ -8,7 +8,7 @@ use axum::response::Response;
 use super::multipart::checksums;
 use super::object::{new_object_acl, put_options, refuse_unsupported};
 use super::versioning::set_written_version;
-use super::{bucket_name, object_key, Request};
+use super::{bucket_name, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{self, iso8601, ConditionFailure};
 use crate::api::{xml, xml_response};
@@ -130,18 +130,16 @@ fn copied_metadata(
 
 pub async fn copy_object(
     request: Request<'_>,
-    bucket: &str,
-    key: &str,
+    bucket: &BucketName,
+    object: &ObjectKey,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let object = object_key(key)?;
     refuse_unsupported(&request)?;
     let source = copy_source(&request)?;
     let replace_metadata = replaces(&request, "x-amz-metadata-directive")?;
     let replace_tags = replaces(&request, "x-amz-tagging-directive")?;
     let mut requested = put_options(&request)?;
     // The copy's ACL is the request's, never the source's (as on S3).
-    requested.acl = new_object_acl(&request, &name).await?;
+    requested.acl = new_object_acl(&request, bucket).await?;
     super::lock::check_retention(request.state, requested.lock.retention.as_ref())?;
     // A copy has no body of its own: digests of one make no sense, and the checksum is
     // computed afresh over the copied bytes.
@@ -152,7 +150,7 @@ pub async fn copy_object(
     let request_headers = request.headers;
 
     // Copying a version onto its key (restoring it) is a copy like any other.
-    let onto_itself = source.is_current(&name, &object);
+    let onto_itself = source.is_current(bucket, object);
     if onto_itself {
         let changes_something =
             replace_metadata || request.headers.contains_key("x-amz-storage-class");
@@ -165,7 +163,7 @@ pub async fn copy_object(
     }
     // A copy onto itself rewrites the metadata in place, unless the bucket keeps versions:
     // then the copy is a new version and the old one stays.
-    let in_place = onto_itself && store.bucket(&name).await?.settings.versioning.is_none();
+    let in_place = onto_itself && store.bucket(bucket).await?.settings.versioning.is_none();
     let mut copied = None;
     let record = if in_place {
         // Only a bucket without versioning rewrites in place, and it has no Object Lock.
@@ -179,7 +177,7 @@ pub async fn copy_object(
             ));
         }
         store
-            .update_object_metadata(&name, &object, None, |current| {
+            .update_object_metadata(bucket, object, None, |current| {
                 check_source(request_headers, current)?;
                 check_size(current)?;
                 let options = copied_metadata(current, replace_metadata, replace_tags, requested);
@@ -213,7 +211,7 @@ pub async fn copy_object(
                 .as_ref()
                 .map(|c| ExpectedChecksum::Compute(c.algorithm));
         }
-        let written = store.put_object(&name, &object, read.body, options).await?;
+        let written = store.put_object(bucket, object, read.body, options).await?;
         copied = Some(read.record);
         written
     };

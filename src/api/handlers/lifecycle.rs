@@ -4,10 +4,11 @@
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::{bucket_name, change_bucket_settings, Request};
+use super::{change_bucket_settings, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::xml_response;
 use crate::lifecycle::{LifecycleConfig, RuleError};
+use crate::object::BucketName;
 
 impl From<RuleError> for S3Error {
     fn from(err: RuleError) -> Self {
@@ -22,9 +23,8 @@ impl From<RuleError> for S3Error {
 
 pub async fn put_bucket_lifecycle(
     mut request: Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
     // S3 requires a digest of the rules, so a corrupted body never deletes the wrong objects.
     request.require_body_digest()?;
     let body = request.small_body().await?;
@@ -32,15 +32,17 @@ pub async fn put_bucket_lifecycle(
         std::str::from_utf8(&body).map_err(|_| S3Error::from_code(S3ErrorCode::MalformedXML))?;
     let config = LifecycleConfig::from_xml(text)?;
     let stored = config.to_xml();
-    change_bucket_settings(&request.state.store, &name, StatusCode::OK, |settings| {
+    change_bucket_settings(&request.state.store, bucket, StatusCode::OK, |settings| {
         settings.lifecycle = Some(stored.clone())
     })
     .await
 }
 
-pub async fn get_bucket_lifecycle(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let record = request.state.store.bucket(&name).await?;
+pub async fn get_bucket_lifecycle(
+    request: Request<'_>,
+    bucket: &BucketName,
+) -> Result<Response, S3Error> {
+    let record = request.state.store.bucket(bucket).await?;
     match record.settings.lifecycle {
         Some(xml) => Ok(xml_response(xml)),
         None => Err(S3Error::from_code(
@@ -51,12 +53,11 @@ pub async fn get_bucket_lifecycle(request: Request<'_>, bucket: &str) -> Result<
 
 pub async fn delete_bucket_lifecycle(
     request: Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
     change_bucket_settings(
         &request.state.store,
-        &name,
+        bucket,
         StatusCode::NO_CONTENT,
         |settings| settings.lifecycle = None,
     )

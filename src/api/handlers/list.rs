@@ -5,10 +5,11 @@ use base64::Engine;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use super::bucket::owner;
-use super::{bucket_name, Request};
+use super::Request;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{iso8601, storage_class_name};
 use crate::api::{xml, xml_response};
+use crate::object::BucketName;
 use crate::object::{ListEntry, ListPage, ListQuery};
 
 const MAX_KEYS: usize = 1000;
@@ -93,8 +94,7 @@ fn contents(
     (objects, prefixes)
 }
 
-pub async fn list_objects_v2(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
+pub async fn list_objects_v2(request: Request<'_>, name: &BucketName) -> Result<Response, S3Error> {
     let encoder = Encoder::from(&request)?;
     let token = request.query.get("continuation-token").map(str::to_string);
     let start_after = request.query.get("start-after").map(str::to_string);
@@ -108,7 +108,7 @@ pub async fn list_objects_v2(request: Request<'_>, bucket: &str) -> Result<Respo
         after,
         max_keys: max_keys(&request)?,
     };
-    let page = request.state.store.list_objects(&name, &query).await?;
+    let page = request.state.store.list_objects(name, &query).await?;
     let fetch_owner = request.query.get("fetch-owner") == Some("true");
     let (objects, prefixes) = contents(&request, &page, &encoder, fetch_owner);
     let next = page
@@ -117,7 +117,7 @@ pub async fn list_objects_v2(request: Request<'_>, bucket: &str) -> Result<Respo
         .flatten();
     let doc = xml::ListBucketResultV2 {
         xmlns: (),
-        name: bucket.to_string(),
+        name: name.to_string(),
         prefix: encoder.apply(&query.prefix),
         delimiter: query.delimiter.as_deref().map(|d| encoder.apply(d)),
         max_keys: query.max_keys,
@@ -133,8 +133,7 @@ pub async fn list_objects_v2(request: Request<'_>, bucket: &str) -> Result<Respo
     Ok(xml_response(xml::render("ListBucketResult", &doc)))
 }
 
-pub async fn list_objects_v1(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
+pub async fn list_objects_v1(request: Request<'_>, name: &BucketName) -> Result<Response, S3Error> {
     let encoder = Encoder::from(&request)?;
     let marker = request.query.get("marker").unwrap_or("").to_string();
     let query = ListQuery {
@@ -143,7 +142,7 @@ pub async fn list_objects_v1(request: Request<'_>, bucket: &str) -> Result<Respo
         after: (!marker.is_empty()).then(|| marker.clone()),
         max_keys: max_keys(&request)?,
     };
-    let page = request.state.store.list_objects(&name, &query).await?;
+    let page = request.state.store.list_objects(name, &query).await?;
     let (objects, prefixes) = contents(&request, &page, &encoder, true);
     // S3 gives NextMarker only when a delimiter was used; clients use the last key otherwise.
     let next_marker = (page.truncated && query.delimiter.is_some())
@@ -151,7 +150,7 @@ pub async fn list_objects_v1(request: Request<'_>, bucket: &str) -> Result<Respo
         .flatten();
     let doc = xml::ListBucketResultV1 {
         xmlns: (),
-        name: bucket.to_string(),
+        name: name.to_string(),
         // V1 echoes the prefix as given, even with `encoding-type=url` (V2 encodes it).
         prefix: query.prefix.clone(),
         marker: encoder.apply(&marker),

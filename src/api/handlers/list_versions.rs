@@ -5,10 +5,11 @@ use axum::response::Response;
 
 use super::bucket::owner;
 use super::list::{max_keys, Encoder};
-use super::{bucket_name, Request};
+use super::Request;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{iso8601, storage_class_name};
 use crate::api::{xml, xml_response};
+use crate::object::BucketName;
 use crate::object::{VersionEntry, VersionsPage, VersionsQuery};
 
 /// A listing parameter; an empty value counts as absent, as in S3.
@@ -85,20 +86,22 @@ fn entries(
     (items, prefixes)
 }
 
-pub async fn list_object_versions(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
+pub async fn list_object_versions(
+    request: Request<'_>,
+    name: &BucketName,
+) -> Result<Response, S3Error> {
     let encoder = Encoder::from(&request)?;
     let query = versions_query(&request)?;
     let page = request
         .state
         .store
-        .list_object_versions(&name, &query)
+        .list_object_versions(name, &query)
         .await?;
     let (items, prefixes) = entries(&request, &page, &encoder);
     let truncated = page.truncated;
     let doc = xml::ListVersionsResult {
         xmlns: (),
-        name: bucket.to_string(),
+        name: name.to_string(),
         prefix: encoder.apply(&query.prefix),
         key_marker: encoder.apply(query.key_marker.as_deref().unwrap_or("")),
         version_id_marker: query.version_id_marker.clone().unwrap_or_default(),

@@ -6,12 +6,14 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use super::versioning::with_version;
-use super::{bucket_name, object_key, Request};
+use super::Request;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{iso8601, parse_iso8601};
 use crate::api::permissions::bypasses_governance;
 use crate::api::S3State;
 use crate::api::{xml, xml_response};
+use crate::object::BucketName;
+use crate::object::ObjectKey;
 use crate::object::{
     now_ms, DefaultRetention, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
 };
@@ -145,9 +147,8 @@ fn legal_hold_name(on: bool) -> &'static str {
 
 pub async fn put_object_lock_configuration(
     mut request: Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
     // S3 requires a digest of the configuration: a corrupted body could lock objects for
     // years.
     request.require_body_digest()?;
@@ -163,17 +164,16 @@ pub async fn put_object_lock_configuration(
     request
         .state
         .store
-        .set_object_lock_config(&name, config)
+        .set_object_lock_config(bucket, config)
         .await?;
     Ok(StatusCode::OK.into_response())
 }
 
 pub async fn get_object_lock_configuration(
     request: Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let record = request.state.store.bucket(&name).await?;
+    let record = request.state.store.bucket(bucket).await?;
     let config = record
         .settings
         .object_lock
@@ -184,12 +184,10 @@ pub async fn get_object_lock_configuration(
 
 pub async fn put_object_retention(
     mut request: Request<'_>,
-    bucket: &str,
-    key: &str,
+    bucket: &BucketName,
+    key: &ObjectKey,
     version_id: Option<&str>,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let object = object_key(key)?;
     let body = request.small_body().await?;
     let retention = requested_retention(xml::parse(&body)?, now_ms())?;
     check_retention(request.state, retention.as_ref())?;
@@ -198,24 +196,22 @@ pub async fn put_object_retention(
     let record = request
         .state
         .store
-        .set_retention(&name, &object, version_id, retention, bypass)
+        .set_retention(bucket, key, version_id, retention, bypass)
         .await?;
     let response = StatusCode::OK.into_response();
-    Ok(with_version(request.state, &name, &record, version_id, response).await)
+    Ok(with_version(request.state, bucket, &record, version_id, response).await)
 }
 
 pub async fn get_object_retention(
     request: Request<'_>,
-    bucket: &str,
-    key: &str,
+    bucket: &BucketName,
+    key: &ObjectKey,
     version_id: Option<&str>,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let object = object_key(key)?;
     let record = request
         .state
         .store
-        .head_for_lock(&name, &object, version_id)
+        .head_for_lock(bucket, key, version_id)
         .await?;
     let retention = record
         .lock
@@ -227,40 +223,36 @@ pub async fn get_object_retention(
         ..xml::Retention::default()
     };
     let response = xml_response(xml::render("Retention", &doc));
-    Ok(with_version(request.state, &name, &record, version_id, response).await)
+    Ok(with_version(request.state, bucket, &record, version_id, response).await)
 }
 
 pub async fn put_object_legal_hold(
     mut request: Request<'_>,
-    bucket: &str,
-    key: &str,
+    bucket: &BucketName,
+    key: &ObjectKey,
     version_id: Option<&str>,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let object = object_key(key)?;
     let body = request.small_body().await?;
     let on = requested_legal_hold(xml::parse(&body)?)?;
     let record = request
         .state
         .store
-        .set_legal_hold(&name, &object, version_id, on)
+        .set_legal_hold(bucket, key, version_id, on)
         .await?;
     let response = StatusCode::OK.into_response();
-    Ok(with_version(request.state, &name, &record, version_id, response).await)
+    Ok(with_version(request.state, bucket, &record, version_id, response).await)
 }
 
 pub async fn get_object_legal_hold(
     request: Request<'_>,
-    bucket: &str,
-    key: &str,
+    bucket: &BucketName,
+    key: &ObjectKey,
     version_id: Option<&str>,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let object = object_key(key)?;
     let record = request
         .state
         .store
-        .head_for_lock(&name, &object, version_id)
+        .head_for_lock(bucket, key, version_id)
         .await?;
     let on = record
         .lock
@@ -271,7 +263,7 @@ pub async fn get_object_legal_hold(
         ..xml::LegalHold::default()
     };
     let response = xml_response(xml::render("LegalHold", &doc));
-    Ok(with_version(request.state, &name, &record, version_id, response).await)
+    Ok(with_version(request.state, bucket, &record, version_id, response).await)
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ use super::error::{S3Error, S3ErrorCode};
 use super::router::{Endpoint, Query};
 use super::S3State;
 use crate::body::{ByteStream, TrailerSlot};
+use crate::object::VersionId;
 use crate::object::{BucketName, BucketSettings, ObjectKey, ObjectStore};
 
 /// A request as handlers see it, authenticated and with its body verified as it streams.
@@ -179,31 +180,63 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
             bucket,
             key,
             version_id,
-        } => object::delete_object(request, &bucket, &key, version_id.as_deref()).await,
+        } => {
+            object::delete_object(
+                request,
+                &bucket,
+                &key,
+                version_id.as_ref().map(VersionId::as_str),
+            )
+            .await
+        }
         CopyObject { bucket, key } => copy::copy_object(request, &bucket, &key).await,
         GetObjectAttributes {
             bucket,
             key,
             version_id,
         } => {
-            let version = version_id.as_deref();
+            let version = version_id.as_ref().map(VersionId::as_str);
             attributes::get_object_attributes(request, &bucket, &key, version).await
         }
         GetObjectTagging {
             bucket,
             key,
             version_id,
-        } => tagging::get_object_tagging(request, &bucket, &key, version_id.as_deref()).await,
+        } => {
+            tagging::get_object_tagging(
+                request,
+                &bucket,
+                &key,
+                version_id.as_ref().map(VersionId::as_str),
+            )
+            .await
+        }
         PutObjectTagging {
             bucket,
             key,
             version_id,
-        } => tagging::put_object_tagging(request, &bucket, &key, version_id.as_deref()).await,
+        } => {
+            tagging::put_object_tagging(
+                request,
+                &bucket,
+                &key,
+                version_id.as_ref().map(VersionId::as_str),
+            )
+            .await
+        }
         DeleteObjectTagging {
             bucket,
             key,
             version_id,
-        } => tagging::delete_object_tagging(request, &bucket, &key, version_id.as_deref()).await,
+        } => {
+            tagging::delete_object_tagging(
+                request,
+                &bucket,
+                &key,
+                version_id.as_ref().map(VersionId::as_str),
+            )
+            .await
+        }
         GetBucketTagging { bucket } => tagging::get_bucket_tagging(request, &bucket).await,
         PutBucketTagging { bucket } => tagging::put_bucket_tagging(request, &bucket).await,
         DeleteBucketTagging { bucket } => tagging::delete_bucket_tagging(request, &bucket).await,
@@ -225,12 +258,28 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
             bucket,
             key,
             version_id,
-        } => access::get_object_acl(request, &bucket, &key, version_id.as_deref()).await,
+        } => {
+            access::get_object_acl(
+                request,
+                &bucket,
+                &key,
+                version_id.as_ref().map(VersionId::as_str),
+            )
+            .await
+        }
         PutObjectAcl {
             bucket,
             key,
             version_id,
-        } => access::put_object_acl(request, &bucket, &key, version_id.as_deref()).await,
+        } => {
+            access::put_object_acl(
+                request,
+                &bucket,
+                &key,
+                version_id.as_ref().map(VersionId::as_str),
+            )
+            .await
+        }
         GetBucketOwnershipControls { bucket } => {
             access::get_ownership_controls(request, &bucket).await
         }
@@ -260,22 +309,54 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
             bucket,
             key,
             version_id,
-        } => lock::put_object_retention(request, &bucket, &key, version_id.as_deref()).await,
+        } => {
+            lock::put_object_retention(
+                request,
+                &bucket,
+                &key,
+                version_id.as_ref().map(VersionId::as_str),
+            )
+            .await
+        }
         GetObjectRetention {
             bucket,
             key,
             version_id,
-        } => lock::get_object_retention(request, &bucket, &key, version_id.as_deref()).await,
+        } => {
+            lock::get_object_retention(
+                request,
+                &bucket,
+                &key,
+                version_id.as_ref().map(VersionId::as_str),
+            )
+            .await
+        }
         PutObjectLegalHold {
             bucket,
             key,
             version_id,
-        } => lock::put_object_legal_hold(request, &bucket, &key, version_id.as_deref()).await,
+        } => {
+            lock::put_object_legal_hold(
+                request,
+                &bucket,
+                &key,
+                version_id.as_ref().map(VersionId::as_str),
+            )
+            .await
+        }
         GetObjectLegalHold {
             bucket,
             key,
             version_id,
-        } => lock::get_object_legal_hold(request, &bucket, &key, version_id.as_deref()).await,
+        } => {
+            lock::get_object_legal_hold(
+                request,
+                &bucket,
+                &key,
+                version_id.as_ref().map(VersionId::as_str),
+            )
+            .await
+        }
         CorsPreflight { bucket } => cors::preflight(request, &bucket).await,
         CreateMultipartUpload { bucket, key } => multipart::create(request, &bucket, &key).await,
         UploadPart {
@@ -283,13 +364,13 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
             key,
             upload_id,
             part_number,
-        } => multipart::upload_part(request, &bucket, &key, &upload_id, &part_number).await,
+        } => multipart::upload_part(request, &bucket, &key, &upload_id, part_number).await,
         UploadPartCopy {
             bucket,
             key,
             upload_id,
             part_number,
-        } => multipart::upload_part_copy(request, &bucket, &key, &upload_id, &part_number).await,
+        } => multipart::upload_part_copy(request, &bucket, &key, &upload_id, part_number).await,
         ListParts {
             bucket,
             key,

@@ -10,10 +10,13 @@ use super::object::{
     body_length, new_object_acl, put_options, refuse_unsupported, stored_response,
 };
 use super::versioning::set_written_version;
-use super::{bucket_name, object_key, Request};
+use super::Request;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{self, iso8601, storage_class_name, ConditionFailure};
+use crate::api::router::PartNumber;
 use crate::api::{xml, xml_response};
+use crate::object::BucketName;
+use crate::object::ObjectKey;
 use crate::object::{
     ByteRange, ChecksumAlgorithm, ChecksumType, CompleteOptions, CompletedPart, GetOptions,
     ReadSpan, StoredChecksum, UploadOptions, UploadQuery,
@@ -22,9 +25,11 @@ use crate::object::{
 const MAX_PARTS_LISTED: usize = 1000;
 const MAX_UPLOADS_LISTED: usize = 1000;
 
-pub async fn create(request: Request<'_>, bucket: &str, key: &str) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let object = object_key(key)?;
+pub async fn create(
+    request: Request<'_>,
+    name: &BucketName,
+    object: &ObjectKey,
+) -> Result<Response, S3Error> {
     refuse_unsupported(&request)?;
     let checksum_type = headers::header(request.headers, "x-amz-checksum-type")
         .map(|t| {
@@ -43,18 +48,18 @@ pub async fn create(request: Request<'_>, bucket: &str, key: &str) -> Result<Res
         storage_class: headers::storage_class(request.headers)?,
         // Unlike PutObject, S3 asks no digest here: this request carries no data.
         lock: headers::object_lock(request.headers)?,
-        acl: new_object_acl(&request, &name).await?,
+        acl: new_object_acl(&request, name).await?,
     };
     super::lock::check_retention(request.state, options.lock.retention.as_ref())?;
     let (upload_id, upload) = request
         .state
         .store
-        .create_multipart_upload(&name, &object, options)
+        .create_multipart_upload(name, object, options)
         .await?;
     let doc = xml::InitiateMultipartUploadResult {
         xmlns: (),
-        bucket: bucket.to_string(),
-        key: key.to_string(),
+        bucket: name.to_string(),
+        key: object.to_string(),
         upload_id,
     };
     let mut response = xml_response(xml::render("InitiateMultipartUploadResult", &doc));
@@ -72,31 +77,20 @@ pub async fn create(request: Request<'_>, bucket: &str, key: &str) -> Result<Res
     Ok(response)
 }
 
-fn part_number(text: &str) -> Result<u32, S3Error> {
-    text.parse().map_err(|_| {
-        S3Error::new(
-            S3ErrorCode::InvalidArgument,
-            "Part number must be an integer between 1 and 10000, inclusive",
-        )
-    })
-}
-
 pub async fn upload_part(
     request: Request<'_>,
-    bucket: &str,
-    key: &str,
+    bucket: &BucketName,
+    key: &ObjectKey,
     upload_id: &str,
-    number: &str,
+    number: PartNumber,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let object = object_key(key)?;
-    let number = part_number(number)?;
+    let number = number.get();
     body_length(&request)?;
     let options = put_options(&request)?;
     let part = request
         .state
         .store
-        .upload_part(&name, &object, upload_id, number, request.body, options)
+        .upload_part(bucket, key, upload_id, number, request.body, options)
         .await?;
     Ok(stored_response(&part.etag, part.checksum.as_ref()))
 }
@@ -132,19 +126,17 @@ fn copy_range(request: &Request<'_>) -> Result<Option<ByteRange>, S3Error> {
 
 pub async fn upload_part_copy(
     request: Request<'_>,
-    bucket: &str,
-    key: &str,
+    bucket: &BucketName,
+    key: &ObjectKey,
     upload_id: &str,
-    number: &str,
+    number: PartNumber,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let object = object_key(key)?;
-    let number = part_number(number)?;
+    let number = number.get();
     let source = copy_source(&request)?;
     let range = copy_range(&request)?;
     let store = &request.state.store;
     // The upload must exist before any source byte is read.
-    store.upload_record(&name, &object, upload_id).await?;
+    store.upload_record(bucket, key, upload_id).await?;
     let head = store
         .head_object(&source.bucket, &source.key, source.version_id.as_deref())
         .await
@@ -186,14 +178,14 @@ pub async fn upload_part_copy(
     let conditional = request
         .headers
         .keys()
-        .any(|name| name.as_str().starts_with("x-amz-copy-source-if-"));
+        .any(|bucket| bucket.as_str().starts_with("x-amz-copy-source-if-"));
     if conditional && read.record.etag != head.etag {
         return Err(S3Error::from_code(S3ErrorCode::PreconditionFailed));
     }
     let part = store
         .upload_part(
-            &name,
-            &object,
+            bucket,
+            key,
             upload_id,
             number,
             read.body,
@@ -229,12 +221,10 @@ pub(super) fn checksums(checksum: Option<&StoredChecksum>) -> xml::Checksums {
 
 pub async fn complete(
     mut request: Request<'_>,
-    bucket: &str,
-    key: &str,
+    bucket: &BucketName,
+    key: &ObjectKey,
     upload_id: &str,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let object = object_key(key)?;
     let body = request.completion_body().await?;
     let parsed: xml::CompleteMultipartUpload = xml::parse(&body)?;
     if parsed.parts.is_empty() {
@@ -260,7 +250,7 @@ pub async fn complete(
     let record = request
         .state
         .store
-        .complete_multipart_upload(&name, &object, upload_id, options)
+        .complete_multipart_upload(bucket, key, upload_id, options)
         .await?;
     let doc = xml::CompleteMultipartUploadResult {
         xmlns: (),
@@ -281,16 +271,14 @@ pub async fn complete(
 
 pub async fn abort(
     request: Request<'_>,
-    bucket: &str,
-    key: &str,
+    bucket: &BucketName,
+    key: &ObjectKey,
     upload_id: &str,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let object = object_key(key)?;
     request
         .state
         .store
-        .abort_multipart_upload(&name, &object, upload_id)
+        .abort_multipart_upload(bucket, key, upload_id)
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -308,12 +296,10 @@ fn count_param(request: &Request<'_>, name: &str, max: usize) -> Result<usize, S
 
 pub async fn list_parts(
     request: Request<'_>,
-    bucket: &str,
-    key: &str,
+    name: &BucketName,
+    object: &ObjectKey,
     upload_id: &str,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let object = object_key(key)?;
     let max = count_param(&request, "max-parts", MAX_PARTS_LISTED)?;
     let marker = count_param(&request, "part-number-marker", 10_000)? as u32;
     let marker = if request.query.has("part-number-marker") {
@@ -324,12 +310,12 @@ pub async fn list_parts(
     let page = request
         .state
         .store
-        .list_parts(&name, &object, upload_id, marker, max)
+        .list_parts(name, object, upload_id, marker, max)
         .await?;
     let doc = xml::ListPartsResult {
         xmlns: (),
-        bucket: bucket.to_string(),
-        key: key.to_string(),
+        bucket: name.to_string(),
+        key: object.to_string(),
         upload_id: upload_id.to_string(),
         initiator: owner(&request),
         owner: owner(&request),
@@ -364,8 +350,7 @@ pub async fn list_parts(
     Ok(xml_response(xml::render("ListPartsResult", &doc)))
 }
 
-pub async fn list_uploads(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
+pub async fn list_uploads(request: Request<'_>, name: &BucketName) -> Result<Response, S3Error> {
     let encoder = Encoder::from(&request)?;
     let encode = |v: &str| encoder.apply(v);
     let query = UploadQuery {
@@ -378,12 +363,12 @@ pub async fn list_uploads(request: Request<'_>, bucket: &str) -> Result<Response
     let page = request
         .state
         .store
-        .list_multipart_uploads(&name, &query)
+        .list_multipart_uploads(name, &query)
         .await?;
     let last = page.uploads.last();
     let doc = xml::ListMultipartUploadsResult {
         xmlns: (),
-        bucket: bucket.to_string(),
+        bucket: name.to_string(),
         key_marker: encode(query.key_marker.as_deref().unwrap_or("")),
         upload_id_marker: query.upload_id_marker.clone().unwrap_or_default(),
         next_key_marker: page

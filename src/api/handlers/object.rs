@@ -7,13 +7,15 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::versioning::{set_deleted, set_version_id, set_written_version, shown_version};
-use super::{bucket_name, object_key, Request};
+use super::Request;
 use crate::api::acl;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{self, ConditionFailure};
 use crate::api::permissions::bypasses_governance;
 use crate::api::router::Endpoint;
 use crate::object::acl::Acl;
+use crate::object::ObjectKey;
+use crate::object::VersionId;
 use crate::object::{
     BucketName, GetOptions, ObjectLock, ObjectRecord, PutOptions, ReadIf, ReadSpan, StoredChecksum,
 };
@@ -109,21 +111,19 @@ fn require_digest_for_lock(request: &Request<'_>, lock: &ObjectLock) -> Result<(
 
 pub async fn put_object(
     request: Request<'_>,
-    bucket: &str,
-    key: &str,
+    bucket: &BucketName,
+    key: &ObjectKey,
 ) -> Result<Response, S3Error> {
-    let bucket = bucket_name(bucket)?;
-    let key = object_key(key)?;
     refuse_unsupported(&request)?;
     body_length(&request)?;
     let mut options = put_options(&request)?;
     require_digest_for_lock(&request, &options.lock)?;
     super::lock::check_retention(request.state, options.lock.retention.as_ref())?;
-    options.acl = new_object_acl(&request, &bucket).await?;
+    options.acl = new_object_acl(&request, bucket).await?;
     let record = request
         .state
         .store
-        .put_object(&bucket, &key, request.body, options)
+        .put_object(bucket, key, request.body, options)
         .await?;
     let mut response = stored_response(&record.etag, record.checksum.as_ref());
     set_written_version(response.headers_mut(), &record);
@@ -168,13 +168,11 @@ fn quoted(etag: &str) -> HeaderValue {
 /// GET (with a body) and HEAD (without), of the newest version or of the one named.
 pub async fn get_object(
     request: Request<'_>,
-    bucket: &str,
-    key: &str,
-    version_id: Option<String>,
+    bucket: &BucketName,
+    key: &ObjectKey,
+    version_id: Option<VersionId>,
     with_body: bool,
 ) -> Result<Response, S3Error> {
-    let bucket = bucket_name(bucket)?;
-    let key = object_key(key)?;
     refuse_anonymous_overrides(&request)?;
     let span = read_span(&request)?;
     let store = &request.state.store;
@@ -182,19 +180,19 @@ pub async fn get_object(
     let (record, range, body) = if with_body {
         let options = GetOptions {
             span,
-            version_id: version_id.clone(),
+            version_id: version_id.as_ref().map(|id| id.to_string()),
             read_if: conditions_on_record(request.headers),
         };
-        let got = store.get_object(&bucket, &key, options).await?;
+        let got = store.get_object(bucket, key, options).await?;
         (got.record, got.range, Some(got.body))
     } else {
         let record = store
-            .head_object(&bucket, &key, version_id.as_deref())
+            .head_object(bucket, key, version_id.as_ref().map(VersionId::as_str))
             .await?;
         let range = span.map(|s| record.resolve_span(s)).transpose()?;
         (record, range, None)
     };
-    let bucket_record = store.bucket(&bucket).await.ok();
+    let bucket_record = store.bucket(bucket).await.ok();
     let versioning = bucket_record.as_ref().and_then(|b| b.settings.versioning);
     // partNumber=1 of an object uploaded in one piece is the whole object, answered as such.
     let part_asked = matches!(span, Some(ReadSpan::Part(_)));
@@ -210,7 +208,7 @@ pub async fn get_object(
         query: &request.query,
         source_ip: request.source_ip,
     };
-    let named = (bucket.as_str(), key.as_str(), version_id.as_deref());
+    let named = (bucket, key, version_id.as_ref());
     let out = response.headers_mut();
     hide_unreadable_lock(request.state, &request.identity, &info, named, &record, out).await;
     set_version_id(
@@ -233,7 +231,7 @@ pub async fn get_object(
     // Expiration is judged for the current version; a version named by id may be noncurrent.
     let current = bucket_record.filter(|_| !asked);
     if let Some(expiration) =
-        current.and_then(|bucket| expiration_header(request.state, &bucket, &key, &record))
+        current.and_then(|bucket| expiration_header(request.state, &bucket, key, &record))
     {
         response
             .headers_mut()
@@ -270,15 +268,11 @@ async fn hide_unreadable_lock(
     state: &crate::api::S3State,
     identity: &crate::api::auth::Identity,
     info: &crate::api::permissions::RequestInfo<'_>,
-    (bucket, key, version_id): (&str, &str, Option<&str>),
+    (bucket, key, version_id): (&BucketName, &ObjectKey, Option<&VersionId>),
     record: &ObjectRecord,
     out: &mut HeaderMap,
 ) {
-    let (bucket, key, version_id) = (
-        bucket.to_string(),
-        key.to_string(),
-        version_id.map(str::to_string),
-    );
+    let (bucket, key, version_id) = (bucket.clone(), key.clone(), version_id.cloned());
     if record.lock.retention.is_some() {
         let endpoint = Endpoint::GetObjectRetention {
             bucket: bucket.clone(),
@@ -401,18 +395,16 @@ fn apply_response_overrides(request: &Request<'_>, response: &mut Response) {
 /// DELETE: in a versioned bucket, a delete marker, or with `versionId` that version for good.
 pub async fn delete_object(
     request: Request<'_>,
-    bucket: &str,
-    key: &str,
+    bucket: &BucketName,
+    key: &ObjectKey,
     version_id: Option<&str>,
 ) -> Result<Response, S3Error> {
-    let bucket = bucket_name(bucket)?;
-    let key = object_key(key)?;
     // Authorisation required s3:BypassGovernanceRetention of a request that asks for this.
     let bypass = bypasses_governance(request.headers);
     let deleted = request
         .state
         .store
-        .delete_object_with(&bucket, &key, version_id, bypass)
+        .delete_object_with(bucket, key, version_id, bypass)
         .await?;
     let mut response = StatusCode::NO_CONTENT.into_response();
     set_deleted(response.headers_mut(), &deleted);

@@ -15,7 +15,7 @@ use multer::{Field, Multipart};
 use time::OffsetDateTime;
 
 use super::object::{new_object_acl, put_options, refuse_unsupported};
-use super::{bucket_name, object_key, Request};
+use super::{object_key, Request};
 use crate::api::auth::sigv4::{self, CredentialScope};
 use crate::api::auth::{Identity, Keyring};
 use crate::api::error::{S3Error, S3ErrorCode};
@@ -25,6 +25,7 @@ use crate::api::post_policy::{
 use crate::api::router::{Endpoint, Query};
 use crate::api::{headers, xml, xml_response};
 use crate::body::TrailerSlot;
+use crate::object::BucketName;
 
 /// S3's limit on the form before the file: field names and values.
 const MAX_FORM_FIELDS: usize = 20 << 10;
@@ -58,8 +59,7 @@ const HEADER_FIELDS: &[&str] = &[
     "content-md5",
 ];
 
-pub async fn post_object(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
-    let bucket_name = bucket_name(bucket)?;
+pub async fn post_object(request: Request<'_>, bucket: &BucketName) -> Result<Response, S3Error> {
     let boundary = headers::header(request.headers, "content-type")
         .and_then(|v| multer::parse_boundary(v).ok())
         .ok_or_else(|| S3Error::from_code(S3ErrorCode::MalformedPOSTRequest))?;
@@ -74,7 +74,7 @@ pub async fn post_object(request: Request<'_>, bucket: &str) -> Result<Response,
     })?;
     form.expand_filename(file.file_name());
     // The bucket of the URL is an input the policy must allow, like any field.
-    form.set("bucket", bucket);
+    form.set("bucket", bucket.as_str());
     let key = form
         .get("key")
         .ok_or_else(|| missing_field("key"))?
@@ -83,9 +83,10 @@ pub async fn post_object(request: Request<'_>, bucket: &str) -> Result<Response,
     // From here the upload is the PUT the form describes: its signer (or nobody, without a
     // policy) must be allowed that PUT, with what its fields set (ACL, retention, tags).
     let put_headers = put_headers(&form)?;
+    let key_name = object_key(&key)?;
     let put = Endpoint::PutObject {
-        bucket: bucket.to_string(),
-        key: key.clone(),
+        bucket: bucket.clone(),
+        key: key_name.clone(),
     };
     let info = crate::api::permissions::RequestInfo {
         headers: &put_headers,
@@ -100,7 +101,6 @@ pub async fn post_object(request: Request<'_>, bucket: &str) -> Result<Response,
         &info,
     )
     .await?;
-    let key_name = object_key(&key)?;
 
     let put = Request {
         state: request.state,
@@ -114,15 +114,15 @@ pub async fn post_object(request: Request<'_>, bucket: &str) -> Result<Response,
     };
     refuse_unsupported(&put)?;
     let mut options = put_options(&put)?;
-    options.acl = new_object_acl(&put, &bucket_name).await?;
+    options.acl = new_object_acl(&put, bucket).await?;
     super::lock::check_retention(put.state, options.lock.retention.as_ref())?;
     let record = put
         .state
         .store
-        .put_object(&bucket_name, &key_name, put.body, options)
+        .put_object(bucket, &key_name, put.body, options)
         .await?;
     skip_rest(multipart).await;
-    let mut response = success(request.headers, &form, bucket, &key, &record.etag);
+    let mut response = success(request.headers, &form, bucket.as_str(), &key, &record.etag);
     super::versioning::set_written_version(response.headers_mut(), &record);
     Ok(response)
 }

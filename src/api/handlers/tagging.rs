@@ -4,10 +4,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use super::versioning::with_version;
-use super::{bucket_name, change_bucket_settings, object_key, Request};
+use super::{change_bucket_settings, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{check_tags, TagLimit, BUCKET_TAG_LIMIT, OBJECT_TAG_LIMIT};
 use crate::api::{xml, xml_response};
+use crate::object::BucketName;
+use crate::object::ObjectKey;
 
 /// Reads and checks the tag set of a PutObjectTagging or PutBucketTagging request.
 async fn tag_set(
@@ -28,82 +30,77 @@ fn tagging_response(tags: &[(String, String)]) -> Response {
 
 pub async fn put_object_tagging(
     mut request: Request<'_>,
-    bucket: &str,
-    key: &str,
+    bucket: &BucketName,
+    key: &ObjectKey,
     version_id: Option<&str>,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let object = object_key(key)?;
     let tags = tag_set(&mut request, OBJECT_TAG_LIMIT).await?;
     let record = request
         .state
         .store
-        .update_object_metadata(&name, &object, version_id, |current| {
+        .update_object_metadata(bucket, key, version_id, |current| {
             let mut record = current.clone();
             record.tags = tags;
             Ok(record)
         })
         .await?;
     let response = StatusCode::OK.into_response();
-    Ok(with_version(request.state, &name, &record, version_id, response).await)
+    Ok(with_version(request.state, bucket, &record, version_id, response).await)
 }
 
 pub async fn get_object_tagging(
     request: Request<'_>,
-    bucket: &str,
-    key: &str,
+    bucket: &BucketName,
+    key: &ObjectKey,
     version_id: Option<&str>,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let object = object_key(key)?;
     let record = request
         .state
         .store
-        .head_object(&name, &object, version_id)
+        .head_object(bucket, key, version_id)
         .await?;
     let response = tagging_response(&record.tags);
-    Ok(with_version(request.state, &name, &record, version_id, response).await)
+    Ok(with_version(request.state, bucket, &record, version_id, response).await)
 }
 
 pub async fn delete_object_tagging(
     request: Request<'_>,
-    bucket: &str,
-    key: &str,
+    bucket: &BucketName,
+    key: &ObjectKey,
     version_id: Option<&str>,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let object = object_key(key)?;
     let record = request
         .state
         .store
-        .update_object_metadata(&name, &object, version_id, |current| {
+        .update_object_metadata(bucket, key, version_id, |current| {
             let mut record = current.clone();
             record.tags.clear();
             Ok(record)
         })
         .await?;
     let response = StatusCode::NO_CONTENT.into_response();
-    Ok(with_version(request.state, &name, &record, version_id, response).await)
+    Ok(with_version(request.state, bucket, &record, version_id, response).await)
 }
 
 pub async fn put_bucket_tagging(
     mut request: Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
     let tags = tag_set(&mut request, BUCKET_TAG_LIMIT).await?;
     change_bucket_settings(
         &request.state.store,
-        &name,
+        bucket,
         StatusCode::NO_CONTENT,
         |settings| settings.tags = Some(tags.clone()),
     )
     .await
 }
 
-pub async fn get_bucket_tagging(request: Request<'_>, bucket: &str) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let record = request.state.store.bucket(&name).await?;
+pub async fn get_bucket_tagging(
+    request: Request<'_>,
+    bucket: &BucketName,
+) -> Result<Response, S3Error> {
+    let record = request.state.store.bucket(bucket).await?;
     match &record.settings.tags {
         Some(tags) => Ok(tagging_response(tags)),
         None => Err(S3Error::from_code(S3ErrorCode::NoSuchTagSet)),
@@ -112,12 +109,11 @@ pub async fn get_bucket_tagging(request: Request<'_>, bucket: &str) -> Result<Re
 
 pub async fn delete_bucket_tagging(
     request: Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
     change_bucket_settings(
         &request.state.store,
-        &name,
+        bucket,
         StatusCode::NO_CONTENT,
         |settings| settings.tags = None,
     )

@@ -3,7 +3,7 @@
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::{bucket_name, Request};
+use super::Request;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::{xml, xml_response, S3State};
 use crate::object::{BucketName, Deleted, ObjectRecord, Versioning};
@@ -47,9 +47,8 @@ fn requested_state(
 
 pub async fn put_bucket_versioning(
     mut request: Request<'_>,
-    bucket: &str,
+    name: &BucketName,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
     // Unlike lifecycle rules, S3 takes this body without a Content-MD5; one that is sent is
     // checked by `small_body`.
     let body = request.small_body().await?;
@@ -57,16 +56,15 @@ pub async fn put_bucket_versioning(
     let state = requested_state(config, request.headers)?;
     // Either state is reachable from any other (only "unversioned" is never asked for),
     // except on a bucket with Object Lock, which the store keeps enabled.
-    request.state.store.set_versioning(&name, state).await?;
+    request.state.store.set_versioning(name, state).await?;
     Ok(StatusCode::OK.into_response())
 }
 
 pub async fn get_bucket_versioning(
     request: Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
 ) -> Result<Response, S3Error> {
-    let name = bucket_name(bucket)?;
-    let record = request.state.store.bucket(&name).await?;
+    let record = request.state.store.bucket(bucket).await?;
     let doc = xml::VersioningConfiguration {
         status: record
             .settings
