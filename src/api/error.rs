@@ -402,6 +402,20 @@ impl From<crate::iam::MalformedPolicy> for S3Error {
     }
 }
 
+/// S3's answer to lifecycle rules it refuses.
+impl From<crate::lifecycle::RuleError> for S3Error {
+    fn from(err: crate::lifecycle::RuleError) -> Self {
+        match err {
+            crate::lifecycle::RuleError::MalformedXml(message) => {
+                S3Error::new(S3ErrorCode::MalformedXML, message)
+            }
+            crate::lifecycle::RuleError::InvalidArgument(message) => {
+                S3Error::new(S3ErrorCode::InvalidArgument, message)
+            }
+        }
+    }
+}
+
 impl From<ObjectError> for S3Error {
     fn from(err: ObjectError) -> Self {
         use S3ErrorCode as C;

@@ -7,19 +7,8 @@ use axum::response::Response;
 use super::{change_bucket_settings, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::xml_response;
-use crate::lifecycle::{LifecycleConfig, RuleError};
+use crate::lifecycle::LifecycleConfig;
 use crate::object::BucketName;
-
-impl From<RuleError> for S3Error {
-    fn from(err: RuleError) -> Self {
-        match err {
-            RuleError::MalformedXml(message) => S3Error::new(S3ErrorCode::MalformedXML, message),
-            RuleError::InvalidArgument(message) => {
-                S3Error::new(S3ErrorCode::InvalidArgument, message)
-            }
-        }
-    }
-}
 
 pub async fn put_bucket_lifecycle(
     mut request: Request<'_>,
