@@ -1,0 +1,3 @@
+//! Placeholder: the encryption benchmark follows in the next commit.
+
+fn main() {}
