@@ -18,13 +18,19 @@
 //! changing it, but two servers writing at once can still lose one write: the server must
 //! run these admin operations one at a time across the deployment (or make
 //! [`KeyCatalog::save`] conditional). Readers see keys created elsewhere because a lookup
-//! that misses re-reads the catalog once; [`BuiltinKms::reload`] picks up other changes
-//! (a key disabled on another server).
+//! that misses re-reads the catalog (at most once a second); [`BuiltinKms::reload`] picks up
+//! other changes (a key disabled on another server).
+//!
+//! Rotating the master key: restart every server with the new master key and the old one
+//! as previous ([`BuiltinKms::open_with_previous`]); then call [`BuiltinKms::rotate`] once;
+//! then the old key can be dropped from the configuration. A server still running with the
+//! old key alone would seal a key it creates under the old master, which then no longer
+//! opens once the old key is gone.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
@@ -49,6 +55,9 @@ const CATALOG_VERSION: u32 = 1;
 const DATA_KEY_VERSION: u8 = 1;
 /// Version byte, IV, sealed 32-byte key and its tag.
 const SEALED_DATA_KEY_LEN: usize = 1 + 32 + 32 + 16;
+/// At most one catalog re-read per this interval for lookups of unknown keys, so requests
+/// naming made-up keys cannot turn into a stream of catalog reads.
+const MISS_RELOAD_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The deployment's master key: its name and 32 secret bytes.
 pub struct MasterKey {
@@ -274,6 +283,8 @@ pub struct BuiltinKms {
     keys: ArcSwap<Keys>,
     /// Serialises this server's catalog writes.
     writer: tokio::sync::Mutex<()>,
+    /// When a lookup of an unknown key last re-read the catalog.
+    last_miss_reload: Mutex<Option<Instant>>,
 }
 
 impl BuiltinKms {
@@ -296,6 +307,7 @@ impl BuiltinKms {
             catalog,
             keys: ArcSwap::from_pointee(Keys::new()),
             writer: tokio::sync::Mutex::new(()),
+            last_miss_reload: Mutex::new(None),
         };
         kms.reload().await?;
         let keys = kms.keys.load();
@@ -442,8 +454,8 @@ impl BuiltinKms {
         Ok(result)
     }
 
-    /// A client-nameable key, re-reading the catalog once if it is unknown here (another
-    /// server may have created it).
+    /// A client-nameable key, re-reading the catalog if it is unknown here (another server
+    /// may have created it), at most once per [`MISS_RELOAD_INTERVAL`].
     async fn find_key(&self, name: &str) -> Result<NamedKey, KmsError> {
         if validate_key_name(name).is_err() {
             return Err(KmsError::NoSuchKey(name.to_owned()));
@@ -451,7 +463,20 @@ impl BuiltinKms {
         if let Some(key) = self.keys.load().get(name) {
             return Ok(key.clone());
         }
-        self.reload().await?;
+        let reload_due = {
+            let mut last = self
+                .last_miss_reload
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let due = last.is_none_or(|at| at.elapsed() >= MISS_RELOAD_INTERVAL);
+            if due {
+                *last = Some(Instant::now());
+            }
+            due
+        };
+        if reload_due {
+            self.reload().await?;
+        }
         self.keys
             .load()
             .get(name)
