@@ -203,6 +203,9 @@ pub struct ListenerConfig {
     pub min_upload_rate: u64,
     /// How long a request body may arrive slower than `min_upload_rate` at first.
     pub min_upload_rate_grace: Duration,
+    /// Take SSE-C keys over plain HTTP too (`STRATA_SSE_C_ALLOW_HTTP=true`): S3 refuses
+    /// them there, since the key crosses the network in the clear.
+    pub sse_c_over_http: bool,
 }
 
 impl Default for ListenerConfig {
@@ -219,6 +222,7 @@ impl Default for ListenerConfig {
             max_connections_per_client: 1024,
             min_upload_rate: 1024,
             min_upload_rate_grace: Duration::from_secs(30),
+            sse_c_over_http: false,
         }
     }
 }

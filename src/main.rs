@@ -241,6 +241,13 @@ fn listener_config(certs_dir: Option<PathBuf>) -> anyhow::Result<config::Listene
             "STRATA_MIN_UPLOAD_RATE_GRACE_SECS",
             defaults.min_upload_rate_grace,
         )?,
+        sse_c_over_http: match std::env::var("STRATA_SSE_C_ALLOW_HTTP").as_deref() {
+            Ok("true") => true,
+            Ok("false") | Ok("") | Err(_) => false,
+            Ok(other) => {
+                anyhow::bail!("STRATA_SSE_C_ALLOW_HTTP must be true or false, got {other:?}")
+            }
+        },
         ..defaults
     })
 }

@@ -96,7 +96,7 @@ pub async fn count_bucket(
         for entry in &page.entries {
             if let ListEntry::Object { record, .. } = entry {
                 usage.objects += 1;
-                usage.bytes += record.size;
+                usage.bytes += record.content_length();
             }
         }
         match page.entries.last() {
@@ -124,7 +124,7 @@ async fn count_versions(
                     record, is_latest, ..
                 } if !is_latest && !record.delete_marker => {
                     usage.noncurrent_versions += 1;
-                    usage.noncurrent_bytes += record.size;
+                    usage.noncurrent_bytes += record.content_length();
                 }
                 _ => {}
             }

@@ -62,6 +62,9 @@ pub enum S3ErrorCode {
     NotImplemented,
     ObjectLockConfigurationNotFoundError,
     OwnershipControlsNotFoundError,
+    ServerSideEncryptionConfigurationNotFoundError,
+    KmsNotFound,
+    KmsDisabled,
     PreconditionFailed,
     RequestTimeTooSkewed,
     RequestTimeout,
@@ -123,6 +126,11 @@ impl S3ErrorCode {
             InvalidBucketState => "InvalidBucketState",
             NoSuchPublicAccessBlockConfiguration => "NoSuchPublicAccessBlockConfiguration",
             OwnershipControlsNotFoundError => "OwnershipControlsNotFoundError",
+            ServerSideEncryptionConfigurationNotFoundError => {
+                "ServerSideEncryptionConfigurationNotFoundError"
+            }
+            KmsNotFound => "KMS.NotFoundException",
+            KmsDisabled => "KMS.DisabledException",
             UnresolvableGrantByEmailAddress => "UnresolvableGrantByEmailAddress",
             UnexpectedContent => "UnexpectedContent",
             RequestTimeout => "RequestTimeout",
@@ -163,7 +171,8 @@ impl S3ErrorCode {
             | NoSuchVersion => StatusCode::NOT_FOUND,
             NoSuchBucketPolicy
             | NoSuchPublicAccessBlockConfiguration
-            | OwnershipControlsNotFoundError => StatusCode::NOT_FOUND,
+            | OwnershipControlsNotFoundError
+            | ServerSideEncryptionConfigurationNotFoundError => StatusCode::NOT_FOUND,
             BucketAlreadyOwnedByYou | BucketNotEmpty | InvalidBucketState => StatusCode::CONFLICT,
             InvalidRange | InvalidPartNumber => StatusCode::RANGE_NOT_SATISFIABLE,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -182,6 +191,8 @@ impl S3ErrorCode {
             | EntityTooSmall
             | IncompleteBody
             | InvalidArgument
+            | KmsNotFound
+            | KmsDisabled
             | InvalidBucketAclWithObjectOwnership
             | InvalidBucketName
             | InvalidDigest
@@ -376,6 +387,11 @@ fn default_message(code: S3ErrorCode) -> &'static str {
         MalformedACLError => "The XML you provided was not well-formed or did not validate against our published schema",
         NoSuchPublicAccessBlockConfiguration => "The public access block configuration was not found",
         OwnershipControlsNotFoundError => "The bucket ownership controls were not found",
+        ServerSideEncryptionConfigurationNotFoundError => {
+            "The server side encryption configuration was not found"
+        }
+        KmsNotFound => "Invalid keyId",
+        KmsDisabled => "The KMS key is disabled",
         UnresolvableGrantByEmailAddress => "The e-mail address you provided does not match any account on record.",
         UnexpectedContent => "This request does not support content",
         RequestTimeout => "Your socket connection to the server was not read from or written to within the timeout period. Idle connections will be closed.",
@@ -416,6 +432,37 @@ impl From<crate::lifecycle::RuleError> for S3Error {
     }
 }
 
+/// S3's answers when an object key cannot be made or reopened.
+impl From<crate::encryption::EncryptionError> for S3Error {
+    fn from(err: crate::encryption::EncryptionError) -> Self {
+        use crate::encryption::EncryptionError as E;
+        use crate::kms::KmsError;
+        use S3ErrorCode as C;
+        match err {
+            E::CustomerKeyRequired => S3Error::new(
+                C::InvalidRequest,
+                "The object was stored using a form of Server Side Encryption. The correct \
+                 parameters must be provided to retrieve the object.",
+            ),
+            E::CustomerKeyNotApplicable => S3Error::new(
+                C::InvalidRequest,
+                "The encryption parameters are not applicable to this object.",
+            ),
+            E::CustomerKeyMismatch => S3Error::from_code(C::AccessDenied),
+            E::NoKmsKey => S3Error::new(C::InvalidArgument, "No KMS key was given"),
+            E::Kms(KmsError::NoSuchKey(id)) => {
+                S3Error::new(C::KmsNotFound, format!("Invalid keyId {id}"))
+            }
+            E::Kms(KmsError::KeyDisabled(id)) => {
+                S3Error::new(C::KmsDisabled, format!("The KMS key {id} is disabled"))
+            }
+            E::Kms(KmsError::Invalid(message)) => S3Error::new(C::InvalidArgument, message),
+            // A stored key that no longer opens: the cause goes to the log.
+            other => S3Error::new(C::InternalError, other.to_string()),
+        }
+    }
+}
+
 impl From<ObjectError> for S3Error {
     fn from(err: ObjectError) -> Self {
         use S3ErrorCode as C;
@@ -439,6 +486,11 @@ impl From<ObjectError> for S3Error {
             .with_header("x-amz-delete-marker", "true")
             .with_header("x-amz-version-id", version_id),
             ObjectError::Tier(e) => S3Error::new(C::ServiceUnavailable, e.to_string()),
+            ObjectError::Encryption(e) => e.into(),
+            ObjectError::KmsNotConfigured => S3Error::new(
+                C::NotImplemented,
+                "Server side encryption specified but KMS is not configured",
+            ),
             ObjectError::KeyTooLong => S3Error::from_code(C::KeyTooLongError),
             ObjectError::NoSuchUpload => S3Error::from_code(C::NoSuchUpload),
             ObjectError::InvalidPart => S3Error::from_code(C::InvalidPart),

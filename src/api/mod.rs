@@ -15,6 +15,7 @@ pub(crate) mod headers;
 pub mod permissions;
 mod post_policy;
 pub mod router;
+pub mod sse;
 mod xml;
 
 use std::sync::Arc;
@@ -40,6 +41,9 @@ pub struct S3State {
     pub iam: Arc<crate::iam::Iam>,
     /// The longest retention a request may set (`STRATA_MAX_RETENTION_DAYS`).
     pub max_retention_days: Option<u32>,
+    /// Whether SSE-C keys are taken: over HTTPS, or plain HTTP when the operator allows it
+    /// (`STRATA_SSE_C_ALLOW_HTTP`, for loopback and tests).
+    pub sse_c_allowed: bool,
     /// How long a lifecycle day lasts (for `x-amz-expiration`).
     pub lifecycle_day: std::time::Duration,
     /// Buckets' lifecycle rules, parsed (for `x-amz-expiration`).

@@ -152,6 +152,11 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
             vec![b("s3:PutBucketOwnershipControls", bucket)]
         }
         GetPublicAccessBlock { bucket } => vec![b("s3:GetBucketPublicAccessBlock", bucket)],
+        // Put and Delete are both s3:PutEncryptionConfiguration, as on AWS.
+        GetBucketEncryption { bucket } => vec![b("s3:GetEncryptionConfiguration", bucket)],
+        PutBucketEncryption { bucket } | DeleteBucketEncryption { bucket } => {
+            vec![b("s3:PutEncryptionConfiguration", bucket)]
+        }
         PutPublicAccessBlock { bucket } | DeletePublicAccessBlock { bucket } => {
             vec![b("s3:PutBucketPublicAccessBlock", bucket)]
         }

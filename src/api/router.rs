@@ -193,6 +193,15 @@ pub enum Endpoint {
     DeletePublicAccessBlock {
         bucket: BucketName,
     },
+    GetBucketEncryption {
+        bucket: BucketName,
+    },
+    PutBucketEncryption {
+        bucket: BucketName,
+    },
+    DeleteBucketEncryption {
+        bucket: BucketName,
+    },
     /// A browser's CORS preflight `OPTIONS` request, for a bucket or an object in it.
     CorsPreflight {
         bucket: BucketName,
@@ -293,6 +302,9 @@ impl Endpoint {
             Endpoint::GetPublicAccessBlock { .. } => "GetPublicAccessBlock",
             Endpoint::PutPublicAccessBlock { .. } => "PutPublicAccessBlock",
             Endpoint::DeletePublicAccessBlock { .. } => "DeletePublicAccessBlock",
+            Endpoint::GetBucketEncryption { .. } => "GetBucketEncryption",
+            Endpoint::PutBucketEncryption { .. } => "PutBucketEncryption",
+            Endpoint::DeleteBucketEncryption { .. } => "DeleteBucketEncryption",
             Endpoint::GetBucketVersioning { .. } => "GetBucketVersioning",
             Endpoint::PutBucketVersioning { .. } => "PutBucketVersioning",
             Endpoint::ListObjectVersions { .. } => "ListObjectVersions",
@@ -564,6 +576,15 @@ pub fn parse(
                 &["publicAccessBlock"],
                 Endpoint::DeletePublicAccessBlock { bucket },
             ),
+            Method::GET if query.has("encryption") => {
+                only(&["encryption"], Endpoint::GetBucketEncryption { bucket })
+            }
+            Method::PUT if query.has("encryption") => {
+                only(&["encryption"], Endpoint::PutBucketEncryption { bucket })
+            }
+            Method::DELETE if query.has("encryption") => {
+                only(&["encryption"], Endpoint::DeleteBucketEncryption { bucket })
+            }
             Method::PUT if query.has("versioning") => {
                 only(&["versioning"], Endpoint::PutBucketVersioning { bucket })
             }

@@ -117,7 +117,7 @@ pub fn version_states<'r>(key: &'r str, versions: &'r [ObjectRecord]) -> Vec<Ver
         .map(|(index, record)| {
             let state = VersionState {
                 key,
-                size: record.size,
+                size: record.content_length(),
                 tags: &record.tags,
                 modified_ms: record.modified_ms,
                 storage_class: record.storage_class.as_deref(),

@@ -67,6 +67,21 @@ pub struct BodyDigests {
     pub checksum: Option<String>,
 }
 
+/// The body, each chunk also sent to `tap` as it passes (for digests of a body that is
+/// sealed before it is written).
+pub fn tapped(body: crate::body::ByteStream, tap: mpsc::Sender<Bytes>) -> crate::body::ByteStream {
+    use futures::StreamExt;
+    Box::pin(body.then(move |chunk| {
+        let tap = tap.clone();
+        async move {
+            if let Ok(chunk) = &chunk {
+                let _ = tap.send(chunk.clone()).await;
+            }
+            chunk
+        }
+    }))
+}
+
 /// Starts hashing the blocks sent to the returned sender: MD5 on the store's shared
 /// hashing thread, the flexible checksum on the blocking pool. The digests are ready once
 /// every sender is gone.

@@ -4,6 +4,7 @@
 //! the drives agree on, when a write is committed) and never touches files itself.
 
 pub mod acl;
+mod at_rest;
 mod bucket;
 mod bucket_cache;
 pub use bucket_cache::ParsedByRevision;
@@ -44,6 +45,7 @@ use thiserror::Error;
 use crate::erasure::MetaTable;
 use crate::erasure::{Agreement, ErasureError, ErasureSet, Replica};
 
+pub use at_rest::{check_customer_key, Encryption};
 pub use checksum::{ChecksumAlgorithm, ChecksumType};
 pub use hashing::ExpectedChecksum;
 pub use heal::{HealDepth, HealReport};
@@ -56,8 +58,8 @@ pub use multipart::{CompleteOptions, CompletedPart, PartsPage, UploadOptions, MA
 pub use names::{BucketName, ObjectKey, VersionId, MAX_KEY_LEN};
 pub use objects::{GetOptions, GetResult, PutOptions, ReadIf, WriteCondition};
 pub use record::{
-    BucketRecord, BucketSettings, CorsRule, ObjectRecord, PartRecord, StoredChecksum, TierLocation,
-    UploadRecord, Versioning, NULL_VERSION,
+    BucketRecord, BucketSettings, CorsRule, DefaultEncryption, ObjectRecord, PartRecord,
+    SseAlgorithm, StoredChecksum, TierLocation, UploadRecord, Versioning, NULL_VERSION,
 };
 pub use span::{ByteRange, ReadSpan};
 pub use tier::{Tier, TierError, Tiers};
@@ -135,6 +137,12 @@ pub enum ObjectError {
     Erasure(ErasureError),
     #[error(transparent)]
     Tier(#[from] TierError),
+    /// A version's encryption: its key could not be made or reopened.
+    #[error(transparent)]
+    Encryption(crate::encryption::EncryptionError),
+    /// SSE-S3 or SSE-KMS asked of a server started without a key service.
+    #[error("server-side encryption needs a key service (STRATA_KMS_SECRET_KEY)")]
+    KmsNotConfigured,
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -166,6 +174,8 @@ pub struct ObjectStore {
     tiers: arc_swap::ArcSwap<Tiers>,
     /// The bucket records agreed on lately.
     buckets: bucket_cache::BucketCache,
+    /// Where object keys of SSE-S3 and SSE-KMS versions come from.
+    kms: arc_swap::ArcSwapOption<Arc<dyn crate::kms::KeyService>>,
 }
 
 impl ObjectStore {
@@ -186,6 +196,7 @@ impl ObjectStore {
             heal_queue: heal::HealQueue::new(HEAL_QUEUE_LEN),
             tiers: arc_swap::ArcSwap::from_pointee(Tiers::default()),
             buckets: bucket_cache::BucketCache::default(),
+            kms: arc_swap::ArcSwapOption::empty(),
         })
     }
 

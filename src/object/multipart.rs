@@ -207,7 +207,7 @@ impl ObjectStore {
         // shards of both attempts.
         let file = format!("part.{number}.{}", Uuid::new_v4().simple());
         // Parts are never inline: they must end up in the upload's data folder.
-        let written = write_verified(&self.md5, set, body, &file, 0, &options).await?;
+        let written = write_verified(&self.md5, set, body, &file, 0, &options, None).await?;
         let dir = DataDir {
             bucket_id: bucket_record.id.clone(),
             data_id: upload.data_id,
@@ -509,6 +509,7 @@ impl ObjectStore {
             lock: upload.lock,
             upload_id: Some(upload_id.to_string()),
             acl: upload.acl.clone(),
+            sse: None,
         };
         let mut extra = vec![MetaOp::Delete {
             table: MetaTable::Uploads,

@@ -7,6 +7,7 @@ use futures::StreamExt;
 use uuid::Uuid;
 
 use super::acl::Acl;
+use super::at_rest::{self, Encryption, SealedSpan};
 use super::commit::{commit_on_records, dropped_inline_chunks};
 use super::hashing::{self, ExpectedChecksum};
 use super::lock::{self, ObjectLock};
@@ -24,6 +25,7 @@ use super::{
     INLINE_LIMIT,
 };
 use crate::body::ByteStream;
+use crate::encryption::CustomerKey;
 use crate::erasure::{DataDir, MetaOp, MetaTable};
 use crate::erasure::{Encoded, ErasureError, ErasureSet, ShardSource, WriteOutcome};
 
@@ -45,6 +47,8 @@ pub struct PutOptions {
     pub lock: ObjectLock,
     /// The version's ACL, when it is not the bucket owner's alone.
     pub acl: Option<Acl>,
+    /// The encryption the request asks for; `None`: the bucket's default, if any.
+    pub encryption: Option<Encryption>,
 }
 
 /// A conditional write, checked atomically with the commit: checkpoint writers use it so that
@@ -83,6 +87,11 @@ pub struct GetOptions {
     /// Whether the data is read at all, decided on the agreed record before any shard is
     /// opened (a conditional GET that ends in 304 or 412 reads none); `None`: always.
     pub read_if: Option<ReadIf>,
+    /// The request's SSE-C key: required for (and only for) a version encrypted with one.
+    pub customer_key: Option<Arc<CustomerKey>>,
+    /// The stored bytes of the whole version, still sealed if it is encrypted (a lifecycle
+    /// transition moves them as they are); `span` and `customer_key` do not apply.
+    pub raw: bool,
 }
 
 /// A decision on a version's record: read its data or not.
@@ -127,15 +136,34 @@ impl ObjectStore {
         let bucket_record = self.bucket(bucket).await?;
         lock::check_allowed(&bucket_record, &options.lock)?;
         let set = self.set_for(bucket, key);
-        let written =
-            write_verified(&self.md5, set, body, "part.1", INLINE_LIMIT, &options).await?;
+        let sealing = self
+            .new_key(&bucket_record, key, options.encryption.as_ref())
+            .await?;
+        let seal_with = sealing.as_ref().map(|new| &new.key);
+        let written = write_verified(
+            &self.md5,
+            set,
+            body,
+            "part.1",
+            INLINE_LIMIT,
+            &options,
+            seal_with,
+        )
+        .await?;
         let (outcome, checksum) = (written.outcome, written.checksum);
         let data_dir = DataDir {
             bucket_id: bucket_record.id.clone(),
             data_id: Uuid::new_v4(),
         };
 
-        let etag = hex::encode(written.md5);
+        let etag = match &sealing {
+            // S3 gives SSE-S3 objects the plaintext's MD5, and SSE-KMS and SSE-C objects an
+            // ETag that says nothing of their plaintext.
+            Some(new) if !matches!(new.sse, crate::encryption::Sse::S3 { .. }) => {
+                hex::encode(rand::random::<[u8; 16]>())
+            }
+            _ => hex::encode(written.md5),
+        };
         let mut record = ObjectRecord {
             size: outcome.size,
             etag: etag.clone(),
@@ -160,6 +188,7 @@ impl ObjectStore {
             lock: options.lock,
             upload_id: None,
             acl: options.acl,
+            sse: sealing.map(|new| new.sse),
         };
         let mut data_holders = None;
         let inline = match outcome.encoded {
@@ -366,13 +395,39 @@ impl ObjectStore {
                 });
             }
         }
-        let range = options.span.map(|r| record.resolve_span(r)).transpose()?;
-        let (start, end) = range.unwrap_or((0, record.size));
+        // An encrypted version is read as the sealed bytes that hold the span, then opened.
+        let (range, opening, (start, end)) = if options.raw {
+            (None, None, (0, record.size))
+        } else {
+            let range = options.span.map(|r| record.resolve_span(r)).transpose()?;
+            let (start, end) = range.unwrap_or((0, record.content_length()));
+            let customer = options.customer_key.as_deref();
+            match self
+                .open_key(bucket.as_str(), key.as_str(), &record, customer)
+                .await?
+            {
+                Some(data_key) => {
+                    if record.parts.len() > 1 {
+                        return Err(ObjectError::Internal(
+                            "an encrypted version in several parts".into(),
+                        ));
+                    }
+                    let span = SealedSpan::of(&record, start, end);
+                    let stored = span.stored;
+                    (range, Some((span, data_key)), stored)
+                }
+                None => (range, None, (start, end)),
+            }
+        };
+        let opened = |body: ByteStream| match &opening {
+            Some((span, data_key)) => span.open(data_key, body),
+            None => body,
+        };
 
         let mut streams: Vec<ByteStream> = Vec::new();
         if let Some(location) = &record.tier {
             drop(guard);
-            let body = self.read_from_tier(location, start, end).await?;
+            let body = opened(self.read_from_tier(location, start, end).await?);
             return Ok(GetResult {
                 record,
                 range,
@@ -434,7 +489,7 @@ impl ObjectStore {
         }
         drop(guard);
 
-        let mut body: ByteStream = Box::pin(futures::stream::iter(streams).flatten());
+        let mut body: ByteStream = opened(Box::pin(futures::stream::iter(streams).flatten()));
         // Read the first block before answering, so that a read that cannot succeed is a
         // clean error rather than a 200 cut short.
         let first = body.next().await;
@@ -590,9 +645,20 @@ pub(crate) async fn write_verified(
     file_name: &str,
     inline_limit: usize,
     options: &PutOptions,
+    seal_with: Option<&crate::encryption::ObjectKey>,
 ) -> Result<VerifiedWrite, ObjectError> {
     let (tap, digests) = hashing::start(md5, options.checksum.as_ref().map(|c| c.algorithm()));
-    let outcome = set.write_stream(body, file_name, inline_limit, tap).await?;
+    let outcome = match seal_with {
+        None => set.write_stream(body, file_name, inline_limit, tap).await?,
+        Some(key) => {
+            // Digests are the plaintext's: taken before sealing. The sealed blocks go to no
+            // tap (a sender nobody reads is dropped at once).
+            let sealed = at_rest::seal(key, hashing::tapped(body, tap));
+            let (unread, _) = tokio::sync::mpsc::channel(1);
+            set.write_stream(sealed, file_name, inline_limit, unread)
+                .await?
+        }
+    };
     let digests = digests
         .await
         .ok()

@@ -76,6 +76,47 @@ pub struct BucketSettings {
     /// Block Public Access (`?publicAccessBlock`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub public_access_block: Option<PublicAccessBlock>,
+    /// Default encryption (`?encryption`): what uploads that ask for none get.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<DefaultEncryption>,
+}
+
+/// How a bucket encrypts the objects uploaded without encryption headers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DefaultEncryption {
+    pub algorithm: SseAlgorithm,
+    /// The KMS key of `aws:kms`; `None`: the key service's default key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kms_key_id: Option<String>,
+    /// S3 Bucket Keys (`BucketKeyEnabled`), reported back to clients.
+    #[serde(default)]
+    pub bucket_key_enabled: bool,
+}
+
+/// The server-side encryption algorithms S3 names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SseAlgorithm {
+    /// SSE-S3 (`AES256`).
+    Aes256,
+    /// SSE-KMS (`aws:kms`).
+    AwsKms,
+}
+
+impl SseAlgorithm {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "AES256" => Some(Self::Aes256),
+            "aws:kms" => Some(Self::AwsKms),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Aes256 => "AES256",
+            Self::AwsKms => "aws:kms",
+        }
+    }
 }
 
 fn enforced() -> Option<ObjectOwnership> {
@@ -98,6 +139,7 @@ impl Default for BucketSettings {
             acl: None,
             ownership: enforced(),
             public_access_block: None,
+            encryption: None,
         }
     }
 }
@@ -216,6 +258,24 @@ pub struct ObjectRecord {
     /// The version's ACL (`?acl`); `None`: the bucket's owner owns it, with full control.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acl: Option<Acl>,
+    /// How the data is encrypted at rest, and its object key sealed; `None`: not encrypted.
+    /// An encrypted version's `size` and part sizes count the stored (sealed) bytes, which
+    /// is what the erasure sets, healing and tiers work on; clients see
+    /// [`ObjectRecord::content_length`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sse: Option<crate::encryption::Sse>,
+}
+
+impl ObjectRecord {
+    /// The object's size as clients see it: the plaintext's, for an encrypted version.
+    pub fn content_length(&self) -> u64 {
+        let plain = |stored: u64| crate::encryption::plain_len(stored).unwrap_or(0);
+        match (&self.sse, self.parts.as_slice()) {
+            (None, _) => self.size,
+            (Some(_), []) | (Some(_), [_]) => plain(self.size),
+            (Some(_), parts) => parts.iter().map(|part| plain(part.size)).sum(),
+        }
+    }
 }
 
 /// An object's data in a tier.
@@ -311,6 +371,7 @@ impl ObjectRecord {
             lock: ObjectLock::default(),
             upload_id: None,
             acl: None,
+            sse: None,
         }
     }
 }
@@ -435,6 +496,11 @@ mod tests {
                 public_access_block: Some(PublicAccessBlock {
                     block_public_acls: true,
                     ..PublicAccessBlock::default()
+                }),
+                encryption: Some(DefaultEncryption {
+                    algorithm: SseAlgorithm::AwsKms,
+                    kms_key_id: Some("datasets".into()),
+                    bucket_key_enabled: true,
                 }),
             },
         };

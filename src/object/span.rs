@@ -38,9 +38,9 @@ impl ObjectRecord {
     /// The bytes `start..end` a read span selects.
     pub fn resolve_span(&self, span: ReadSpan) -> Result<(u64, u64), ObjectError> {
         match span {
-            ReadSpan::Range(range) => range.resolve(self.size),
+            ReadSpan::Range(range) => range.resolve(self.content_length()),
             // An object uploaded in one piece has one part: all of it.
-            ReadSpan::Part(1) if !self.is_multipart() => Ok((0, self.size)),
+            ReadSpan::Part(1) if !self.is_multipart() => Ok((0, self.content_length())),
             ReadSpan::Part(n)
                 if self.is_multipart() && n >= 1 && (n as usize) <= self.parts.len() =>
             {

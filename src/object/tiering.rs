@@ -104,6 +104,8 @@ impl ObjectStore {
                 key,
                 GetOptions {
                     version_id: version_id.map(str::to_string),
+                    // Tiers hold what the drives hold: an encrypted version stays sealed.
+                    raw: true,
                     ..GetOptions::default()
                 },
             )

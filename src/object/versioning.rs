@@ -616,5 +616,6 @@ fn delete_marker(mode: Versioning, set: &ErasureSet) -> ObjectRecord {
         lock: ObjectLock::default(),
         upload_id: None,
         acl: None,
+        sse: None,
     }
 }

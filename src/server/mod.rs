@@ -2,6 +2,7 @@
 //! ([`listener`]).
 
 mod front;
+mod kms;
 pub mod limit;
 mod listener;
 
@@ -123,6 +124,9 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         tracing::warn!(error = %e, "could not load users and policies yet; retrying in the background");
     }
     iam.spawn_refresh(IAM_REFRESH);
+    let _kms = kms::start(&store)
+        .await
+        .context("opening the key service")?;
     let s3 = S3State {
         store: store.clone(),
         keyring: auth::Keyring::new(
@@ -137,6 +141,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         domain: config.domain.clone(),
         iam: iam.clone(),
         max_retention_days: config.limits.max_retention_days,
+        sse_c_allowed: certificates.is_some() || config.listener.sse_c_over_http,
         lifecycle_day: config.lifecycle.day,
         lifecycle_configs: Default::default(),
     };

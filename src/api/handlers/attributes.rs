@@ -73,7 +73,7 @@ pub async fn get_object_attributes(
         object_parts,
         storage_class: (wants("StorageClass"))
             .then(|| storage_class_name(record.storage_class.as_deref())),
-        object_size: wants("ObjectSize").then_some(record.size),
+        object_size: wants("ObjectSize").then_some(record.content_length()),
     };
     let mut response = xml_response(xml::render("GetObjectAttributesResponse", &doc));
     let modified = crate::api::headers::http_date(crate::api::headers::modified(&record));

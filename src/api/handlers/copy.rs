@@ -6,12 +6,14 @@ use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 
 use super::multipart::checksums;
-use super::object::{new_object_acl, put_options, refuse_unsupported};
+use super::object::{customer_of, new_object_acl, put_options, refuse_unsupported};
 use super::versioning::set_written_version;
 use super::{bucket_name, Request};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{self, iso8601, ConditionFailure};
+use crate::api::sse;
 use crate::api::{xml, xml_response};
+use crate::object::check_customer_key;
 use crate::object::{
     BucketName, ExpectedChecksum, GetOptions, ObjectError, ObjectKey, ObjectRecord, PutOptions,
 };
@@ -100,7 +102,7 @@ fn check_source(headers: &HeaderMap, source: &ObjectRecord) -> Result<(), Object
 }
 
 fn check_size(source: &ObjectRecord) -> Result<(), ObjectError> {
-    if source.size > MAX_COPY_SIZE {
+    if source.content_length() > MAX_COPY_SIZE {
         return Err(ObjectError::InvalidRequest(format!(
             "The specified copy source is larger than the maximum allowable size for a copy source: {MAX_COPY_SIZE}"
         )));
@@ -152,8 +154,9 @@ pub async fn copy_object(
     // Copying a version onto its key (restoring it) is a copy like any other.
     let onto_itself = source.is_current(bucket, object);
     if onto_itself {
-        let changes_something =
-            replace_metadata || request.headers.contains_key("x-amz-storage-class");
+        let changes_something = replace_metadata
+            || request.headers.contains_key("x-amz-storage-class")
+            || requested.encryption.is_some();
         if !changes_something {
             return Err(S3Error::new(
                 S3ErrorCode::InvalidRequest,
@@ -163,7 +166,13 @@ pub async fn copy_object(
     }
     // A copy onto itself rewrites the metadata in place, unless the bucket keeps versions:
     // then the copy is a new version and the old one stays.
-    let in_place = onto_itself && store.bucket(bucket).await?.settings.versioning.is_none();
+    // The source's SSE-C key, if it has one, comes in the copy-source headers.
+    let source_key = sse::customer_key(request.headers, true, request.state.sse_c_allowed)?;
+    let dest_key = customer_of(&requested);
+    // A copy that changes the encryption rewrites the data.
+    let in_place = onto_itself
+        && requested.encryption.is_none()
+        && store.bucket(bucket).await?.settings.versioning.is_none();
     let mut copied = None;
     let record = if in_place {
         // Only a bucket without versioning rewrites in place, and it has no Object Lock.
@@ -178,6 +187,12 @@ pub async fn copy_object(
         }
         store
             .update_object_metadata(bucket, object, None, |current| {
+                check_customer_key(
+                    bucket.as_str(),
+                    object.as_str(),
+                    current,
+                    source_key.as_deref(),
+                )?;
                 check_source(request_headers, current)?;
                 check_size(current)?;
                 let options = copied_metadata(current, replace_metadata, replace_tags, requested);
@@ -195,6 +210,7 @@ pub async fn copy_object(
         // The stream is of the version read here, so the conditions hold for what is copied.
         let options = GetOptions {
             version_id: source.version_id.clone(),
+            customer_key: source_key.clone(),
             ..GetOptions::default()
         };
         let read = store
@@ -223,6 +239,7 @@ pub async fn copy_object(
     };
     let mut response = xml_response(xml::render("CopyObjectResult", &doc));
     set_written_version(response.headers_mut(), &record);
+    sse::response_headers(&record, dest_key.as_deref(), response.headers_mut());
     if let Some(read) = &copied {
         set_source_version(response.headers_mut(), &source, read);
     }

@@ -82,7 +82,7 @@ fn contents(
                 key: encoder.apply(key),
                 last_modified: iso8601(record.modified_ms),
                 etag: format!("\"{}\"", record.etag),
-                size: record.size,
+                size: record.content_length(),
                 owner: with_owner.then(|| owner(request)),
                 storage_class: storage_class_name(record.storage_class.as_deref()),
             }),

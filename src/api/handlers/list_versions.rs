@@ -74,7 +74,7 @@ fn entries(
                 is_latest: *is_latest,
                 last_modified: iso8601(record.modified_ms),
                 etag: format!("\"{}\"", record.etag),
-                size: record.size,
+                size: record.content_length(),
                 storage_class: storage_class_name(record.storage_class.as_deref()),
                 owner: owner(request),
             })),

@@ -6,6 +6,7 @@ mod batch;
 mod bucket;
 mod copy;
 mod cors;
+mod encryption;
 mod lifecycle;
 mod list;
 mod list_versions;
@@ -290,6 +291,11 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
             access::delete_ownership_controls(request, &bucket).await
         }
         GetPublicAccessBlock { bucket } => access::get_public_access_block(request, &bucket).await,
+        GetBucketEncryption { bucket } => encryption::get_bucket_encryption(request, &bucket).await,
+        PutBucketEncryption { bucket } => encryption::put_bucket_encryption(request, &bucket).await,
+        DeleteBucketEncryption { bucket } => {
+            encryption::delete_bucket_encryption(request, &bucket).await
+        }
         PutPublicAccessBlock { bucket } => access::put_public_access_block(request, &bucket).await,
         DeletePublicAccessBlock { bucket } => {
             access::delete_public_access_block(request, &bucket).await

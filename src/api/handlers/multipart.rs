@@ -14,6 +14,7 @@ use super::Request;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{self, iso8601, storage_class_name, ConditionFailure};
 use crate::api::router::PartNumber;
+use crate::api::sse;
 use crate::api::{xml, xml_response};
 use crate::object::BucketName;
 use crate::object::ObjectKey;
@@ -31,6 +32,24 @@ pub async fn create(
     object: &ObjectKey,
 ) -> Result<Response, S3Error> {
     refuse_unsupported(&request)?;
+    // Parts are not sealed yet: an upload that would be encrypted is refused rather than
+    // stored in the clear.
+    let encrypted = sse::requested(request.headers, request.state.sse_c_allowed)?.is_some()
+        || request
+            .state
+            .store
+            .bucket(name)
+            .await?
+            .settings
+            .encryption
+            .is_some();
+    if encrypted {
+        return Err(S3Error::new(
+            S3ErrorCode::NotImplemented,
+            "Strata does not encrypt multipart uploads yet: upload encrypted objects in one \
+             PUT (up to 5 GiB).",
+        ));
+    }
     let checksum_type = headers::header(request.headers, "x-amz-checksum-type")
         .map(|t| {
             ChecksumType::parse(t).ok_or_else(|| {
@@ -87,12 +106,24 @@ pub async fn upload_part(
     let number = number.get();
     body_length(&request)?;
     let options = put_options(&request)?;
+    refuse_part_encryption(&options)?;
     let part = request
         .state
         .store
         .upload_part(bucket, key, upload_id, number, request.body, options)
         .await?;
     Ok(stored_response(&part.etag, part.checksum.as_ref()))
+}
+
+/// Uploads are never encrypted (see [`create`]): encryption headers on a part do not apply.
+fn refuse_part_encryption(options: &crate::object::PutOptions) -> Result<(), S3Error> {
+    match options.encryption {
+        Some(_) => Err(S3Error::new(
+            S3ErrorCode::InvalidRequest,
+            "The encryption parameters are not applicable to this object.",
+        )),
+        None => Ok(()),
+    }
 }
 
 /// `x-amz-copy-source-range: bytes=first-last` (both required, as in S3).
@@ -146,12 +177,12 @@ pub async fn upload_part_copy(
         last: Some(last), ..
     }) = range
     {
-        if last >= head.size {
+        if last >= head.content_length() {
             return Err(S3Error::new(
                 S3ErrorCode::InvalidArgument,
                 format!(
                     "Range specified is not valid for source object of size: {}",
-                    head.size
+                    head.content_length()
                 ),
             ));
         }
@@ -167,6 +198,7 @@ pub async fn upload_part_copy(
     let options = GetOptions {
         span: range.map(ReadSpan::Range),
         version_id: source.version_id.clone(),
+        customer_key: sse::customer_key(request.headers, true, request.state.sse_c_allowed)?,
         ..GetOptions::default()
     };
     let read = store

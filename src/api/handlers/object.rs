@@ -13,9 +13,12 @@ use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{self, ConditionFailure};
 use crate::api::permissions::bypasses_governance;
 use crate::api::router::Endpoint;
+use crate::api::sse;
+use crate::encryption::CustomerKey;
 use crate::object::acl::Acl;
 use crate::object::ObjectKey;
 use crate::object::VersionId;
+use crate::object::{check_customer_key, Encryption};
 use crate::object::{
     BucketName, GetOptions, ObjectLock, ObjectRecord, PutOptions, ReadIf, ReadSpan, StoredChecksum,
 };
@@ -25,11 +28,7 @@ const MAX_PUT_SIZE: u64 = 5 << 30;
 
 /// Headers that ask for features this server does not have; ignoring them would silently
 /// store something other than what the client asked for.
-const UNSUPPORTED_PUT_HEADERS: &[&str] = &[
-    "x-amz-server-side-encryption",
-    "x-amz-server-side-encryption-customer-algorithm",
-    "x-amz-website-redirect-location",
-];
+const UNSUPPORTED_PUT_HEADERS: &[&str] = &["x-amz-website-redirect-location"];
 
 /// The announced size of a request body: Content-Length, or the decoded length of an
 /// `aws-chunked` body.
@@ -87,6 +86,7 @@ pub fn put_options(request: &Request<'_>) -> Result<PutOptions, S3Error> {
         storage_class: headers::storage_class(request.headers)?,
         lock: headers::object_lock(request.headers)?,
         acl: None,
+        encryption: sse::requested(request.headers, request.state.sse_c_allowed)?,
     })
 }
 
@@ -120,6 +120,7 @@ pub async fn put_object(
     require_digest_for_lock(&request, &options.lock)?;
     super::lock::check_retention(request.state, options.lock.retention.as_ref())?;
     options.acl = new_object_acl(&request, bucket).await?;
+    let customer = customer_of(&options);
     let record = request
         .state
         .store
@@ -127,7 +128,16 @@ pub async fn put_object(
         .await?;
     let mut response = stored_response(&record.etag, record.checksum.as_ref());
     set_written_version(response.headers_mut(), &record);
+    sse::response_headers(&record, customer.as_deref(), response.headers_mut());
     Ok(response)
+}
+
+/// The SSE-C key a write encrypts with, to echo its MD5.
+pub fn customer_of(options: &PutOptions) -> Option<Arc<CustomerKey>> {
+    match &options.encryption {
+        Some(Encryption::Customer(key)) => Some(key.clone()),
+        _ => None,
+    }
 }
 
 /// The answer to a PUT or UploadPart: the ETag, and the checksum that was verified.
@@ -174,6 +184,8 @@ pub async fn get_object(
     with_body: bool,
 ) -> Result<Response, S3Error> {
     refuse_anonymous_overrides(&request)?;
+    sse::refuse_on_read(request.headers)?;
+    let customer = sse::customer_key(request.headers, false, request.state.sse_c_allowed)?;
     let span = read_span(&request)?;
     let store = &request.state.store;
     let asked = version_id.is_some();
@@ -182,6 +194,8 @@ pub async fn get_object(
             span,
             version_id: version_id.as_ref().map(|id| id.to_string()),
             read_if: conditions_on_record(request.headers),
+            customer_key: customer.clone(),
+            raw: false,
         };
         let got = store.get_object(bucket, key, options).await?;
         (got.record, got.range, Some(got.body))
@@ -189,6 +203,7 @@ pub async fn get_object(
         let record = store
             .head_object(bucket, key, version_id.as_ref().map(VersionId::as_str))
             .await?;
+        check_customer_key(bucket.as_str(), key.as_str(), &record, customer.as_deref())?;
         let range = span.map(|s| record.resolve_span(s)).transpose()?;
         (record, range, None)
     };
@@ -215,6 +230,7 @@ pub async fn get_object(
         response.headers_mut(),
         shown_version(&record, versioning, asked),
     );
+    sse::response_headers(&record, customer.as_deref(), response.headers_mut());
 
     match headers::check_conditions(request.headers, &record.etag, headers::modified(&record)) {
         Ok(()) => {}
@@ -238,7 +254,7 @@ pub async fn get_object(
             .insert("x-amz-expiration", expiration);
     }
 
-    let (start, end) = range.unwrap_or((0, record.size));
+    let (start, end) = range.unwrap_or((0, record.content_length()));
     let out = response.headers_mut();
     out.insert("content-length", HeaderValue::from(end - start));
     if part_asked && record.is_multipart() {
@@ -249,7 +265,7 @@ pub async fn get_object(
     }
     if range.is_some() {
         *response.status_mut() = StatusCode::PARTIAL_CONTENT;
-        let content_range = format!("bytes {}-{}/{}", start, end - 1, record.size);
+        let content_range = format!("bytes {}-{}/{}", start, end - 1, record.content_length());
         response.headers_mut().insert(
             "content-range",
             HeaderValue::from_str(&content_range).expect("digits"),
@@ -316,7 +332,7 @@ fn expiration_header(
     let config = state.lifecycle_configs.of(bucket, parse).ok()?;
     let version = VersionState {
         key: key.as_str(),
-        size: record.size,
+        size: record.content_length(),
         tags: &record.tags,
         modified_ms: record.modified_ms,
         is_latest: true,

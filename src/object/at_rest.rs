@@ -1,0 +1,210 @@
+//! Encryption at rest in the object layer: the key service it asks for object keys, the
+//! encryption a write asks for (or its bucket's default), and the sealed streams on either
+//! side of the erasure sets. The sets, healing, scrubbing and tiers only ever see sealed
+//! bytes; a version's `size` counts them.
+
+use std::sync::Arc;
+
+use super::record::{DefaultEncryption, SseAlgorithm};
+use super::{BucketRecord, ObjectError, ObjectKey, ObjectRecord, ObjectStore};
+use crate::body::ByteStream;
+use crate::encryption::{
+    decrypt_stream, encrypt_stream, kms_context, sealed_range, CustomerKey, EncryptionError,
+    ObjectKey as DataKey, Sse,
+};
+use crate::kms::{EncryptionContext, KeyService};
+
+/// The encryption a write asks for.
+#[derive(Clone)]
+pub enum Encryption {
+    /// SSE-S3 (`AES256`).
+    S3,
+    /// SSE-KMS with this key (the service's default when `None`).
+    Kms {
+        key_id: Option<String>,
+        context: EncryptionContext,
+        bucket_key: bool,
+    },
+    /// SSE-C with the client's key.
+    Customer(Arc<CustomerKey>),
+}
+
+impl std::fmt::Debug for Encryption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Encryption::S3 => f.write_str("S3"),
+            Encryption::Kms { key_id, .. } => write!(f, "Kms({key_id:?})"),
+            Encryption::Customer(_) => f.write_str("Customer(..)"),
+        }
+    }
+}
+
+impl Encryption {
+    /// What a bucket's default encryption gives an upload that asks for none.
+    pub fn default_of(default: &DefaultEncryption) -> Self {
+        match default.algorithm {
+            SseAlgorithm::Aes256 => Encryption::S3,
+            SseAlgorithm::AwsKms => Encryption::Kms {
+                key_id: default.kms_key_id.clone(),
+                context: EncryptionContext::new(),
+                bucket_key: default.bucket_key_enabled,
+            },
+        }
+    }
+}
+
+/// A version's object key, ready to seal its data, and the record that reopens it.
+pub(crate) struct NewKey {
+    pub key: DataKey,
+    pub sse: Sse,
+}
+
+impl ObjectStore {
+    /// Gives the store its key service; without one, SSE-S3 and SSE-KMS are refused.
+    pub fn set_key_service(&self, kms: Arc<dyn KeyService>) {
+        self.kms.store(Some(Arc::new(kms)));
+    }
+
+    pub fn key_service(&self) -> Option<Arc<dyn KeyService>> {
+        self.kms.load_full().map(|kms| Arc::clone(&*kms))
+    }
+
+    fn require_key_service(&self) -> Result<Arc<dyn KeyService>, ObjectError> {
+        self.key_service().ok_or(ObjectError::KmsNotConfigured)
+    }
+
+    /// The encryption of a new version of `key`: what the request asked for, else the
+    /// bucket's default, else none.
+    pub(crate) async fn new_key(
+        &self,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+        asked: Option<&Encryption>,
+    ) -> Result<Option<NewKey>, ObjectError> {
+        let default = bucket
+            .settings
+            .encryption
+            .as_ref()
+            .map(Encryption::default_of);
+        let Some(encryption) = asked.or(default.as_ref()) else {
+            return Ok(None);
+        };
+        let (name, object) = (bucket.name.as_str(), key.as_str());
+        let (key, sse) = match encryption {
+            Encryption::Customer(customer) => Sse::seal_customer(customer, name, object),
+            Encryption::S3 => {
+                let kms = self.require_key_service()?;
+                Sse::new_s3(kms.as_ref(), name, object).await?
+            }
+            Encryption::Kms {
+                key_id,
+                context,
+                bucket_key,
+            } => {
+                let kms = self.require_key_service()?;
+                let context = kms_context(name, Some(object), context.clone());
+                let (key, mut sse) =
+                    Sse::new_kms(kms.as_ref(), key_id.as_deref(), context, name, object).await?;
+                if let Sse::Kms { bucket_key: b, .. } = &mut sse {
+                    *b = *bucket_key;
+                }
+                (key, sse)
+            }
+        };
+        Ok(Some(NewKey { key, sse }))
+    }
+
+    /// Reopens the object key of an encrypted version, with the request's SSE-C key for an
+    /// SSE-C version; `Ok(None)` for a version stored in the clear (then a customer key is
+    /// refused, as S3 refuses it).
+    pub(crate) async fn open_key(
+        &self,
+        bucket: &str,
+        key: &str,
+        record: &ObjectRecord,
+        customer: Option<&CustomerKey>,
+    ) -> Result<Option<DataKey>, ObjectError> {
+        let Some(sse) = &record.sse else {
+            return match customer {
+                Some(_) => Err(EncryptionError::CustomerKeyNotApplicable.into()),
+                None => Ok(None),
+            };
+        };
+        let opened = match sse {
+            Sse::Customer { .. } => match customer {
+                Some(customer) => sse.open_customer(customer, bucket, key)?,
+                None => return Err(EncryptionError::CustomerKeyRequired.into()),
+            },
+            _ => {
+                let kms = self.require_key_service()?;
+                sse.open(kms.as_ref(), customer, bucket, key).await?
+            }
+        };
+        Ok(Some(opened))
+    }
+}
+
+/// Whether a request may see a version's metadata with the SSE-C key it gave (or none): a
+/// HEAD needs the key of an SSE-C version, and no key for any other, as on S3.
+pub fn check_customer_key(
+    bucket: &str,
+    key: &str,
+    record: &ObjectRecord,
+    customer: Option<&CustomerKey>,
+) -> Result<(), ObjectError> {
+    match (&record.sse, customer) {
+        (Some(sse @ Sse::Customer { .. }), Some(customer)) => {
+            sse.open_customer(customer, bucket, key)?;
+            Ok(())
+        }
+        (Some(Sse::Customer { .. }), None) => Err(EncryptionError::CustomerKeyRequired.into()),
+        (_, Some(_)) => Err(EncryptionError::CustomerKeyNotApplicable.into()),
+        (_, None) => Ok(()),
+    }
+}
+
+/// Seals a body for the drives: the whole stream is one object's packages.
+pub(crate) fn seal(key: &DataKey, plain: ByteStream) -> ByteStream {
+    encrypt_stream(&key.object_package_key(), plain)
+}
+
+/// Where plaintext bytes `start..end` of a version encrypted as one stream lie on the
+/// drives, and how to open them from there.
+pub(crate) struct SealedSpan {
+    /// The stored bytes to read.
+    pub stored: (u64, u64),
+    open: crate::encryption::SealedRange,
+    plain_total: u64,
+    take: u64,
+}
+
+impl SealedSpan {
+    pub fn of(record: &ObjectRecord, start: u64, end: u64) -> Self {
+        let plain_total = record.content_length();
+        let open = sealed_range(start, end - start, plain_total);
+        let stored = (open.sealed_offset, open.sealed_offset + open.sealed_len);
+        SealedSpan {
+            stored,
+            open,
+            plain_total,
+            take: end - start,
+        }
+    }
+
+    /// The plaintext of the stored bytes read for this span.
+    pub fn open(&self, key: &DataKey, stored: ByteStream) -> ByteStream {
+        decrypt_stream(
+            &key.object_package_key(),
+            &self.open,
+            self.plain_total,
+            stored,
+            self.take,
+        )
+    }
+}
+
+impl From<EncryptionError> for ObjectError {
+    fn from(err: EncryptionError) -> Self {
+        ObjectError::Encryption(err)
+    }
+}

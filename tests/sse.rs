@@ -1,0 +1,661 @@
+//! Server-side encryption through the AWS Rust SDK: SSE-S3, SSE-KMS with the built-in key
+//! service, SSE-C, bucket default encryption, copies between them, ranges across package
+//! boundaries, and what the drives hold (never the plaintext of an encrypted object).
+
+mod common;
+
+use std::path::Path;
+
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{
+    ServerSideEncryption, ServerSideEncryptionByDefault, ServerSideEncryptionConfiguration,
+    ServerSideEncryptionRule,
+};
+use aws_sdk_s3::Client;
+use common::*;
+
+/// The deployment master key the tests give the server (`<name>:<base64 of 32 bytes>`).
+const MASTER_KEY: &str = "strata-test-key:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=";
+const MASTER_KEY_NAME: &str = "strata-test-key";
+/// A client's SSE-C key and its MD5, and another one.
+const KEY_A: &str = "pO3upElrwuEXSoFwCfnZPdSsmt/xWeFa0N9KgDijwVs=";
+const KEY_A_MD5: &str = "DWygnHRtgiJ77HCm+1rvHw==";
+const KEY_B: &str = "6b+WOZ1T3cqZMxgThRcXAQBrS5mXKdDUphvpxptl9/4=";
+const KEY_B_MD5: &str = "arxBvwY2V4SiOne6yppVPQ==";
+
+fn start() -> TestServer {
+    TestServer::start_with(ServerOptions {
+        env: vec![
+            ("STRATA_KMS_SECRET_KEY".into(), MASTER_KEY.into()),
+            ("STRATA_SSE_C_ALLOW_HTTP".into(), "true".into()),
+        ],
+        ..ServerOptions::default()
+    })
+}
+
+/// `len` bytes of a pattern that names itself, so that a search of the drives can find
+/// any stretch of it.
+fn pattern(marker: &str, len: usize) -> Vec<u8> {
+    marker.bytes().cycle().take(len).collect()
+}
+
+/// Whether any file under `dir` (shards, metadata databases) holds `needle`.
+fn drives_hold(drives: &[std::path::PathBuf], needle: &[u8]) -> bool {
+    fn walk(dir: &Path, needle: &[u8]) -> bool {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return false;
+        };
+        entries.flatten().any(|entry| {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, needle)
+            } else {
+                std::fs::read(&path)
+                    .map(|data| data.windows(needle.len()).any(|w| w == needle))
+                    .unwrap_or(false)
+            }
+        })
+    }
+    drives.iter().any(|drive| walk(drive, needle))
+}
+
+fn md5_hex(data: &[u8]) -> String {
+    use md5::{Digest, Md5};
+    hex::encode(Md5::digest(data))
+}
+
+async fn get_range(client: &Client, bucket: &str, key: &str, range: &str) -> Vec<u8> {
+    let got = ok(
+        client
+            .get_object()
+            .bucket(bucket)
+            .key(key)
+            .range(range)
+            .send()
+            .await,
+        range,
+    );
+    got.body.collect().await.unwrap().into_bytes().to_vec()
+}
+
+#[tokio::test]
+async fn sse_s3_objects_read_back_whole_and_in_ranges_and_the_drives_hold_no_plaintext() {
+    let server = start();
+    let client = server.client();
+    create_bucket(&client, "secrets").await;
+    // Several 64 KiB packages and 1 MiB blocks; and one small enough to live inline.
+    let large = pattern("ENCRYPTED-LARGE-MARKER-0123456789|", 2_500_000);
+    let small = pattern("ENCRYPTED-SMALL-MARKER-0123456789|", 3000);
+    for (key, data) in [("large", &large), ("small", &small)] {
+        let put = ok(
+            client
+                .put_object()
+                .bucket("secrets")
+                .key(key)
+                .server_side_encryption(ServerSideEncryption::Aes256)
+                .body(ByteStream::from(data.clone()))
+                .send()
+                .await,
+            "put",
+        );
+        assert_eq!(
+            put.server_side_encryption(),
+            Some(&ServerSideEncryption::Aes256)
+        );
+        // SSE-S3 ETags are the plaintext's MD5, as on S3.
+        let md5 = format!("\"{}\"", md5_hex(data));
+        assert_eq!(put.e_tag(), Some(md5.as_str()), "{key}");
+        let got = ok(
+            client.get_object().bucket("secrets").key(key).send().await,
+            "get",
+        );
+        assert_eq!(got.content_length(), Some(data.len() as i64));
+        assert_eq!(
+            got.server_side_encryption(),
+            Some(&ServerSideEncryption::Aes256)
+        );
+        assert_eq!(
+            &got.body.collect().await.unwrap().into_bytes()[..],
+            &data[..]
+        );
+        let head = ok(
+            client.head_object().bucket("secrets").key(key).send().await,
+            "head",
+        );
+        assert_eq!(head.content_length(), Some(data.len() as i64));
+    }
+    // Ranges that start, end and straddle 64 KiB package boundaries, and suffixes.
+    for (first, last) in [
+        (0usize, 0usize),
+        (65_530, 65_545),
+        (65_536, 65_536),
+        (131_000, 1_100_000),
+        (2_499_990, 2_499_999),
+    ] {
+        let got = get_range(
+            &client,
+            "secrets",
+            "large",
+            &format!("bytes={first}-{last}"),
+        )
+        .await;
+        assert_eq!(got, &large[first..=last], "bytes={first}-{last}");
+    }
+    assert_eq!(
+        get_range(&client, "secrets", "large", "bytes=-70000").await,
+        &large[large.len() - 70_000..]
+    );
+    assert_eq!(
+        get_range(&client, "secrets", "small", "bytes=100-").await,
+        &small[100..]
+    );
+    // Listings show the plaintext's size.
+    let listed = ok(
+        client.list_objects_v2().bucket("secrets").send().await,
+        "list",
+    );
+    let sizes: Vec<_> = listed.contents().iter().map(|o| o.size()).collect();
+    assert_eq!(sizes, [Some(large.len() as i64), Some(small.len() as i64)]);
+
+    // The search finds what is stored in the clear, so its silence about the encrypted
+    // objects means something.
+    let clear = pattern("CLEAR-TEXT-MARKER-0123456789|", 300_000);
+    put(&client, "secrets", "clear", &clear).await;
+    server.kill();
+    assert!(drives_hold(server.drives(), &clear[..64]));
+    assert!(!drives_hold(server.drives(), &large[..32]));
+    assert!(!drives_hold(server.drives(), &small[..32]));
+
+    // After a restart the key service reopens the keys from its catalog.
+    server.restart();
+    let client = server.client();
+    assert_object(&client, "secrets", "large", &large).await;
+}
+
+fn sse_c_headers(
+    put: aws_sdk_s3::operation::put_object::builders::PutObjectFluentBuilder,
+    key: &str,
+    md5: &str,
+) -> aws_sdk_s3::operation::put_object::builders::PutObjectFluentBuilder {
+    put.sse_customer_algorithm("AES256")
+        .sse_customer_key(key)
+        .sse_customer_key_md5(md5)
+}
+
+#[tokio::test]
+async fn sse_c_objects_open_only_with_their_key() {
+    let server = start();
+    let client = server.client();
+    create_bucket(&client, "customer").await;
+    let data = pattern("CUSTOMER-KEY-MARKER-0123456789|", 200_000);
+    let stored = ok(
+        sse_c_headers(client.put_object(), KEY_A, KEY_A_MD5)
+            .bucket("customer")
+            .key("obj")
+            .body(ByteStream::from(data.clone()))
+            .send()
+            .await,
+        "put",
+    );
+    assert_eq!(stored.sse_customer_key_md5(), Some(KEY_A_MD5));
+    // SSE-C ETags say nothing of the plaintext.
+    let plain_md5 = format!("\"{}\"", md5_hex(&data));
+    assert_ne!(stored.e_tag(), Some(plain_md5.as_str()));
+
+    let without = client
+        .get_object()
+        .bucket("customer")
+        .key("obj")
+        .send()
+        .await;
+    assert_s3_error(without, 400, "InvalidRequest", "GET without the key");
+    let head_without = client
+        .head_object()
+        .bucket("customer")
+        .key("obj")
+        .send()
+        .await;
+    assert_s3_status(head_without, 400, "HEAD without the key");
+    let other = client
+        .get_object()
+        .bucket("customer")
+        .key("obj")
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(KEY_B)
+        .sse_customer_key_md5(KEY_B_MD5)
+        .send()
+        .await;
+    assert_s3_error(other, 403, "AccessDenied", "GET with another key");
+    let bad_md5 = client
+        .get_object()
+        .bucket("customer")
+        .key("obj")
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(KEY_A)
+        .sse_customer_key_md5(KEY_B_MD5)
+        .send()
+        .await;
+    assert_s3_error(
+        bad_md5,
+        400,
+        "InvalidArgument",
+        "a key MD5 that does not match",
+    );
+
+    let got = ok(
+        client
+            .get_object()
+            .bucket("customer")
+            .key("obj")
+            .sse_customer_algorithm("AES256")
+            .sse_customer_key(KEY_A)
+            .sse_customer_key_md5(KEY_A_MD5)
+            .range("bytes=65000-140000")
+            .send()
+            .await,
+        "ranged GET with the key",
+    );
+    assert_eq!(got.sse_customer_key_md5(), Some(KEY_A_MD5));
+    let bytes = got.body.collect().await.unwrap().into_bytes();
+    assert_eq!(&bytes[..], &data[65_000..=140_000]);
+    let head = ok(
+        client
+            .head_object()
+            .bucket("customer")
+            .key("obj")
+            .sse_customer_algorithm("AES256")
+            .sse_customer_key(KEY_A)
+            .sse_customer_key_md5(KEY_A_MD5)
+            .send()
+            .await,
+        "HEAD with the key",
+    );
+    assert_eq!(head.content_length(), Some(data.len() as i64));
+
+    // A key on an object stored in the clear does not apply.
+    put(&client, "customer", "plain", b"in the clear").await;
+    let misplaced = client
+        .get_object()
+        .bucket("customer")
+        .key("plain")
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(KEY_A)
+        .sse_customer_key_md5(KEY_A_MD5)
+        .send()
+        .await;
+    assert_s3_error(misplaced, 400, "InvalidRequest", "a key for a plain object");
+    server.kill();
+    assert!(!drives_hold(server.drives(), &data[..32]));
+}
+
+#[tokio::test]
+async fn sse_kms_uses_named_keys_and_refuses_unknown_ones() {
+    let server = start();
+    let client = server.client();
+    create_bucket(&client, "kms").await;
+    let data = pattern("KMS-MARKER-0123456789|", 100_000);
+    let put = ok(
+        client
+            .put_object()
+            .bucket("kms")
+            .key("obj")
+            .server_side_encryption(ServerSideEncryption::AwsKms)
+            .ssekms_key_id(MASTER_KEY_NAME)
+            .body(ByteStream::from(data.clone()))
+            .send()
+            .await,
+        "put",
+    );
+    assert_eq!(
+        put.server_side_encryption(),
+        Some(&ServerSideEncryption::AwsKms)
+    );
+    assert_eq!(put.ssekms_key_id(), Some(MASTER_KEY_NAME));
+    let got = ok(
+        client.get_object().bucket("kms").key("obj").send().await,
+        "get",
+    );
+    assert_eq!(got.ssekms_key_id(), Some(MASTER_KEY_NAME));
+    assert_eq!(
+        &got.body.collect().await.unwrap().into_bytes()[..],
+        &data[..]
+    );
+    // Without a key id, the service's default key.
+    let default = ok(
+        client
+            .put_object()
+            .bucket("kms")
+            .key("default")
+            .server_side_encryption(ServerSideEncryption::AwsKms)
+            .body(ByteStream::from_static(b"default key"))
+            .send()
+            .await,
+        "put with the default key",
+    );
+    assert_eq!(default.ssekms_key_id(), Some(MASTER_KEY_NAME));
+    let unknown = client
+        .put_object()
+        .bucket("kms")
+        .key("unknown")
+        .server_side_encryption(ServerSideEncryption::AwsKms)
+        .ssekms_key_id("no-such-key")
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await;
+    assert_s3_error(unknown, 400, "KMS.NotFoundException", "an unknown key");
+    let not_declared = client
+        .put_object()
+        .bucket("kms")
+        .key("undeclared")
+        .ssekms_key_id(MASTER_KEY_NAME)
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await;
+    assert_s3_error(
+        not_declared,
+        400,
+        "InvalidArgument",
+        "a key id without aws:kms",
+    );
+    let read_declared = client
+        .get_object()
+        .bucket("kms")
+        .key("obj")
+        .customize()
+        .mutate_request(|r| {
+            r.headers_mut()
+                .insert("x-amz-server-side-encryption", "aws:kms");
+        })
+        .send()
+        .await;
+    assert_s3_error(read_declared, 400, "InvalidArgument", "SSE header on a GET");
+    server.kill();
+    assert!(!drives_hold(server.drives(), &data[..32]));
+}
+
+#[tokio::test]
+async fn bucket_default_encryption_applies_to_uploads_that_ask_for_none() {
+    let server = start();
+    let client = server.client();
+    create_bucket(&client, "defaults").await;
+    let missing = client
+        .get_bucket_encryption()
+        .bucket("defaults")
+        .send()
+        .await;
+    assert_s3_error(
+        missing,
+        404,
+        "ServerSideEncryptionConfigurationNotFoundError",
+        "no configuration yet",
+    );
+    let rule = ServerSideEncryptionRule::builder()
+        .apply_server_side_encryption_by_default(
+            ServerSideEncryptionByDefault::builder()
+                .sse_algorithm(ServerSideEncryption::Aes256)
+                .build()
+                .unwrap(),
+        )
+        .build();
+    let config = ServerSideEncryptionConfiguration::builder()
+        .rules(rule)
+        .build()
+        .unwrap();
+    ok(
+        client
+            .put_bucket_encryption()
+            .bucket("defaults")
+            .server_side_encryption_configuration(config)
+            .send()
+            .await,
+        "put encryption",
+    );
+    let got = ok(
+        client
+            .get_bucket_encryption()
+            .bucket("defaults")
+            .send()
+            .await,
+        "get encryption",
+    );
+    let algorithm = got
+        .server_side_encryption_configuration()
+        .and_then(|c| c.rules().first())
+        .and_then(|r| r.apply_server_side_encryption_by_default())
+        .map(|d| d.sse_algorithm().clone());
+    assert_eq!(algorithm, Some(ServerSideEncryption::Aes256));
+
+    let data = pattern("DEFAULT-ENCRYPTION-MARKER-0123456789|", 50_000);
+    let put = ok(
+        client
+            .put_object()
+            .bucket("defaults")
+            .key("obj")
+            .body(ByteStream::from(data.clone()))
+            .send()
+            .await,
+        "put",
+    );
+    assert_eq!(
+        put.server_side_encryption(),
+        Some(&ServerSideEncryption::Aes256)
+    );
+    assert_object(&client, "defaults", "obj", &data).await;
+    // Multipart uploads are not encrypted yet: refused rather than stored in the clear.
+    let multipart = client
+        .create_multipart_upload()
+        .bucket("defaults")
+        .key("big")
+        .send()
+        .await;
+    assert_s3_error(
+        multipart,
+        501,
+        "NotImplemented",
+        "multipart into an encrypted bucket",
+    );
+
+    ok(
+        client
+            .delete_bucket_encryption()
+            .bucket("defaults")
+            .send()
+            .await,
+        "delete encryption",
+    );
+    let plain = ok(
+        client
+            .put_object()
+            .bucket("defaults")
+            .key("plain")
+            .body(ByteStream::from_static(b"plain"))
+            .send()
+            .await,
+        "put after delete",
+    );
+    assert_eq!(plain.server_side_encryption(), None);
+    server.kill();
+    assert!(!drives_hold(server.drives(), &data[..32]));
+}
+
+#[tokio::test]
+async fn copies_change_encryption_both_ways() {
+    let server = start();
+    let client = server.client();
+    create_bucket(&client, "copies").await;
+    let data = pattern("COPY-MARKER-0123456789|", 150_000);
+    put(&client, "copies", "plain", &data).await;
+    // Plain → SSE-C.
+    ok(
+        client
+            .copy_object()
+            .bucket("copies")
+            .key("customer")
+            .copy_source("copies/plain")
+            .sse_customer_algorithm("AES256")
+            .sse_customer_key(KEY_A)
+            .sse_customer_key_md5(KEY_A_MD5)
+            .send()
+            .await,
+        "plain to SSE-C",
+    );
+    // SSE-C → SSE-S3: the source's key comes in the copy-source headers.
+    let without_source_key = client
+        .copy_object()
+        .bucket("copies")
+        .key("s3")
+        .copy_source("copies/customer")
+        .server_side_encryption(ServerSideEncryption::Aes256)
+        .send()
+        .await;
+    assert_s3_error(
+        without_source_key,
+        400,
+        "InvalidRequest",
+        "an SSE-C source without its key",
+    );
+    let copied = ok(
+        client
+            .copy_object()
+            .bucket("copies")
+            .key("s3")
+            .copy_source("copies/customer")
+            .copy_source_sse_customer_algorithm("AES256")
+            .copy_source_sse_customer_key(KEY_A)
+            .copy_source_sse_customer_key_md5(KEY_A_MD5)
+            .server_side_encryption(ServerSideEncryption::Aes256)
+            .send()
+            .await,
+        "SSE-C to SSE-S3",
+    );
+    assert_eq!(
+        copied.server_side_encryption(),
+        Some(&ServerSideEncryption::Aes256)
+    );
+    // SSE-S3 → SSE-KMS → plain.
+    ok(
+        client
+            .copy_object()
+            .bucket("copies")
+            .key("kms")
+            .copy_source("copies/s3")
+            .server_side_encryption(ServerSideEncryption::AwsKms)
+            .send()
+            .await,
+        "SSE-S3 to SSE-KMS",
+    );
+    ok(
+        client
+            .copy_object()
+            .bucket("copies")
+            .key("back")
+            .copy_source("copies/kms")
+            .send()
+            .await,
+        "SSE-KMS to plain",
+    );
+    for key in ["s3", "kms", "back"] {
+        assert_object(&client, "copies", key, &data).await;
+    }
+    let customer = ok(
+        client
+            .get_object()
+            .bucket("copies")
+            .key("customer")
+            .sse_customer_algorithm("AES256")
+            .sse_customer_key(KEY_A)
+            .sse_customer_key_md5(KEY_A_MD5)
+            .send()
+            .await,
+        "read the SSE-C copy",
+    );
+    assert_eq!(
+        &customer.body.collect().await.unwrap().into_bytes()[..],
+        &data[..]
+    );
+    // In place: re-encrypting an object onto itself.
+    ok(
+        client
+            .copy_object()
+            .bucket("copies")
+            .key("back")
+            .copy_source("copies/back")
+            .server_side_encryption(ServerSideEncryption::Aes256)
+            .send()
+            .await,
+        "encrypt in place",
+    );
+    let head = ok(
+        client
+            .head_object()
+            .bucket("copies")
+            .key("back")
+            .send()
+            .await,
+        "head",
+    );
+    assert_eq!(
+        head.server_side_encryption(),
+        Some(&ServerSideEncryption::Aes256)
+    );
+    assert_object(&client, "copies", "back", &data).await;
+}
+
+#[tokio::test]
+async fn a_damaged_shard_of_an_encrypted_object_is_read_around() {
+    let server = start();
+    let client = server.client();
+    create_bucket(&client, "bitrot").await;
+    let data = pattern("BITROT-MARKER-0123456789|", 1_500_000);
+    ok(
+        client
+            .put_object()
+            .bucket("bitrot")
+            .key("obj")
+            .server_side_encryption(ServerSideEncryption::Aes256)
+            .body(ByteStream::from(data.clone()))
+            .send()
+            .await,
+        "put",
+    );
+    // Three drives' shards damaged: as many as parity covers.
+    for drive in &server.drives()[..3] {
+        for file in shard_files(drive) {
+            flip_bytes(&file);
+        }
+    }
+    assert_object(&client, "bitrot", "obj", &data).await;
+}
+
+#[tokio::test]
+async fn without_a_key_service_sse_s3_is_refused_and_sse_c_needs_https() {
+    let server = TestServer::start();
+    let client = server.client();
+    create_bucket(&client, "nokms").await;
+    let sse_s3 = client
+        .put_object()
+        .bucket("nokms")
+        .key("obj")
+        .server_side_encryption(ServerSideEncryption::Aes256)
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await;
+    assert_s3_error(
+        sse_s3,
+        501,
+        "NotImplemented",
+        "SSE-S3 without a key service",
+    );
+    let sse_c = sse_c_headers(client.put_object(), KEY_A, KEY_A_MD5)
+        .bucket("nokms")
+        .key("obj")
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await;
+    assert_s3_error(sse_c, 400, "InvalidRequest", "SSE-C over plain HTTP");
+    let listed = ok(
+        client.list_objects_v2().bucket("nokms").send().await,
+        "list",
+    );
+    assert!(listed.contents().is_empty(), "nothing was stored");
+}
