@@ -47,6 +47,12 @@ _LISTENING_RE = re.compile(r"listening on (https?)://(\S+):(\d+)")
 MiB = 1024 * 1024
 
 
+# The session server's deployment master key (`<name>:<base64 of 32 bytes>`): its name is
+# the default KMS key.
+KMS_KEY_NAME = "compat-key"
+KMS_MASTER_KEY = f"{KMS_KEY_NAME}:ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8="
+
+
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -354,7 +360,9 @@ def server(tmp_path_factory) -> StrataServer:
     drives = [base / f"d{i}" for i in range(1, 10)]
     for d in drives:
         d.mkdir()
-    srv = StrataServer(drives, base / "server.log").start()
+    # A key service for SSE-S3 and SSE-KMS, and SSE-C over the loopback's plain HTTP.
+    env = {"STRATA_KMS_SECRET_KEY": KMS_MASTER_KEY, "STRATA_SSE_C_ALLOW_HTTP": "true"}
+    srv = StrataServer(drives, base / "server.log", env=env).start()
     _SERVERS.append(srv)
     yield srv
     srv.stop()
