@@ -104,8 +104,9 @@ def test_bucket_default_encryption(s3, bucket):
 def test_aws_cli_sse_flags(aws, s3, tmp_path):
     name = unique_name("cli-sse")
     assert aws("s3", "mb", f"s3://{name}").returncode == 0
+    # Past the CLI's 8 MiB threshold: a multipart upload, sealed part by part.
     src = tmp_path / "src.bin"
-    data = os.urandom(2 * 1024 * 1024)
+    data = os.urandom(20 * 1024 * 1024)
     src.write_bytes(data)
     key_file = tmp_path / "key.bin"
     key_file.write_bytes(CUSTOMER_KEY)

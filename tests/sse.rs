@@ -441,18 +441,19 @@ async fn bucket_default_encryption_applies_to_uploads_that_ask_for_none() {
         Some(&ServerSideEncryption::Aes256)
     );
     assert_object(&client, "defaults", "obj", &data).await;
-    // Multipart uploads are not encrypted yet: refused rather than stored in the clear.
-    let multipart = client
-        .create_multipart_upload()
-        .bucket("defaults")
-        .key("big")
-        .send()
-        .await;
-    assert_s3_error(
-        multipart,
-        501,
-        "NotImplemented",
-        "multipart into an encrypted bucket",
+    // Multipart uploads get the default too.
+    let created = ok(
+        client
+            .create_multipart_upload()
+            .bucket("defaults")
+            .key("big")
+            .send()
+            .await,
+        "create",
+    );
+    assert_eq!(
+        created.server_side_encryption(),
+        Some(&ServerSideEncryption::Aes256)
     );
 
     ok(
@@ -658,4 +659,207 @@ async fn without_a_key_service_sse_s3_is_refused_and_sse_c_needs_https() {
         "list",
     );
     assert!(listed.contents().is_empty(), "nothing was stored");
+}
+
+/// Uploads `parts` (each sent twice when `resend` names it: the second upload replaces the
+/// first) to an upload created by `create`, completes it and returns the upload id.
+async fn upload_parts(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+    upload_id: &str,
+    parts: &[Vec<u8>],
+    customer: Option<(&str, &str)>,
+) -> Vec<aws_sdk_s3::types::CompletedPart> {
+    let mut completed = Vec::new();
+    for (i, data) in parts.iter().enumerate() {
+        let number = i as i32 + 1;
+        let mut part = client
+            .upload_part()
+            .bucket(bucket)
+            .key(key)
+            .upload_id(upload_id)
+            .part_number(number)
+            .body(ByteStream::from(data.clone()));
+        if let Some((key, md5)) = customer {
+            part = part
+                .sse_customer_algorithm("AES256")
+                .sse_customer_key(key)
+                .sse_customer_key_md5(md5);
+        }
+        let uploaded = ok(part.send().await, "upload part");
+        completed.push(
+            aws_sdk_s3::types::CompletedPart::builder()
+                .part_number(number)
+                .e_tag(uploaded.e_tag().unwrap_or_default())
+                .build(),
+        );
+    }
+    completed
+}
+
+async fn complete(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+    upload_id: &str,
+    parts: Vec<aws_sdk_s3::types::CompletedPart>,
+) -> aws_sdk_s3::operation::complete_multipart_upload::CompleteMultipartUploadOutput {
+    ok(
+        client
+            .complete_multipart_upload()
+            .bucket(bucket)
+            .key(key)
+            .upload_id(upload_id)
+            .multipart_upload(
+                aws_sdk_s3::types::CompletedMultipartUpload::builder()
+                    .set_parts(Some(parts))
+                    .build(),
+            )
+            .send()
+            .await,
+        "complete",
+    )
+}
+
+#[tokio::test]
+async fn multipart_uploads_are_sealed_part_by_part() {
+    let server = start();
+    let client = server.client();
+    create_bucket(&client, "parts").await;
+    let parts = vec![
+        pattern("MULTIPART-ONE-MARKER-0123456789|", 5 * MIB),
+        pattern("MULTIPART-TWO-MARKER-0123456789|", 5 * MIB + 12_345),
+        pattern("MULTIPART-THREE-MARKER-01234567|", 700_000),
+    ];
+    let whole: Vec<u8> = parts.concat();
+    let created = ok(
+        client
+            .create_multipart_upload()
+            .bucket("parts")
+            .key("obj")
+            .server_side_encryption(ServerSideEncryption::Aes256)
+            .send()
+            .await,
+        "create",
+    );
+    let upload_id = created.upload_id().unwrap().to_string();
+    // Part 2 is sent twice, first with other bytes: the second replaces it.
+    upload_parts(
+        &client,
+        "parts",
+        "obj",
+        &upload_id,
+        &[parts[0].clone(), vec![7u8; 5 * MIB]],
+        None,
+    )
+    .await;
+    let completed = upload_parts(&client, "parts", "obj", &upload_id, &parts, None).await;
+    let listed = ok(
+        client
+            .list_parts()
+            .bucket("parts")
+            .key("obj")
+            .upload_id(&upload_id)
+            .send()
+            .await,
+        "list parts",
+    );
+    let sizes: Vec<_> = listed.parts().iter().map(|p| p.size()).collect();
+    let want: Vec<_> = parts.iter().map(|p| Some(p.len() as i64)).collect();
+    assert_eq!(sizes, want, "ListParts shows the plaintext sizes");
+    let done = complete(&client, "parts", "obj", &upload_id, completed).await;
+    assert_eq!(
+        done.server_side_encryption(),
+        Some(&ServerSideEncryption::Aes256)
+    );
+    assert_object(&client, "parts", "obj", &whole).await;
+    // Ranges across part and package boundaries, and a part by number.
+    let boundary = parts[0].len();
+    for (first, last) in [
+        (boundary - 10, boundary + 10),
+        (65_530, boundary + 70_000),
+        (whole.len() - 5, whole.len() - 1),
+    ] {
+        let got = get_range(&client, "parts", "obj", &format!("bytes={first}-{last}")).await;
+        assert_eq!(got, &whole[first..=last], "bytes={first}-{last}");
+    }
+    let second = ok(
+        client
+            .get_object()
+            .bucket("parts")
+            .key("obj")
+            .part_number(2)
+            .send()
+            .await,
+        "part 2",
+    );
+    assert_eq!(second.content_length(), Some(parts[1].len() as i64));
+    assert_eq!(
+        &second.body.collect().await.unwrap().into_bytes()[..],
+        &parts[1][..]
+    );
+
+    // SSE-C: every part brings the key; a part without it is refused.
+    let created = ok(
+        client
+            .create_multipart_upload()
+            .bucket("parts")
+            .key("customer")
+            .sse_customer_algorithm("AES256")
+            .sse_customer_key(KEY_A)
+            .sse_customer_key_md5(KEY_A_MD5)
+            .send()
+            .await,
+        "create SSE-C",
+    );
+    let upload_id = created.upload_id().unwrap().to_string();
+    let keyless = client
+        .upload_part()
+        .bucket("parts")
+        .key("customer")
+        .upload_id(&upload_id)
+        .part_number(1)
+        .body(ByteStream::from_static(b"no key"))
+        .send()
+        .await;
+    assert_s3_status(keyless, 400, "a part without the upload's key");
+    let completed = upload_parts(
+        &client,
+        "parts",
+        "customer",
+        &upload_id,
+        &parts,
+        Some((KEY_A, KEY_A_MD5)),
+    )
+    .await;
+    complete(&client, "parts", "customer", &upload_id, completed).await;
+    let got = ok(
+        client
+            .get_object()
+            .bucket("parts")
+            .key("customer")
+            .sse_customer_algorithm("AES256")
+            .sse_customer_key(KEY_A)
+            .sse_customer_key_md5(KEY_A_MD5)
+            .send()
+            .await,
+        "GET SSE-C multipart",
+    );
+    assert_eq!(
+        &got.body.collect().await.unwrap().into_bytes()[..],
+        &whole[..]
+    );
+    let without = client
+        .get_object()
+        .bucket("parts")
+        .key("customer")
+        .send()
+        .await;
+    assert_s3_error(without, 400, "InvalidRequest", "GET without the key");
+
+    server.kill();
+    for part in &parts {
+        assert!(!drives_hold(server.drives(), &part[..32]));
+    }
 }

@@ -11,7 +11,7 @@ use super::error::{S3Error, S3ErrorCode};
 use super::headers::header;
 use crate::encryption::{CustomerKey, Sse, CUSTOMER_ALGORITHM};
 use crate::kms::EncryptionContext;
-use crate::object::{Encryption, ObjectRecord};
+use crate::object::Encryption;
 
 pub const SSE: &str = "x-amz-server-side-encryption";
 pub const KMS_KEY_ID: &str = "x-amz-server-side-encryption-aws-kms-key-id";
@@ -127,13 +127,9 @@ pub fn refuse_on_read(headers: &HeaderMap) -> Result<(), S3Error> {
 
 /// The headers that tell a client how a version is encrypted; an SSE-C version's key is
 /// known only by the request that gave it (`customer`), whose MD5 is echoed.
-pub fn response_headers(
-    record: &ObjectRecord,
-    customer: Option<&CustomerKey>,
-    out: &mut HeaderMap,
-) {
+pub fn response_headers(sse: Option<&Sse>, customer: Option<&CustomerKey>, out: &mut HeaderMap) {
     let value = |text: &str| HeaderValue::from_str(text).ok();
-    match &record.sse {
+    match sse {
         None => {}
         Some(Sse::S3 { .. }) => {
             out.insert(SSE, HeaderValue::from_static("AES256"));

@@ -42,9 +42,12 @@ impl ObjectKey {
     /// The package key of part `part_number` of a multipart upload. Every part has its own,
     /// because package sequence numbers restart at 0 in every part: parts sharing a key
     /// would reuse nonces, and packages could be swapped between parts.
-    pub fn part_package_key(&self, part_number: u32) -> PackageKey {
+    /// The package key of one part of a multipart upload, named by something unique to
+    /// that upload of the part (its file name): a part sent again gets another key, so no
+    /// key ever seals two different streams.
+    pub fn part_package_key(&self, part: &str) -> PackageKey {
         let mut info = b"strata sse package key: part ".to_vec();
-        info.extend_from_slice(&part_number.to_be_bytes());
+        info.extend_from_slice(part.as_bytes());
         PackageKey::from_bytes(self.derive(&info))
     }
 
@@ -320,7 +323,7 @@ mod tests {
     fn package_keys_differ_per_part_and_from_the_object_key() {
         let key = ObjectKey::generate();
         let mut derived: Vec<[u8; 32]> = vec![key.object_package_key().bytes()];
-        for part in [0, 1, 2, 10_000, u32::MAX] {
+        for part in ["part.1.a", "part.1.b", "part.2.a", ""] {
             derived.push(key.part_package_key(part).bytes());
         }
         derived.push(*key.0);
@@ -330,8 +333,8 @@ mod tests {
         assert_eq!(derived.len(), count);
         // Deterministic: the same object key always gives the same package keys.
         assert_eq!(
-            key.part_package_key(3).bytes(),
-            key.part_package_key(3).bytes()
+            key.part_package_key("part.3.a").bytes(),
+            key.part_package_key("part.3.a").bytes()
         );
     }
 

@@ -353,7 +353,10 @@ fn reordered_dropped_and_extra_packages_are_detected() {
 
     // Another part of the same upload: same object key, another part key.
     let object = ObjectKey::generate();
-    let (part1, part2) = (object.part_package_key(1), object.part_package_key(2));
+    let (part1, part2) = (
+        object.part_package_key("part.1"),
+        object.part_package_key("part.2"),
+    );
     let sealed1 = encrypt(&part1, &plain, &[P]);
     assert_invalid_data(
         decrypt_all(&part2, sealed1, total),

@@ -9,8 +9,8 @@ use super::record::{DefaultEncryption, SseAlgorithm};
 use super::{BucketRecord, ObjectError, ObjectKey, ObjectRecord, ObjectStore};
 use crate::body::ByteStream;
 use crate::encryption::{
-    decrypt_stream, encrypt_stream, kms_context, sealed_range, CustomerKey, EncryptionError,
-    ObjectKey as DataKey, Sse,
+    decrypt_stream, encrypt_stream, kms_context, plain_len, sealed_range, CustomerKey,
+    EncryptionError, ObjectKey as DataKey, PackageKey, SealedRange, Sse,
 };
 use crate::kms::{EncryptionContext, KeyService};
 
@@ -124,7 +124,19 @@ impl ObjectStore {
         record: &ObjectRecord,
         customer: Option<&CustomerKey>,
     ) -> Result<Option<DataKey>, ObjectError> {
-        let Some(sse) = &record.sse else {
+        self.open_sealed(bucket, key, record.sse.as_ref(), customer)
+            .await
+    }
+
+    /// Reopens the object key `sse` seals (a version's, or an upload's for its parts).
+    pub(crate) async fn open_sealed(
+        &self,
+        bucket: &str,
+        key: &str,
+        sse: Option<&Sse>,
+        customer: Option<&CustomerKey>,
+    ) -> Result<Option<DataKey>, ObjectError> {
+        let Some(sse) = sse else {
             return match customer {
                 Some(_) => Err(EncryptionError::CustomerKeyNotApplicable.into()),
                 None => Ok(None),
@@ -163,44 +175,97 @@ pub fn check_customer_key(
     }
 }
 
-/// Seals a body for the drives: the whole stream is one object's packages.
-pub(crate) fn seal(key: &DataKey, plain: ByteStream) -> ByteStream {
-    encrypt_stream(&key.object_package_key(), plain)
+/// The ETag of data written under `sse` whose plaintext MD5 is `md5`: that MD5 in the clear
+/// and for SSE-S3, as on S3; for SSE-KMS and SSE-C, a value that says nothing of the
+/// plaintext.
+pub(crate) fn etag_of(sse: Option<&Sse>, md5: &[u8; 16]) -> String {
+    match sse {
+        None | Some(Sse::S3 { .. }) => hex::encode(md5),
+        Some(_) => hex::encode(rand::random::<[u8; 16]>()),
+    }
 }
 
-/// Where plaintext bytes `start..end` of a version encrypted as one stream lie on the
-/// drives, and how to open them from there.
-pub(crate) struct SealedSpan {
-    /// The stored bytes to read.
+/// Seals a body for the drives under `key` (an object's, or one part's).
+pub(crate) fn seal(key: &PackageKey, plain: ByteStream) -> ByteStream {
+    encrypt_stream(key, plain)
+}
+
+/// A stretch of a version's stored bytes to read, and how to open it when it is sealed.
+pub(crate) struct Piece {
+    /// Stored bytes `start..end`, counted over the whole version.
     pub stored: (u64, u64),
-    open: crate::encryption::SealedRange,
+    open: Option<Opening>,
+}
+
+struct Opening {
+    key: PackageKey,
+    range: SealedRange,
     plain_total: u64,
     take: u64,
 }
 
-impl SealedSpan {
-    pub fn of(record: &ObjectRecord, start: u64, end: u64) -> Self {
-        let plain_total = record.content_length();
-        let open = sealed_range(start, end - start, plain_total);
-        let stored = (open.sealed_offset, open.sealed_offset + open.sealed_len);
-        SealedSpan {
-            stored,
-            open,
-            plain_total,
-            take: end - start,
+impl Piece {
+    /// Bytes stored in the clear: read as they are.
+    pub fn clear(start: u64, end: u64) -> Self {
+        Piece {
+            stored: (start, end),
+            open: None,
         }
     }
 
-    /// The plaintext of the stored bytes read for this span.
-    pub fn open(&self, key: &DataKey, stored: ByteStream) -> ByteStream {
-        decrypt_stream(
-            &key.object_package_key(),
-            &self.open,
-            self.plain_total,
-            stored,
-            self.take,
-        )
+    /// What a client reads of the stored bytes of this piece.
+    pub fn open(self, stored: ByteStream) -> ByteStream {
+        match self.open {
+            None => stored,
+            Some(o) => decrypt_stream(&o.key, &o.range, o.plain_total, stored, o.take),
+        }
     }
+}
+
+/// The pieces that hold plaintext bytes `start..end` of an encrypted version: a single PUT
+/// is one package stream under the object's package key; each part of a multipart upload
+/// is one of its own, under a key named by the part's file (unique to each upload of it, so
+/// a part sent twice never reuses a key).
+pub(crate) fn pieces(record: &ObjectRecord, key: &DataKey, start: u64, end: u64) -> Vec<Piece> {
+    if !record.is_multipart() {
+        let plain_total = record.content_length();
+        let range = sealed_range(start, end - start, plain_total);
+        let stored = (range.sealed_offset, range.sealed_offset + range.sealed_len);
+        let open = Opening {
+            key: key.object_package_key(),
+            range,
+            plain_total,
+            take: end - start,
+        };
+        return vec![Piece {
+            stored,
+            open: Some(open),
+        }];
+    }
+    let mut pieces = Vec::new();
+    let (mut plain_start, mut stored_start) = (0u64, 0u64);
+    for part in &record.parts {
+        let plain_total = plain_len(part.size).unwrap_or(0);
+        let plain_end = plain_start + plain_total;
+        if plain_total > 0 && plain_end > start && plain_start < end {
+            let from = start.max(plain_start) - plain_start;
+            let to = end.min(plain_end) - plain_start;
+            let range = sealed_range(from, to - from, plain_total);
+            let offset = stored_start + range.sealed_offset;
+            pieces.push(Piece {
+                stored: (offset, offset + range.sealed_len),
+                open: Some(Opening {
+                    key: key.part_package_key(&part.file),
+                    range,
+                    plain_total,
+                    take: to - from,
+                }),
+            });
+        }
+        plain_start = plain_end;
+        stored_start += part.size;
+    }
+    pieces
 }
 
 impl From<EncryptionError> for ObjectError {

@@ -14,6 +14,7 @@ use md5::{Digest, Md5};
 use uuid::Uuid;
 
 use super::acl::Acl;
+use super::at_rest::{self, Encryption};
 use super::checksum::{ChecksumAlgorithm, ChecksumType};
 use super::commit::commit_unconditionally;
 use super::hashing::ExpectedChecksum;
@@ -52,6 +53,8 @@ pub struct UploadOptions {
     pub lock: ObjectLock,
     /// The object's ACL, when it is not the bucket owner's alone.
     pub acl: Option<Acl>,
+    /// The encryption the request asks for; `None`: the bucket's default, if any.
+    pub encryption: Option<Encryption>,
 }
 
 /// Part records read from each drive at a time (ListParts, CompleteMultipartUpload).
@@ -127,6 +130,10 @@ impl ObjectStore {
             (_, None) => ChecksumType::Composite,
         };
         let set = self.set_for(bucket, key);
+        // The object key is made now and sealed into the upload; each part reopens it.
+        let sealing = self
+            .new_key(&bucket_record, key, options.encryption.as_ref())
+            .await?;
         // Time-ordered ids list the uploads of one key in the order they were started.
         let upload_id = Uuid::now_v7().simple().to_string();
         let record = UploadRecord {
@@ -143,6 +150,7 @@ impl ObjectStore {
             storage_class: options.storage_class,
             lock: options.lock,
             acl: options.acl,
+            sse: sealing.map(|new| new.sse),
         };
         let results = set
             .meta_apply_all(vec![MetaOp::Put {
@@ -206,8 +214,32 @@ impl ObjectStore {
         // A fresh file name per upload of a part: a part sent twice at once can never mix
         // shards of both attempts.
         let file = format!("part.{number}.{}", Uuid::new_v4().simple());
+        // A part of an encrypted upload is sealed under a key of its own (named by its
+        // file); an SSE-C upload's parts each bring the client's key.
+        let customer = match &options.encryption {
+            Some(Encryption::Customer(key)) => Some(key.clone()),
+            _ => None,
+        };
+        let data_key = self
+            .open_sealed(
+                bucket.as_str(),
+                key.as_str(),
+                upload.sse.as_ref(),
+                customer.as_deref(),
+            )
+            .await?;
+        let package_key = data_key.as_ref().map(|k| k.part_package_key(&file));
         // Parts are never inline: they must end up in the upload's data folder.
-        let written = write_verified(&self.md5, set, body, &file, 0, &options, None).await?;
+        let written = write_verified(
+            &self.md5,
+            set,
+            body,
+            &file,
+            0,
+            &options,
+            package_key.as_ref(),
+        )
+        .await?;
         let dir = DataDir {
             bucket_id: bucket_record.id.clone(),
             data_id: upload.data_id,
@@ -234,7 +266,7 @@ impl ObjectStore {
             info: PartInfo {
                 number,
                 size: written.outcome.size,
-                etag: hex::encode(written.md5),
+                etag: at_rest::etag_of(upload.sse.as_ref(), &written.md5),
                 file: stored_file,
                 checksum: written.checksum,
             },
@@ -462,20 +494,28 @@ impl ObjectStore {
             }
             parts.push(part.record.info.clone());
         }
-        if let Some(small) = parts[..parts.len().saturating_sub(1)]
+        // Sizes and checksums are the plaintext's; the record keeps the parts as stored.
+        let plain_parts: Vec<PartInfo> = parts
+            .iter()
+            .map(|part| PartInfo {
+                size: upload.part_content_length(part),
+                ..part.clone()
+            })
+            .collect();
+        if let Some(small) = plain_parts[..plain_parts.len().saturating_sub(1)]
             .iter()
             .find(|p| p.size < MIN_PART_SIZE)
         {
             return Err(ObjectError::EntityTooSmall(small.number));
         }
-        let checksum = object_checksum(&upload, &parts);
+        let checksum = object_checksum(&upload, &plain_parts);
         if let Some((algorithm, expected)) = &options.checksum {
             // The object's stored checksum, or (for a CRC) the whole object's CRC, which the
             // parts' CRCs give whatever the upload's checksum type.
             let matches = checksum
                 .as_ref()
                 .is_some_and(|c| c.algorithm == *algorithm && c.value == *expected)
-                || whole_object_crc(*algorithm, &parts).as_deref() == Some(expected.as_str());
+                || whole_object_crc(*algorithm, &plain_parts).as_deref() == Some(expected.as_str());
             if !matches {
                 return Err(ObjectError::ChecksumMismatch(*algorithm));
             }
@@ -509,7 +549,7 @@ impl ObjectStore {
             lock: upload.lock,
             upload_id: Some(upload_id.to_string()),
             acl: upload.acl.clone(),
-            sse: None,
+            sse: upload.sse.clone(),
         };
         let mut extra = vec![MetaOp::Delete {
             table: MetaTable::Uploads,

@@ -7,7 +7,7 @@ use futures::StreamExt;
 use uuid::Uuid;
 
 use super::acl::Acl;
-use super::at_rest::{self, Encryption, SealedSpan};
+use super::at_rest::{self, Encryption, Piece};
 use super::commit::{commit_on_records, dropped_inline_chunks};
 use super::hashing::{self, ExpectedChecksum};
 use super::lock::{self, ObjectLock};
@@ -117,6 +117,18 @@ pub(crate) struct NewVersion<'a> {
     pub condition: Option<&'a WriteCondition>,
 }
 
+/// A version being read and where its data is: what [`ObjectStore::read_stored`] needs.
+#[derive(Clone, Copy)]
+struct StoredVersion<'a> {
+    set: &'a ErasureSet,
+    bucket_record: &'a BucketRecord,
+    bucket: &'a BucketName,
+    key: &'a ObjectKey,
+    record: &'a ObjectRecord,
+    holders: &'a [bool],
+    records: &'a DriveRecords,
+}
+
 /// An object being read.
 pub struct GetResult {
     pub record: ObjectRecord,
@@ -139,7 +151,7 @@ impl ObjectStore {
         let sealing = self
             .new_key(&bucket_record, key, options.encryption.as_ref())
             .await?;
-        let seal_with = sealing.as_ref().map(|new| &new.key);
+        let package_key = sealing.as_ref().map(|new| new.key.object_package_key());
         let written = write_verified(
             &self.md5,
             set,
@@ -147,7 +159,7 @@ impl ObjectStore {
             "part.1",
             INLINE_LIMIT,
             &options,
-            seal_with,
+            package_key.as_ref(),
         )
         .await?;
         let (outcome, checksum) = (written.outcome, written.checksum);
@@ -156,14 +168,7 @@ impl ObjectStore {
             data_id: Uuid::new_v4(),
         };
 
-        let etag = match &sealing {
-            // S3 gives SSE-S3 objects the plaintext's MD5, and SSE-KMS and SSE-C objects an
-            // ETag that says nothing of their plaintext.
-            Some(new) if !matches!(new.sse, crate::encryption::Sse::S3 { .. }) => {
-                hex::encode(rand::random::<[u8; 16]>())
-            }
-            _ => hex::encode(written.md5),
-        };
+        let etag = at_rest::etag_of(sealing.as_ref().map(|new| &new.sse), &written.md5);
         let mut record = ObjectRecord {
             size: outcome.size,
             etag: etag.clone(),
@@ -395,44 +400,75 @@ impl ObjectStore {
                 });
             }
         }
-        // An encrypted version is read as the sealed bytes that hold the span, then opened.
-        let (range, opening, (start, end)) = if options.raw {
-            (None, None, (0, record.size))
+        // What to read of the stored bytes, and how to open each piece of an encrypted
+        // version (only the packages that hold the span are read).
+        let (range, pieces) = if options.raw {
+            (None, vec![Piece::clear(0, record.size)])
         } else {
             let range = options.span.map(|r| record.resolve_span(r)).transpose()?;
             let (start, end) = range.unwrap_or((0, record.content_length()));
             let customer = options.customer_key.as_deref();
-            match self
+            let opened = self
                 .open_key(bucket.as_str(), key.as_str(), &record, customer)
-                .await?
-            {
-                Some(data_key) => {
-                    if record.parts.len() > 1 {
-                        return Err(ObjectError::Internal(
-                            "an encrypted version in several parts".into(),
-                        ));
-                    }
-                    let span = SealedSpan::of(&record, start, end);
-                    let stored = span.stored;
-                    (range, Some((span, data_key)), stored)
-                }
-                None => (range, None, (start, end)),
-            }
+                .await?;
+            let pieces = match opened {
+                Some(data_key) => at_rest::pieces(&record, &data_key, start, end),
+                None => vec![Piece::clear(start, end)],
+            };
+            (range, pieces)
         };
-        let opened = |body: ByteStream| match &opening {
-            Some((span, data_key)) => span.open(data_key, body),
-            None => body,
+        let stored = StoredVersion {
+            set,
+            bucket_record: &bucket_record,
+            bucket,
+            key,
+            record: &record,
+            holders: &holders,
+            records: &records,
         };
-
         let mut streams: Vec<ByteStream> = Vec::new();
+        for piece in pieces {
+            let (start, end) = piece.stored;
+            let read = self.read_stored(&stored, start, end).await?;
+            streams.push(piece.open(Box::pin(futures::stream::iter(read).flatten())));
+        }
+        drop(guard);
+
+        let mut body: ByteStream = Box::pin(futures::stream::iter(streams).flatten());
+        // Read the first block before answering, so that a read that cannot succeed is a
+        // clean error rather than a 200 cut short.
+        let first = body.next().await;
+        let body: ByteStream = match first {
+            None => Box::pin(futures::stream::empty()),
+            Some(Err(e)) => return Err(read_failure(e)),
+            Some(Ok(chunk)) => Box::pin(futures::stream::once(async { Ok(chunk) }).chain(body)),
+        };
+        Ok(GetResult {
+            record,
+            range,
+            body,
+        })
+    }
+
+    /// Streams of stored bytes `start..end` of a version (sealed, if it is encrypted): from
+    /// its tier, its inline chunks, or the shard files of the parts the span touches.
+    async fn read_stored(
+        &self,
+        version: &StoredVersion<'_>,
+        start: u64,
+        end: u64,
+    ) -> Result<Vec<ByteStream>, ObjectError> {
+        let StoredVersion {
+            set,
+            bucket_record,
+            bucket,
+            key,
+            record,
+            holders,
+            records,
+        } = *version;
         if let Some(location) = &record.tier {
-            drop(guard);
-            let body = opened(self.read_from_tier(location, start, end).await?);
-            return Ok(GetResult {
-                record,
-                range,
-                body,
-            });
+            return Ok(vec![self.read_from_tier(location, start, end).await?]);
         }
         if record.inline {
             let chunk_key = inline_key(bucket.as_str(), key.as_str(), record.data_id);
@@ -449,7 +485,7 @@ impl ObjectStore {
             };
             let sources = chunks
                 .into_iter()
-                .zip(&holders)
+                .zip(holders)
                 .map(|(chunk, &holds)| match chunk {
                     Some(bytes) if holds => Some(ShardSource::Inline(Bytes::from(bytes))),
                     _ => None,
@@ -458,51 +494,36 @@ impl ObjectStore {
             let reader = set
                 .part_reader(record.size, sources)?
                 .on_damage(self.heal_queue.reporter(bucket, key));
-            streams.push(Arc::new(reader).stream_range(start, end));
-        } else {
-            let dir = DataDir {
-                bucket_id: bucket_record.id.clone(),
-                data_id: record.data_id,
-            };
-            let mut part_start = 0u64;
-            for part in &record.parts {
-                let part_end = part_start + part.size;
-                if part.size > 0 && part_end > start && part_start < end {
-                    let sources = set.open_shards(&dir, &part.file, &holders).await;
-                    let report = self.heal_queue.reporter(bucket, key);
-                    // A holder that answered for the record but has no shard file lost it.
-                    let lost = sources
-                        .iter()
-                        .zip(&holders)
-                        .zip(&records)
-                        .any(|((s, &h), r)| h && s.is_none() && r.is_ok());
-                    if lost {
-                        report();
-                    }
-                    let reader = Arc::new(set.part_reader(part.size, sources)?.on_damage(report));
-                    let from = start.max(part_start) - part_start;
-                    let to = end.min(part_end) - part_start;
-                    streams.push(reader.stream_range(from, to));
-                }
-                part_start = part_end;
-            }
+            return Ok(vec![Arc::new(reader).stream_range(start, end)]);
         }
-        drop(guard);
-
-        let mut body: ByteStream = opened(Box::pin(futures::stream::iter(streams).flatten()));
-        // Read the first block before answering, so that a read that cannot succeed is a
-        // clean error rather than a 200 cut short.
-        let first = body.next().await;
-        let body: ByteStream = match first {
-            None => Box::pin(futures::stream::empty()),
-            Some(Err(e)) => return Err(read_failure(e)),
-            Some(Ok(chunk)) => Box::pin(futures::stream::once(async { Ok(chunk) }).chain(body)),
+        let dir = DataDir {
+            bucket_id: bucket_record.id.clone(),
+            data_id: record.data_id,
         };
-        Ok(GetResult {
-            record,
-            range,
-            body,
-        })
+        let mut streams = Vec::new();
+        let mut part_start = 0u64;
+        for part in &record.parts {
+            let part_end = part_start + part.size;
+            if part.size > 0 && part_end > start && part_start < end {
+                let sources = set.open_shards(&dir, &part.file, holders).await;
+                let report = self.heal_queue.reporter(bucket, key);
+                // A holder that answered for the record but has no shard file lost it.
+                let lost = sources
+                    .iter()
+                    .zip(holders)
+                    .zip(records)
+                    .any(|((s, &h), r)| h && s.is_none() && r.is_ok());
+                if lost {
+                    report();
+                }
+                let reader = Arc::new(set.part_reader(part.size, sources)?.on_damage(report));
+                let from = start.max(part_start) - part_start;
+                let to = end.min(part_end) - part_start;
+                streams.push(reader.stream_range(from, to));
+            }
+            part_start = part_end;
+        }
+        Ok(streams)
     }
 
     /// Deletes a key only if `still` holds for its current version (checked under the key's
@@ -645,7 +666,7 @@ pub(crate) async fn write_verified(
     file_name: &str,
     inline_limit: usize,
     options: &PutOptions,
-    seal_with: Option<&crate::encryption::ObjectKey>,
+    seal_with: Option<&crate::encryption::PackageKey>,
 ) -> Result<VerifiedWrite, ObjectError> {
     let (tap, digests) = hashing::start(md5, options.checksum.as_ref().map(|c| c.algorithm()));
     let outcome = match seal_with {

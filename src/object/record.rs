@@ -269,13 +269,25 @@ pub struct ObjectRecord {
 impl ObjectRecord {
     /// The object's size as clients see it: the plaintext's, for an encrypted version.
     pub fn content_length(&self) -> u64 {
-        let plain = |stored: u64| crate::encryption::plain_len(stored).unwrap_or(0);
         match (&self.sse, self.parts.as_slice()) {
             (None, _) => self.size,
             (Some(_), []) | (Some(_), [_]) => plain(self.size),
             (Some(_), parts) => parts.iter().map(|part| plain(part.size)).sum(),
         }
     }
+
+    /// A part's size as clients see it.
+    pub fn part_content_length(&self, part: &PartInfo) -> u64 {
+        match self.sse {
+            Some(_) => plain(part.size),
+            None => part.size,
+        }
+    }
+}
+
+/// The plaintext size of `stored` sealed bytes.
+fn plain(stored: u64) -> u64 {
+    crate::encryption::plain_len(stored).unwrap_or(0)
 }
 
 /// An object's data in a tier.
@@ -417,6 +429,20 @@ pub struct UploadRecord {
     /// The ACL for the object to be.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acl: Option<Acl>,
+    /// The object key the parts are sealed with, when the object is to be encrypted; the
+    /// completed object keeps it. Part sizes then count sealed bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sse: Option<crate::encryption::Sse>,
+}
+
+impl UploadRecord {
+    /// A part's size as clients see it: its plaintext's, when the upload is encrypted.
+    pub fn part_content_length(&self, part: &PartInfo) -> u64 {
+        match self.sse {
+            Some(_) => plain(part.size),
+            None => part.size,
+        }
+    }
 }
 
 /// One uploaded part of a multipart upload.

@@ -44,8 +44,9 @@ impl ObjectRecord {
             ReadSpan::Part(n)
                 if self.is_multipart() && n >= 1 && (n as usize) <= self.parts.len() =>
             {
-                let start: u64 = self.parts[..n as usize - 1].iter().map(|p| p.size).sum();
-                Ok((start, start + self.parts[n as usize - 1].size))
+                let size = |part| self.part_content_length(part);
+                let start: u64 = self.parts[..n as usize - 1].iter().map(size).sum();
+                Ok((start, start + size(&self.parts[n as usize - 1])))
             }
             ReadSpan::Part(_) => Err(ObjectError::InvalidPartNumber),
         }

@@ -54,7 +54,7 @@ pub async fn get_object_attributes(
             part: (page.iter())
                 .map(|p| xml::AttributesPart {
                     part_number: p.number,
-                    size: p.size,
+                    size: record.part_content_length(p),
                     checksums: checksums(p.checksum.as_ref()),
                 })
                 .collect(),

@@ -239,7 +239,11 @@ pub async fn copy_object(
     };
     let mut response = xml_response(xml::render("CopyObjectResult", &doc));
     set_written_version(response.headers_mut(), &record);
-    sse::response_headers(&record, dest_key.as_deref(), response.headers_mut());
+    sse::response_headers(
+        record.sse.as_ref(),
+        dest_key.as_deref(),
+        response.headers_mut(),
+    );
     if let Some(read) = &copied {
         set_source_version(response.headers_mut(), &source, read);
     }

@@ -17,6 +17,7 @@ use crate::api::router::PartNumber;
 use crate::api::sse;
 use crate::api::{xml, xml_response};
 use crate::object::BucketName;
+use crate::object::Encryption;
 use crate::object::ObjectKey;
 use crate::object::{
     ByteRange, ChecksumAlgorithm, ChecksumType, CompleteOptions, CompletedPart, GetOptions,
@@ -32,24 +33,11 @@ pub async fn create(
     object: &ObjectKey,
 ) -> Result<Response, S3Error> {
     refuse_unsupported(&request)?;
-    // Parts are not sealed yet: an upload that would be encrypted is refused rather than
-    // stored in the clear.
-    let encrypted = sse::requested(request.headers, request.state.sse_c_allowed)?.is_some()
-        || request
-            .state
-            .store
-            .bucket(name)
-            .await?
-            .settings
-            .encryption
-            .is_some();
-    if encrypted {
-        return Err(S3Error::new(
-            S3ErrorCode::NotImplemented,
-            "Strata does not encrypt multipart uploads yet: upload encrypted objects in one \
-             PUT (up to 5 GiB).",
-        ));
-    }
+    let encryption = sse::requested(request.headers, request.state.sse_c_allowed)?;
+    let customer = match &encryption {
+        Some(Encryption::Customer(key)) => Some(key.clone()),
+        _ => None,
+    };
     let checksum_type = headers::header(request.headers, "x-amz-checksum-type")
         .map(|t| {
             ChecksumType::parse(t).ok_or_else(|| {
@@ -68,6 +56,7 @@ pub async fn create(
         // Unlike PutObject, S3 asks no digest here: this request carries no data.
         lock: headers::object_lock(request.headers)?,
         acl: new_object_acl(&request, name).await?,
+        encryption,
     };
     super::lock::check_retention(request.state, options.lock.retention.as_ref())?;
     let (upload_id, upload) = request
@@ -93,6 +82,11 @@ pub async fn create(
             HeaderValue::from_static(upload.checksum_type.as_str()),
         );
     }
+    sse::response_headers(
+        upload.sse.as_ref(),
+        customer.as_deref(),
+        response.headers_mut(),
+    );
     Ok(response)
 }
 
@@ -106,24 +100,12 @@ pub async fn upload_part(
     let number = number.get();
     body_length(&request)?;
     let options = put_options(&request)?;
-    refuse_part_encryption(&options)?;
     let part = request
         .state
         .store
         .upload_part(bucket, key, upload_id, number, request.body, options)
         .await?;
     Ok(stored_response(&part.etag, part.checksum.as_ref()))
-}
-
-/// Uploads are never encrypted (see [`create`]): encryption headers on a part do not apply.
-fn refuse_part_encryption(options: &crate::object::PutOptions) -> Result<(), S3Error> {
-    match options.encryption {
-        Some(_) => Err(S3Error::new(
-            S3ErrorCode::InvalidRequest,
-            "The encryption parameters are not applicable to this object.",
-        )),
-        None => Ok(()),
-    }
 }
 
 /// `x-amz-copy-source-range: bytes=first-last` (both required, as in S3).
@@ -221,7 +203,12 @@ pub async fn upload_part_copy(
             upload_id,
             number,
             read.body,
-            Default::default(),
+            crate::object::PutOptions {
+                // The destination upload's SSE-C key, when it has one.
+                encryption: sse::customer_key(request.headers, false, request.state.sse_c_allowed)?
+                    .map(Encryption::Customer),
+                ..Default::default()
+            },
         )
         .await?;
     let doc = xml::CopyResult {
@@ -298,6 +285,7 @@ pub async fn complete(
     };
     let mut response = xml_response(xml::render("CompleteMultipartUploadResult", &doc));
     set_written_version(response.headers_mut(), &record);
+    sse::response_headers(record.sse.as_ref(), None, response.headers_mut());
     Ok(response)
 }
 
@@ -374,7 +362,7 @@ pub async fn list_parts(
                 part_number: p.info.number,
                 last_modified: iso8601(p.modified_ms),
                 etag: format!("\"{}\"", p.info.etag),
-                size: p.info.size,
+                size: page.upload.part_content_length(&p.info),
                 checksums: checksums(p.info.checksum.as_ref()),
             })
             .collect(),

@@ -128,7 +128,11 @@ pub async fn put_object(
         .await?;
     let mut response = stored_response(&record.etag, record.checksum.as_ref());
     set_written_version(response.headers_mut(), &record);
-    sse::response_headers(&record, customer.as_deref(), response.headers_mut());
+    sse::response_headers(
+        record.sse.as_ref(),
+        customer.as_deref(),
+        response.headers_mut(),
+    );
     Ok(response)
 }
 
@@ -230,7 +234,11 @@ pub async fn get_object(
         response.headers_mut(),
         shown_version(&record, versioning, asked),
     );
-    sse::response_headers(&record, customer.as_deref(), response.headers_mut());
+    sse::response_headers(
+        record.sse.as_ref(),
+        customer.as_deref(),
+        response.headers_mut(),
+    );
 
     match headers::check_conditions(request.headers, &record.etag, headers::modified(&record)) {
         Ok(()) => {}
