@@ -172,6 +172,21 @@ async fn sse_s3_objects_read_back_whole_and_in_ranges_and_the_drives_hold_no_pla
     assert_object(&client, "secrets", "large", &large).await;
 }
 
+/// A GET of `bucket`/`key` with SSE-C key A.
+fn get_with_key_a(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+) -> aws_sdk_s3::operation::get_object::builders::GetObjectFluentBuilder {
+    client
+        .get_object()
+        .bucket(bucket)
+        .key(key)
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(KEY_A)
+        .sse_customer_key_md5(KEY_A_MD5)
+}
+
 fn sse_c_headers(
     put: aws_sdk_s3::operation::put_object::builders::PutObjectFluentBuilder,
     key: &str,
@@ -243,13 +258,7 @@ async fn sse_c_objects_open_only_with_their_key() {
     );
 
     let got = ok(
-        client
-            .get_object()
-            .bucket("customer")
-            .key("obj")
-            .sse_customer_algorithm("AES256")
-            .sse_customer_key(KEY_A)
-            .sse_customer_key_md5(KEY_A_MD5)
+        get_with_key_a(&client, "customer", "obj")
             .range("bytes=65000-140000")
             .send()
             .await,
@@ -274,15 +283,7 @@ async fn sse_c_objects_open_only_with_their_key() {
 
     // A key on an object stored in the clear does not apply.
     put(&client, "customer", "plain", b"in the clear").await;
-    let misplaced = client
-        .get_object()
-        .bucket("customer")
-        .key("plain")
-        .sse_customer_algorithm("AES256")
-        .sse_customer_key(KEY_A)
-        .sse_customer_key_md5(KEY_A_MD5)
-        .send()
-        .await;
+    let misplaced = get_with_key_a(&client, "customer", "plain").send().await;
     assert_s3_error(misplaced, 400, "InvalidRequest", "a key for a plain object");
     server.kill();
     assert!(!drives_hold(server.drives(), &data[..32]));
@@ -559,15 +560,7 @@ async fn copies_change_encryption_both_ways() {
         assert_object(&client, "copies", key, &data).await;
     }
     let customer = ok(
-        client
-            .get_object()
-            .bucket("copies")
-            .key("customer")
-            .sse_customer_algorithm("AES256")
-            .sse_customer_key(KEY_A)
-            .sse_customer_key_md5(KEY_A_MD5)
-            .send()
-            .await,
+        get_with_key_a(&client, "copies", "customer").send().await,
         "read the SSE-C copy",
     );
     assert_eq!(
@@ -835,15 +828,7 @@ async fn multipart_uploads_are_sealed_part_by_part() {
     .await;
     complete(&client, "parts", "customer", &upload_id, completed).await;
     let got = ok(
-        client
-            .get_object()
-            .bucket("parts")
-            .key("customer")
-            .sse_customer_algorithm("AES256")
-            .sse_customer_key(KEY_A)
-            .sse_customer_key_md5(KEY_A_MD5)
-            .send()
-            .await,
+        get_with_key_a(&client, "parts", "customer").send().await,
         "GET SSE-C multipart",
     );
     assert_eq!(
