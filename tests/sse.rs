@@ -848,3 +848,97 @@ async fn multipart_uploads_are_sealed_part_by_part() {
         assert!(!drives_hold(server.drives(), &part[..32]));
     }
 }
+
+/// A second master key, for rotation.
+const NEW_MASTER_KEY: &str = "strata-test-key-2:ISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+P0A=";
+
+fn admin_ok(server: &TestServer, args: &[&str]) -> String {
+    let out = strata_admin(server, args);
+    assert!(
+        out.status.success(),
+        "strata admin {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn keys_are_managed_with_strata_admin_and_the_master_key_rotates() {
+    let server = start();
+    let client = server.client();
+    create_bucket(&client, "managed").await;
+    assert!(admin_ok(&server, &["kms", "key", "create", "datasets"]).contains("datasets"));
+    let listed = admin_ok(&server, &["kms", "key", "list"]);
+    assert!(
+        listed.contains("datasets") && listed.contains(MASTER_KEY_NAME),
+        "{listed}"
+    );
+    let data = pattern("MANAGED-KEY-MARKER-0123456789|", 70_000);
+    let kms_put = |key: &'static str| {
+        client
+            .put_object()
+            .bucket("managed")
+            .key(key)
+            .server_side_encryption(ServerSideEncryption::AwsKms)
+            .ssekms_key_id("datasets")
+            .body(ByteStream::from(data.clone()))
+            .send()
+    };
+    ok(kms_put("obj").await, "put under datasets");
+    ok(
+        client
+            .put_object()
+            .bucket("managed")
+            .key("s3")
+            .server_side_encryption(ServerSideEncryption::Aes256)
+            .body(ByteStream::from(data.clone()))
+            .send()
+            .await,
+        "put SSE-S3",
+    );
+
+    // A disabled key neither seals nor opens.
+    admin_ok(&server, &["kms", "key", "disable", "datasets"]);
+    assert!(admin_ok(&server, &["kms", "key", "status", "datasets"]).contains("disabled"));
+    let read = client
+        .get_object()
+        .bucket("managed")
+        .key("obj")
+        .send()
+        .await;
+    assert_s3_error(
+        read,
+        400,
+        "KMS.DisabledException",
+        "GET under a disabled key",
+    );
+    assert_s3_error(kms_put("new").await, 400, "KMS.DisabledException", "PUT");
+    admin_ok(&server, &["kms", "key", "enable", "datasets"]);
+    let status = admin_ok(&server, &["kms", "key", "status", "datasets"]);
+    assert!(status.contains("Encryption: works"), "{status}");
+    assert_object(&client, "managed", "obj", &data).await;
+
+    // Rotation: the new master key with the old one as previous, re-seal, then the new one
+    // alone opens everything.
+    server.kill();
+    let rotating = TestServer::start_with(ServerOptions {
+        drives: Some(server.drives().to_vec()),
+        env: vec![
+            ("STRATA_KMS_SECRET_KEY".into(), NEW_MASTER_KEY.into()),
+            ("STRATA_KMS_PREVIOUS_SECRET_KEYS".into(), MASTER_KEY.into()),
+        ],
+        ..ServerOptions::default()
+    });
+    let rotated = admin_ok(&rotating, &["kms", "rotate"]);
+    assert!(rotated.contains("Re-sealed"), "{rotated}");
+    rotating.kill();
+    let after = TestServer::start_with(ServerOptions {
+        drives: Some(server.drives().to_vec()),
+        env: vec![("STRATA_KMS_SECRET_KEY".into(), NEW_MASTER_KEY.into())],
+        ..ServerOptions::default()
+    });
+    let client = after.client();
+    assert_object(&client, "managed", "obj", &data).await;
+    assert_object(&client, "managed", "s3", &data).await;
+}

@@ -38,6 +38,8 @@ use crate::deployment::Deployment;
 use crate::healing::{HealPass, HealStatus, Healer};
 use crate::iam::{Iam, IamError, Identity};
 pub use crate::iam::{PolicyInfo, UserInfo};
+use crate::kms::builtin::BuiltinKms;
+use crate::kms::{KeyInfo, KeyService, KmsError};
 use crate::lifecycle::{LifecycleStatus, RuleError};
 use crate::object::{now_ms, BucketName, HealDepth, HealReport, ObjectError, ObjectStore};
 use crate::query::Query;
@@ -61,6 +63,8 @@ pub struct AdminState {
     pub lifecycle_status: Arc<LifecycleStatus>,
     /// How long a lifecycle day lasts (for dry runs and plans).
     pub lifecycle_day: Duration,
+    /// The built-in key service, when a master key is configured.
+    pub kms: Option<Arc<BuiltinKms>>,
 }
 
 /// Whether a path is the admin API's (`/_strata/...`: no bucket name starts with `_`, so no
@@ -93,6 +97,11 @@ enum Route {
     LifecycleStatus,
     LifecycleDryRun,
     LifecycleSet,
+    KmsKeys,
+    KmsCreateKey,
+    KmsKeyStatus,
+    KmsEnableKey(bool),
+    KmsRotate,
     Unknown,
 }
 
@@ -117,6 +126,12 @@ impl Route {
             (&Method::GET, "lifecycle") => Route::LifecycleStatus,
             (&Method::POST, "lifecycle/dry-run") => Route::LifecycleDryRun,
             (&Method::PUT, "lifecycle") => Route::LifecycleSet,
+            (&Method::GET, "kms/keys") => Route::KmsKeys,
+            (&Method::POST, "kms/keys") => Route::KmsCreateKey,
+            (&Method::GET, "kms/keys/status") => Route::KmsKeyStatus,
+            (&Method::POST, "kms/keys/enable") => Route::KmsEnableKey(true),
+            (&Method::POST, "kms/keys/disable") => Route::KmsEnableKey(false),
+            (&Method::POST, "kms/rotate") => Route::KmsRotate,
             _ => Route::Unknown,
         }
     }
@@ -141,6 +156,12 @@ impl Route {
             Route::LifecycleStatus => "AdminLifecycleStatus",
             Route::LifecycleDryRun => "AdminLifecycleDryRun",
             Route::LifecycleSet => "AdminLifecycleSet",
+            Route::KmsKeys => "AdminKmsListKeys",
+            Route::KmsCreateKey => "AdminKmsCreateKey",
+            Route::KmsKeyStatus => "AdminKmsKeyStatus",
+            Route::KmsEnableKey(true) => "AdminKmsEnableKey",
+            Route::KmsEnableKey(false) => "AdminKmsDisableKey",
+            Route::KmsRotate => "AdminKmsRotate",
             Route::Unknown => "Admin",
         }
     }
@@ -178,6 +199,11 @@ pub async fn call(
         Route::LifecycleStatus | Route::LifecycleDryRun | Route::LifecycleSet => {
             lifecycle(state, route, &Query::parse(uri.query()), body).await
         }
+        Route::KmsKeys
+        | Route::KmsCreateKey
+        | Route::KmsKeyStatus
+        | Route::KmsEnableKey(_)
+        | Route::KmsRotate => kms(state, route, &Query::parse(uri.query())).await,
         Route::Unknown => Ok(error(
             StatusCode::NOT_FOUND,
             "NoSuchAdminApi",
@@ -493,6 +519,11 @@ async fn identities(
         | Route::LifecycleStatus
         | Route::LifecycleDryRun
         | Route::LifecycleSet
+        | Route::KmsKeys
+        | Route::KmsCreateKey
+        | Route::KmsKeyStatus
+        | Route::KmsEnableKey(_)
+        | Route::KmsRotate
         | Route::Unknown => {
             unreachable!("not an identities route")
         }
@@ -623,6 +654,118 @@ async fn lifecycle(
             ))
         }
         _ => unreachable!("not a lifecycle route"),
+    }
+}
+
+/// A key of the built-in key service, as `strata admin kms key list` shows it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KmsKeyView {
+    pub name: String,
+    pub enabled: bool,
+    pub created_ms: i64,
+    /// The key SSE-KMS uses when a request names none.
+    pub default: bool,
+}
+
+/// The answer to a key status check.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KmsKeyStatusView {
+    pub key: KmsKeyView,
+    /// A data key was made and opened again with this key just now.
+    pub encryption_works: bool,
+    /// Why not, when it did not.
+    pub error: Option<String>,
+}
+
+/// The built-in key service: named keys (list, create, status, enable, disable) and the
+/// re-sealing of its catalog under a new master key (`rotate`).
+async fn kms(state: &AdminState, route: Route, query: &Query) -> Result<Response, AdminError> {
+    let kms = state.kms.as_ref().ok_or_else(|| AdminError {
+        status: StatusCode::NOT_IMPLEMENTED,
+        code: "KmsNotConfigured",
+        message: "the server has no key service: start it with STRATA_KMS_SECRET_KEY".into(),
+    })?;
+    let name = || {
+        query
+            .get("name")
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| AdminError::invalid("the name parameter is missing"))
+    };
+    let default = kms.default_key();
+    let view = |info: KeyInfo| KmsKeyView {
+        default: default.as_deref() == Some(info.name.as_str()),
+        created_ms: info
+            .created
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64),
+        enabled: info.enabled,
+        name: info.name,
+    };
+    let done = |name: &str| json(StatusCode::OK, &serde_json::json!({ "name": name }));
+    match route {
+        Route::KmsKeys => {
+            let keys: Vec<KmsKeyView> = kms.list_keys().await?.into_iter().map(view).collect();
+            Ok(json(StatusCode::OK, &keys))
+        }
+        Route::KmsCreateKey => {
+            let name = name()?;
+            kms.create_key(name).await?;
+            Ok(done(name))
+        }
+        Route::KmsEnableKey(enabled) => {
+            let name = name()?;
+            match enabled {
+                true => kms.enable_key(name).await?,
+                false => kms.disable_key(name).await?,
+            }
+            Ok(done(name))
+        }
+        Route::KmsKeyStatus => {
+            let name = name()?;
+            let key = view(kms.key_status(name).await?);
+            let context = crate::kms::EncryptionContext::new();
+            let round_trip = async {
+                let data_key = kms.generate_data_key(name, &context).await?;
+                let opened = kms
+                    .decrypt_data_key(name, &data_key.sealed, &context)
+                    .await?;
+                Ok::<bool, KmsError>(*opened == *data_key.plaintext)
+            };
+            let (encryption_works, error) = match round_trip.await {
+                Ok(same) => (same, None),
+                Err(e) => (false, Some(e.to_string())),
+            };
+            let status = KmsKeyStatusView {
+                key,
+                encryption_works,
+                error,
+            };
+            Ok(json(StatusCode::OK, &status))
+        }
+        Route::KmsRotate => {
+            let resealed = kms.rotate().await?;
+            Ok(json(
+                StatusCode::OK,
+                &serde_json::json!({ "resealed": resealed }),
+            ))
+        }
+        _ => Err(AdminError::internal("not a key service route")),
+    }
+}
+
+impl From<KmsError> for AdminError {
+    fn from(err: KmsError) -> Self {
+        let status = match err {
+            KmsError::NoSuchKey(_) => StatusCode::NOT_FOUND,
+            KmsError::KeyExists(_) => StatusCode::CONFLICT,
+            KmsError::Storage(_) => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        AdminError {
+            status,
+            code: err.s3_code(),
+            message: err.to_string(),
+        }
     }
 }
 

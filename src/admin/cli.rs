@@ -11,7 +11,7 @@ use indicatif::{HumanBytes, HumanDuration, ProgressBar, ProgressStyle};
 
 use super::api::{
     AddedUser, DriveState, ErrorBody, HealPassView, HealReportView, HealStarted, HealStatusView,
-    Info, NewUser, PolicyInfo, UserInfo, HEAL_REASON, PATH_PREFIX,
+    Info, KmsKeyStatusView, KmsKeyView, NewUser, PolicyInfo, UserInfo, HEAL_REASON, PATH_PREFIX,
 };
 use crate::api::auth::sigv4;
 use crate::config;
@@ -61,6 +61,41 @@ pub enum AdminCommand {
         #[command(subcommand)]
         command: LifecycleCommand,
     },
+    /// The built-in key service of SSE-S3 and SSE-KMS.
+    Kms {
+        #[command(subcommand)]
+        command: KmsCommand,
+    },
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum KmsCommand {
+    /// Named keys for SSE-KMS.
+    Key {
+        #[command(subcommand)]
+        command: KmsKeyCommand,
+    },
+    /// Re-seal every key under the current master key, once the server runs with the new
+    /// master key and the old one in STRATA_KMS_PREVIOUS_SECRET_KEYS; objects are untouched.
+    Rotate,
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum KmsKeyCommand {
+    /// Create a key (`[A-Za-z0-9._-]`, up to 64 characters).
+    Create { name: String },
+    /// Every key, with its state.
+    List {
+        /// Print the raw JSON answer.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A key's state, and whether it seals and opens a data key now.
+    Status { name: String },
+    /// Let a disabled key seal and open data keys again.
+    Enable { name: String },
+    /// Refuse a key: objects under it cannot be written or read until it is enabled.
+    Disable { name: String },
 }
 
 #[derive(Debug, Clone, clap::Subcommand)]
@@ -182,6 +217,7 @@ pub fn run(endpoint: &str, command: AdminCommand) -> anyhow::Result<()> {
             AdminCommand::User { command } => user(&client, command).await,
             AdminCommand::Policy { command } => policy(&client, command).await,
             AdminCommand::Lifecycle { command } => lifecycle(&client, command).await,
+            AdminCommand::Kms { command } => kms(&client, command).await,
         }
     })
 }
@@ -704,6 +740,88 @@ fn render_users(users: &[UserInfo]) -> String {
         out.push_str(
             "(unusable: the secret key was sealed under other root credentials; add the user again)\n",
         );
+    }
+    out
+}
+
+async fn kms(client: &AdminClient, command: KmsCommand) -> anyhow::Result<()> {
+    let key_command = match command {
+        KmsCommand::Rotate => {
+            let answer = client.send(Method::POST, "kms/rotate", &[]).await?;
+            let answer: serde_json::Value = serde_json::from_slice(&answer)?;
+            println!(
+                "Re-sealed {} key(s) under the current master key",
+                answer["resealed"]
+            );
+            return Ok(());
+        }
+        KmsCommand::Key { command } => command,
+    };
+    match key_command {
+        KmsKeyCommand::Create { name } => {
+            client
+                .send(Method::POST, "kms/keys", &[("name", &name)])
+                .await?;
+            println!("Created key {name}");
+        }
+        KmsKeyCommand::Enable { name } => {
+            client
+                .send(Method::POST, "kms/keys/enable", &[("name", &name)])
+                .await?;
+            println!("Enabled key {name}");
+        }
+        KmsKeyCommand::Disable { name } => {
+            client
+                .send(Method::POST, "kms/keys/disable", &[("name", &name)])
+                .await?;
+            println!("Disabled key {name}");
+        }
+        KmsKeyCommand::List { json } => {
+            let body = client.send(Method::GET, "kms/keys", &[]).await?;
+            if json {
+                let value: serde_json::Value = serde_json::from_slice(&body)?;
+                println!("{}", serde_json::to_string_pretty(&value)?);
+            } else {
+                let keys: Vec<KmsKeyView> = serde_json::from_slice(&body)?;
+                print!("{}", render_kms_keys(&keys));
+            }
+        }
+        KmsKeyCommand::Status { name } => {
+            let body = client
+                .send(Method::GET, "kms/keys/status", &[("name", &name)])
+                .await?;
+            let status: KmsKeyStatusView = serde_json::from_slice(&body)?;
+            println!("Key:        {}", status.key.name);
+            println!("State:      {}", state_of(status.key.enabled));
+            println!(
+                "Default:    {}",
+                if status.key.default { "yes" } else { "no" }
+            );
+            match status.error {
+                None if status.encryption_works => println!("Encryption: works"),
+                None => println!("Encryption: FAILS (a data key did not open again)"),
+                Some(error) => println!("Encryption: FAILS ({error})"),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn state_of(enabled: bool) -> &'static str {
+    if enabled {
+        "enabled"
+    } else {
+        "disabled"
+    }
+}
+
+fn render_kms_keys(keys: &[KmsKeyView]) -> String {
+    let width = keys.iter().map(|k| k.name.len()).max().unwrap_or(0).max(3);
+    let mut out = format!("{:<width$}  STATE     DEFAULT\n", "KEY");
+    for key in keys {
+        let default = if key.default { "yes" } else { "" };
+        let state = state_of(key.enabled);
+        out.push_str(&format!("{:<width$}  {state:<8}  {default}\n", key.name));
     }
     out
 }

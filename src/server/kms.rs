@@ -12,6 +12,11 @@ use crate::object::ObjectStore;
 
 /// The system record that holds the catalog.
 const CATALOG_RECORD: &str = "kms/catalog";
+/// Earlier master keys, while the catalog is re-sealed under a new one (`strata admin kms
+/// rotate`): `<name>:<base64>` entries separated by commas.
+const PREVIOUS_KEYS_ENV: &str = "STRATA_KMS_PREVIOUS_SECRET_KEYS";
+/// How often the catalog is read again (keys created or disabled by another server).
+const RELOAD: std::time::Duration = std::time::Duration::from_secs(30);
 
 struct SystemCatalog(Arc<ObjectStore>);
 
@@ -38,9 +43,26 @@ pub async fn start(store: &Arc<ObjectStore>) -> anyhow::Result<Option<Arc<Builti
         return Ok(None);
     };
     let name = master.name().to_string();
+    let previous = match std::env::var(PREVIOUS_KEYS_ENV) {
+        Ok(list) => (list.split(',').map(str::trim).filter(|k| !k.is_empty()))
+            .map(MasterKey::parse)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| anyhow::anyhow!("{PREVIOUS_KEYS_ENV}: {e}"))?,
+        Err(_) => Vec::new(),
+    };
     let catalog = Arc::new(SystemCatalog(store.clone()));
-    let kms = Arc::new(BuiltinKms::open(master, catalog).await?);
+    let kms = Arc::new(BuiltinKms::open_with_previous(master, previous, catalog).await?);
     store.set_key_service(kms.clone());
+    let reloaded = Arc::downgrade(&kms);
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(RELOAD).await;
+            let Some(kms) = reloaded.upgrade() else { break };
+            if let Err(e) = kms.reload().await {
+                tracing::warn!(error = %e, "could not read the key catalog again");
+            }
+        }
+    });
     tracing::info!(default_key = %name, "built-in key service ready for SSE-S3 and SSE-KMS");
     Ok(Some(kms))
 }
