@@ -172,6 +172,19 @@ async fn sse_s3_objects_read_back_whole_and_in_ranges_and_the_drives_hold_no_pla
     assert_object(&client, "secrets", "large", &large).await;
 }
 
+/// Puts `data` under SSE-S3.
+async fn put_sse_s3(client: &Client, bucket: &str, key: &str, data: &[u8]) {
+    let put = client
+        .put_object()
+        .bucket(bucket)
+        .key(key)
+        .server_side_encryption(ServerSideEncryption::Aes256)
+        .body(ByteStream::from(data.to_vec()))
+        .send()
+        .await;
+    ok(put, "put under SSE-S3");
+}
+
 /// A GET of `bucket`/`key` with SSE-C key A.
 fn get_with_key_a(
     client: &Client,
@@ -601,17 +614,7 @@ async fn a_damaged_shard_of_an_encrypted_object_is_read_around() {
     let client = server.client();
     create_bucket(&client, "bitrot").await;
     let data = pattern("BITROT-MARKER-0123456789|", 1_500_000);
-    ok(
-        client
-            .put_object()
-            .bucket("bitrot")
-            .key("obj")
-            .server_side_encryption(ServerSideEncryption::Aes256)
-            .body(ByteStream::from(data.clone()))
-            .send()
-            .await,
-        "put",
-    );
+    put_sse_s3(&client, "bitrot", "obj", &data).await;
     // Three drives' shards damaged: as many as parity covers.
     for drive in &server.drives()[..3] {
         for file in shard_files(drive) {
@@ -886,17 +889,7 @@ async fn keys_are_managed_with_strata_admin_and_the_master_key_rotates() {
             .send()
     };
     ok(kms_put("obj").await, "put under datasets");
-    ok(
-        client
-            .put_object()
-            .bucket("managed")
-            .key("s3")
-            .server_side_encryption(ServerSideEncryption::Aes256)
-            .body(ByteStream::from(data.clone()))
-            .send()
-            .await,
-        "put SSE-S3",
-    );
+    put_sse_s3(&client, "managed", "s3", &data).await;
 
     // A disabled key neither seals nor opens.
     admin_ok(&server, &["kms", "key", "disable", "datasets"]);
@@ -941,4 +934,158 @@ async fn keys_are_managed_with_strata_admin_and_the_master_key_rotates() {
     let client = after.client();
     assert_object(&client, "managed", "obj", &data).await;
     assert_object(&client, "managed", "s3", &data).await;
+}
+
+#[tokio::test]
+async fn a_replaced_drive_is_rebuilt_with_sealed_shards_that_stand_in_for_others() {
+    let server = TestServer::start_with(ServerOptions {
+        env: vec![
+            ("STRATA_KMS_SECRET_KEY".into(), MASTER_KEY.into()),
+            ("STRATA_SSE_C_ALLOW_HTTP".into(), "true".into()),
+            ("STRATA_DRIVE_CHECK_SECS".into(), "1".into()),
+        ],
+        ..ServerOptions::default()
+    });
+    let client = server.client();
+    create_bucket(&client, "healed").await;
+    let data = pattern("HEALED-MARKER-0123456789|", 2_000_000);
+    put_sse_s3(&client, "healed", "s3", &data).await;
+    ok(
+        sse_c_headers(client.put_object(), KEY_A, KEY_A_MD5)
+            .bucket("healed")
+            .key("customer")
+            .body(ByteStream::from(data.clone()))
+            .send()
+            .await,
+        "put SSE-C",
+    );
+    // The disk of drive 3 dies and an empty one takes its place while the server runs.
+    let replaced = server.drives()[2].clone();
+    std::fs::remove_dir_all(&replaced).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    std::fs::create_dir_all(&replaced).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !server.log().contains("heal pass done") {
+        assert!(std::time::Instant::now() < deadline, "no heal pass");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(!shard_files(&replaced).is_empty(), "the drive was rebuilt");
+    // Three other drives' shards damaged: the rebuilt drive must stand in for them.
+    server.kill();
+    for drive in &server.drives()[3..6] {
+        for file in shard_files(drive) {
+            flip_bytes(&file);
+        }
+    }
+    server.restart();
+    let client = server.client();
+    assert_object(&client, "healed", "s3", &data).await;
+    let got = ok(
+        get_with_key_a(&client, "healed", "customer").send().await,
+        "get",
+    );
+    assert_eq!(
+        &got.body.collect().await.unwrap().into_bytes()[..],
+        &data[..]
+    );
+}
+
+#[tokio::test]
+async fn versions_keep_their_own_encryption_and_policies_can_require_it() {
+    let server = start();
+    let client = server.client();
+    create_bucket(&client, "versions").await;
+    set_versioning(
+        &client,
+        "versions",
+        aws_sdk_s3::types::BucketVersioningStatus::Enabled,
+    )
+    .await;
+    let first = ok(
+        client
+            .put_object()
+            .bucket("versions")
+            .key("obj")
+            .server_side_encryption(ServerSideEncryption::Aes256)
+            .body(ByteStream::from_static(b"first, under SSE-S3"))
+            .send()
+            .await,
+        "v1",
+    );
+    let second = ok(
+        sse_c_headers(client.put_object(), KEY_A, KEY_A_MD5)
+            .bucket("versions")
+            .key("obj")
+            .body(ByteStream::from_static(b"second, under SSE-C"))
+            .send()
+            .await,
+        "v2",
+    );
+    let v1 = ok(
+        client
+            .get_object()
+            .bucket("versions")
+            .key("obj")
+            .version_id(first.version_id().unwrap())
+            .send()
+            .await,
+        "GET v1",
+    );
+    assert_eq!(
+        &v1.body.collect().await.unwrap().into_bytes()[..],
+        b"first, under SSE-S3"
+    );
+    let v2 = ok(
+        get_with_key_a(&client, "versions", "obj")
+            .version_id(second.version_id().unwrap())
+            .send()
+            .await,
+        "GET v2",
+    );
+    assert_eq!(
+        &v2.body.collect().await.unwrap().into_bytes()[..],
+        b"second, under SSE-C"
+    );
+    // The newest needs its key.
+    let keyless = client
+        .get_object()
+        .bucket("versions")
+        .key("obj")
+        .send()
+        .await;
+    assert_s3_error(keyless, 400, "InvalidRequest", "the SSE-C newest version");
+
+    // A bucket policy that refuses uploads asking for no encryption (S3's documented way).
+    let policy = r#"{"Version": "2012-10-17", "Statement": [{
+        "Effect": "Deny", "Principal": "*", "Action": "s3:PutObject",
+        "Resource": "arn:aws:s3:::versions/*",
+        "Condition": {"Null": {"s3:x-amz-server-side-encryption": "true"}}}]}"#;
+    ok(
+        client
+            .put_bucket_policy()
+            .bucket("versions")
+            .policy(policy)
+            .send()
+            .await,
+        "policy",
+    );
+    let plain = client
+        .put_object()
+        .bucket("versions")
+        .key("plain")
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await;
+    assert_s3_error(plain, 403, "AccessDenied", "an upload without encryption");
+    ok(
+        client
+            .put_object()
+            .bucket("versions")
+            .key("sealed")
+            .server_side_encryption(ServerSideEncryption::Aes256)
+            .body(ByteStream::from_static(b"x"))
+            .send()
+            .await,
+        "an upload with encryption",
+    );
 }

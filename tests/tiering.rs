@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 use aws_sdk_s3::Client;
 use common::*;
 
+/// The deployment master key of the tiered server (for SSE-S3 and SSE-KMS).
+const MASTER_KEY: &str = "tier-test-key:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=";
+
 /// One lifecycle day, in seconds: long enough for the test to see every stage.
 const DAY_SECONDS: u64 = 2;
 
@@ -77,6 +80,8 @@ async fn start_tiered() -> Tiered {
             ),
             ("STRATA_METRICS_AUTH".into(), "public".into()),
             ("STRATA_DRIVE_CHECK_SECS".into(), "1".into()),
+            // For the encrypted objects' test.
+            ("STRATA_KMS_SECRET_KEY".into(), MASTER_KEY.into()),
         ],
         extra_args: vec!["--tiers".into(), file.display().to_string()],
         ..ServerOptions::default()
@@ -579,4 +584,126 @@ async fn a_replaced_pool_drive_is_formatted_and_rebuilt_while_serving() {
     for (key, data) in &objects {
         assert_object(&client, &bucket, key, data).await;
     }
+}
+
+/// Whether any file under `dirs` holds `needle`.
+fn files_hold(dirs: &[PathBuf], needle: &[u8]) -> bool {
+    fn walk(dir: &Path, needle: &[u8]) -> bool {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return false;
+        };
+        entries.flatten().any(|entry| {
+            let path = entry.path();
+            match path.is_dir() {
+                true => walk(&path, needle),
+                false => std::fs::read(&path)
+                    .is_ok_and(|data| data.windows(needle.len()).any(|w| w == needle)),
+            }
+        })
+    }
+    dirs.iter().any(|dir| walk(dir, needle))
+}
+
+#[tokio::test]
+async fn encrypted_objects_move_to_tiers_sealed_and_read_back() {
+    use aws_sdk_s3::primitives::ByteStream;
+    use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart, ServerSideEncryption};
+
+    let tiered = start_tiered().await;
+    let (client, bucket) = tiered.new_bucket("sealed").await;
+    set_rules(
+        &tiered.server,
+        &bucket,
+        r#"{"Rules": [{
+            "ID": "sealed",
+            "Status": "Enabled",
+            "Filter": {"Prefix": "ckpt/"},
+            "Transitions": [
+                {"Days": 1, "StorageClass": "WARM"},
+                {"Days": 3, "StorageClass": "COLD"}
+            ]
+        }]}"#,
+    );
+    let marker = b"SEALED-TIER-MARKER-0123456789|";
+    let data: Vec<u8> = marker.iter().copied().cycle().take(3 * MIB).collect();
+    client
+        .put_object()
+        .bucket(&bucket)
+        .key("ckpt/single.bin")
+        .server_side_encryption(ServerSideEncryption::Aes256)
+        .body(ByteStream::from(data.clone()))
+        .send()
+        .await
+        .unwrap();
+    // A multipart SSE-KMS object: its parts are sealed separately.
+    let first_part: Vec<u8> = marker.iter().copied().cycle().take(6 * MIB).collect();
+    let parts = [first_part, data.clone()];
+    let created = client
+        .create_multipart_upload()
+        .bucket(&bucket)
+        .key("ckpt/parts.bin")
+        .server_side_encryption(ServerSideEncryption::AwsKms)
+        .send()
+        .await
+        .unwrap();
+    let upload_id = created.upload_id().unwrap();
+    let mut completed = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        let number = i as i32 + 1;
+        let uploaded = client
+            .upload_part()
+            .bucket(&bucket)
+            .key("ckpt/parts.bin")
+            .upload_id(upload_id)
+            .part_number(number)
+            .body(ByteStream::from(part.clone()))
+            .send()
+            .await
+            .unwrap();
+        completed.push(
+            CompletedPart::builder()
+                .part_number(number)
+                .e_tag(uploaded.e_tag().unwrap())
+                .build(),
+        );
+    }
+    client
+        .complete_multipart_upload()
+        .bucket(&bucket)
+        .key("ckpt/parts.bin")
+        .upload_id(upload_id)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .set_parts(Some(completed))
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let whole = parts.concat();
+
+    let day = Duration::from_secs(DAY_SECONDS);
+    for class in ["WARM", "COLD"] {
+        for key in ["ckpt/single.bin", "ckpt/parts.bin"] {
+            wait_for_class(&client, &bucket, key, Some(class), day * 6).await;
+        }
+        assert_reads(&client, &bucket, "ckpt/single.bin", &data, class).await;
+        assert_reads(&client, &bucket, "ckpt/parts.bin", &whole, class).await;
+        // Across the parts' boundary.
+        let boundary = parts[0].len();
+        let range = client
+            .get_object()
+            .bucket(&bucket)
+            .key("ckpt/parts.bin")
+            .range(format!("bytes={}-{}", boundary - 100, boundary + 100))
+            .send()
+            .await
+            .unwrap();
+        let got = range.body.collect().await.unwrap().into_bytes();
+        assert_same_bytes(&got, &whole[boundary - 100..=boundary + 100], class);
+    }
+    // Neither tier holds the plaintext: the pool's drives and the remote server's.
+    tiered.remote.kill();
+    assert!(!files_hold(&tiered.pool_drives, &marker[..]));
+    assert!(!files_hold(tiered.remote.drives(), &marker[..]));
 }

@@ -136,7 +136,11 @@ impl ObjectStore {
                 let mut moved = now.clone();
                 moved.tier = Some(location.clone());
                 moved.storage_class = Some(tier_name.to_string());
-                moved.parts.clear();
+                // An encrypted version's parts say where each part's packages lie in the
+                // tier's copy; a clear one needs none.
+                if moved.sse.is_none() {
+                    moved.parts.clear();
+                }
                 moved.inline = false;
                 Ok(moved)
             })
