@@ -19,8 +19,7 @@
 
 use std::io;
 
-use aes_gcm::aead::AeadInPlace;
-use aes_gcm::{Aes256Gcm, KeyInit, Nonce, Tag};
+use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
 use bytes::{Buf, Bytes, BytesMut};
 use futures::StreamExt;
 use zeroize::Zeroizing;
@@ -55,8 +54,11 @@ impl PackageKey {
         *self.0
     }
 
-    fn cipher(&self) -> Aes256Gcm {
-        Aes256Gcm::new(aes_gcm::Key::<Aes256Gcm>::from_slice(&self.0[..]))
+    /// ring's AES-256-GCM: several times faster than a portable implementation, which
+    /// would make encryption the slowest stage of a PUT or GET.
+    fn cipher(&self) -> LessSafeKey {
+        let key = UnboundKey::new(&AES_256_GCM, &self.0[..]).expect("AES-256 takes 32 bytes");
+        LessSafeKey::new(key)
     }
 }
 
@@ -67,11 +69,12 @@ impl std::fmt::Debug for PackageKey {
 }
 
 /// The nonce of package `sequence`; `last` marks the object's final package.
-fn package_nonce(sequence: u64, last: bool) -> Nonce<aes_gcm::aead::consts::U12> {
+fn package_nonce(sequence: u64, last: bool) -> Nonce {
     let mut nonce = [0u8; 12];
     nonce[..8].copy_from_slice(&sequence.to_be_bytes());
     nonce[8] = u8::from(last);
-    nonce.into()
+    // Unique per key: each package key seals one stream, numbered from 0.
+    Nonce::assume_unique_for_key(nonce)
 }
 
 /// Number of packages of `plain_len` bytes of plaintext (at least one: an empty plaintext
@@ -193,7 +196,7 @@ pub fn encrypt_stream(key: &PackageKey, plain: ByteStream) -> ByteStream {
 }
 
 struct Encryptor {
-    cipher: Aes256Gcm,
+    cipher: LessSafeKey,
     plain: ByteStream,
     /// The rest of the current input chunk.
     input: Bytes,
@@ -238,9 +241,9 @@ impl Encryptor {
         let nonce = package_nonce(self.sequence, last);
         let tag = self
             .cipher
-            .encrypt_in_place_detached(&nonce, &[], &mut package)
+            .seal_in_place_separate_tag(nonce, Aad::empty(), &mut package[..])
             .map_err(|_| io::Error::other("package encryption failed"))?;
-        package.extend_from_slice(&tag);
+        package.extend_from_slice(tag.as_ref());
         self.sequence = self.sequence.checked_add(1).ok_or_else(|| {
             self.done = true;
             io::Error::other("too many packages for one key")
@@ -297,7 +300,7 @@ pub fn decrypt_stream(
 }
 
 struct Decryptor {
-    cipher: Aes256Gcm,
+    cipher: LessSafeKey,
     sealed: ByteStream,
     /// The rest of the current sealed chunk.
     input: Bytes,
@@ -376,12 +379,11 @@ impl Decryptor {
         // At most one sealed package, so it fits in usize.
         let mut package = self.read_exact(sealed_size as usize).await?;
         let body_len = package.len() - TAG_LEN;
-        let tag = Tag::clone_from_slice(&package[body_len..]);
-        package.truncate(body_len);
         let nonce = package_nonce(sequence, sequence == self.last_package);
         self.cipher
-            .decrypt_in_place_detached(&nonce, &[], &mut package, &tag)
+            .open_in_place(nonce, Aad::empty(), &mut package[..])
             .map_err(|_| invalid_data(format!("package {sequence} failed authentication")))?;
+        package.truncate(body_len);
         self.remaining_sealed -= sealed_size;
         self.next_package += 1;
         Ok(package.freeze())
