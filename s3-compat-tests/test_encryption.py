@@ -8,6 +8,7 @@ import hashlib
 import os
 
 import pytest
+import requests
 from botocore.exceptions import ClientError
 
 from conftest import KMS_KEY_NAME, unique_name
@@ -125,3 +126,43 @@ def test_aws_cli_sse_flags(aws, s3, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes() == data
     assert aws("s3", "rb", f"s3://{name}", "--force").returncode == 0
+
+
+# Each way to ask for encryption on a write, and to read what it wrote.
+KINDS = {
+    "plain": ({}, {}),
+    "sse-s3": ({"ServerSideEncryption": "AES256"}, {}),
+    "sse-kms": ({"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": KMS_KEY_NAME}, {}),
+    "sse-c": (sse_c(CUSTOMER_KEY), sse_c(CUSTOMER_KEY)),
+}
+
+
+def test_copies_between_every_pair_of_encryption_types(s3, bucket):
+    data = os.urandom(200_000)
+    for source, (write, _) in KINDS.items():
+        s3.put_object(Bucket=bucket, Key=f"src-{source}", Body=data, **write)
+    for source, (_, read) in KINDS.items():
+        # The source's SSE-C key goes in the copy-source arguments.
+        copy_source_key = {f"CopySource{k}": v for k, v in read.items()}
+        for dest, (write, dest_read) in KINDS.items():
+            key = f"{source}-to-{dest}"
+            s3.copy_object(Bucket=bucket, Key=key,
+                           CopySource={"Bucket": bucket, "Key": f"src-{source}"},
+                           **copy_source_key, **write)
+            got = s3.get_object(Bucket=bucket, Key=key, **dest_read)
+            assert got["Body"].read() == data, key
+            assert got.get("ServerSideEncryption") == write.get("ServerSideEncryption"), key
+
+
+def test_browser_form_uploads_can_ask_for_encryption(s3, bucket):
+    post = s3.generate_presigned_post(
+        bucket, "form.bin",
+        Fields={"x-amz-server-side-encryption": "AES256"},
+        Conditions=[{"x-amz-server-side-encryption": "AES256"}],
+    )
+    answer = requests.post(post["url"], data=post["fields"],
+                           files={"file": ("form.bin", b"sealed by a form")})
+    assert answer.status_code == 204, answer.text
+    assert answer.headers["x-amz-server-side-encryption"] == "AES256"
+    head = s3.head_object(Bucket=bucket, Key="form.bin")
+    assert head["ServerSideEncryption"] == "AES256"

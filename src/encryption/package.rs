@@ -19,9 +19,9 @@
 
 use std::io;
 
-use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
 use bytes::{Buf, Bytes, BytesMut};
 use futures::StreamExt;
+use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
 use zeroize::Zeroizing;
 
 use crate::body::ByteStream;

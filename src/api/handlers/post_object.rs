@@ -14,7 +14,7 @@ use futures::Stream;
 use multer::{Field, Multipart};
 use time::OffsetDateTime;
 
-use super::object::{new_object_acl, put_options, refuse_unsupported};
+use super::object::{customer_of, new_object_acl, put_options, refuse_unsupported};
 use super::{object_key, Request};
 use crate::api::auth::sigv4::{self, CredentialScope};
 use crate::api::auth::{Identity, Keyring};
@@ -116,6 +116,7 @@ pub async fn post_object(request: Request<'_>, bucket: &BucketName) -> Result<Re
     let mut options = put_options(&put)?;
     options.acl = new_object_acl(&put, bucket).await?;
     super::lock::check_retention(put.state, options.lock.retention.as_ref())?;
+    let customer = customer_of(&options);
     let record = put
         .state
         .store
@@ -124,6 +125,11 @@ pub async fn post_object(request: Request<'_>, bucket: &BucketName) -> Result<Re
     skip_rest(multipart).await;
     let mut response = success(request.headers, &form, bucket.as_str(), &key, &record.etag);
     super::versioning::set_written_version(response.headers_mut(), &record);
+    crate::api::sse::response_headers(
+        record.sse.as_ref(),
+        customer.as_deref(),
+        response.headers_mut(),
+    );
     Ok(response)
 }
 
