@@ -702,6 +702,14 @@ async fn upload_parts(
                 .sse_customer_key_md5(md5);
         }
         let uploaded = ok(part.send().await, "upload part");
+        // Each part's answer reports the upload's encryption.
+        match customer {
+            Some((_, md5)) => assert_eq!(uploaded.sse_customer_key_md5(), Some(md5)),
+            None => assert_eq!(
+                uploaded.server_side_encryption(),
+                Some(&ServerSideEncryption::Aes256)
+            ),
+        }
         completed.push(
             aws_sdk_s3::types::CompletedPart::builder()
                 .part_number(number)

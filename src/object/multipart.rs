@@ -197,8 +197,24 @@ impl ObjectStore {
         upload_id: &str,
         number: u32,
         body: ByteStream,
-        mut options: PutOptions,
+        options: PutOptions,
     ) -> Result<PartInfo, ObjectError> {
+        let stored = self
+            .upload_sealed_part(bucket, key, upload_id, number, body, options)
+            .await?;
+        Ok(stored.0)
+    }
+
+    /// Like [`Self::upload_part`], with the upload's encryption (for the answer to report).
+    pub async fn upload_sealed_part(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        upload_id: &str,
+        number: u32,
+        body: ByteStream,
+        mut options: PutOptions,
+    ) -> Result<(PartInfo, Option<crate::encryption::Sse>), ObjectError> {
         if !(1..=MAX_PART_NUMBER).contains(&number) {
             return Err(ObjectError::InvalidArgument(
                 "Part number must be an integer between 1 and 10000, inclusive".into(),
@@ -275,7 +291,7 @@ impl ObjectStore {
         };
         self.commit_part(set, bucket, key, upload_id, &placed)
             .await?;
-        Ok(placed.info)
+        Ok((placed.info, upload.sse))
     }
 
     async fn commit_part(

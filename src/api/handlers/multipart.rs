@@ -7,7 +7,7 @@ use super::bucket::owner;
 use super::copy::{copy_source, set_source_version, source_error};
 use super::list::Encoder;
 use super::object::{
-    body_length, new_object_acl, put_options, refuse_unsupported, stored_response,
+    body_length, customer_of, new_object_acl, put_options, refuse_unsupported, stored_response,
 };
 use super::versioning::set_written_version;
 use super::Request;
@@ -100,12 +100,15 @@ pub async fn upload_part(
     let number = number.get();
     body_length(&request)?;
     let options = put_options(&request)?;
-    let part = request
+    let customer = customer_of(&options);
+    let (part, sse) = request
         .state
         .store
-        .upload_part(bucket, key, upload_id, number, request.body, options)
+        .upload_sealed_part(bucket, key, upload_id, number, request.body, options)
         .await?;
-    Ok(stored_response(&part.etag, part.checksum.as_ref()))
+    let mut response = stored_response(&part.etag, part.checksum.as_ref());
+    sse::response_headers(sse.as_ref(), customer.as_deref(), response.headers_mut());
+    Ok(response)
 }
 
 /// `x-amz-copy-source-range: bytes=first-last` (both required, as in S3).
