@@ -1115,3 +1115,68 @@ async fn versions_keep_their_own_encryption_and_policies_can_require_it() {
         "an upload with encryption",
     );
 }
+
+#[tokio::test]
+async fn a_key_service_whose_catalog_cannot_be_read_yet_answers_503_until_it_can() {
+    let server = TestServer::start_with(ServerOptions {
+        env: vec![
+            ("STRATA_KMS_SECRET_KEY".into(), MASTER_KEY.into()),
+            ("STRATA_DRIVE_CHECK_SECS".into(), "1".into()),
+        ],
+        ..ServerOptions::default()
+    });
+    let client = server.client();
+    create_bucket(&client, "waiting").await;
+    let data = pattern("WAITING-MARKER-0123456789|", 300_000);
+    put_sse_s3(&client, "waiting", "obj", &data).await;
+    // Four drives gone at the start: nothing can be read, the key catalog included.
+    server.kill();
+    let away: Vec<_> = server.drives()[..4]
+        .iter()
+        .map(|drive| {
+            let moved = drive.with_extension("away");
+            std::fs::rename(drive, &moved).unwrap();
+            (drive.clone(), moved)
+        })
+        .collect();
+    server.restart();
+    let client = server.client();
+    let put = client
+        .put_object()
+        .bucket("waiting")
+        .key("new")
+        .server_side_encryption(ServerSideEncryption::Aes256)
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await;
+    assert_eq!(status_of(&put.unwrap_err()), Some(503));
+    // The drives come back: the service opens, and everything reads as before.
+    for (drive, moved) in &away {
+        std::fs::rename(moved, drive).unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        match client
+            .get_object()
+            .bucket("waiting")
+            .key("obj")
+            .send()
+            .await
+        {
+            Ok(got) => {
+                let bytes = got.body.collect().await.unwrap().into_bytes();
+                assert_eq!(&bytes[..], &data[..]);
+                break;
+            }
+            Err(e) => {
+                assert_eq!(status_of(&e), Some(503), "{}", describe(&e));
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "still {}",
+                    describe(&e)
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+        }
+    }
+}

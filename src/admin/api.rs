@@ -38,8 +38,7 @@ use crate::deployment::Deployment;
 use crate::healing::{HealPass, HealStatus, Healer};
 use crate::iam::{Iam, IamError, Identity};
 pub use crate::iam::{PolicyInfo, UserInfo};
-use crate::kms::builtin::BuiltinKms;
-use crate::kms::{KeyInfo, KeyService, KmsError};
+use crate::kms::{KeyInfo, KmsError};
 use crate::lifecycle::{LifecycleStatus, RuleError};
 use crate::object::{now_ms, BucketName, HealDepth, HealReport, ObjectError, ObjectStore};
 use crate::query::Query;
@@ -63,8 +62,6 @@ pub struct AdminState {
     pub lifecycle_status: Arc<LifecycleStatus>,
     /// How long a lifecycle day lasts (for dry runs and plans).
     pub lifecycle_day: Duration,
-    /// The built-in key service, when a master key is configured.
-    pub kms: Option<Arc<BuiltinKms>>,
 }
 
 /// Whether a path is the admin API's (`/_strata/...`: no bucket name starts with `_`, so no
@@ -680,7 +677,7 @@ pub struct KmsKeyStatusView {
 /// The built-in key service: named keys (list, create, status, enable, disable) and the
 /// re-sealing of its catalog under a new master key (`rotate`).
 async fn kms(state: &AdminState, route: Route, query: &Query) -> Result<Response, AdminError> {
-    let kms = state.kms.as_ref().ok_or_else(|| AdminError {
+    let kms = state.store.key_service().ok_or_else(|| AdminError {
         status: StatusCode::NOT_IMPLEMENTED,
         code: "KmsNotConfigured",
         message: "the server has no key service: start it with STRATA_KMS_SECRET_KEY".into(),

@@ -487,6 +487,7 @@ impl From<ObjectError> for S3Error {
             .with_header("x-amz-version-id", version_id),
             ObjectError::Tier(e) => S3Error::new(C::ServiceUnavailable, e.to_string()),
             ObjectError::Encryption(e) => e.into(),
+            ObjectError::KmsUnavailable => S3Error::from_code(C::ServiceUnavailable),
             ObjectError::KmsNotConfigured => S3Error::new(
                 C::NotImplemented,
                 "Server side encryption specified but KMS is not configured",

@@ -606,6 +606,10 @@ impl KeyService for BuiltinKms {
         self.set_enabled(name, true).await
     }
 
+    async fn rotate(&self) -> Result<usize, KmsError> {
+        BuiltinKms::rotate(self).await
+    }
+
     fn default_key(&self) -> Option<String> {
         Some(self.master.name.clone())
     }

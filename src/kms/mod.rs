@@ -119,6 +119,10 @@ pub trait KeyService: Send + Sync {
 
     async fn enable_key(&self, name: &str) -> Result<(), KmsError>;
 
+    /// Re-seals what the service keeps under its current master key (after the master key
+    /// changed); returns how many keys it re-sealed.
+    async fn rotate(&self) -> Result<usize, KmsError>;
+
     /// The key SSE-KMS uses when a request names none.
     fn default_key(&self) -> Option<String>;
 }

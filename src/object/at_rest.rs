@@ -65,12 +65,25 @@ impl ObjectStore {
         self.kms.store(Some(Arc::new(kms)));
     }
 
+    /// Says a key service is configured but not open yet (its catalog could not be read):
+    /// until it is, SSE-S3 and SSE-KMS are unavailable (503) rather than refused.
+    pub fn expect_key_service(&self) {
+        self.kms_expected
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     pub fn key_service(&self) -> Option<Arc<dyn KeyService>> {
         self.kms.load_full().map(|kms| Arc::clone(&*kms))
     }
 
     fn require_key_service(&self) -> Result<Arc<dyn KeyService>, ObjectError> {
-        self.key_service().ok_or(ObjectError::KmsNotConfigured)
+        match self.key_service() {
+            Some(kms) => Ok(kms),
+            None if self.kms_expected.load(std::sync::atomic::Ordering::Relaxed) => {
+                Err(ObjectError::KmsUnavailable)
+            }
+            None => Err(ObjectError::KmsNotConfigured),
+        }
     }
 
     /// The encryption of a new version of `key`: what the request asked for, else the

@@ -143,6 +143,9 @@ pub enum ObjectError {
     /// SSE-S3 or SSE-KMS asked of a server started without a key service.
     #[error("server-side encryption needs a key service (STRATA_KMS_SECRET_KEY)")]
     KmsNotConfigured,
+    /// The key service is configured but its catalog cannot be read yet.
+    #[error("the key service is not available yet")]
+    KmsUnavailable,
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -176,6 +179,8 @@ pub struct ObjectStore {
     buckets: bucket_cache::BucketCache,
     /// Where object keys of SSE-S3 and SSE-KMS versions come from.
     kms: arc_swap::ArcSwapOption<Arc<dyn crate::kms::KeyService>>,
+    /// A key service is configured, though `kms` may not hold it yet.
+    kms_expected: std::sync::atomic::AtomicBool,
 }
 
 impl ObjectStore {
@@ -197,6 +202,7 @@ impl ObjectStore {
             tiers: arc_swap::ArcSwap::from_pointee(Tiers::default()),
             buckets: bucket_cache::BucketCache::default(),
             kms: arc_swap::ArcSwapOption::empty(),
+            kms_expected: Default::default(),
         })
     }
 

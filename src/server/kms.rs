@@ -17,6 +17,8 @@ const CATALOG_RECORD: &str = "kms/catalog";
 const PREVIOUS_KEYS_ENV: &str = "STRATA_KMS_PREVIOUS_SECRET_KEYS";
 /// How often the catalog is read again (keys created or disabled by another server).
 const RELOAD: std::time::Duration = std::time::Duration::from_secs(30);
+/// How often opening the key service is tried again while its catalog cannot be read.
+const RETRY: std::time::Duration = std::time::Duration::from_secs(5);
 
 struct SystemCatalog(Arc<ObjectStore>);
 
@@ -34,24 +36,55 @@ impl KeyCatalog for SystemCatalog {
 
 /// Opens the key service of `STRATA_KMS_SECRET_KEY` (or `STRATA_KMS_SECRET_KEY_FILE`) and
 /// gives it to the store; without a master key SSE-S3 and SSE-KMS are refused (SSE-C needs
-/// no key service).
-pub async fn start(store: &Arc<ObjectStore>) -> anyhow::Result<Option<Arc<BuiltinKms>>> {
+/// no key service). A master key that does not parse stops the start; a catalog that cannot
+/// be read yet (drives missing) is retried in the background, SSE-S3 and SSE-KMS answering
+/// 503 meanwhile.
+pub async fn start(store: &Arc<ObjectStore>) -> anyhow::Result<()> {
     let Some(master) = MasterKey::from_env()? else {
         tracing::info!(
             "no STRATA_KMS_SECRET_KEY: SSE-S3 and SSE-KMS requests are refused (SSE-C works)"
         );
-        return Ok(None);
+        return Ok(());
     };
-    let name = master.name().to_string();
-    let previous = match std::env::var(PREVIOUS_KEYS_ENV) {
+    previous_keys()?;
+    store.expect_key_service();
+    if let Err(e) = open(store, master).await {
+        tracing::warn!(error = %e, "could not open the key service yet; retrying in the background");
+        let store = store.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(RETRY).await;
+                // Parsed at start: these read again what was read then.
+                let Ok(Some(master)) = MasterKey::from_env() else {
+                    break;
+                };
+                match open(&store, master).await {
+                    Ok(()) => break,
+                    Err(e) => tracing::warn!(error = %e, "could not open the key service yet"),
+                }
+            }
+        });
+    }
+    Ok(())
+}
+
+/// The master keys of `STRATA_KMS_PREVIOUS_SECRET_KEYS`.
+fn previous_keys() -> anyhow::Result<Vec<MasterKey>> {
+    match std::env::var(PREVIOUS_KEYS_ENV) {
         Ok(list) => (list.split(',').map(str::trim).filter(|k| !k.is_empty()))
             .map(MasterKey::parse)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| anyhow::anyhow!("{PREVIOUS_KEYS_ENV}: {e}"))?,
-        Err(_) => Vec::new(),
-    };
+            .map_err(|e| anyhow::anyhow!("{PREVIOUS_KEYS_ENV}: {e}")),
+        Err(_) => Ok(Vec::new()),
+    }
+}
+
+/// Opens the catalog under `master` (creating its first keys on a new deployment), gives
+/// the service to the store and reads the catalog again now and then.
+async fn open(store: &Arc<ObjectStore>, master: MasterKey) -> anyhow::Result<()> {
+    let name = master.name().to_string();
     let catalog = Arc::new(SystemCatalog(store.clone()));
-    let kms = Arc::new(BuiltinKms::open_with_previous(master, previous, catalog).await?);
+    let kms = Arc::new(BuiltinKms::open_with_previous(master, previous_keys()?, catalog).await?);
     store.set_key_service(kms.clone());
     let reloaded = Arc::downgrade(&kms);
     tokio::spawn(async move {
@@ -64,5 +97,5 @@ pub async fn start(store: &Arc<ObjectStore>) -> anyhow::Result<Option<Arc<Builti
         }
     });
     tracing::info!(default_key = %name, "built-in key service ready for SSE-S3 and SSE-KMS");
-    Ok(Some(kms))
+    Ok(())
 }

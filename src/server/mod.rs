@@ -124,7 +124,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         tracing::warn!(error = %e, "could not load users and policies yet; retrying in the background");
     }
     iam.spawn_refresh(IAM_REFRESH);
-    let key_service = kms::start(&store)
+    kms::start(&store)
         .await
         .context("opening the key service")?;
     let s3 = S3State {
@@ -152,7 +152,6 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         healer,
         lifecycle_status,
         lifecycle_day: config.lifecycle.day,
-        kms: key_service,
     };
     let state = Arc::new(AppState {
         s3,
