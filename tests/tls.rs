@@ -240,6 +240,54 @@ async fn https_round_trip_with_the_ca_and_plain_http_is_refused() {
         "GET over HTTPS via localhost",
     );
 
+    // Policies see the transport: a bucket that refuses insecure requests serves this one,
+    // and one that refuses secure requests does not.
+    let policy = |secure: bool| {
+        format!(
+            r#"{{"Version": "2012-10-17", "Statement": [{{"Effect": "Deny", "Principal": "*",
+            "Action": "s3:GetObject", "Resource": "arn:aws:s3:::{bucket}/*",
+            "Condition": {{"Bool": {{"aws:SecureTransport": "{secure}"}}}}}}]}}"#
+        )
+    };
+    for (denied_when_secure, readable) in [(false, true), (true, false)] {
+        client
+            .put_bucket_policy()
+            .bucket(&bucket)
+            .policy(policy(denied_when_secure))
+            .send()
+            .await
+            .unwrap();
+        let read = client
+            .get_object()
+            .bucket(&bucket)
+            .key("over/https")
+            .send()
+            .await;
+        assert_eq!(
+            read.is_ok(),
+            readable,
+            "Deny when SecureTransport={denied_when_secure}"
+        );
+    }
+    client
+        .delete_bucket_policy()
+        .bucket(&bucket)
+        .send()
+        .await
+        .unwrap();
+    // SSE-C needs no opt-in over HTTPS.
+    let sse_c = client
+        .put_object()
+        .bucket(&bucket)
+        .key("customer")
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key("pO3upElrwuEXSoFwCfnZPdSsmt/xWeFa0N9KgDijwVs=")
+        .sse_customer_key_md5("DWygnHRtgiJ77HCm+1rvHw==")
+        .body(aws_sdk_s3::primitives::ByteStream::from_static(b"over TLS"))
+        .send()
+        .await;
+    assert!(sse_c.is_ok(), "SSE-C over HTTPS: {sse_c:?}");
+
     // A client that trusts another CA does not get through.
     let stranger = https_client(&server.endpoint(), &Ca::new("other CA").pem);
     let refused = stranger.list_buckets().send().await;

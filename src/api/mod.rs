@@ -41,6 +41,8 @@ pub struct S3State {
     pub iam: Arc<crate::iam::Iam>,
     /// The longest retention a request may set (`STRATA_MAX_RETENTION_DAYS`).
     pub max_retention_days: Option<u32>,
+    /// Whether the server serves HTTPS (`aws:SecureTransport`).
+    pub tls: bool,
     /// Whether SSE-C keys are taken: over HTTPS, or plain HTTP when the operator allows it
     /// (`STRATA_SSE_C_ALLOW_HTTP`, for loopback and tests).
     pub sse_c_allowed: bool,
@@ -95,6 +97,7 @@ pub async fn serve(
             headers: &parts.headers,
             query: &query,
             source_ip,
+            secure: state.tls,
         };
         if let Err(err) =
             permissions::authorize(&state.store, &state.iam, &auth.identity, &endpoint, &info).await

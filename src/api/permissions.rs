@@ -19,6 +19,8 @@ pub struct RequestInfo<'a> {
     pub query: &'a Query,
     /// The client's address, when the server knows it (`aws:SourceIp`).
     pub source_ip: Option<IpAddr>,
+    /// Whether the request came over TLS (`aws:SecureTransport`).
+    pub secure: bool,
 }
 
 /// Whether `identity` may make the request, as `crate::iam` decides; S3's error otherwise.
@@ -49,8 +51,8 @@ pub async fn authorize(
 /// The condition keys of a request.
 fn context(identity: &Identity, endpoint: &Endpoint, request: &RequestInfo<'_>) -> Context {
     let mut context = Context::default();
-    // Strata serves plain HTTP.
-    context.set("aws:SecureTransport", "false");
+    let secure = if request.secure { "true" } else { "false" };
+    context.set("aws:SecureTransport", secure);
     match request.source_ip {
         Some(ip) => {
             let ip = match ip {

@@ -141,6 +141,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         domain: config.domain.clone(),
         iam: iam.clone(),
         max_retention_days: config.limits.max_retention_days,
+        tls: certificates.is_some(),
         sse_c_allowed: certificates.is_some() || config.listener.sse_c_over_http,
         lifecycle_day: config.lifecycle.day,
         lifecycle_configs: Default::default(),

@@ -67,6 +67,7 @@ pub async fn delete_objects(
         headers: request.headers,
         query: &request.query,
         source_ip: request.source_ip,
+        secure: request.state.tls,
     };
     // Each key's authorisation required s3:BypassGovernanceRetention of a request that asks
     // for this.

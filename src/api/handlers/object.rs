@@ -226,6 +226,7 @@ pub async fn get_object(
         headers: request.headers,
         query: &request.query,
         source_ip: request.source_ip,
+        secure: request.state.tls,
     };
     let named = (bucket, key, version_id.as_ref());
     let out = response.headers_mut();

@@ -92,6 +92,7 @@ pub async fn post_object(request: Request<'_>, bucket: &BucketName) -> Result<Re
         headers: &put_headers,
         query: &request.query,
         source_ip: request.source_ip,
+        secure: request.state.tls,
     };
     crate::api::permissions::authorize(
         &request.state.store,
