@@ -24,11 +24,18 @@ const KEY_B: &str = "6b+WOZ1T3cqZMxgThRcXAQBrS5mXKdDUphvpxptl9/4=";
 const KEY_B_MD5: &str = "arxBvwY2V4SiOne6yppVPQ==";
 
 fn start() -> TestServer {
+    start_with_env(&[])
+}
+
+/// A server with the test's master key, SSE-C over plain HTTP, and `more` variables.
+fn start_with_env(more: &[(&str, &str)]) -> TestServer {
+    let mut env = vec![
+        ("STRATA_KMS_SECRET_KEY".to_string(), MASTER_KEY.to_string()),
+        ("STRATA_SSE_C_ALLOW_HTTP".to_string(), "true".to_string()),
+    ];
+    env.extend(more.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     TestServer::start_with(ServerOptions {
-        env: vec![
-            ("STRATA_KMS_SECRET_KEY".into(), MASTER_KEY.into()),
-            ("STRATA_SSE_C_ALLOW_HTTP".into(), "true".into()),
-        ],
+        env,
         ..ServerOptions::default()
     })
 }
@@ -964,14 +971,7 @@ async fn keys_are_managed_with_strata_admin_and_the_master_key_rotates() {
 
 #[tokio::test]
 async fn a_replaced_drive_is_rebuilt_with_sealed_shards_that_stand_in_for_others() {
-    let server = TestServer::start_with(ServerOptions {
-        env: vec![
-            ("STRATA_KMS_SECRET_KEY".into(), MASTER_KEY.into()),
-            ("STRATA_SSE_C_ALLOW_HTTP".into(), "true".into()),
-            ("STRATA_DRIVE_CHECK_SECS".into(), "1".into()),
-        ],
-        ..ServerOptions::default()
-    });
+    let server = start_with_env(&[("STRATA_DRIVE_CHECK_SECS", "1")]);
     let client = server.client();
     create_bucket(&client, "healed").await;
     let data = pattern("HEALED-MARKER-0123456789|", 2_000_000);
@@ -1118,13 +1118,7 @@ async fn versions_keep_their_own_encryption_and_policies_can_require_it() {
 
 #[tokio::test]
 async fn a_key_service_whose_catalog_cannot_be_read_yet_answers_503_until_it_can() {
-    let server = TestServer::start_with(ServerOptions {
-        env: vec![
-            ("STRATA_KMS_SECRET_KEY".into(), MASTER_KEY.into()),
-            ("STRATA_DRIVE_CHECK_SECS".into(), "1".into()),
-        ],
-        ..ServerOptions::default()
-    });
+    let server = start_with_env(&[("STRATA_DRIVE_CHECK_SECS", "1")]);
     let client = server.client();
     create_bucket(&client, "waiting").await;
     let data = pattern("WAITING-MARKER-0123456789|", 300_000);

@@ -9,8 +9,8 @@ use super::record::{DefaultEncryption, SseAlgorithm};
 use super::{BucketRecord, ObjectError, ObjectKey, ObjectRecord, ObjectStore};
 use crate::body::ByteStream;
 use crate::encryption::{
-    decrypt_stream, encrypt_stream, kms_context, plain_len, sealed_range, CustomerKey,
-    EncryptionError, ObjectKey as DataKey, PackageKey, SealedRange, Sse,
+    decrypt_stream, kms_context, plain_len, sealed_range, CustomerKey, EncryptionError,
+    ObjectKey as DataKey, PackageKey, SealedRange, Sse,
 };
 use crate::kms::{EncryptionContext, KeyService};
 
@@ -196,11 +196,6 @@ pub(crate) fn etag_of(sse: Option<&Sse>, md5: &[u8; 16]) -> String {
         None | Some(Sse::S3 { .. }) => hex::encode(md5),
         Some(_) => hex::encode(rand::random::<[u8; 16]>()),
     }
-}
-
-/// Seals a body for the drives under `key` (an object's, or one part's).
-pub(crate) fn seal(key: &PackageKey, plain: ByteStream) -> ByteStream {
-    encrypt_stream(key, plain)
 }
 
 /// A stretch of a version's stored bytes to read, and how to open it when it is sealed.

@@ -25,7 +25,7 @@ use super::{
     INLINE_LIMIT,
 };
 use crate::body::ByteStream;
-use crate::encryption::CustomerKey;
+use crate::encryption::{encrypt_stream, CustomerKey};
 use crate::erasure::{DataDir, MetaOp, MetaTable};
 use crate::erasure::{Encoded, ErasureError, ErasureSet, ShardSource, WriteOutcome};
 
@@ -674,7 +674,7 @@ pub(crate) async fn write_verified(
         Some(key) => {
             // Digests are the plaintext's: taken before sealing. The sealed blocks go to no
             // tap (a sender nobody reads is dropped at once).
-            let sealed = at_rest::seal(key, hashing::tapped(body, tap));
+            let sealed = encrypt_stream(key, hashing::tapped(body, tap));
             let (unread, _) = tokio::sync::mpsc::channel(1);
             set.write_stream(sealed, file_name, inline_limit, unread)
                 .await?
