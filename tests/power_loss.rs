@@ -7,6 +7,9 @@
 //! N in 0..=K: fork the durable pre-state, cut the power after call N, run the operation
 //! (acknowledged = it returned Ok), crash (dropping all volatile changes, then random
 //! subsets of them), reopen a fresh store over the survivors and check every object.
+//! Concurrent writers are swept too: their batches share group commits on each drive (the
+//! simulated drives run the local drive's commit queue), and a cut keeps a group whole or
+//! not at all.
 //!
 //! Run with `--nocapture` to see one summary line per scenario.
 
@@ -20,7 +23,7 @@ use strata::body::ByteStream;
 use strata::erasure::ErasureSet;
 use strata::object::{
     BucketName, CompleteOptions, CompletedPart, GetOptions, HealDepth, ListQuery, ObjectError,
-    ObjectKey, ObjectStore, PutOptions, UploadOptions,
+    ObjectKey, ObjectStore, PutOptions, UploadOptions, WriteCondition,
 };
 use strata::storage::sim::{CrashController, Flushed};
 use strata::storage::{DataDir, Drive, OfflineDrive};
@@ -465,10 +468,6 @@ async fn read_back(
 
 /// The objects of a reopened store that break the promise, described.
 async fn violations(store: &ObjectStore, scenario: &Scenario, acknowledged: bool) -> Vec<String> {
-    let listed: BTreeSet<String> = match store.list_objects(&bucket(), &list_all()).await {
-        Ok(page) => page.entries.iter().map(|e| e.name().to_string()).collect(),
-        Err(e) => return vec![format!("listing failed: {e}")],
-    };
     let mut expected = vec![(TARGET.to_string(), {
         let mut allowed = vec![scenario.after];
         if !acknowledged {
@@ -479,20 +478,7 @@ async fn violations(store: &ObjectStore, scenario: &Scenario, acknowledged: bool
     for (name, content) in &scenario.bystanders {
         expected.push((name.clone(), vec![*content]));
     }
-    let mut found = Vec::new();
-    for (name, allowed) in &expected {
-        match read_back(store, name, &listed).await {
-            Ok(content) if allowed.contains(&content) => {}
-            Ok(content) => found.push(format!("{name}: reads {content:?}, allowed {allowed:?}")),
-            Err(problem) => found.push(format!("{name}: {problem}")),
-        }
-    }
-    for extra in listed
-        .iter()
-        .filter(|l| !expected.iter().any(|(n, _)| n == *l))
-    {
-        found.push(format!("{extra}: listed but never written"));
-    }
+    let mut found = unexpected_objects(store, &expected).await;
     for (id, content) in &scenario.versions {
         match read_version(store, id).await {
             Ok(got) if got == *content => {}
@@ -752,4 +738,190 @@ async fn read_target(store: &ObjectStore) -> Result<Content, String> {
         Err(e) => return Err(format!("listing failed: {e}")),
     };
     read_back(store, TARGET, &listed).await
+}
+
+/// Writers at once in [`concurrent_writes_sharing_commits_survive_power_loss`]: new keys and
+/// overwrites, inline and in shard files.
+const CONCURRENT_WRITERS: usize = 8;
+/// Two of them race to create this key with `If-None-Match: *`.
+const RACED: &str = "raced";
+/// Crash points tried in the concurrent sweep (spread over all its drive calls).
+const CONCURRENT_CRASH_POINTS: u64 = 80;
+
+/// One write of the concurrent sweep.
+struct ConcurrentWrite {
+    name: String,
+    data: Vec<u8>,
+    condition: Option<WriteCondition>,
+}
+
+impl ConcurrentWrite {
+    async fn run(&self, store: &ObjectStore) -> bool {
+        let options = PutOptions {
+            condition: self.condition.clone(),
+            ..PutOptions::default()
+        };
+        let (bucket, key) = (bucket(), key(&self.name));
+        let written = store.put_object(&bucket, &key, body(&self.data), options);
+        written.await.is_ok()
+    }
+}
+
+/// Runs every write at once; which of them were acknowledged.
+async fn run_together(store: &Arc<ObjectStore>, writes: &Arc<Vec<ConcurrentWrite>>) -> Vec<bool> {
+    let tasks: Vec<_> = (0..writes.len())
+        .map(|i| {
+            let (store, writes) = (store.clone(), writes.clone());
+            tokio::spawn(async move { writes[i].run(&store).await })
+        })
+        .collect();
+    let mut acknowledged = Vec::new();
+    for task in tasks {
+        acknowledged.push(task.await.expect("writer"));
+    }
+    acknowledged
+}
+
+/// Power loss while concurrent writes share group commits on every drive: each group is one
+/// transaction, and a cut during it keeps all of its batches or none. Every acknowledged
+/// write reads back whole, every other key reads back as before or as written, the raced
+/// key as at most one of its writers (the acknowledged one, if any), and bystanders as
+/// they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writes_sharing_commits_survive_power_loss() {
+    let pre = PreState::new().await;
+    let mut before = Vec::new();
+    let mut writes = Vec::new();
+    for i in 0..CONCURRENT_WRITERS {
+        let name = format!("batch/{i}");
+        let size = if i % 4 < 2 { INLINE + i } else { BLOCKS + i };
+        let old = match i % 2 {
+            0 => Content::of(&pre.put(&name, INLINE, 400 + i as u64).await),
+            _ => Content::Absent,
+        };
+        before.push((name.clone(), old));
+        let data = payload(size, 500 + i as u64);
+        writes.push(ConcurrentWrite {
+            name,
+            data,
+            condition: None,
+        });
+    }
+    for seed in [600, 601] {
+        writes.push(ConcurrentWrite {
+            name: RACED.to_string(),
+            data: payload(INLINE, seed),
+            condition: Some(WriteCondition::IfNoneMatch),
+        });
+    }
+    let writes = Arc::new(writes);
+    pre.sim.sync();
+    // Commits that take as long as an fsync, so that concurrent batches queue up.
+    pre.sim
+        .set_commit_latency(std::time::Duration::from_millis(2));
+
+    let dry_run = pre.sim.fork();
+    let store = open_store(&dry_run);
+    dry_run.reset_calls();
+    let acked = run_together(&store, &writes).await;
+    assert_eq!(
+        acked.iter().filter(|a| **a).count(),
+        writes.len() - 1,
+        "without a crash every write but one racer is acknowledged"
+    );
+    let calls = dry_run.calls();
+    let (batches, groups) = dry_run.batches_and_groups();
+    assert!(
+        groups < batches,
+        "the writers' commits must share transactions: {batches} batches in {groups}"
+    );
+
+    let step = (calls / CONCURRENT_CRASH_POINTS).max(1);
+    let mut sweep = Sweep::default();
+    for crash_point in (0..=calls).step_by(step as usize) {
+        let run = pre.sim.fork();
+        let store = open_store(&run);
+        run.crash_after(crash_point);
+        let acked = run_together(&store, &writes).await;
+        sweep.crash_points += 1;
+        sweep.acknowledged += acked.iter().filter(|a| **a).count() as u64;
+        let flushes = [Flushed::Nothing]
+            .into_iter()
+            .chain((0..2).map(|i| Flushed::RandomSubset(seed("concurrent", crash_point, i))));
+        for flushed in flushes {
+            let crashed = run.fork();
+            crashed.crash(flushed);
+            let store = open_store(&crashed);
+            sweep.crashes += 1;
+            let found = concurrent_violations(&store, &before, &writes, &acked, &pre).await;
+            sweep.objects_checked += before.len() + 1 + pre.bystanders.len();
+            for violation in found {
+                sweep.problems.push(format!(
+                    "power cut after call {crash_point}/{calls}, crash keeping {flushed:?}: \
+                     {violation}"
+                ));
+            }
+        }
+    }
+    let name = format!(
+        "{} concurrent writes ({batches} batches in {groups} group commits)",
+        writes.len()
+    );
+    print_summary(&name, &sweep);
+    assert_no_problems(&name, &sweep);
+}
+
+/// What a reopened store breaks of the concurrent sweep's promises.
+async fn concurrent_violations(
+    store: &ObjectStore,
+    before: &[(String, Content)],
+    writes: &[ConcurrentWrite],
+    acked: &[bool],
+    pre: &PreState,
+) -> Vec<String> {
+    let mut expected: Vec<(String, Vec<Content>)> = Vec::new();
+    for (i, (name, old)) in before.iter().enumerate() {
+        let new = Content::of(&writes[i].data);
+        let allowed = if acked[i] { vec![new] } else { vec![*old, new] };
+        expected.push((name.clone(), allowed));
+    }
+    let racers: Vec<usize> = (before.len()..writes.len()).collect();
+    let raced = match racers.iter().find(|i| acked[**i]) {
+        Some(winner) => vec![Content::of(&writes[*winner].data)],
+        None => std::iter::once(Content::Absent)
+            .chain(racers.iter().map(|i| Content::of(&writes[*i].data)))
+            .collect(),
+    };
+    expected.push((RACED.to_string(), raced));
+    for (name, content) in &pre.bystanders {
+        expected.push((name.clone(), vec![*content]));
+    }
+    unexpected_objects(store, &expected).await
+}
+
+/// Every object of the bucket, each against the contents it may hold (listed, it must be
+/// among them; absent from them, it must not be listed): what breaks that, described.
+async fn unexpected_objects(
+    store: &ObjectStore,
+    expected: &[(String, Vec<Content>)],
+) -> Vec<String> {
+    let listed: BTreeSet<String> = match store.list_objects(&bucket(), &list_all()).await {
+        Ok(page) => page.entries.iter().map(|e| e.name().to_string()).collect(),
+        Err(e) => return vec![format!("listing failed: {e}")],
+    };
+    let mut found = Vec::new();
+    for (name, allowed) in expected {
+        match read_back(store, name, &listed).await {
+            Ok(content) if allowed.contains(&content) => {}
+            Ok(content) => found.push(format!("{name}: reads {content:?}, allowed {allowed:?}")),
+            Err(problem) => found.push(format!("{name}: {problem}")),
+        }
+    }
+    for extra in listed
+        .iter()
+        .filter(|l| !expected.iter().any(|(n, _)| n == *l))
+    {
+        found.push(format!("{extra}: listed but never written"));
+    }
+    found
 }

@@ -16,6 +16,7 @@ use uuid::Uuid;
 mod dir_index;
 mod group_commit;
 
+use super::commit_queue::CommitQueue;
 use super::direct::DirectFile;
 use super::{
     absent_unless_unhealed, past_prefix, refuse_scan_if_unhealed, rolled_up_len, scan_from,
@@ -66,7 +67,7 @@ pub struct LocalDrive {
     /// Mirrors the presence of the unhealed mark; set before, cleared after the file changes.
     unhealed: AtomicBool,
     /// Metadata batches waiting to share a transaction.
-    commits: Arc<group_commit::CommitQueue>,
+    commits: Arc<CommitQueue>,
 }
 
 impl LocalDrive {
@@ -508,12 +509,18 @@ impl Drive for LocalDrive {
     async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<Replaced, DriveError> {
         let db = self.database()?;
         let (root, label) = (self.root.clone(), self.label.clone());
-        let online = move || Self::check_online(&root, &label);
-        self.commits.commit(db, ops, online).await.inspect_err(|e| {
-            if matches!(e, DriveError::Full | DriveError::Io(_)) {
-                self.close_database();
-            }
-        })
+        let commit_group = move |batches| {
+            Self::check_online(&root, &label)?;
+            group_commit::commit_group(&db, batches)
+        };
+        self.commits
+            .commit(ops, commit_group)
+            .await
+            .inspect_err(|e| {
+                if matches!(e, DriveError::Full | DriveError::Io(_)) {
+                    self.close_database();
+                }
+            })
     }
 
     async fn meta_get_related(

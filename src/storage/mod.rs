@@ -4,6 +4,7 @@
 //! simulated drive (crash tests), a fault-injecting wrapper or a remote drive can stand in
 //! for [`LocalDrive`]. All blocking I/O of the server happens below this trait.
 
+mod commit_queue;
 mod deadline;
 mod direct;
 mod error;

@@ -11,7 +11,9 @@
 //! - [`Drive::commit_staged`] makes its renames durable when it returns, and with them every
 //!   other pending change of entries in the destination folder (it fsyncs that folder);
 //! - removals (`remove_staged`, `delete_data_dir`, `delete_data_file`) stay volatile;
-//! - a [`Drive::meta_apply`] transaction is durable when it returns.
+//! - a [`Drive::meta_apply`] transaction is durable when it returns. Concurrent batches go
+//!   through the same [`CommitQueue`] as a local drive's and share a transaction: a group is
+//!   one drive call, and a cut during it keeps all of the group or none of it.
 //!
 //! The drives of a deployment share a [`CrashController`], which counts their calls, can cut
 //! the power after the Nth (the call in flight at the cut does its volatile part and fails,
@@ -24,6 +26,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
@@ -31,6 +34,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use uuid::Uuid;
 
+use super::commit_queue::{CommitQueue, GroupOutcome};
 use super::{
     absent_unless_unhealed, note_replaced, past_prefix, refuse_scan_if_unhealed, rolled_up_len,
     scan_from, DataDir, Drive, DriveError, MetaOp, MetaTable, Replaced, ScanPage, ShardReader,
@@ -84,8 +88,22 @@ impl CrashController {
         self.power.by_kind.lock().expect("not poisoned").clone()
     }
 
+    /// How long each metadata commit takes (its fsync), so that concurrent batches gather
+    /// into groups as they do on a disk; none by default.
+    pub fn set_commit_latency(&self, latency: Duration) {
+        (self.power.commit_latency_us).store(latency.as_micros() as u64, Ordering::SeqCst);
+    }
+
+    /// Metadata batches committed since the last reset or crash, and the transactions
+    /// (groups) they shared.
+    pub fn batches_and_groups(&self) -> (u64, u64) {
+        let groups = self.calls_by_kind().get("meta_apply").copied().unwrap_or(0);
+        (self.power.batches.load(Ordering::SeqCst), groups)
+    }
+
     pub fn reset_calls(&self) {
         self.power.calls.store(0, Ordering::SeqCst);
+        self.power.batches.store(0, Ordering::SeqCst);
         self.power.by_kind.lock().expect("not poisoned").clear();
     }
 
@@ -130,6 +148,10 @@ impl CrashController {
     /// one pre-state can be forked for every crash point.
     pub fn fork(&self) -> Self {
         let power = Arc::new(Power::default());
+        power.commit_latency_us.store(
+            self.power.commit_latency_us.load(Ordering::SeqCst),
+            Ordering::SeqCst,
+        );
         let drives = self
             .drives
             .iter()
@@ -139,6 +161,7 @@ impl CrashController {
                     label: d.label.clone(),
                     state: Arc::new(Mutex::new(state)),
                     power: power.clone(),
+                    commits: Arc::default(),
                 })
             })
             .collect();
@@ -158,6 +181,10 @@ struct Power {
     cut_call: Mutex<Option<String>>,
     /// Calls so far by kind (`meta_get`, `write`, ...), to count what a request costs.
     by_kind: Mutex<std::collections::BTreeMap<String, u64>>,
+    /// Metadata batches so far (a group commit, one call, holds one or more).
+    batches: AtomicU64,
+    /// How long a metadata commit takes, in microseconds.
+    commit_latency_us: AtomicU64,
 }
 
 impl Default for Power {
@@ -168,6 +195,8 @@ impl Default for Power {
             boot: AtomicU64::new(0),
             cut_call: Mutex::new(None),
             by_kind: Mutex::default(),
+            batches: AtomicU64::new(0),
+            commit_latency_us: AtomicU64::new(0),
         }
     }
 }
@@ -209,6 +238,7 @@ pub struct SimDrive {
     label: String,
     state: Arc<Mutex<DriveState>>,
     power: Arc<Power>,
+    commits: Arc<CommitQueue>,
 }
 
 type FileId = u64;
@@ -326,6 +356,48 @@ fn apply(tables: &mut Tables, ops: &[MetaOp]) -> Replaced {
     replaced
 }
 
+/// One group of metadata batches in one simulated transaction: one drive call, durable as a
+/// whole when it completes; cut midway, it may or may not be on the platter, all of it.
+fn commit_group(
+    label: &str,
+    state: &Mutex<DriveState>,
+    power: &Power,
+    boot: u64,
+    batches: Vec<Vec<MetaOp>>,
+) -> GroupOutcome {
+    let fate = power.enter(label, "meta_apply", boot);
+    power
+        .batches
+        .fetch_add(batches.len() as u64, Ordering::SeqCst);
+    let offline = || DriveError::Offline(label.to_string());
+    if fate == Fate::Dead {
+        return Err(offline());
+    }
+    let latency = power.commit_latency_us.load(Ordering::SeqCst);
+    if latency > 0 {
+        std::thread::sleep(Duration::from_micros(latency));
+    }
+    let mut state = state.lock().expect("not poisoned");
+    let mut outcomes = Vec::with_capacity(batches.len());
+    let mut applied = Vec::with_capacity(batches.len());
+    for ops in batches {
+        if expectations_hold(&state.meta, &ops) {
+            outcomes.push(Ok(apply(&mut state.meta, &ops)));
+            applied.push(ops);
+        } else {
+            outcomes.push(Err(DriveError::Conflict));
+        }
+    }
+    if fate == Fate::CutMidway {
+        state.meta_unsynced = true;
+        return Err(offline());
+    }
+    for ops in &applied {
+        apply(&mut state.durable_meta, ops);
+    }
+    Ok(outcomes)
+}
+
 /// A data folder, as `(bucket_id, data_id)`.
 type DirKey = (String, Uuid);
 
@@ -426,6 +498,7 @@ impl SimDrive {
             label,
             state: Arc::new(Mutex::new(DriveState::default())),
             power,
+            commits: Arc::default(),
         }
     }
 
@@ -707,22 +780,10 @@ impl Drive for SimDrive {
     }
 
     async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<Replaced, DriveError> {
-        let fate = self.enter("meta_apply");
-        if fate == Fate::Dead {
-            return Err(self.offline());
-        }
-        let mut state = self.state();
-        if !expectations_hold(&state.meta, &ops) {
-            return Err(DriveError::Conflict);
-        }
-        let replaced = apply(&mut state.meta, &ops);
-        if fate == Fate::CutMidway {
-            // The commit was in flight: it may or may not be on the platter.
-            state.meta_unsynced = true;
-            return Err(self.offline());
-        }
-        apply(&mut state.durable_meta, &ops);
-        Ok(replaced)
+        let (label, state, power) = (self.label.clone(), self.state.clone(), self.power.clone());
+        let boot = self.boot();
+        let commit_group = move |batches| commit_group(&label, &state, &power, boot, batches);
+        self.commits.commit(ops, commit_group).await
     }
 
     async fn meta_scan(

@@ -1,127 +1,16 @@
-//! Group commit: the metadata batches that reach one drive while a commit is under way wait
-//! for it, then share one redb write transaction, and so one durable commit (two fsyncs),
-//! instead of one each.
-//!
-//! Each batch keeps its own outcome. Its conditions ([`MetaOp::Expect`]) are checked, before
-//! any of its changes, against the transaction as the batches before it in the group left
-//! it; a batch whose conditions fail answers [`DriveError::Conflict`] and changes nothing,
-//! and the others go on. A batch is answered only after the group's commit is durable, so an
-//! acknowledged write is as durable as before; if the commit fails, every batch of the group
-//! fails with it.
-
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+//! One redb write transaction over a group of metadata batches, for the drive's
+//! [`CommitQueue`](crate::storage::commit_queue::CommitQueue): each batch's conditions are
+//! checked against the transaction as the batches before it left it, and a batch whose
+//! conditions fail changes nothing while the others go on.
 
 use redb::{Database, ReadableTable, WriteTransaction};
-use tokio::sync::oneshot;
 
 use super::{begin_write, db_err, dir_index, table, write_err};
+use crate::storage::commit_queue::GroupOutcome;
 use crate::storage::{note_replaced, DriveError, MetaOp, Replaced};
 
-/// Batches in one transaction at most: a bound on the transaction's size and on how long
-/// the first of them waits for the last.
-const MAX_GROUP: usize = 64;
-
-/// One batch waiting for its group, and where its outcome goes.
-struct Waiting {
-    ops: Vec<MetaOp>,
-    outcome: oneshot::Sender<Result<Replaced, DriveError>>,
-}
-
-#[derive(Default)]
-struct Queue {
-    waiting: Vec<Waiting>,
-    /// Whether a task is committing groups: it takes whatever is waiting when it is done.
-    committing: bool,
-}
-
-/// One drive's commit queue.
-#[derive(Default)]
-pub(super) struct CommitQueue {
-    queue: Mutex<Queue>,
-    /// Transactions committed so far (each a group of one or more batches).
-    groups: AtomicU64,
-}
-
-impl CommitQueue {
-    /// Commits `ops` with whatever else is waiting, on the database `db`; `before` runs
-    /// before each group (the drive's online check).
-    pub async fn commit(
-        self: &Arc<Self>,
-        db: Arc<Database>,
-        ops: Vec<MetaOp>,
-        before: impl Fn() -> Result<(), DriveError> + Send + Sync + 'static,
-    ) -> Result<Replaced, DriveError> {
-        let (outcome, answer) = oneshot::channel();
-        let lead = {
-            let mut queue = self.queue.lock().expect("not poisoned");
-            queue.waiting.push(Waiting { ops, outcome });
-            !std::mem::replace(&mut queue.committing, true)
-        };
-        if lead {
-            // A task of its own: a request that goes away must not strand the others.
-            let queue = self.clone();
-            tokio::spawn(async move { queue.commit_groups(db, before).await });
-        }
-        answer
-            .await
-            .unwrap_or_else(|_| Err(DriveError::Io(std::io::Error::other("commit abandoned"))))
-    }
-
-    /// Transactions committed so far.
-    #[cfg(test)]
-    pub fn groups(&self) -> u64 {
-        self.groups.load(Ordering::Relaxed)
-    }
-
-    /// Commits groups while batches wait.
-    async fn commit_groups(
-        &self,
-        db: Arc<Database>,
-        before: impl Fn() -> Result<(), DriveError> + Send + Sync + 'static,
-    ) {
-        let before = Arc::new(before);
-        loop {
-            let group: Vec<Waiting> = {
-                let mut queue = self.queue.lock().expect("not poisoned");
-                if queue.waiting.is_empty() {
-                    queue.committing = false;
-                    return;
-                }
-                let take = queue.waiting.len().min(MAX_GROUP);
-                queue.waiting.drain(..take).collect()
-            };
-            let (batches, outcomes): (Vec<_>, Vec<_>) =
-                group.into_iter().map(|w| (w.ops, w.outcome)).unzip();
-            let (db, before) = (db.clone(), before.clone());
-            let committed = tokio::task::spawn_blocking(move || {
-                before()?;
-                commit_group(&db, batches)
-            })
-            .await
-            .unwrap_or_else(|e| Err(DriveError::Io(std::io::Error::other(e))));
-            self.groups.fetch_add(1, Ordering::Relaxed);
-            match committed {
-                Ok(each) => {
-                    for (outcome, result) in outcomes.into_iter().zip(each) {
-                        let _ = outcome.send(result);
-                    }
-                }
-                Err(e) => {
-                    for outcome in outcomes {
-                        let _ = outcome.send(Err(same_error(&e)));
-                    }
-                }
-            }
-        }
-    }
-}
-
 /// One transaction over a group of batches: each batch's outcome, or the group's error.
-fn commit_group(
-    db: &Database,
-    batches: Vec<Vec<MetaOp>>,
-) -> Result<Vec<Result<Replaced, DriveError>>, DriveError> {
+pub(super) fn commit_group(db: &Database, batches: Vec<Vec<MetaOp>>) -> GroupOutcome {
     let txn = begin_write(db).map_err(write_err)?;
     let mut outcomes = Vec::with_capacity(batches.len());
     for ops in batches {
@@ -214,17 +103,6 @@ fn apply_changes(txn: &WriteTransaction, ops: Vec<MetaOp>) -> Result<Replaced, D
         }
     }
     Ok(replaced)
-}
-
-/// The group's error, for each of its batches (I/O errors do not clone).
-fn same_error(e: &DriveError) -> DriveError {
-    match e {
-        DriveError::Full => DriveError::Full,
-        DriveError::Offline(label) => DriveError::Offline(label.clone()),
-        DriveError::Conflict => DriveError::Conflict,
-        DriveError::Io(io) => DriveError::Io(std::io::Error::new(io.kind(), io.to_string())),
-        other => DriveError::Database(other.to_string()),
-    }
 }
 
 #[cfg(test)]
