@@ -7,7 +7,14 @@
 //! must do at least for one object on these drives: write its 9 shards (size / 6 each) as
 //! files and fdatasync them (PUT), read them (GET), stat one (HEAD), remove them (DELETE).
 //!
-//! Run: `cargo bench --bench small` (`SMALL_OBJECTS=N`: objects per cell, default 1,000).
+//! Then a fill, as a dataset upload: `SMALL_FILL` objects of 1 KiB (default 1,000,000) by 32
+//! clients, in 1,000 folders of 1,000 keys: objects/s, latencies, server CPU per object, and
+//! 1,000-key ListObjectsV2 pages over the filled bucket (median of 30), to set beside
+//! `cargo bench --bench list`, whose million keys are written straight into the databases.
+//! The server's peak RSS closes the run.
+//!
+//! Run: `cargo bench --bench small` (`SMALL_OBJECTS=N`: objects per cell, default 1,000;
+//! `SMALL_FILL=0` skips the fill, which takes about ten minutes and 10 GB of disk).
 
 mod common;
 
@@ -242,4 +249,112 @@ async fn main() {
         "summary: median server CPU per operation {:.2} ms",
         median(&cpu)
     );
+
+    let fill_count: usize = common::env_or("SMALL_FILL", 1_000_000);
+    if fill_count > 0 {
+        fill_and_list(&server, fill_count).await;
+    }
+    println!("server peak RSS: {} MiB", peak_rss_kib(server.pid()) / 1024);
+}
+
+/// Keys per folder of the fill, and the size of its objects.
+const FILL_FOLDER: usize = 1000;
+const FILL_SIZE: usize = 1 << 10;
+const FILL_CLIENTS: usize = 32;
+/// Timed pages per listing of the filled bucket.
+const LIST_RUNS: usize = 30;
+
+fn fill_key(i: usize) -> String {
+    format!("fill/{:04}/{i:07}", i / FILL_FOLDER)
+}
+
+/// Fills a bucket with `count` 1 KiB objects by PUT, then times listing pages over it.
+async fn fill_and_list(server: &Server, count: usize) {
+    let client = reqwest::Client::new();
+    let endpoint = server.endpoint.clone();
+    send(
+        &client,
+        Method::PUT,
+        &format!("{endpoint}/fill"),
+        &Payload::empty(),
+        &[],
+    )
+    .await;
+    let body = Arc::new(Payload::new(vec![7u8; FILL_SIZE]));
+    let cpu_before = cpu_ms(server.pid());
+    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let started = Instant::now();
+    let (ms, seconds) = timed(count, FILL_CLIENTS, move |i| {
+        let (client, body, done) = (client.clone(), body.clone(), done.clone());
+        let url = format!("{endpoint}/fill/{}", fill_key(i));
+        async move {
+            send(&client, Method::PUT, &url, &body, &[]).await;
+            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            if n % 100_000 == 0 {
+                let rate = n as f64 / started.elapsed().as_secs_f64();
+                eprintln!("filled {n} objects ({rate:.0}/s)");
+            }
+        }
+    })
+    .await;
+    let fill = figures(ms, seconds, cpu_ms(server.pid()) - cpu_before);
+    println!(
+        "\nfill: {count} objects of 1 KiB by {FILL_CLIENTS} clients in {seconds:.0} s: \
+         {:.0} objects/s, p50 {:.2} ms, p99 {:.2} ms, server CPU {:.2} ms/object",
+        fill.per_second, fill.p50_ms, fill.p99_ms, fill.cpu_ms
+    );
+
+    let folders = count.div_ceil(FILL_FOLDER);
+    let middle = fill_key(count / 2);
+    let listings = [
+        (
+            "first page, no delimiter",
+            "list-type=2&prefix=fill/".to_string(),
+        ),
+        (
+            "mid-bucket, no delimiter",
+            format!(
+                "list-type=2&prefix=fill/&start-after={}",
+                middle.replace('/', "%2F")
+            ),
+        ),
+        (
+            "folders with delimiter `/`",
+            "list-type=2&prefix=fill/&delimiter=%2F".to_string(),
+        ),
+    ];
+    println!("| 1,000-key page over {count} keys in {folders} folders | median ms | p90 ms |");
+    println!("|---|---|---|");
+    let client = reqwest::Client::new();
+    for (name, query) in listings {
+        let url = format!("{}/fill?{query}&max-keys=1000", server.endpoint);
+        let mut ms = Vec::new();
+        for run in 0..LIST_RUNS + 3 {
+            let (page, span) = common::request::get(&client, &url).await;
+            let xml = String::from_utf8_lossy(&page);
+            let listed = xml.matches("<Key>").count() + xml.matches("<Prefix>fill/").count();
+            assert!(
+                listed >= folders.min(FILL_FOLDER),
+                "{name}: {listed} entries"
+            );
+            if run >= 3 {
+                ms.push(span.ms());
+            }
+        }
+        println!(
+            "| {name} | {:.2} | {:.2} |",
+            median(&ms),
+            percentile(&mut ms, 0.9)
+        );
+    }
+}
+
+/// The most memory the process has held, in KiB (`VmHWM`).
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
