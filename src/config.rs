@@ -237,43 +237,11 @@ pub const DEFAULT_STALE_UPLOAD_SCAN_SECS: u64 = 3600;
 pub fn expand_drive_args(args: &[String]) -> anyhow::Result<Vec<PathBuf>> {
     let mut drives = Vec::new();
     for arg in args {
-        for expanded in expand_ranges(arg)? {
+        for expanded in crate::cluster::layout::expand_ellipses(arg)? {
             drives.push(PathBuf::from(expanded));
         }
     }
     Ok(drives)
-}
-
-fn expand_ranges(arg: &str) -> anyhow::Result<Vec<String>> {
-    let Some(open) = arg.find('{') else {
-        return Ok(vec![arg.to_string()]);
-    };
-    let close = arg[open..]
-        .find('}')
-        .map(|i| open + i)
-        .with_context(|| format!("unclosed '{{' in drive argument {arg:?}"))?;
-    let inner = &arg[open + 1..close];
-    let (from, to) = inner
-        .split_once("...")
-        .with_context(|| format!("expected {{N...M}} in drive argument {arg:?}"))?;
-    let width = if from.starts_with('0') { from.len() } else { 0 };
-    let from: u64 = from
-        .parse()
-        .with_context(|| format!("bad range start in {arg:?}"))?;
-    let to: u64 = to
-        .parse()
-        .with_context(|| format!("bad range end in {arg:?}"))?;
-    if from > to {
-        bail!("empty range {{{from}...{to}}} in drive argument {arg:?}");
-    }
-    let mut out = Vec::new();
-    for n in from..=to {
-        let head = format!("{}{:0width$}", &arg[..open], n, width = width);
-        for tail in expand_ranges(&arg[close + 1..])? {
-            out.push(format!("{head}{tail}"));
-        }
-    }
-    Ok(out)
 }
 
 /// Parses `--ec D+P`.

@@ -4,6 +4,7 @@ pub mod admin;
 pub mod api;
 pub mod background;
 pub mod body;
+pub mod cluster;
 pub mod config;
 pub mod deployment;
 pub mod encryption;
