@@ -7,6 +7,7 @@ pub mod body;
 pub mod cluster;
 pub mod config;
 pub mod deployment;
+pub mod drive_service;
 pub mod encryption;
 pub mod erasure;
 pub mod healing;

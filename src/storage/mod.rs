@@ -11,6 +11,7 @@ mod error;
 pub mod faulty;
 mod format;
 mod local;
+pub mod remote;
 pub mod sim;
 mod slot;
 
@@ -24,6 +25,7 @@ pub use deadline::DeadlineDrive;
 pub use error::DriveError;
 pub use format::Format;
 pub use local::LocalDrive;
+pub use remote::RemoteDrive;
 pub use slot::DriveSlot;
 
 /// The tables of the per-drive metadata database.

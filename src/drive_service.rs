@@ -1,0 +1,395 @@
+//! The drive service: this node's drives, served to its peers' [`RemoteDrive`]s over the
+//! drive RPC (`crate::storage::remote` defines the protocol and its authentication).
+//!
+//! It answers drive calls and nothing else: no call returns configuration, environment or
+//! secrets. Every request is authenticated before its arguments are decoded; arguments are
+//! read up to [`wire::MAX_ARGS`]; a shard stream is written frame by frame as it arrives,
+//! never buffered whole. Meant for an internal listener that only the cluster's nodes reach.
+//!
+//! [`RemoteDrive`]: crate::storage::RemoteDrive
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::Response;
+use axum::routing::post;
+use axum::Router;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as BASE64;
+use base64::Engine;
+use bytes::Bytes;
+use futures::StreamExt;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::storage::remote::auth::{AuthError, Claim, ClusterAuth, NonceCache, NONCE_CAPACITY};
+use crate::storage::remote::frame::{Frame, FrameDecoder};
+use crate::storage::remote::protocol::{self as wire, Blob, Call, Envelope, WireError};
+use crate::storage::{Drive, DriveError};
+
+/// The routes that serve `drives` (keyed by the id peers name them by: their path here) to
+/// peers holding the cluster secret of `auth`.
+pub fn drive_service(drives: HashMap<String, Arc<dyn Drive>>, auth: ClusterAuth) -> Router {
+    let service = Arc::new(DriveService {
+        drives,
+        auth,
+        seen: NonceCache::new(NONCE_CAPACITY),
+    });
+    Router::new()
+        .route(&format!("{}{{call}}", wire::RPC_PREFIX), post(handle))
+        .with_state(service)
+}
+
+struct DriveService {
+    drives: HashMap<String, Arc<dyn Drive>>,
+    auth: ClusterAuth,
+    /// The requests accepted within the signature window, so none is accepted twice.
+    seen: NonceCache,
+}
+
+async fn handle(
+    State(service): State<Arc<DriveService>>,
+    Path(call): Path<String>,
+    request: Request,
+) -> Response {
+    let Some(call) = Call::parse(&call) else {
+        return refuse(StatusCode::NOT_FOUND, "unknown call");
+    };
+    let (parts, body) = request.into_parts();
+    let header = |name| parts.headers.get(name).and_then(|v| v.to_str().ok());
+    let now = SystemTime::now();
+    let claim = match Claim::parse(
+        header(wire::TIME_HEADER),
+        header(wire::NONCE_HEADER),
+        header(wire::SIGNATURE_HEADER),
+    ) {
+        Ok(claim) => claim,
+        Err(e) => return unauthenticated(call, e),
+    };
+    if let Err(e) = service.auth.check_time(&claim, now) {
+        return unauthenticated(call, e);
+    }
+    let verify = |args: &[u8]| {
+        let (method, path) = (parts.method.as_str(), parts.uri.path());
+        (service.auth).verify(&claim, method, path, args, now, &service.seen)
+    };
+    match call {
+        // The shard stream's arguments are a header: its body is the shard.
+        Call::CreateStagedFile => {
+            let Some(Ok(args)) = header(wire::ARGS_HEADER).map(|a| BASE64.decode(a)) else {
+                return refuse(StatusCode::BAD_REQUEST, "missing or malformed arguments");
+            };
+            match verify(&args) {
+                Ok(()) => service.receive_shard(&args, body).await,
+                Err(e) => unauthenticated(call, e),
+            }
+        }
+        _ => {
+            let Ok(args) = axum::body::to_bytes(body, wire::MAX_ARGS).await else {
+                return refuse(StatusCode::BAD_REQUEST, "arguments too large or cut short");
+            };
+            match verify(&args) {
+                Ok(()) => service.unary(call, &args).await,
+                Err(e) => unauthenticated(call, e),
+            }
+        }
+    }
+}
+
+impl DriveService {
+    /// Runs one call whose arguments have been read and verified.
+    async fn unary(&self, call: Call, args: &[u8]) -> Response {
+        match call {
+            Call::MetaGet => {
+                self.run(args, |drive, a: wire::MetaGetArgs| async move {
+                    let found = drive.meta_get(a.table.into(), a.key.0).await?;
+                    Ok(found.map(Blob))
+                })
+                .await
+            }
+            Call::MetaGetRelated => {
+                self.run(args, |drive, a: wire::MetaGetRelatedArgs| async move {
+                    let related = (a.related_table.into(), a.related_prefix.0);
+                    let (found, entries) = drive
+                        .meta_get_related(a.table.into(), a.key.0, related)
+                        .await?;
+                    Ok((found.map(Blob), wire::page_to_wire(entries)))
+                })
+                .await
+            }
+            Call::MetaApply => {
+                self.run(args, |drive, ops: Vec<wire::WireOp>| async move {
+                    let ops = ops.into_iter().map(Into::into).collect();
+                    Ok(wire::replaced_to_wire(drive.meta_apply(ops).await?))
+                })
+                .await
+            }
+            Call::MetaScan => {
+                self.run(args, |drive, a: wire::ScanArgs| async move {
+                    let start = wire::bound_from_wire(a.start);
+                    let limit = usize::try_from(a.limit).unwrap_or(usize::MAX);
+                    let page = drive
+                        .meta_scan(a.table.into(), start, a.prefix.0, limit)
+                        .await?;
+                    Ok(wire::page_to_wire(page))
+                })
+                .await
+            }
+            Call::MetaScanDelimited => {
+                self.run(args, |drive, a: wire::DelimitedScanArgs| async move {
+                    let start = wire::bound_from_wire(a.start);
+                    let limit = usize::try_from(a.limit).unwrap_or(usize::MAX);
+                    let page = drive
+                        .meta_scan_delimited(
+                            a.table.into(),
+                            start,
+                            a.prefix.0,
+                            a.delimiter.0,
+                            limit,
+                        )
+                        .await?;
+                    Ok(wire::page_to_wire(page))
+                })
+                .await
+            }
+            Call::CommitStaged => {
+                self.run(args, |drive, a: wire::CommitArgs| async move {
+                    drive.commit_staged(a.staging, &a.dir.try_into()?).await
+                })
+                .await
+            }
+            Call::RemoveStaged => {
+                self.run(args, |drive, staging: Uuid| async move {
+                    drive.remove_staged(staging).await
+                })
+                .await
+            }
+            Call::OpenShard => {
+                self.run(args, |drive, a: wire::ShardArgs| async move {
+                    let name = wire::plain_name(&a.name)?;
+                    drive.open_shard(&a.dir.try_into()?, name).await.map(drop)
+                })
+                .await
+            }
+            Call::DeleteDataDir => {
+                self.run(args, |drive, dir: wire::WireDataDir| async move {
+                    drive.delete_data_dir(&dir.try_into()?).await
+                })
+                .await
+            }
+            Call::DeleteDataFile => {
+                self.run(args, |drive, a: wire::ShardArgs| async move {
+                    let name = wire::plain_name(&a.name)?;
+                    drive.delete_data_file(&a.dir.try_into()?, name).await
+                })
+                .await
+            }
+            Call::DiskInfo => {
+                self.run(args, |drive, (): ()| async move {
+                    let info = drive.disk_info().await?;
+                    Ok::<wire::DiskInfoAnswer, _>((info.total, info.used, info.free))
+                })
+                .await
+            }
+            Call::ListDataDirs => {
+                self.run(args, |drive, (): ()| async move {
+                    let dirs = drive.list_data_dirs().await?.into_iter();
+                    let dirs =
+                        dirs.map(|(dir, modified)| (wire::WireDataDir::from(&dir), modified));
+                    Ok(dirs.collect::<wire::DataDirsAnswer>())
+                })
+                .await
+            }
+            Call::MarkHealed => {
+                self.run(
+                    args,
+                    |drive, (): ()| async move { drive.mark_healed().await },
+                )
+                .await
+            }
+            Call::IsUnhealed => {
+                self.run(args, |drive, (): ()| async move { Ok(drive.is_unhealed()) })
+                    .await
+            }
+            Call::ReadShard => self.read_shard(args).await,
+            Call::CreateStagedFile => refuse(StatusCode::BAD_REQUEST, "a stream, not a call"),
+        }
+    }
+
+    /// Decodes a call's arguments, finds its drive and answers what `work` does with them.
+    async fn run<A, R, F, Fut>(&self, args: &[u8], work: F) -> Response
+    where
+        A: DeserializeOwned,
+        R: Serialize,
+        F: FnOnce(Arc<dyn Drive>, A) -> Fut,
+        Fut: Future<Output = Result<R, DriveError>>,
+    {
+        let (drive, args) = match self.open::<A>(args) {
+            Ok(found) => found,
+            Err(unopened) => return unopened.answer(),
+        };
+        let answer = work(drive.clone(), args).await;
+        let body = answer.and_then(|value| wire::encode(&value));
+        answer_for(
+            &*drive,
+            body.map(|b| (Bytes::from(b), "application/msgpack")),
+        )
+    }
+
+    /// The drive a call names, and its arguments.
+    fn open<A: DeserializeOwned>(&self, args: &[u8]) -> Result<(Arc<dyn Drive>, A), Unopened> {
+        let request: Envelope<A> = wire::decode(args).map_err(|_| Unopened::Malformed)?;
+        match self.drives.get(&request.drive) {
+            Some(drive) => Ok((drive.clone(), request.args)),
+            None => Err(Unopened::NotServed(request.drive)),
+        }
+    }
+
+    /// A ranged read of a shard file, answered as the bytes themselves.
+    async fn read_shard(&self, args: &[u8]) -> Response {
+        let (drive, read) = match self.open::<wire::ReadArgs>(args) {
+            Ok(found) => found,
+            Err(unopened) => return unopened.answer(),
+        };
+        if read.len > wire::MAX_READ {
+            let too_long = std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("reads are at most {} B", wire::MAX_READ),
+            );
+            return answer_for(&*drive, Err(DriveError::Io(too_long)));
+        }
+        let bytes = async {
+            let name = wire::plain_name(&read.name)?;
+            let reader = drive.open_shard(&read.dir.try_into()?, name).await?;
+            reader.read_at(read.offset, read.len as usize).await
+        };
+        answer_for(
+            &*drive,
+            bytes.await.map(|b| (b, "application/octet-stream")),
+        )
+    }
+
+    /// Writes a shard file from its stream, one frame at a time, and runs `finish` only on
+    /// the finish frame: a stream cut short leaves an unfinished staged file, never a
+    /// finished one.
+    async fn receive_shard(&self, args: &[u8], body: Body) -> Response {
+        let (drive, create) = match self.open::<wire::CreateArgs>(args) {
+            Ok(found) => found,
+            Err(unopened) => return unopened.answer(),
+        };
+        let created = async {
+            let name = wire::plain_name(&create.name)?;
+            drive.create_staged_file(create.staging, name).await
+        };
+        let mut writer = match created.await {
+            Ok(writer) => writer,
+            Err(e) => return answer_for(&*drive, Err(e)),
+        };
+        let mut frames = FrameDecoder::default();
+        let mut body = body.into_data_stream();
+        loop {
+            match frames.next_frame() {
+                Ok(Some(Frame::Write(pieces))) => {
+                    if let Err(e) = writer.write(pieces).await {
+                        return answer_for(&*drive, Err(e));
+                    }
+                }
+                Ok(Some(Frame::Finish)) => {
+                    let finished = writer.finish().await;
+                    let body = finished.and_then(|()| wire::encode(&()));
+                    return answer_for(&*drive, body.map(|b| (b.into(), "application/msgpack")));
+                }
+                Ok(None) => match body.next().await {
+                    Some(Ok(chunk)) => frames.push(chunk),
+                    Some(Err(_)) => return refuse(StatusCode::BAD_REQUEST, "stream broken off"),
+                    None => {
+                        return refuse(StatusCode::BAD_REQUEST, "stream ended before its finish")
+                    }
+                },
+                Err(malformed) => return refuse(StatusCode::BAD_REQUEST, malformed.0),
+            }
+        }
+    }
+}
+
+/// Why a call's drive could not be found.
+enum Unopened {
+    Malformed,
+    /// Not served here (unknown, or failed to open).
+    NotServed(String),
+}
+
+impl Unopened {
+    fn answer(self) -> Response {
+        match self {
+            Unopened::Malformed => refuse(StatusCode::BAD_REQUEST, "malformed arguments"),
+            // To the caller, a drive this node does not serve is offline.
+            Unopened::NotServed(drive) => drive_error(&DriveError::Offline(drive)),
+        }
+    }
+}
+
+/// A drive's answer: the body on success, the drive error otherwise; either way with the
+/// drive's unhealed state after the call, which is how peers keep theirs current.
+fn answer_for(drive: &dyn Drive, body: Result<(Bytes, &'static str), DriveError>) -> Response {
+    let mut response = match body {
+        Ok((bytes, content_type)) => {
+            let mut ok = Response::new(Body::from(bytes));
+            ok.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+            ok
+        }
+        Err(e) => drive_error(&e),
+    };
+    let unhealed = match drive.is_unhealed() {
+        true => HeaderValue::from_static("1"),
+        false => HeaderValue::from_static("0"),
+    };
+    response
+        .headers_mut()
+        .insert(wire::UNHEALED_HEADER, unhealed);
+    response
+}
+
+/// A drive error: status 500, marked as such, the [`WireError`] in msgpack.
+fn drive_error(err: &DriveError) -> Response {
+    let Ok(body) = wire::encode(&WireError::from(err)) else {
+        return refuse(StatusCode::INTERNAL_SERVER_ERROR, "unencodable drive error");
+    };
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+    let headers = response.headers_mut();
+    headers.insert(wire::DRIVE_ERROR_HEADER, HeaderValue::from_static("1"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/msgpack"),
+    );
+    response
+}
+
+/// The service refusing a request itself, with a short reason.
+fn refuse(status: StatusCode, reason: &'static str) -> Response {
+    let mut response = Response::new(Body::from(reason));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+fn unauthenticated(call: Call, err: AuthError) -> Response {
+    // A peer with another secret or a skewed clock is a setup error the operator must see.
+    tracing::warn!(call = call.name(), error = %err, "drive RPC request refused");
+    match err {
+        AuthError::Busy => refuse(StatusCode::SERVICE_UNAVAILABLE, "too many requests"),
+        AuthError::Stale => refuse(StatusCode::UNAUTHORIZED, "request time outside the window"),
+        AuthError::Replayed => refuse(StatusCode::UNAUTHORIZED, "request replayed"),
+        _ => refuse(StatusCode::UNAUTHORIZED, "bad signature"),
+    }
+}
