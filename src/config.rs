@@ -38,6 +38,46 @@ pub struct ServerConfig {
     /// Request-level limits.
     pub limits: LimitsConfig,
     pub lifecycle: LifecycleConfig,
+    /// Distributed mode: this node's place among several (`None`: one node, local drives).
+    pub cluster: Option<ClusterConfig>,
+}
+
+/// Where a node of a cluster stands: the layout every node was started with, which node this
+/// is, and how nodes reach and trust each other's drives.
+#[derive(Clone)]
+pub struct ClusterConfig {
+    pub layout: crate::cluster::layout::ClusterLayout,
+    /// This node, as the layout names it (`host:port`).
+    pub this_node: String,
+    /// Authenticates node-to-node drive calls (`STRATA_CLUSTER_SECRET`).
+    pub secret: zeroize::Zeroizing<Vec<u8>>,
+}
+
+impl std::fmt::Debug for ClusterConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterConfig")
+            .field("layout", &self.layout)
+            .field("this_node", &self.this_node)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Each node serves its drives to the others on its S3 port plus this: an internal port, never
+/// behind the clients' load balancer.
+pub const DRIVE_PORT_OFFSET: u16 = 100;
+
+/// Where the node named `host:port` in a layout serves its drives: `host:port+100`.
+pub fn drive_service_address(node: &str) -> anyhow::Result<String> {
+    let (host, port) = node
+        .rsplit_once(':')
+        .with_context(|| format!("node {node} names no port"))?;
+    let port: u16 = port
+        .parse()
+        .with_context(|| format!("node {node}: bad port"))?;
+    let port = port
+        .checked_add(DRIVE_PORT_OFFSET)
+        .with_context(|| format!("node {node}: port too high for a drive service port"))?;
+    Ok(format!("{host}:{port}"))
 }
 
 /// How the lifecycle engine counts time.

@@ -17,7 +17,14 @@ use anyhow::{bail, Context};
 
 use crate::config::ServerConfig;
 use crate::erasure::ErasureSet;
-use crate::storage::{DeadlineDrive, Drive, DriveSlot, Format, LocalDrive, OfflineDrive};
+use crate::storage::remote::ClusterAuth;
+use crate::storage::{
+    DeadlineDrive, Drive, DriveSlot, Format, LocalDrive, OfflineDrive, RemoteDrive,
+};
+
+/// With several nodes, a commit must be answered within this or it is undone (see
+/// `erasure::in_flight`): a value another node found longer ago can be written over.
+const COMMIT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The drives of a deployment, opened and grouped.
 pub struct Deployment {
@@ -44,9 +51,24 @@ pub struct DrivePosition {
     /// An empty folder that looks like a disk that failed to mount: kept offline and
     /// unformatted until an operator formats it (or a filesystem is mounted there).
     unmounted: AtomicBool,
+    /// Another node's drive: that node watches it; here it is only used.
+    remote: bool,
 }
 
 impl DrivePosition {
+    /// Another node's drive, at `label` (its URL), in set `set_index`.
+    fn remote(label: String, set_index: usize, slot: Arc<DriveSlot>) -> Self {
+        Self {
+            path: PathBuf::from(label),
+            set_index,
+            slot,
+            online: AtomicBool::new(true),
+            healing: AtomicBool::new(false),
+            unmounted: AtomicBool::new(false),
+            remote: true,
+        }
+    }
+
     pub fn is_online(&self) -> bool {
         self.online.load(Ordering::Relaxed)
     }
@@ -60,6 +82,11 @@ impl DrivePosition {
     /// unhealed (it joined blank, and no heal pass has completed over it since).
     pub fn is_healing(&self) -> bool {
         self.is_online() && (self.healing.load(Ordering::Relaxed) || self.slot.is_unhealed())
+    }
+
+    /// Another node's drive, used here and watched there.
+    pub fn is_remote(&self) -> bool {
+        self.remote
     }
 
     /// Offline because its folder looks like a disk that failed to mount.
@@ -86,48 +113,135 @@ impl DriveChange {
     }
 }
 
-/// Opens (and on first start formats) every drive.
+/// Where the drive at one position of the deployment is.
+enum Place {
+    /// A folder on this node.
+    Local(PathBuf),
+    /// A drive another node serves, reached over the drive RPC.
+    Remote(Arc<dyn Drive>),
+}
+
+impl Place {
+    fn local(&self) -> Option<&Path> {
+        match self {
+            Place::Local(path) => Some(path),
+            Place::Remote(_) => None,
+        }
+    }
+}
+
+/// Every drive position, in set order: the command line's folders, or in distributed mode
+/// the layout's drives, this node's as folders and the others' as remote drives.
+fn places(config: &ServerConfig) -> anyhow::Result<Vec<Place>> {
+    let Some(cluster) = &config.cluster else {
+        return Ok(config.drives.iter().cloned().map(Place::Local).collect());
+    };
+    let auth = ClusterAuth::new(&cluster.secret, &cluster.layout.deployment_id())?;
+    let client = reqwest::Client::builder()
+        .connect_timeout(config.healing.drive_timeout)
+        .build()
+        .context("the drive RPC client")?;
+    let mut places = Vec::new();
+    for drive in cluster.layout.sets.iter().flatten() {
+        if drive.node == cluster.this_node {
+            places.push(Place::Local(PathBuf::from(&drive.path)));
+            continue;
+        }
+        let peer = format!(
+            "http://{}",
+            crate::config::drive_service_address(&drive.node)?
+        );
+        let remote = RemoteDrive::new(peer, drive.path.clone(), auth.clone(), client.clone());
+        places.push(Place::Remote(Arc::new(DeadlineDrive::new(
+            Arc::new(remote),
+            config.healing.drive_timeout,
+        ))));
+    }
+    Ok(places)
+}
+
+/// How many drives the deployment has, on every node.
+fn drive_count(config: &ServerConfig) -> usize {
+    match &config.cluster {
+        Some(cluster) => cluster.layout.sets.iter().map(Vec::len).sum(),
+        None => config.drives.len(),
+    }
+}
+
+/// Opens (and on first start formats) every drive. In distributed mode this node opens its
+/// own folders, the deployment id is the layout's, and the other nodes' drives are reached
+/// over the drive RPC.
 pub fn open(config: &ServerConfig) -> anyhow::Result<Deployment> {
     let set_size = config.data_shards + config.parity_shards;
-    let set_count = config.drives.len() / set_size;
-    let formats: Vec<Option<Format>> = config
-        .drives
-        .iter()
-        .map(|path| LocalDrive::read_format(path).ok().flatten())
+    let places = places(config)?;
+    let set_count = places.len() / set_size;
+    let formats: Vec<Option<Format>> = (places.iter())
+        .map(|place| {
+            let path = place.local()?;
+            LocalDrive::read_format(path).ok().flatten()
+        })
         .collect();
 
-    let deployment_id = match formats.iter().flatten().next() {
-        Some(first) => first.deployment_id.clone(),
-        None => {
-            let id = uuid::Uuid::new_v4().to_string();
-            for (position, path) in config.drives.iter().enumerate() {
-                LocalDrive::write_format(path, &format_for(config, &id, position))
-                    .with_context(|| format!("formatting drive {}", path.display()))?;
-                // The database too: a formatted drive without one is taken for a drive that
-                // lost it (and is unhealed), which a crash here would cost only a heal pass.
-                LocalDrive::open(path)
-                    .with_context(|| format!("creating the database of {}", path.display()))?;
-            }
-            tracing::info!(deployment = %id, drives = config.drives.len(), "formatted new drives");
-            return open(config);
-        }
+    let found = formats.iter().flatten().next();
+    let deployment_id = match (&config.cluster, found) {
+        (Some(cluster), _) => cluster.layout.deployment_id(),
+        (None, Some(first)) => first.deployment_id.clone(),
+        (None, None) => uuid::Uuid::new_v4().to_string(),
     };
+    if found.is_none() {
+        // A new deployment (or, with several nodes, this node's part of one): the folders
+        // here are formatted as they are, not as replacements. One node holds at most
+        // parity drives of a set, so its blank drives can never decide alone that a key
+        // is absent, and the heal that follows a format gives them what the set holds.
+        for (position, place) in places.iter().enumerate() {
+            let Some(path) = place.local() else { continue };
+            LocalDrive::write_format(path, &format_for(config, &deployment_id, position))
+                .with_context(|| format!("formatting drive {}", path.display()))?;
+            // The database too: a formatted drive without one is taken for a drive that
+            // lost it (and is unhealed), which a crash here would cost only a heal pass.
+            LocalDrive::open(path)
+                .with_context(|| format!("creating the database of {}", path.display()))?;
+        }
+        tracing::info!(deployment = %deployment_id, drives = config.drives.len(), "formatted new drives");
+        let mut deployment = open(config)?;
+        if config.cluster.is_some() {
+            // The other nodes may hold the set's objects already: heal once serving.
+            deployment.formatted = config.drives.clone();
+        }
+        return Ok(deployment);
+    }
 
-    for (position, (path, format)) in config.drives.iter().zip(&formats).enumerate() {
-        let Some(format) = format else { continue };
+    for (position, (place, format)) in places.iter().zip(&formats).enumerate() {
+        let (Some(path), Some(format)) = (place.local(), format) else {
+            continue;
+        };
         check_format(path, format, position, &deployment_id, config, set_count)?;
     }
 
+    let local_paths: Vec<Option<PathBuf>> = (places.iter())
+        .map(|p| p.local().map(Path::to_path_buf))
+        .collect();
     let mut drives: Vec<Arc<dyn Drive>> = Vec::new();
     let mut positions = Vec::new();
     let mut offline = Vec::new();
     let mut formatted = Vec::new();
-    for (position, (path, format)) in config.drives.iter().zip(&formats).enumerate() {
+    for (position, (place, format)) in places.into_iter().zip(&formats).enumerate() {
+        let path = match place {
+            Place::Local(path) => path,
+            Place::Remote(drive) => {
+                let label = drive.label().to_string();
+                let slot = Arc::new(DriveSlot::new(label.clone(), drive));
+                drives.push(slot.clone());
+                positions.push(DrivePosition::remote(label, position / set_size, slot));
+                continue;
+            }
+        };
+        let path = &path;
         let formatted_before = formatted.len();
         let set_start = position / set_size * set_size;
         let set_members = (set_start..set_start + set_size)
             .filter(|&other| other != position && formats[other].is_some())
-            .map(|other| config.drives[other].as_path());
+            .filter_map(|other| local_paths[other].as_deref());
         let mut unmounted = false;
         let opened = match format {
             Some(_) => open_member(path),
@@ -162,6 +276,7 @@ pub fn open(config: &ServerConfig) -> anyhow::Result<Deployment> {
             online: AtomicBool::new(online),
             healing: AtomicBool::new(formatted.len() > formatted_before),
             unmounted: AtomicBool::new(unmounted),
+            remote: false,
         });
     }
 
@@ -175,12 +290,15 @@ pub fn open(config: &ServerConfig) -> anyhow::Result<Deployment> {
         if online < config.data_shards {
             tracing::error!(set = index, online, "erasure set has fewer drives than data shards; it cannot serve until drives return");
         }
-        let set = ErasureSet::new(
+        let mut set = ErasureSet::new(
             index,
             chunk.to_vec(),
             config.parity_shards,
             config.block_size,
         )?;
+        if config.cluster.is_some() {
+            set = set.shared_with_other_servers(COMMIT_DEADLINE);
+        }
         sets.push(set.with_memory_budget(memory.clone()));
     }
     Ok(Deployment {
@@ -231,6 +349,9 @@ impl Deployment {
         let set_size = config.data_shards + config.parity_shards;
         let mut changes = Vec::new();
         for (position, drive) in self.drives.iter().enumerate() {
+            if drive.remote {
+                continue;
+            }
             let format = LocalDrive::read_format(&drive.path).ok().flatten();
             if drive.is_online() {
                 if format.is_none() {
@@ -242,7 +363,7 @@ impl Deployment {
                 }
                 continue;
             }
-            let set_count = self.drives.len() / set_size;
+            let set_count = drive_count(config) / set_size;
             let (opened, change) = match format {
                 Some(format) => {
                     if let Err(e) =
@@ -292,6 +413,12 @@ impl Deployment {
                 path.display()
             ));
         };
+        if drive.remote {
+            return Err(format!(
+                "{} is another node's drive: format it there",
+                path.display()
+            ));
+        }
         if drive.is_online() {
             return Err(format!("drive {} is in service", path.display()));
         }
@@ -353,7 +480,7 @@ fn format_for(config: &ServerConfig, deployment_id: &str, position: usize) -> Fo
         deployment_id: deployment_id.to_string(),
         set_index: position / set_size,
         drive_index: position % set_size,
-        set_count: config.drives.len() / set_size,
+        set_count: drive_count(config) / set_size,
         data_shards: config.data_shards,
         parity_shards: config.parity_shards,
     }

@@ -4,7 +4,9 @@ use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
+use strata::cluster::layout;
 use strata::config::{self, ServerConfig};
 
 #[derive(Parser)]
@@ -45,7 +47,12 @@ enum Command {
         /// endpoints (see README).
         #[arg(long, env = "STRATA_TIERS_FILE", value_name = "FILE")]
         tiers: Option<PathBuf>,
-        /// Drive folders; `/data/d{1...9}` expands. Default: ./data/d1 … ./data/d9.
+        /// Accept a cluster layout where losing one node would stop a set's writes.
+        #[arg(long)]
+        allow_node_loss_risk: bool,
+        /// Drive folders; `/data/d{1...9}` expands. Default: ./data/d1 … ./data/d9. Several
+        /// nodes: one URL per drive, `http://node{1...4}:9000/mnt/disk{1...9}`, the same on
+        /// every node (needs STRATA_CLUSTER_SECRET).
         drives: Vec<String>,
     },
     /// Operate a running server (as the root user of STRATA_ROOT_USER/STRATA_ROOT_PASSWORD).
@@ -69,10 +76,15 @@ fn main() -> std::process::ExitCode {
             domain,
             certs_dir,
             tiers,
+            allow_node_loss_risk,
             drives,
         } => {
             init_logging(json_logs);
-            match server_config(address, &ec, block_size, domain, drives).and_then(|mut config| {
+            let layout = Layout {
+                drives,
+                allow_node_loss_risk,
+            };
+            match server_config(address, &ec, block_size, domain, layout).and_then(|mut config| {
                 config.listener = listener_config(certs_dir)?;
                 config.lifecycle.tiers_file = tiers;
                 Ok(config)
@@ -88,22 +100,37 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// The drive arguments of `strata server`.
+struct Layout {
+    drives: Vec<String>,
+    allow_node_loss_risk: bool,
+}
+
 fn server_config(
     address: SocketAddr,
     ec: &str,
     block_size: usize,
     domain: Option<String>,
-    drives: Vec<String>,
+    layout: Layout,
 ) -> anyhow::Result<ServerConfig> {
     let (data_shards, parity_shards) = config::parse_erasure(ec)?;
-    let drives = if drives.is_empty() {
-        (1..=data_shards + parity_shards)
+    let (drives, cluster) = if layout::is_distributed(&layout.drives) {
+        let cluster = cluster_config(address, data_shards, parity_shards, &layout)?;
+        let here = (cluster.layout.sets.iter().flatten())
+            .filter(|drive| drive.node == cluster.this_node)
+            .map(|drive| PathBuf::from(&drive.path))
+            .collect();
+        (here, Some(cluster))
+    } else if layout.drives.is_empty() {
+        let defaults = (1..=data_shards + parity_shards)
             .map(|i| PathBuf::from(format!("./data/d{i}")))
-            .collect()
+            .collect();
+        (defaults, None)
     } else {
-        config::expand_drive_args(&drives)?
+        let drives = config::expand_drive_args(&layout.drives)?;
+        config::check_drive_count(drives.len(), data_shards, parity_shards)?;
+        (drives, None)
     };
-    config::check_drive_count(drives.len(), data_shards, parity_shards)?;
     if !(64 * 1024..=64 << 20).contains(&block_size) {
         anyhow::bail!("--block-size must be between 64 KiB and 64 MiB");
     }
@@ -149,6 +176,41 @@ fn server_config(
         metrics: metrics_config()?,
         limits: limits_config()?,
         lifecycle: lifecycle_config()?,
+        cluster,
+    })
+}
+
+/// Distributed mode: the layout every node is started with, which node this is, and the
+/// secret the nodes share.
+fn cluster_config(
+    address: SocketAddr,
+    data: usize,
+    parity: usize,
+    arguments: &Layout,
+) -> anyhow::Result<config::ClusterConfig> {
+    let drives = layout::expand_endpoints(&arguments.drives)?;
+    let plan = layout::plan(drives, data, parity, arguments.allow_node_loss_risk)?;
+    let this_node = layout::find_self(&plan, &address.to_string())?;
+    let secret = match std::env::var("STRATA_CLUSTER_SECRET_FILE") {
+        Ok(path) if !path.is_empty() => std::fs::read(&path)
+            .with_context(|| format!("reading STRATA_CLUSTER_SECRET_FILE {path}"))?
+            .trim_ascii()
+            .to_vec(),
+        _ => std::env::var("STRATA_CLUSTER_SECRET")
+            .unwrap_or_default()
+            .into_bytes(),
+    };
+    if secret.len() < 32 {
+        anyhow::bail!(
+            "several nodes need a shared secret of at least 32 bytes in STRATA_CLUSTER_SECRET \
+             (or a file named by STRATA_CLUSTER_SECRET_FILE): it authenticates every call \
+             between nodes"
+        );
+    }
+    Ok(config::ClusterConfig {
+        layout: plan,
+        this_node,
+        secret: secret.into(),
     })
 }
 

@@ -30,6 +30,7 @@ fn config(drives: &[PathBuf]) -> ServerConfig {
         metrics: Default::default(),
         limits: Default::default(),
         lifecycle: Default::default(),
+        cluster: None,
     }
 }
 

@@ -113,6 +113,11 @@ impl ErasureSet {
         self
     }
 
+    /// Whether other servers write to this set's drives too.
+    pub fn is_shared_with_other_servers(&self) -> bool {
+        matches!(self.writers, Writers::Shared { .. })
+    }
+
     /// Where this server's commits on `key` stand: taken when a read of it begins, for
     /// [`Self::cut_short`].
     pub fn mark(&self, key: (MetaTable, &[u8])) -> in_flight::Mark {

@@ -17,19 +17,40 @@ use super::record::BucketRecord;
 /// How long an entry is trusted without hearing of a change.
 const TTL: Duration = Duration::from_secs(5);
 
-#[derive(Default)]
 pub(crate) struct BucketCache {
     entries: RwLock<HashMap<String, (Arc<BucketRecord>, Instant)>>,
+    /// How long an entry is trusted: zero where other servers change buckets and nothing
+    /// tells this one (several nodes, until their changes are watched).
+    ttl: Duration,
     /// Bumped by every change: a read of the drives that started before one does not put
     /// what it found (it may be older than the change).
     generation: AtomicU64,
 }
 
 impl BucketCache {
+    /// A cache for a server alone on its drives.
+    pub fn alone() -> Self {
+        Self::trusting_for(TTL)
+    }
+
+    /// A cache for a server whose drives other servers change too: every read goes to the
+    /// drives.
+    pub fn shared() -> Self {
+        Self::trusting_for(Duration::ZERO)
+    }
+
+    fn trusting_for(ttl: Duration) -> Self {
+        Self {
+            entries: RwLock::default(),
+            ttl,
+            generation: AtomicU64::new(0),
+        }
+    }
+
     pub fn get(&self, name: &str) -> Option<Arc<BucketRecord>> {
         let entries = self.entries.read().expect("not poisoned");
         let (record, since) = entries.get(name)?;
-        (since.elapsed() < TTL).then(|| record.clone())
+        (since.elapsed() < self.ttl).then(|| record.clone())
     }
 
     /// Where a read of the drives starts: pass it to [`BucketCache::found`].
@@ -149,7 +170,7 @@ mod tests {
 
     #[test]
     fn a_read_that_started_before_a_change_does_not_put_what_it_found() {
-        let cache = BucketCache::default();
+        let cache = BucketCache::alone();
         let before = cache.generation();
         cache.changed(&record("one", 2));
         cache.found(before, &record("one", 1));

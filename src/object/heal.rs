@@ -155,7 +155,9 @@ impl ObjectStore {
         let version = match agree_on_version(set, &records) {
             Ok(Agreement::Found { value, .. }) => value,
             Ok(Agreement::NotFound) => {
-                report.stale_purged = self.purge_stale(set, &bucket_record, key).await?;
+                let purge = self.purge_stale(set, &bucket_record, key).await?;
+                report.stale_purged = purge.purged;
+                report.unresolved = u64::from(purge.deferred);
                 return Ok(report);
             }
             Err(ObjectError::Erasure(ErasureError::ReadQuorum)) => {
@@ -272,7 +274,11 @@ impl ObjectStore {
             Err(e) => return Err(e),
         };
         let Some(state) = current.state.clone() else {
-            self.purge_stale_states(set, bucket_record, key).await?;
+            let purge = self.purge_stale_states(set, bucket_record, key).await?;
+            if purge.deferred {
+                report.unresolved = 1;
+                return Ok(Some(report));
+            }
             return Ok(None);
         };
         let newest = state.versions.first().filter(|v| !v.delete_marker);
@@ -376,27 +382,42 @@ impl ObjectStore {
         set: &ErasureSet,
         bucket: &BucketRecord,
         key: &ObjectKey,
-    ) -> Result<u64, ObjectError> {
+    ) -> Result<Purge, ObjectError> {
         let _guard = self.locks.write(&bucket.name, key.as_str()).await;
         let states = read_states(set, &bucket.name, key.as_str()).await;
+        let mut purge = Purge::default();
         if !matches!(set.agree(&states), Ok(Agreement::NotFound)) {
-            return Ok(0);
+            return Ok(purge);
         }
-        let mut purged = 0;
         for (i, held) in states.iter().enumerate() {
             let Ok(Some(_)) = held else { continue };
             // Not a write in flight, and still what was read.
-            let Guard::Expect(mut ops) = states.guard_on(set, i, None) else {
-                continue;
+            let mut ops = match states.guard_on(set, i, None) {
+                Guard::Expect(ops) => ops,
+                Guard::Refuse => {
+                    purge.deferred = true;
+                    continue;
+                }
+                Guard::LeaveOut => continue,
             };
             ops.push(MetaOp::Delete {
                 table: MetaTable::Versions,
                 key: object_key(&bucket.name, key.as_str()),
             });
-            purged += u64::from(set.meta_apply_on(i, ops).await.is_ok());
+            purge.purged += u64::from(set.meta_apply_on(i, ops).await.is_ok());
         }
-        Ok(purged)
+        Ok(purge)
     }
+}
+
+/// What a purge of a deleted key's leftovers did.
+#[derive(Default)]
+struct Purge {
+    /// Drives whose leftover records were removed.
+    purged: u64,
+    /// A drive holds a value that may be another server's commit in flight: left for a
+    /// later pass, which takes it for a leftover once no commit can still be answered.
+    deferred: bool,
 }
 
 impl ObjectStore {
@@ -407,18 +428,23 @@ impl ObjectStore {
         set: &ErasureSet,
         bucket: &BucketRecord,
         key: &ObjectKey,
-    ) -> Result<u64, ObjectError> {
+    ) -> Result<Purge, ObjectError> {
         let _guard = self.locks.write(&bucket.name, key.as_str()).await;
         let records = read_records(set, &bucket.name, key.as_str()).await;
+        let mut purge = Purge::default();
         if !matches!(agree_on_version(set, &records), Ok(Agreement::NotFound)) {
-            return Ok(0);
+            return Ok(purge);
         }
-        let mut purged = 0;
         for (i, held) in records.iter().enumerate() {
             let Ok(Some(stale)) = held else { continue };
             // Not a write in flight, and still what was read.
-            let Guard::Expect(mut ops) = records.guard_on(set, i, None) else {
-                continue;
+            let mut ops = match records.guard_on(set, i, None) {
+                Guard::Expect(ops) => ops,
+                Guard::Refuse => {
+                    purge.deferred = true;
+                    continue;
+                }
+                Guard::LeaveOut => continue,
             };
             ops.push(MetaOp::Delete {
                 table: MetaTable::Objects,
@@ -426,14 +452,14 @@ impl ObjectStore {
             });
             let removed = set.meta_apply_on(i, ops).await;
             if removed.is_ok() {
-                purged += 1;
+                purge.purged += 1;
                 tracing::info!(drive = set.drive_label(i), bucket = %bucket.name, key = %key, "heal: removed the record of a deleted object");
                 for version in stale.with_superseded() {
                     self.drop_version_on(set, i, bucket, key, version).await;
                 }
             }
         }
-        Ok(purged)
+        Ok(purge)
     }
 
     /// Deletes one version's data (shard folder or inline chunk) from drive `index`.

@@ -191,6 +191,10 @@ impl ObjectStore {
         let k0 = h.finish();
         h.write_u8(1);
         let k1 = h.finish();
+        let buckets = match sets.iter().any(ErasureSet::is_shared_with_other_servers) {
+            true => bucket_cache::BucketCache::shared(),
+            false => bucket_cache::BucketCache::alone(),
+        };
         Arc::new(Self {
             sets,
             placement_key: (k0, k1),
@@ -200,7 +204,7 @@ impl ObjectStore {
             md5: md5_lanes::Md5Lanes::start(),
             heal_queue: heal::HealQueue::new(HEAL_QUEUE_LEN),
             tiers: arc_swap::ArcSwap::from_pointee(Tiers::default()),
-            buckets: bucket_cache::BucketCache::default(),
+            buckets,
             kms: arc_swap::ArcSwapOption::empty(),
             kms_expected: Default::default(),
         })

@@ -6,6 +6,7 @@ mod kms;
 pub mod limit;
 mod listener;
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -16,11 +17,13 @@ use crate::admin::api::AdminState;
 use crate::api::{auth, S3State};
 use crate::background;
 use crate::config::ServerConfig;
-use crate::deployment;
+use crate::deployment::{self, Deployment};
 use crate::healing::{DriveMonitor, Healer, Scrubber};
 use crate::lifecycle::{LifecycleScanner, LifecycleStatus};
 use crate::metrics::Metrics;
 use crate::object::ObjectStore;
+use crate::storage::remote::ClusterAuth;
+use crate::storage::Drive;
 use crate::tls;
 use crate::usage::{Usage, UsageScanner};
 use front::AppState;
@@ -28,6 +31,41 @@ use front::AppState;
 /// How often users and policies are read again from the drives (changes made through this
 /// server's admin API apply at once).
 const IAM_REFRESH: std::time::Duration = std::time::Duration::from_secs(30);
+/// The same with several nodes, whose changes this node hears of only by reading them.
+const CLUSTER_IAM_REFRESH: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Serves this node's drives to the other nodes of its cluster, on its port plus
+/// [`config::DRIVE_PORT_OFFSET`], each call authenticated with the cluster secret.
+async fn serve_drives(
+    config: &ServerConfig,
+    cluster: &crate::config::ClusterConfig,
+    deployment: &Deployment,
+) -> anyhow::Result<()> {
+    let auth = ClusterAuth::new(&cluster.secret, &deployment.id)?;
+    let drives: HashMap<String, Arc<dyn Drive>> = (deployment.drives.iter())
+        .filter(|drive| !drive.is_remote())
+        .map(|drive| {
+            let slot: Arc<dyn Drive> = drive.slot.clone();
+            (drive.path.display().to_string(), slot)
+        })
+        .collect();
+    let mut address = config.address;
+    address.set_port(
+        (address.port().checked_add(crate::config::DRIVE_PORT_OFFSET))
+            .context("the S3 port is too high for a drive service port above it")?,
+    );
+    let listener = TcpListener::bind(address)
+        .await
+        .with_context(|| format!("binding the drive service to {address}"))?;
+    tracing::info!(node = %cluster.this_node, drives = drives.len(), "serving this node's drives to the others on {address}");
+    let service = crate::drive_service::drive_service(drives, auth);
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, service).await {
+            tracing::error!(error = %e, "the drive service stopped");
+        }
+    });
+    Ok(())
+}
 
 /// Opens the drives, binds the address and serves until SIGINT or SIGTERM.
 pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
@@ -77,11 +115,19 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         store.set_tiers(tiers);
     }
     let deployment = Arc::new(deployment);
-    background::spawn(background::StaleUploadCleaner {
-        store: store.clone(),
-        expiry: config.stale_upload_expiry,
-        interval: config.stale_upload_scan,
-    });
+    if let Some(cluster) = &config.cluster {
+        serve_drives(&config, cluster, &deployment).await?;
+    }
+    // Work that must run once per deployment runs on one node until nodes elect its owner.
+    let runs_singletons = (config.cluster.as_ref())
+        .is_none_or(|cluster| cluster.layout.nodes.first() == Some(&cluster.this_node));
+    if runs_singletons {
+        background::spawn(background::StaleUploadCleaner {
+            store: store.clone(),
+            expiry: config.stale_upload_expiry,
+            interval: config.stale_upload_scan,
+        });
+    }
     let healer = Arc::new(Healer::default());
     healer.spawn_read_healer(store.clone());
     background::spawn(DriveMonitor {
@@ -89,8 +135,9 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         config: config.clone(),
         store: store.clone(),
         healer: healer.clone(),
-        // Drives formatted at this start get everything once the server is up.
-        heal_pending: !deployment.formatted.is_empty(),
+        // Drives formatted at this start get everything once the server is up, and so does a
+        // node of a cluster: the others went on writing while it was down.
+        heal_pending: !deployment.formatted.is_empty() || config.cluster.is_some(),
     });
     background::spawn(Scrubber {
         store: store.clone(),
@@ -100,12 +147,14 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         orphan_age: config.healing.orphan_age,
     });
     let lifecycle_status = Arc::new(LifecycleStatus::default());
-    background::spawn(LifecycleScanner {
-        store: store.clone(),
-        day: config.lifecycle.day,
-        status: lifecycle_status.clone(),
-        pace: config.lifecycle.pace,
-    });
+    if runs_singletons {
+        background::spawn(LifecycleScanner {
+            store: store.clone(),
+            day: config.lifecycle.day,
+            status: lifecycle_status.clone(),
+            pace: config.lifecycle.pace,
+        });
+    }
     let usage = Arc::new(Usage::default());
     background::spawn(UsageScanner::new(
         store.clone(),
@@ -123,7 +172,11 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     if let Err(e) = iam.reload().await {
         tracing::warn!(error = %e, "could not load users and policies yet; retrying in the background");
     }
-    iam.spawn_refresh(IAM_REFRESH);
+    // Other nodes change users too, and nothing tells this one yet: read them again often.
+    iam.spawn_refresh(match config.cluster {
+        Some(_) => CLUSTER_IAM_REFRESH,
+        None => IAM_REFRESH,
+    });
     kms::start(&store)
         .await
         .context("opening the key service")?;

@@ -175,6 +175,7 @@ fn pool_server_config(config: &PoolConfig, healing: &HealingConfig) -> ServerCon
         metrics: MetricsConfig::default(),
         limits: LimitsConfig::default(),
         lifecycle: LifecycleConfig::default(),
+        cluster: None,
     }
 }
 

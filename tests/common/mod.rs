@@ -5,6 +5,7 @@
 //! (`dead_code` is allowed for the whole module).
 #![allow(dead_code)]
 
+mod cluster;
 mod drives;
 mod multipart;
 mod payload;
@@ -12,6 +13,8 @@ mod raw;
 mod sdk;
 
 // Not every test file uses every helper group.
+#[allow(unused_imports)]
+pub use cluster::*;
 #[allow(unused_imports)]
 pub use drives::*;
 #[allow(unused_imports)]

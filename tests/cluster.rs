@@ -1,0 +1,171 @@
+//! Several nodes: three `strata` processes on loopback, three drive folders each, one 6+3
+//! erasure set across them. Any node serves any request; losing a node (SIGKILL) costs
+//! nothing; a node that comes back gets what it missed; the drive service admits only
+//! callers holding the cluster secret.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const EC: &str = "6+3";
+const BUCKET: &str = "cluster-bucket";
+
+/// What every node of the cluster reads for `key`: the same bytes.
+async fn read_on_every_node(cluster: &Cluster, live: &[usize], key: &str, want: &[u8]) {
+    for &i in live {
+        let client = cluster.nodes[i].client();
+        assert_object(&client, BUCKET, key, want).await;
+    }
+}
+
+fn shard_count(drives: &[std::path::PathBuf]) -> usize {
+    drives.iter().map(|d| shard_files(d).len()).sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_node_serves_and_losing_one_node_costs_nothing() {
+    let cluster = Cluster::start(3, 3, EC);
+    let clients: Vec<_> = cluster.nodes.iter().map(TestServer::client).collect();
+    create_bucket(&clients[0], BUCKET).await;
+
+    // Written through each node in turn: empty, inline, several blocks.
+    let objects = [
+        ("empty", Vec::new()),
+        ("inline", payload(1000, 1)),
+        ("blocks", payload(3 * MIB + 17, 2)),
+    ];
+    for (i, (key, data)) in objects.iter().enumerate() {
+        put(&clients[i % 3], BUCKET, key, data).await;
+    }
+    for (key, data) in &objects {
+        read_on_every_node(&cluster, &[0, 1, 2], key, data).await;
+    }
+    for (i, drives) in cluster.drives.iter().enumerate() {
+        assert_eq!(
+            shard_count(drives),
+            3,
+            "node {} holds its three shards of the 3 MiB object",
+            i + 1
+        );
+    }
+    for client in &clients {
+        let mut keys = list_all_keys(client, BUCKET, None).await;
+        keys.sort();
+        assert_eq!(keys, ["blocks", "empty", "inline"]);
+    }
+
+    // Node 3 dies: reads, writes and deletes go on through the other two.
+    cluster.nodes[2].kill();
+    for (key, data) in &objects {
+        read_on_every_node(&cluster, &[0, 1], key, data).await;
+    }
+    let missed = payload(2 * MIB + 5, 3);
+    put(
+        &clients[1],
+        BUCKET,
+        "written-while-node-3-was-down",
+        &missed,
+    )
+    .await;
+    clients[0]
+        .delete_object()
+        .bucket(BUCKET)
+        .key("inline")
+        .send()
+        .await
+        .expect("delete with a node down");
+    read_on_every_node(&cluster, &[0, 1], "written-while-node-3-was-down", &missed).await;
+
+    // Node 3 comes back and heals what it missed: its drives get the new object's shards.
+    cluster.nodes[2].restart();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while shard_count(&cluster.drives[2]) < 6 {
+        assert!(
+            Instant::now() < deadline,
+            "node 3 did not heal what it missed; its log:\n{}",
+            cluster.nodes[2].log_tail(30)
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    // And it removes its copies of the object deleted meanwhile (once no commit of another
+    // node can still be answered, it takes them for leftovers: about 10 s).
+    while !cluster.nodes[2]
+        .run_log()
+        .contains("heal: removed the record of a deleted object")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "node 3 kept the deleted object's records; its log:\n{}",
+            cluster.nodes[2].log_tail(30)
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    // Now node 1 dies: the object written while node 3 was down reads back from nodes 2
+    // and 3, so node 3 really holds its shards, and the deleted object stays deleted.
+    cluster.nodes[0].kill();
+    read_on_every_node(&cluster, &[1, 2], "written-while-node-3-was-down", &missed).await;
+    read_on_every_node(&cluster, &[1, 2], "blocks", &objects[2].1).await;
+    let gone = cluster.nodes[2]
+        .client()
+        .get_object()
+        .bucket(BUCKET)
+        .key("inline")
+        .send()
+        .await;
+    assert_s3_error(
+        gone,
+        404,
+        "NoSuchKey",
+        "a key deleted while node 3 was down",
+    );
+}
+
+#[tokio::test]
+async fn a_layout_where_one_lost_node_stops_writes_is_refused() {
+    // Two nodes of three drives at 4+2: each node would hold three drives of the set, and
+    // losing one would leave three, fewer than a write needs.
+    let (_root, ports, drives, layout) = Cluster::plan(2, 3);
+    let refused = TestServer::try_start(node_options(ports[0], &drives[0], &layout, "4+2"))
+        .err()
+        .expect("the start is refused");
+    assert!(refused.exited_nonzero());
+    assert!(
+        refused.output.contains("--allow-node-loss-risk"),
+        "the refusal says how to accept the risk: {}",
+        refused.output
+    );
+}
+
+#[tokio::test]
+async fn the_drive_service_admits_only_nodes_holding_the_secret() {
+    let cluster = Cluster::start(3, 3, EC);
+    let address = cluster.nodes[0].addr();
+    let (host, port) = address.rsplit_once(':').unwrap();
+    let drive_port: u16 = port.parse::<u16>().unwrap() + 100;
+    let url = format!("http://{host}:{drive_port}/_strata/rpc/v1/meta_scan");
+    let client = reqwest::Client::new();
+    let unsigned = client.post(&url).body("anything").send().await.unwrap();
+    assert_eq!(unsigned.status(), 401, "an unsigned drive call is refused");
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        .to_string();
+    let forged = client
+        .post(&url)
+        .header("x-strata-time", now_ms)
+        .header("x-strata-nonce", "0123456789abcdef0123456789abcdef")
+        .header(
+            "x-strata-signature",
+            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        )
+        .body("anything")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 401, "a forged drive call is refused");
+}

@@ -1,0 +1,107 @@
+//! Several `strata` processes on loopback forming one cluster: each node its own port, its
+//! own drive folders and the same layout arguments, as an operator would start them.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+
+use super::{ServerOptions, TestServer};
+
+/// The secret the test nodes share.
+pub const CLUSTER_SECRET: &str = "strata-test-cluster-secret-0123456789abcdef";
+
+/// Nodes started with one layout; node `i` serves S3 on its port and its drives on the port
+/// plus 100.
+pub struct Cluster {
+    pub nodes: Vec<TestServer>,
+    /// Each node's drive folders.
+    pub drives: Vec<Vec<PathBuf>>,
+    /// The layout arguments every node was started with.
+    pub layout: Vec<String>,
+    _root: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// `nodes` processes with `drives_per_node` folders each, erasure coded `ec`.
+    pub fn start(nodes: usize, drives_per_node: usize, ec: &str) -> Cluster {
+        let (root, ports, drives, layout) = Self::plan(nodes, drives_per_node);
+        let nodes = (0..nodes)
+            .map(|i| TestServer::start_with(node_options(ports[i], &drives[i], &layout, ec)))
+            .collect();
+        Cluster {
+            nodes,
+            drives,
+            layout,
+            _root: root,
+        }
+    }
+
+    /// Drive folders, free ports and layout arguments for a cluster not started yet.
+    pub fn plan(
+        nodes: usize,
+        drives_per_node: usize,
+    ) -> (tempfile::TempDir, Vec<u16>, Vec<Vec<PathBuf>>, Vec<String>) {
+        let root = tempfile::Builder::new()
+            .prefix("strata-cluster-")
+            .tempdir()
+            .expect("temp dir");
+        let ports = free_port_pairs(nodes);
+        let mut drives = Vec::new();
+        let mut layout = Vec::new();
+        for (i, port) in ports.iter().enumerate() {
+            let folders: Vec<PathBuf> = (1..=drives_per_node)
+                .map(|d| {
+                    root.path()
+                        .join(format!("n{}", i + 1))
+                        .join(format!("d{d}"))
+                })
+                .collect();
+            for folder in &folders {
+                std::fs::create_dir_all(folder).expect("drive folder");
+            }
+            let base = root.path().join(format!("n{}", i + 1));
+            layout.push(format!(
+                "http://127.0.0.1:{port}{}/d{{1...{drives_per_node}}}",
+                base.display()
+            ));
+            drives.push(folders);
+        }
+        (root, ports, drives, layout)
+    }
+}
+
+/// How node `port` of a cluster with `layout` is started.
+pub fn node_options(port: u16, drives: &[PathBuf], layout: &[String], ec: &str) -> ServerOptions {
+    ServerOptions {
+        address: format!("127.0.0.1:{port}"),
+        ec: Some(ec.to_string()),
+        drives: Some(drives.to_vec()),
+        drive_args: Some(layout.to_vec()),
+        env: vec![
+            ("STRATA_CLUSTER_SECRET".into(), CLUSTER_SECRET.into()),
+            // A node that stops answering is noticed within a second or two.
+            ("STRATA_DRIVE_TIMEOUT_SECS".into(), "2".into()),
+            ("STRATA_DRIVE_CHECK_SECS".into(), "1".into()),
+        ],
+        ..ServerOptions::default()
+    }
+}
+
+/// `count` ports that are free, each with its port + 100 free too (the drive service).
+fn free_port_pairs(count: usize) -> Vec<u16> {
+    let mut ports = Vec::new();
+    while ports.len() < count {
+        let probe = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = probe.local_addr().expect("address").port();
+        drop(probe);
+        let Some(drive_port) = port.checked_add(100) else {
+            continue;
+        };
+        if ports.contains(&port) || ports.contains(&drive_port) {
+            continue;
+        }
+        if TcpListener::bind(("127.0.0.1", drive_port)).is_ok() {
+            ports.push(port);
+        }
+    }
+    ports
+}
