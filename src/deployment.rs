@@ -401,6 +401,30 @@ impl Deployment {
         changes
     }
 
+    /// Asks every other node's drive whether it answers (`disk_info`, within the drive
+    /// deadline), so that health, `strata admin info` and healing see a node that stopped or
+    /// came back. A drive that comes back may have missed writes: its set is healed.
+    pub async fn check_remote_drives(&self) -> Vec<DriveChange> {
+        let remote = self.drives.iter().filter(|drive| drive.remote);
+        let probes = remote.map(|drive| async move { (drive, drive.slot.disk_info().await) });
+        let mut changes = Vec::new();
+        for (drive, answer) in futures::future::join_all(probes).await {
+            let answers = answer.is_ok();
+            match (drive.online.swap(answers, Ordering::Relaxed), answer) {
+                (true, Err(e)) => {
+                    tracing::warn!(drive = %drive.path.display(), error = %e, "another node's drive stopped answering");
+                    changes.push(DriveChange::WentOffline(drive.path.clone()));
+                }
+                (false, Ok(_)) => {
+                    tracing::info!(drive = %drive.path.display(), "another node's drive answers again");
+                    changes.push(DriveChange::Returned(drive.path.clone()));
+                }
+                _ => {}
+            }
+        }
+        changes
+    }
+
     /// Formats the empty folder of an offline drive position into its place because an
     /// operator said so (`strata admin drive format`), even where it looks like a disk that
     /// failed to mount. Blocking: call it on the blocking pool.

@@ -182,7 +182,8 @@ impl Worker for DriveMonitor {
 
     async fn run_once(&mut self) -> anyhow::Result<String> {
         let deployment = self.deployment.clone();
-        let changes = tokio::task::spawn_blocking(move || deployment.check_drives()).await?;
+        let mut changes = tokio::task::spawn_blocking(move || deployment.check_drives()).await?;
+        changes.extend(self.deployment.check_remote_drives().await);
         if !changes.is_empty() {
             // With drives gone or back, the buckets may agree differently (or not at all).
             self.store.forget_agreed_buckets();

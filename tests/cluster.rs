@@ -78,7 +78,8 @@ async fn any_node_serves_and_losing_one_node_costs_nothing() {
         .expect("delete with a node down");
     read_on_every_node(&cluster, &[0, 1], "written-while-node-3-was-down", &missed).await;
 
-    // Node 3 comes back and heals what it missed: its drives get the new object's shards.
+    // Node 3 comes back and is healed (by itself at its start, or by the others when its
+    // drives answer again): its drives get the new object's shards.
     cluster.nodes[2].restart();
     let deadline = Instant::now() + Duration::from_secs(60);
     while shard_count(&cluster.drives[2]) < 6 {
@@ -90,12 +91,13 @@ async fn any_node_serves_and_losing_one_node_costs_nothing() {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 
-    // And it removes its copies of the object deleted meanwhile (once no commit of another
-    // node can still be answered, it takes them for leftovers: about 10 s).
-    while !cluster.nodes[2]
-        .run_log()
-        .contains("heal: removed the record of a deleted object")
-    {
+    // And its copies of the object deleted meanwhile are removed (by whichever node heals
+    // first, once no other node's commit can still be answered: about 10 s).
+    let purged = |node: &TestServer| {
+        node.log()
+            .contains("heal: removed the record of a deleted object")
+    };
+    while !cluster.nodes.iter().any(purged) {
         assert!(
             Instant::now() < deadline,
             "node 3 kept the deleted object's records; its log:\n{}",
@@ -168,4 +170,50 @@ async fn the_drive_service_admits_only_nodes_holding_the_secret() {
         .await
         .unwrap();
     assert_eq!(forged.status(), 401, "a forged drive call is refused");
+}
+
+/// `/health/ready` of one node, unauthenticated as a load balancer asks.
+async fn ready(node: &TestServer) -> (u16, String) {
+    let response = reqwest::get(node.url("/health/ready")).await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap())
+}
+
+/// Waits (up to 30 s) for node's readiness to answer `status` with `detail` in its body.
+async fn wait_ready(node: &TestServer, status: u16, detail: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (now, body) = ready(node).await;
+        if now == status && body.contains(detail) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "readiness stayed {now}, wanted {status} with {detail}: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[tokio::test]
+async fn readiness_follows_the_other_nodes() {
+    let cluster = Cluster::start(3, 3, EC);
+    let first = &cluster.nodes[0];
+    wait_ready(first, 200, r#""online":9"#).await;
+
+    // One node down: 6 of 9 drives answer, as many as a write needs.
+    cluster.nodes[2].kill();
+    wait_ready(first, 200, r#""online":6"#).await;
+
+    // Two down: node 1 alone cannot take writes, and says so.
+    cluster.nodes[1].kill();
+    wait_ready(first, 503, "set 1 has 3 of 9 drives online, writes need 6").await;
+
+    // Back: ready again, and writes go through.
+    cluster.nodes[1].restart();
+    wait_ready(first, 200, r#""online":6"#).await;
+    let client = first.client();
+    create_bucket(&client, BUCKET).await;
+    put(&client, BUCKET, "after", b"back").await;
+    assert_object(&cluster.nodes[1].client(), BUCKET, "after", b"back").await;
 }
