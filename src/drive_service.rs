@@ -276,7 +276,9 @@ impl DriveService {
 
     /// Writes a shard file from its stream, one frame at a time, and runs `finish` only on
     /// the finish frame: a stream cut short leaves an unfinished staged file, never a
-    /// finished one.
+    /// finished one. A drive error ends the writing but not the reading: the rest of the
+    /// stream is read and dropped, so that the writer, still sending, gets the error as the
+    /// answer to its finish rather than a connection reset.
     async fn receive_shard(&self, args: &[u8], body: Body) -> Response {
         let (drive, create) = match self.open::<wire::CreateArgs>(args) {
             Ok(found) => found,
@@ -286,21 +288,23 @@ impl DriveService {
             let name = wire::plain_name(&create.name)?;
             drive.create_staged_file(create.staging, name).await
         };
-        let mut writer = match created.await {
-            Ok(writer) => writer,
-            Err(e) => return answer_for(&*drive, Err(e)),
-        };
+        let mut writer = created.await;
         let mut frames = FrameDecoder::default();
         let mut body = body.into_data_stream();
         loop {
             match frames.next_frame() {
                 Ok(Some(Frame::Write(pieces))) => {
-                    if let Err(e) = writer.write(pieces).await {
-                        return answer_for(&*drive, Err(e));
+                    if let Ok(open) = &mut writer {
+                        if let Err(e) = open.write(pieces).await {
+                            writer = Err(e);
+                        }
                     }
                 }
                 Ok(Some(Frame::Finish)) => {
-                    let finished = writer.finish().await;
+                    let finished = match &mut writer {
+                        Ok(open) => open.finish().await,
+                        Err(e) => Err(e.copied()),
+                    };
                     let body = finished.and_then(|()| wire::encode(&()));
                     return answer_for(&*drive, body.map(|b| (b.into(), "application/msgpack")));
                 }

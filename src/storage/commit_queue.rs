@@ -108,21 +108,10 @@ impl CommitQueue {
                 }
                 Err(e) => {
                     for outcome in outcomes {
-                        let _ = outcome.send(Err(same_error(&e)));
+                        let _ = outcome.send(Err(e.copied()));
                     }
                 }
             }
         }
-    }
-}
-
-/// The group's error, for each of its batches (I/O errors do not clone).
-fn same_error(e: &DriveError) -> DriveError {
-    match e {
-        DriveError::Full => DriveError::Full,
-        DriveError::Offline(label) => DriveError::Offline(label.clone()),
-        DriveError::Conflict => DriveError::Conflict,
-        DriveError::Io(io) => DriveError::Io(std::io::Error::new(io.kind(), io.to_string())),
-        other => DriveError::Database(other.to_string()),
     }
 }

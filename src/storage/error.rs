@@ -30,6 +30,23 @@ pub enum DriveError {
     Io(std::io::Error),
 }
 
+impl DriveError {
+    /// The same error, for a second caller (I/O errors do not clone: their kind and message
+    /// are kept).
+    pub fn copied(&self) -> DriveError {
+        match self {
+            DriveError::Offline(label) => DriveError::Offline(label.clone()),
+            DriveError::NotFound => DriveError::NotFound,
+            DriveError::Unhealed(label) => DriveError::Unhealed(label.clone()),
+            DriveError::ShortRead => DriveError::ShortRead,
+            DriveError::Conflict => DriveError::Conflict,
+            DriveError::Full => DriveError::Full,
+            DriveError::Database(message) => DriveError::Database(message.clone()),
+            DriveError::Io(io) => DriveError::Io(std::io::Error::new(io.kind(), io.to_string())),
+        }
+    }
+}
+
 impl From<std::io::Error> for DriveError {
     fn from(err: std::io::Error) -> Self {
         match err.kind() {
