@@ -9,6 +9,7 @@
 
 mod mounts;
 
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -19,8 +20,11 @@ use crate::config::ServerConfig;
 use crate::erasure::ErasureSet;
 use crate::storage::remote::ClusterAuth;
 use crate::storage::{
-    DeadlineDrive, Drive, DriveSlot, Format, LocalDrive, OfflineDrive, RemoteDrive,
+    DeadlineDrive, Drive, DriveSlot, Format, LocalDrive, MetaTable, OfflineDrive, RemoteDrive,
 };
+
+/// How long a starting node waits for another node's drive to say whether it holds buckets.
+const PEER_SCAN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// With several nodes, a commit must be answered within this or it is undone (see
 /// `erasure::in_flight`): a value another node found longer ago can be written over.
@@ -160,6 +164,25 @@ fn places(config: &ServerConfig) -> anyhow::Result<Vec<Place>> {
     Ok(places)
 }
 
+/// Whether a drive of another node answers that it holds a bucket. Called on the blocking
+/// pool at start (the drives are reached over the runtime).
+fn other_nodes_hold_buckets(places: &[Place]) -> bool {
+    let remote = places.iter().filter_map(|place| match place {
+        Place::Remote(drive) => Some(drive.clone()),
+        Place::Local(_) => None,
+    });
+    let scans = remote.map(|drive| async move {
+        let scan = drive.meta_scan(MetaTable::Buckets, Bound::Unbounded, Vec::new(), 1);
+        matches!(tokio::time::timeout(PEER_SCAN_TIMEOUT, scan).await, Ok(Ok(found)) if !found.is_empty())
+    });
+    tokio::runtime::Handle::current().block_on(async {
+        futures::future::join_all(scans)
+            .await
+            .into_iter()
+            .any(|holds| holds)
+    })
+}
+
 /// How many drives the deployment has, on every node.
 fn drive_count(config: &ServerConfig) -> usize {
     match &config.cluster {
@@ -189,13 +212,19 @@ pub fn open(config: &ServerConfig) -> anyhow::Result<Deployment> {
         (None, None) => uuid::Uuid::new_v4().to_string(),
     };
     if found.is_none() {
-        // A new deployment (or, with several nodes, this node's part of one): the folders
-        // here are formatted as they are, not as replacements. One node holds at most
-        // parity drives of a set, so its blank drives can never decide alone that a key
-        // is absent, and the heal that follows a format gives them what the set holds.
+        // A new deployment, or with several nodes this node's part of one: the folders here
+        // are formatted as they are. But a node whose folders are all blank while the other
+        // nodes hold buckets lost its drives: they join as replacements, unhealed, so that
+        // they never vote a key absent before a heal gave them what the sets hold.
+        let replacements = config.cluster.is_some() && other_nodes_hold_buckets(&places);
         for (position, place) in places.iter().enumerate() {
             let Some(path) = place.local() else { continue };
-            LocalDrive::write_format(path, &format_for(config, &deployment_id, position))
+            let format = format_for(config, &deployment_id, position);
+            if replacements {
+                format_into_place(path, &format).map_err(anyhow::Error::msg)?;
+                continue;
+            }
+            LocalDrive::write_format(path, &format)
                 .with_context(|| format!("formatting drive {}", path.display()))?;
             // The database too: a formatted drive without one is taken for a drive that
             // lost it (and is unhealed), which a crash here would cost only a heal pass.

@@ -217,3 +217,48 @@ async fn readiness_follows_the_other_nodes() {
     put(&client, BUCKET, "after", b"back").await;
     assert_object(&cluster.nodes[1].client(), BUCKET, "after", b"back").await;
 }
+
+#[tokio::test]
+async fn a_node_whose_drives_come_back_blank_never_decides_a_key_is_gone() {
+    // Two nodes of three drives at 4+2, the risk accepted: each node holds three drives of
+    // the set, more than its parity, so three blank drives would outvote the three that
+    // hold an object if they could vote that it is absent.
+    let (_root, ports, drives, layout) = Cluster::plan(2, 3);
+    let start = |i: usize| {
+        TestServer::start_with(ServerOptions {
+            extra_args: vec!["--allow-node-loss-risk".into()],
+            ..node_options(ports[i], &drives[i], &layout, "4+2")
+        })
+    };
+    let (first, second) = (start(0), start(1));
+    let client = first.client();
+    create_bucket(&client, BUCKET).await;
+    let data = payload(300 * KIB, 9);
+    put(&client, BUCKET, "kept", &data).await;
+    let held = shard_count(&drives[0]);
+    assert_eq!(held, 3, "node 1 holds three shards");
+
+    // Node 2 loses its disks: same folders, empty, and it starts again.
+    second.kill();
+    for folder in &drives[1] {
+        std::fs::remove_dir_all(folder).unwrap();
+        std::fs::create_dir_all(folder).unwrap();
+    }
+    second.restart();
+
+    // Three shards are not enough to read (4 needed): the answer is 503, never 404, and
+    // node 1's shards stay, whatever the heal passes of both nodes try meanwhile.
+    for _ in 0..8 {
+        let got = client.get_object().bucket(BUCKET).key("kept").send().await;
+        assert_s3_status(got, 503, "an object whose shards are on too few drives");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(shard_count(&drives[0]), held, "node 1 kept its shards");
+    assert!(
+        second
+            .log()
+            .contains("formatted an empty drive into its position"),
+        "node 2's blank drives joined as replacements: {}",
+        second.log_tail(20)
+    );
+}
