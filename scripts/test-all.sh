@@ -33,6 +33,18 @@ ensure_component clippy clippy
 cargo fmt --version
 cargo clippy --version
 
+# The cluster tests start their own etcd: Debian's etcd-server package.
+section "etcd"
+if ! command -v etcd >/dev/null 2>&1; then
+    echo "etcd is missing; installing Debian's etcd-server"
+    sudo_if_needed=()
+    [[ $(id -u) -eq 0 ]] || sudo_if_needed=(sudo)
+    "${sudo_if_needed[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends etcd-server \
+        || { "${sudo_if_needed[@]}" apt-get update && "${sudo_if_needed[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends etcd-server; } \
+        || { echo "error: could not install etcd-server" >&2; exit 1; }
+fi
+etcd --version | head -1
+
 section "cargo fmt --check"
 cargo fmt --check
 

@@ -57,3 +57,28 @@ impl Worker for StaleUploadCleaner {
         Ok(format!("{aborted} stale uploads aborted"))
     }
 }
+
+/// A worker that must run on one node of a cluster at a time: its passes run only while this
+/// node holds the job's election (see `crate::cluster::control`).
+pub struct Elected<W> {
+    pub worker: W,
+    pub held: tokio::sync::watch::Receiver<bool>,
+}
+
+#[async_trait]
+impl<W: Worker> Worker for Elected<W> {
+    fn name(&self) -> &'static str {
+        self.worker.name()
+    }
+
+    fn interval(&self) -> Duration {
+        self.worker.interval()
+    }
+
+    async fn run_once(&mut self) -> anyhow::Result<String> {
+        if !*self.held.borrow() {
+            return Ok("another node holds this job".into());
+        }
+        self.worker.run_once().await
+    }
+}

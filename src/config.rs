@@ -51,6 +51,8 @@ pub struct ClusterConfig {
     pub this_node: String,
     /// Authenticates node-to-node drive calls (`STRATA_CLUSTER_SECRET`).
     pub secret: zeroize::Zeroizing<Vec<u8>>,
+    /// The etcd members holding the control plane (`--etcd`); none: nodes go without one.
+    pub etcd: Vec<String>,
 }
 
 impl std::fmt::Debug for ClusterConfig {
@@ -58,6 +60,7 @@ impl std::fmt::Debug for ClusterConfig {
         f.debug_struct("ClusterConfig")
             .field("layout", &self.layout)
             .field("this_node", &self.this_node)
+            .field("etcd", &self.etcd)
             .finish_non_exhaustive()
     }
 }

@@ -50,6 +50,19 @@ enum Command {
         /// Accept a cluster layout where losing one node would stop a set's writes.
         #[arg(long)]
         allow_node_loss_risk: bool,
+        /// Several nodes: this node as the drive URLs name it (`host:port`), where
+        /// `--address` cannot tell (every node listening on 0.0.0.0:9000, say).
+        #[arg(long, env = "STRATA_NODE", value_name = "HOST:PORT")]
+        node: Option<String>,
+        /// Several nodes: the etcd members that hold the control plane (layout, membership,
+        /// elections, the change feed), comma-separated.
+        #[arg(
+            long,
+            env = "STRATA_ETCD_ENDPOINTS",
+            value_name = "URLS",
+            value_delimiter = ','
+        )]
+        etcd: Vec<String>,
         /// Drive folders; `/data/d{1...9}` expands. Default: ./data/d1 … ./data/d9. Several
         /// nodes: one URL per drive, `http://node{1...4}:9000/mnt/disk{1...9}`, the same on
         /// every node (needs STRATA_CLUSTER_SECRET).
@@ -77,12 +90,16 @@ fn main() -> std::process::ExitCode {
             certs_dir,
             tiers,
             allow_node_loss_risk,
+            node,
+            etcd,
             drives,
         } => {
             init_logging(json_logs);
             let layout = Layout {
                 drives,
                 allow_node_loss_risk,
+                node,
+                etcd,
             };
             match server_config(address, &ec, block_size, domain, layout).and_then(|mut config| {
                 config.listener = listener_config(certs_dir)?;
@@ -100,10 +117,12 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// The drive arguments of `strata server`.
+/// The drive arguments of `strata server`, and where this node stands among them.
 struct Layout {
     drives: Vec<String>,
     allow_node_loss_risk: bool,
+    node: Option<String>,
+    etcd: Vec<String>,
 }
 
 fn server_config(
@@ -121,6 +140,11 @@ fn server_config(
             .map(|drive| PathBuf::from(&drive.path))
             .collect();
         (here, Some(cluster))
+    } else if !layout.etcd.is_empty() || layout.node.is_some() {
+        anyhow::bail!(
+            "--etcd and --node are for several nodes, whose drives are URLs \
+             (http://node{{1...4}}:9000/mnt/disk{{1...9}}); one node needs neither"
+        );
     } else if layout.drives.is_empty() {
         let defaults = (1..=data_shards + parity_shards)
             .map(|i| PathBuf::from(format!("./data/d{i}")))
@@ -190,7 +214,10 @@ fn cluster_config(
 ) -> anyhow::Result<config::ClusterConfig> {
     let drives = layout::expand_endpoints(&arguments.drives)?;
     let plan = layout::plan(drives, data, parity, arguments.allow_node_loss_risk)?;
-    let this_node = layout::find_self(&plan, &address.to_string())?;
+    let this_node = layout::find_self(
+        &plan,
+        arguments.node.as_deref().unwrap_or(&address.to_string()),
+    )?;
     let secret = match std::env::var("STRATA_CLUSTER_SECRET_FILE") {
         Ok(path) if !path.is_empty() => std::fs::read(&path)
             .with_context(|| format!("reading STRATA_CLUSTER_SECRET_FILE {path}"))?
@@ -207,10 +234,18 @@ fn cluster_config(
              between nodes"
         );
     }
+    let etcd: Vec<String> = (arguments.etcd.iter())
+        .map(|e| e.trim().to_string())
+        .filter(|e| !e.is_empty())
+        .collect();
+    if let Some(bad) = etcd.iter().find(|e| !e.starts_with("http://")) {
+        anyhow::bail!("--etcd {bad}: etcd members are named http://host:port");
+    }
     Ok(config::ClusterConfig {
         layout: plan,
         this_node,
         secret: secret.into(),
+        etcd,
     })
 }
 

@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use super::health;
 use crate::body::ByteStream;
+use crate::cluster::control::ControlPlane;
 use crate::deployment::Deployment;
 use crate::healing::{HealPass, HealStatus, Healer};
 use crate::iam::{Iam, IamError, Identity};
@@ -62,6 +63,8 @@ pub struct AdminState {
     pub lifecycle_status: Arc<LifecycleStatus>,
     /// How long a lifecycle day lasts (for dry runs and plans).
     pub lifecycle_day: Duration,
+    /// The cluster's control plane, when nodes share one.
+    pub control: Option<Arc<ControlPlane>>,
 }
 
 /// Whether a path is the admin API's (`/_strata/...`: no bucket name starts with `_`, so no
@@ -221,6 +224,31 @@ pub struct Info {
     pub ready: bool,
     pub sets: Vec<SetInfo>,
     pub heal: HealStatusView,
+    /// The nodes of a cluster with a control plane.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterInfo>,
+}
+
+/// The nodes of a cluster as its control plane knows them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClusterInfo {
+    /// The node that answered.
+    pub this_node: String,
+    /// Whether that node reaches etcd; when not, `nodes` is the layout alone, all unknown.
+    pub etcd_reachable: bool,
+    pub nodes: Vec<NodeInfo>,
+    /// The node running each once-per-cluster job.
+    pub elected: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub node: String,
+    /// Up (its lease lives), down, or unknown (etcd out of reach).
+    pub state: String,
+    pub version: Option<String>,
+    /// Unix seconds.
+    pub started: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -306,11 +334,43 @@ async fn info(state: &AdminState) -> Info {
                 .collect(),
         })
         .collect();
+    let cluster = match &state.control {
+        Some(control) => Some(cluster_info(control).await),
+        None => None,
+    };
     Info {
         deployment_id: deployment.id.clone(),
         ready: health.iter().all(health::SetHealth::writable),
         sets,
         heal: state.healer.status(&state.store).into(),
+        cluster,
+    }
+}
+
+async fn cluster_info(control: &ControlPlane) -> ClusterInfo {
+    let up = control.nodes_up().await;
+    let elected = control.elected().await.unwrap_or_default();
+    let nodes = (control.nodes().iter())
+        .map(|node| {
+            let record = (up.as_ref().ok()).and_then(|up| up.iter().find(|r| &r.node == node));
+            NodeInfo {
+                node: node.clone(),
+                state: match (&up, record) {
+                    (Err(_), _) => "unknown",
+                    (Ok(_), Some(_)) => "up",
+                    (Ok(_), None) => "down",
+                }
+                .into(),
+                version: record.map(|r| r.version.clone()),
+                started: record.map(|r| r.started),
+            }
+        })
+        .collect();
+    ClusterInfo {
+        this_node: control.this_node().to_string(),
+        etcd_reachable: up.is_ok(),
+        nodes,
+        elected,
     }
 }
 

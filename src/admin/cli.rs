@@ -10,8 +10,9 @@ use axum::http::{HeaderMap, HeaderValue, Method};
 use indicatif::{HumanBytes, HumanDuration, ProgressBar, ProgressStyle};
 
 use super::api::{
-    AddedUser, DriveState, ErrorBody, HealPassView, HealReportView, HealStarted, HealStatusView,
-    Info, KmsKeyStatusView, KmsKeyView, NewUser, PolicyInfo, UserInfo, HEAL_REASON, PATH_PREFIX,
+    AddedUser, ClusterInfo, DriveState, ErrorBody, HealPassView, HealReportView, HealStarted,
+    HealStatusView, Info, KmsKeyStatusView, KmsKeyView, NewUser, PolicyInfo, UserInfo, HEAL_REASON,
+    PATH_PREFIX,
 };
 use crate::api::auth::sigv4;
 use crate::config;
@@ -435,6 +436,41 @@ async fn info(client: &AdminClient, raw_json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The nodes of a cluster, and which runs each once-per-cluster job.
+fn render_nodes(out: &mut String, cluster: &ClusterInfo, now_ms: i64) {
+    let reach = if cluster.etcd_reachable {
+        ""
+    } else {
+        "  (etcd out of reach from this node: states unknown)"
+    };
+    out.push_str(&format!(
+        "\nNodes (answered by {}){reach}\n",
+        cluster.this_node
+    ));
+    let width = (cluster.nodes.iter().map(|n| n.node.len()))
+        .max()
+        .unwrap_or(0)
+        .max("NODE".len());
+    out.push_str(&format!(
+        "  {:<width$}  {:<7}  {:<9}  UP FOR\n",
+        "NODE", "STATE", "VERSION"
+    ));
+    for node in &cluster.nodes {
+        let up_for = node.started.map_or("-".to_string(), |started| {
+            ago(now_ms, (started as i64).saturating_mul(1000))
+        });
+        out.push_str(&format!(
+            "  {:<width$}  {:<7}  {:<9}  {up_for}\n",
+            node.node,
+            node.state,
+            node.version.as_deref().unwrap_or("-")
+        ));
+    }
+    for (job, node) in &cluster.elected {
+        out.push_str(&format!("  {job} runs on {node}\n"));
+    }
+}
+
 /// The `info` table.
 fn render_info(info: &Info, now_ms: i64) -> String {
     let mut out = String::new();
@@ -444,6 +480,9 @@ fn render_info(info: &Info, now_ms: i64) -> String {
         "NOT READY: a set is below write quorum, writes fail"
     };
     out.push_str(&format!("Deployment {}  ({ready})\n", info.deployment_id));
+    if let Some(cluster) = &info.cluster {
+        render_nodes(&mut out, cluster, now_ms);
+    }
     let width = info
         .sets
         .iter()
@@ -1187,6 +1226,7 @@ mod tests {
                 ],
             }],
             heal: HealStatusView::default(),
+            cluster: None,
         };
         let table = render_info(&info, 0);
         let row = |path: &str| {

@@ -1,6 +1,8 @@
 //! Health endpoints for load balancers and orchestrators, answered without credentials:
-//! `GET /health/live` (the process serves) and `GET /health/ready` (every erasure set can take
-//! writes). Only unsigned requests are probes: a signed `GET /health/live` is a GetObject of
+//! `GET /health/live` (the process serves), `GET /health/ready` (this node can serve writes:
+//! every erasure set has its write quorum of drives answering, and in a cluster with etcd the
+//! node's lease lives) and `GET /health/cluster` (the cluster as a whole can take writes:
+//! every set has its write quorum, whatever this node's own standing). Only unsigned requests are probes: a signed `GET /health/live` is a GetObject of
 //! key `live` in a bucket named `health`, and goes on to S3 routing.
 
 use axum::body::Body;
@@ -9,6 +11,7 @@ use axum::http::{header, Method, StatusCode};
 use axum::response::Response;
 use serde::Serialize;
 
+use crate::cluster::control::ControlPlane;
 use crate::deployment::Deployment;
 use crate::erasure::ErasureSet;
 
@@ -17,6 +20,7 @@ use crate::erasure::ErasureSet;
 pub enum Probe {
     Live,
     Ready,
+    Cluster,
 }
 
 /// The drives online in one set against what a write needs.
@@ -42,6 +46,7 @@ pub fn probe(request: &Request) -> Option<Probe> {
     let probe = match request.uri().path() {
         "/health/live" => Probe::Live,
         "/health/ready" => Probe::Ready,
+        "/health/cluster" => Probe::Cluster,
         _ => return None,
     };
     let presigned = request
@@ -82,14 +87,20 @@ struct Readiness<'a> {
     sets: Vec<SetHealth>,
 }
 
-/// Answers a probe: live is always 200 while we can answer at all; ready is 503 while any
-/// set has fewer drives online than its write quorum.
-pub fn answer(probe: Probe, deployment: &Deployment, sets: &[ErasureSet]) -> Response {
+/// Answers a probe: live is always 200 while we can answer at all; ready and cluster are 503
+/// while any set has fewer drives online than its write quorum, and ready also while this
+/// node cannot reach the cluster's control plane.
+pub fn answer(
+    probe: Probe,
+    deployment: &Deployment,
+    sets: &[ErasureSet],
+    control: Option<&ControlPlane>,
+) -> Response {
     let (status, body) = match probe {
         Probe::Live => (StatusCode::OK, r#"{"status":"live"}"#.to_string()),
-        Probe::Ready => {
+        Probe::Ready | Probe::Cluster => {
             let sets = set_health(deployment, sets);
-            let short: Vec<String> = sets
+            let mut short: Vec<String> = sets
                 .iter()
                 .filter(|s| !s.writable())
                 .map(|s| {
@@ -102,6 +113,9 @@ pub fn answer(probe: Probe, deployment: &Deployment, sets: &[ErasureSet]) -> Res
                     )
                 })
                 .collect();
+            if probe == Probe::Ready && control.is_some_and(|c| !c.reachable()) {
+                short.push("this node cannot reach etcd (the control plane)".into());
+            }
             let ready = short.is_empty();
             let body = Readiness {
                 status: if ready { "ready" } else { "not ready" },

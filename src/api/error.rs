@@ -488,6 +488,10 @@ impl From<ObjectError> for S3Error {
             ObjectError::Tier(e) => S3Error::new(C::ServiceUnavailable, e.to_string()),
             ObjectError::Encryption(e) => e.into(),
             ObjectError::KmsUnavailable => S3Error::from_code(C::ServiceUnavailable),
+            ObjectError::ControlPlaneUnavailable => S3Error::new(
+                C::ServiceUnavailable,
+                "the cluster's control plane is unavailable; settings cannot change now",
+            ),
             ObjectError::KmsNotConfigured => S3Error::new(
                 C::NotImplemented,
                 "Server side encryption specified but KMS is not configured",

@@ -12,6 +12,7 @@
 use std::collections::HashSet;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
@@ -22,7 +23,7 @@ use crate::erasure::quorum::write_quorum;
 pub const MAX_EXPANSION: usize = 1 << 16;
 
 /// One drive of a distributed deployment.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct NodeDrive {
     /// The node serving the drive, as `host:port`: host names lower-cased, IP addresses in
     /// their canonical form, IPv6 in brackets (`[::1]:9001`), as `SocketAddr` prints them.
@@ -33,7 +34,7 @@ pub struct NodeDrive {
 }
 
 /// Which drives form which erasure set, for every node of the deployment.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterLayout {
     /// Every node, in the order it first appears in the drive arguments.
     pub nodes: Vec<String>,
@@ -560,6 +561,61 @@ impl ClusterLayout {
         uuid::Builder::from_custom_bytes(bytes)
             .into_uuid()
             .to_string()
+    }
+
+    /// How `other` differs from this layout, a line per difference, for an operator who
+    /// started a node with other arguments than the cluster's; empty when they are the same.
+    pub fn differences(&self, other: &ClusterLayout) -> Vec<String> {
+        let mut out = Vec::new();
+        if (self.data, self.parity) != (other.data, other.parity) {
+            out.push(format!(
+                "erasure coding {}+{} here, {}+{} in the cluster",
+                other.data, other.parity, self.data, self.parity
+            ));
+        }
+        let missing: Vec<_> = (self.nodes.iter())
+            .filter(|n| !other.nodes.contains(n))
+            .collect();
+        let extra: Vec<_> = (other.nodes.iter())
+            .filter(|n| !self.nodes.contains(n))
+            .collect();
+        if !missing.is_empty() {
+            out.push(format!("nodes missing here: {missing:?}"));
+        }
+        if !extra.is_empty() {
+            out.push(format!("nodes not in the cluster: {extra:?}"));
+        }
+        if missing.is_empty() && extra.is_empty() && self.nodes != other.nodes {
+            out.push(format!(
+                "nodes in another order: {:?} here, {:?} in the cluster",
+                other.nodes, self.nodes
+            ));
+        }
+        if self.sets.len() != other.sets.len() {
+            out.push(format!(
+                "{} erasure sets here, {} in the cluster",
+                other.sets.len(),
+                self.sets.len()
+            ));
+        }
+        for (index, (ours, theirs)) in self.sets.iter().zip(&other.sets).enumerate() {
+            for (position, (a, b)) in ours.iter().zip(theirs).enumerate() {
+                if a != b {
+                    out.push(format!(
+                        "set {index} drive {position}: {}{} here, {}{} in the cluster",
+                        b.node, b.path, a.node, a.path
+                    ));
+                }
+            }
+            if ours.len() != theirs.len() {
+                out.push(format!(
+                    "set {index}: {} drives here, {} in the cluster",
+                    theirs.len(),
+                    ours.len()
+                ));
+            }
+        }
+        out
     }
 
     fn digest(&self) -> [u8; 32] {

@@ -356,3 +356,27 @@ fn the_deployment_id_is_a_uuid_from_the_fingerprint() {
     let fingerprint = layout.fingerprint();
     assert_eq!(id.replace('-', "")[..12], fingerprint[..12]);
 }
+
+#[test]
+fn differences_name_what_a_node_was_started_with_otherwise() {
+    let cluster_layout = plan(cluster(3, 3), 6, 3, false).unwrap();
+    assert!(cluster_layout.differences(&cluster_layout).is_empty());
+    let regeared = plan(cluster(3, 3), 5, 4, false).unwrap();
+    assert_eq!(
+        cluster_layout.differences(&regeared),
+        ["erasure coding 5+4 here, 6+3 in the cluster"]
+    );
+    let other_folder = expand_endpoints(&args(&[
+        "http://127.0.0.1:9001/srv/d{1...3}",
+        "http://127.0.0.1:9002/srv/d{1...3}",
+        "http://127.0.0.1:9004/srv/d{1...3}",
+    ]))
+    .unwrap();
+    let other_node = plan(other_folder, 6, 3, false).unwrap();
+    let said = cluster_layout.differences(&other_node);
+    assert!(said.contains(&r#"nodes missing here: ["127.0.0.1:9003"]"#.to_string()));
+    assert!(said.contains(&r#"nodes not in the cluster: ["127.0.0.1:9004"]"#.to_string()));
+    assert!(said
+        .iter()
+        .any(|line| line.starts_with("set 0 drive 2: 127.0.0.1:9004/srv/d1 here")));
+}

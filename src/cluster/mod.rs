@@ -1,3 +1,5 @@
 //! Distributed mode: which node serves which drive, and how the drives form erasure sets.
 
+pub mod control;
+pub mod etcd;
 pub mod layout;

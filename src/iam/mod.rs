@@ -25,7 +25,7 @@ pub mod store;
 use std::sync::Arc;
 
 pub use policy::{Context, MalformedPolicy, Policy, PolicyKind};
-pub use store::{Iam, IamError, PolicyInfo, UserInfo};
+pub use store::{Iam, IamError, PolicyInfo, UserInfo, RECORD_PREFIX};
 
 use crate::object::acl::{Acl, Permission, PublicAccessBlock, Requester};
 use crate::object::{BucketName, ObjectError, ObjectKey, ObjectStore};

@@ -18,6 +18,8 @@ use super::crypt::{OpenError, Sealed, SecretBox};
 use super::policy::{Access, Decision, MalformedPolicy, Policy, PolicyKind};
 use crate::object::{now_ms, ObjectError, ObjectStore};
 
+/// Where every record of users and policies is kept among the system records.
+pub const RECORD_PREFIX: &str = "iam/";
 const USER_PREFIX: &str = "iam/user/";
 const POLICY_PREFIX: &str = "iam/policy/";
 /// Length of generated secret keys.

@@ -6,6 +6,7 @@ use super::commit::commit_revision;
 use super::record::{self, BucketRecord, BucketSettings, ObjectRecord, VersionsRecord};
 use super::{
     now_ms, read_agreed, retry_conflicts, Agreement, BucketName, ObjectError, ObjectStore,
+    RecordChange,
 };
 use crate::erasure::{MetaOp, MetaTable};
 
@@ -22,9 +23,10 @@ impl ObjectStore {
         name: &BucketName,
         settings: BucketSettings,
     ) -> Result<BucketRecord, ObjectError> {
+        self.may_change_records()?;
         let key = name.as_str().as_bytes();
         let _guard = self.locks.write(name.as_str(), "").await;
-        retry_conflicts(|| async {
+        let created = retry_conflicts(|| async {
             if self.find_bucket(name).await?.is_some() {
                 return Err(ObjectError::BucketExists);
             }
@@ -47,7 +49,9 @@ impl ObjectStore {
             self.in_force(name, committed.await, &record)?;
             Ok(record)
         })
-        .await
+        .await;
+        self.announce(RecordChange::Bucket(name.to_string())).await;
+        created
     }
 
     /// The bucket's record, or `NoSuchBucket`: as agreed on lately (see [`BucketCache`]).
@@ -104,11 +108,12 @@ impl ObjectStore {
         name: &BucketName,
         change: impl Fn(&mut BucketSettings) -> Result<(), ObjectError>,
     ) -> Result<BucketRecord, ObjectError> {
+        self.may_change_records()?;
         // Bucket keys are never object keys (those are never empty), so this lock is the
         // bucket's own.
         let _guard = self.locks.write(name.as_str(), "").await;
         let key = name.as_str().as_bytes();
-        retry_conflicts(|| async {
+        let changed = retry_conflicts(|| async {
             let base = self.find_bucket(name).await?;
             let base = base.ok_or(ObjectError::NoSuchBucket)?;
             let mut record = base.clone();
@@ -123,7 +128,11 @@ impl ObjectStore {
             self.in_force(name, committed.await, &record)?;
             Ok(record)
         })
-        .await
+        .await;
+        if !matches!(changed, Err(ObjectError::NoSuchBucket)) {
+            self.announce(RecordChange::Bucket(name.to_string())).await;
+        }
+        changed
     }
 
     pub async fn list_buckets(&self) -> Result<Vec<BucketRecord>, ObjectError> {
@@ -170,9 +179,10 @@ impl ObjectStore {
     /// undone everywhere when a set misses its write quorum, so that a DeleteBucket answered
     /// with an error leaves the bucket in place.
     pub async fn delete_bucket(&self, name: &BucketName) -> Result<(), ObjectError> {
+        self.may_change_records()?;
         let key = name.as_str().as_bytes();
         let _guard = self.locks.write(name.as_str(), "").await;
-        retry_conflicts(|| async {
+        let deleted = retry_conflicts(|| async {
             let base = self.find_bucket(name).await?;
             let base = base.ok_or(ObjectError::NoSuchBucket)?;
             // A versioned bucket is empty only once every version and delete marker is gone.
@@ -192,7 +202,9 @@ impl ObjectStore {
             self.buckets.forget(name.as_str());
             deleted
         })
-        .await?;
+        .await;
+        self.announce(RecordChange::Bucket(name.to_string())).await;
+        deleted?;
         // Its multipart uploads go with it (best effort: uploads of a bucket that no longer
         // exists can be neither listed nor completed).
         let mut uploads_prefix = key.to_vec();

@@ -7,7 +7,9 @@ pub mod acl;
 mod at_rest;
 mod bucket;
 mod bucket_cache;
+mod changes;
 pub use bucket_cache::ParsedByRevision;
+pub use changes::{ChangeFeed, RecordChange};
 pub mod checksum;
 mod commit;
 mod copies;
@@ -146,6 +148,10 @@ pub enum ObjectError {
     /// The key service is configured but its catalog cannot be read yet.
     #[error("the key service is not available yet")]
     KmsUnavailable,
+    /// Bucket and deployment-wide records cannot change now: the other servers of the
+    /// cluster could not hear of it (the control plane is out of reach).
+    #[error("the cluster's control plane is unavailable; settings cannot change now")]
+    ControlPlaneUnavailable,
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -181,6 +187,8 @@ pub struct ObjectStore {
     kms: arc_swap::ArcSwapOption<Arc<dyn crate::kms::KeyService>>,
     /// A key service is configured, though `kms` may not hold it yet.
     kms_expected: std::sync::atomic::AtomicBool,
+    /// Where changes to bucket and system records are told to other servers (a cluster).
+    feed: std::sync::OnceLock<Arc<dyn ChangeFeed>>,
 }
 
 impl ObjectStore {
@@ -207,6 +215,7 @@ impl ObjectStore {
             buckets,
             kms: arc_swap::ArcSwapOption::empty(),
             kms_expected: Default::default(),
+            feed: Default::default(),
         })
     }
 

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::commit::commit_revision;
 use super::record;
-use super::{read_agreed, retry_conflicts, ObjectError, ObjectStore};
+use super::{read_agreed, retry_conflicts, ObjectError, ObjectStore, RecordChange};
 use crate::erasure::{DriveError, MetaOp, MetaTable};
 
 /// The lock namespace of system records: never a bucket name (`_` is not allowed in one).
@@ -55,8 +55,9 @@ impl ObjectStore {
 
     /// Creates or replaces a deployment-wide record on every set.
     pub async fn system_put(&self, key: &str, value: Vec<u8>) -> Result<(), ObjectError> {
+        self.may_change_records()?;
         let _guard = self.locks.write(LOCK_NAMESPACE, key).await;
-        retry_conflicts(|| async {
+        let put = retry_conflicts(|| async {
             let base = self.system_record(key).await?;
             let record = match &base {
                 Some(current) => SystemRecord {
@@ -77,13 +78,16 @@ impl ObjectStore {
             };
             self.system_apply(key, op, base.as_ref()).await
         })
-        .await
+        .await;
+        self.announce(RecordChange::System(key.to_string())).await;
+        put
     }
 
     /// Deletes a deployment-wide record from every set; whether it existed.
     pub async fn system_delete(&self, key: &str) -> Result<bool, ObjectError> {
+        self.may_change_records()?;
         let _guard = self.locks.write(LOCK_NAMESPACE, key).await;
-        retry_conflicts(|| async {
+        let deleted = retry_conflicts(|| async {
             let base = self.system_record(key).await?;
             let op = MetaOp::Delete {
                 table: MetaTable::System,
@@ -92,7 +96,9 @@ impl ObjectStore {
             self.system_apply(key, op, base.as_ref()).await?;
             Ok(base.is_some())
         })
-        .await
+        .await;
+        self.announce(RecordChange::System(key.to_string())).await;
+        deleted
     }
 
     /// Every deployment-wide record whose key starts with `prefix`, in key order.

@@ -42,7 +42,13 @@ pub fn router(state: Arc<AppState>) -> axum::Router {
 async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Response {
     // Load-balancer probes: unsigned, frequent, and kept out of the request log.
     if let Some(probe) = health::probe(&request) {
-        return health::answer(probe, &state.admin.deployment, state.s3.store.sets());
+        let control = state.admin.control.as_deref();
+        return health::answer(
+            probe,
+            &state.admin.deployment,
+            state.s3.store.sets(),
+            control,
+        );
     }
     // Prometheus scrapes: unsigned, answered before S3 routing, kept out of the request log.
     if crate::metrics::may_be_scrape(&request) && addresses_metrics(&state, &request) {

@@ -16,12 +16,14 @@ use tokio::net::TcpListener;
 use crate::admin::api::AdminState;
 use crate::api::{auth, S3State};
 use crate::background;
+use crate::cluster::control::ControlPlane;
+use crate::cluster::etcd::Etcd;
 use crate::config::ServerConfig;
 use crate::deployment::{self, Deployment};
 use crate::healing::{DriveMonitor, Healer, Scrubber};
 use crate::lifecycle::{LifecycleScanner, LifecycleStatus};
 use crate::metrics::Metrics;
-use crate::object::ObjectStore;
+use crate::object::{ObjectStore, RecordChange};
 use crate::storage::remote::ClusterAuth;
 use crate::storage::Drive;
 use crate::tls;
@@ -93,6 +95,14 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         None => None,
     };
     raise_open_file_limit();
+    // A node whose layout differs from the cluster's is refused before its drives are touched.
+    let control = match config.cluster.as_ref().filter(|c| !c.etcd.is_empty()) {
+        Some(cluster) => {
+            let etcd = Etcd::new(cluster.etcd.clone())?;
+            Some(ControlPlane::join(etcd, &cluster.layout, &cluster.this_node).await?)
+        }
+        None => None,
+    };
     let deployment = {
         let config = config.clone();
         tokio::task::spawn_blocking(move || deployment::open(&config))
@@ -118,16 +128,19 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     if let Some(cluster) = &config.cluster {
         serve_drives(&config, cluster, &deployment).await?;
     }
-    // Work that must run once per deployment runs on one node until nodes elect its owner.
-    let runs_singletons = (config.cluster.as_ref())
-        .is_none_or(|cluster| cluster.layout.nodes.first() == Some(&cluster.this_node));
-    if runs_singletons {
-        background::spawn(background::StaleUploadCleaner {
+    if let Some(control) = &control {
+        store.set_change_feed(control.clone());
+        control.spawn_renewal();
+    }
+    spawn_singleton(
+        background::StaleUploadCleaner {
             store: store.clone(),
             expiry: config.stale_upload_expiry,
             interval: config.stale_upload_scan,
-        });
-    }
+        },
+        &config,
+        control.as_ref(),
+    );
     let healer = Arc::new(Healer::default());
     healer.spawn_read_healer(store.clone());
     background::spawn(DriveMonitor {
@@ -147,14 +160,16 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         orphan_age: config.healing.orphan_age,
     });
     let lifecycle_status = Arc::new(LifecycleStatus::default());
-    if runs_singletons {
-        background::spawn(LifecycleScanner {
+    spawn_singleton(
+        LifecycleScanner {
             store: store.clone(),
             day: config.lifecycle.day,
             status: lifecycle_status.clone(),
             pace: config.lifecycle.pace,
-        });
-    }
+        },
+        &config,
+        control.as_ref(),
+    );
     let usage = Arc::new(Usage::default());
     background::spawn(UsageScanner::new(
         store.clone(),
@@ -172,11 +187,15 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     if let Err(e) = iam.reload().await {
         tracing::warn!(error = %e, "could not load users and policies yet; retrying in the background");
     }
-    // Other nodes change users too, and nothing tells this one yet: read them again often.
-    iam.spawn_refresh(match config.cluster {
-        Some(_) => CLUSTER_IAM_REFRESH,
-        None => IAM_REFRESH,
+    // Other nodes change users too: the control plane tells this one, and without it they
+    // are read again often.
+    iam.spawn_refresh(match (&config.cluster, &control) {
+        (Some(_), None) => CLUSTER_IAM_REFRESH,
+        _ => IAM_REFRESH,
     });
+    if let Some(control) = &control {
+        control.spawn_watch(apply_others_changes(store.clone(), iam.clone()));
+    }
     kms::start(&store)
         .await
         .context("opening the key service")?;
@@ -200,6 +219,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         lifecycle_configs: Default::default(),
     };
     let admin = AdminState {
+        control: control.clone(),
         store,
         iam,
         deployment: deployment.clone(),
@@ -263,8 +283,60 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     )
     .await
     .context("serving")?;
+    if let Some(control) = &control {
+        // The jobs this node held move to another at once, not after the lease's TTL.
+        control.leave().await;
+    }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Runs work that must run once per deployment: here when alone; in a cluster on the node
+/// elected for it, or without etcd on the layout's first node.
+fn spawn_singleton(
+    worker: impl background::Worker,
+    config: &ServerConfig,
+    control: Option<&Arc<ControlPlane>>,
+) {
+    match (control, &config.cluster) {
+        (Some(control), _) => {
+            let held = control.stand_for(worker.name());
+            background::spawn(background::Elected { worker, held });
+        }
+        (None, Some(cluster)) if cluster.layout.nodes.first() != Some(&cluster.this_node) => {}
+        _ => {
+            background::spawn(worker);
+        }
+    }
+}
+
+/// What this node does when another announces a change: reads the record again.
+fn apply_others_changes(
+    store: Arc<ObjectStore>,
+    iam: Arc<crate::iam::Iam>,
+) -> impl Fn(Option<RecordChange>) + Send + Sync + 'static {
+    move |change| {
+        let reload_iam = match &change {
+            Some(RecordChange::Bucket(name)) => {
+                store.forget_bucket(name);
+                false
+            }
+            Some(RecordChange::System(key)) => key.starts_with(crate::iam::RECORD_PREFIX),
+            // Anything may have changed while the watch was down.
+            None => {
+                store.forget_agreed_buckets();
+                true
+            }
+        };
+        if reload_iam {
+            let iam = iam.clone();
+            tokio::spawn(async move {
+                if let Err(e) = iam.reload().await {
+                    tracing::warn!(error = %e, "could not read users and policies again");
+                }
+            });
+        }
+    }
 }
 
 /// GETs of multipart objects keep a shard file open per part and drive.

@@ -23,9 +23,27 @@ pub struct Cluster {
 impl Cluster {
     /// `nodes` processes with `drives_per_node` folders each, erasure coded `ec`.
     pub fn start(nodes: usize, drives_per_node: usize, ec: &str) -> Cluster {
+        Self::start_with_args(nodes, drives_per_node, ec, &[])
+    }
+
+    /// The same, every node also joining the control plane in `etcd`.
+    pub fn start_with_etcd(
+        nodes: usize,
+        drives_per_node: usize,
+        ec: &str,
+        etcd: &super::EtcdServer,
+    ) -> Cluster {
+        Self::start_with_args(nodes, drives_per_node, ec, &["--etcd", &etcd.endpoint()])
+    }
+
+    fn start_with_args(nodes: usize, drives_per_node: usize, ec: &str, args: &[&str]) -> Cluster {
         let (root, ports, drives, layout) = Self::plan(nodes, drives_per_node);
         let nodes = (0..nodes)
-            .map(|i| TestServer::start_with(node_options(ports[i], &drives[i], &layout, ec)))
+            .map(|i| {
+                let mut options = node_options(ports[i], &drives[i], &layout, ec);
+                options.extra_args = args.iter().map(|a| a.to_string()).collect();
+                TestServer::start_with(options)
+            })
             .collect();
         Cluster {
             nodes,

@@ -7,6 +7,7 @@
 
 mod cluster;
 mod drives;
+mod etcd;
 mod multipart;
 mod payload;
 mod raw;
@@ -17,6 +18,8 @@ mod sdk;
 pub use cluster::*;
 #[allow(unused_imports)]
 pub use drives::*;
+#[allow(unused_imports)]
+pub use etcd::*;
 #[allow(unused_imports)]
 pub use multipart::*;
 #[allow(unused_imports)]

@@ -1,0 +1,406 @@
+//! The cluster's control plane in etcd: the layout every node must agree on, which nodes are
+//! up (a key each, on a lease the node keeps alive), which node runs each piece of work that
+//! must run once per cluster (an election per job), and a feed of changes to the records
+//! every node caches. Object data and metadata never go through etcd.
+//!
+//! Keys, under `/strata/`:
+//! - `layout`: the cluster's layout and deployment id, created by the first node to start.
+//! - `nodes/<host:port>`: a node that is up, on its lease.
+//! - `elected/<job>`: the node running the job, on its lease.
+//! - `changes/<kind>`: the last record of a kind that changed; watched by every node.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context};
+use async_trait::async_trait;
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+use super::etcd::{Etcd, EtcdError, LeaseId, WatchEvent};
+use super::layout::ClusterLayout;
+use crate::object::{ChangeFeed, RecordChange};
+
+const ROOT: &str = "/strata/";
+/// How long a node's keys outlive its last word: a node that stops answering is taken for
+/// down, and loses the jobs it was elected for, after this.
+pub const LEASE_TTL: Duration = Duration::from_secs(10);
+/// How often a node renews its lease (and stands for the jobs it wants).
+const RENEW_EVERY: Duration = Duration::from_millis(LEASE_TTL.as_millis() as u64 / 4);
+/// How long a starting node waits between attempts to reach etcd.
+const JOIN_RETRY: Duration = Duration::from_secs(2);
+/// How long a broken watch waits before it watches again.
+const REWATCH_AFTER: Duration = Duration::from_secs(1);
+
+/// What etcd holds of the layout.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LayoutRecord {
+    pub deployment_id: String,
+    pub layout: ClusterLayout,
+}
+
+/// What etcd holds of a node that is up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeRecord {
+    pub node: String,
+    pub version: String,
+    /// Unix seconds.
+    pub started: u64,
+}
+
+pub struct ControlPlane {
+    etcd: Etcd,
+    node: String,
+    /// Every node of the layout, in order.
+    nodes: Vec<String>,
+    record: NodeRecord,
+    state: Mutex<LeaseState>,
+    /// Per job this node stands for, whether it holds it now.
+    elections: Mutex<HashMap<&'static str, watch::Sender<bool>>>,
+}
+
+#[derive(Default)]
+struct LeaseState {
+    lease: Option<LeaseId>,
+    /// Until when the lease surely lives: the start of the last renewal that succeeded,
+    /// plus the TTL.
+    alive_until: Option<Instant>,
+}
+
+impl ControlPlane {
+    /// Joins the cluster: checks this node's layout against the one in etcd (the first node
+    /// writes it) and registers the node. Fails with what differs when the layouts do.
+    pub async fn join(etcd: Etcd, layout: &ClusterLayout, node: &str) -> anyhow::Result<Arc<Self>> {
+        let ours = LayoutRecord {
+            deployment_id: layout.deployment_id(),
+            layout: layout.clone(),
+        };
+        let key = format!("{ROOT}layout");
+        let encoded = serde_json::to_vec(&ours)?;
+        // etcd may come up after the nodes (a Kubernetes rollout): wait for it.
+        let existing = loop {
+            match etcd.create(&key, &encoded, None).await {
+                Err(EtcdError::Unreachable(e)) => {
+                    tracing::warn!(error = %e, "waiting for etcd to answer");
+                    tokio::time::sleep(JOIN_RETRY).await;
+                }
+                answer => {
+                    break answer.with_context(|| format!("etcd at {:?}", etcd.endpoints()))?
+                }
+            }
+        };
+        match existing {
+            Ok(()) => {
+                tracing::info!(deployment = %ours.deployment_id, "recorded the cluster layout in etcd")
+            }
+            Err(existing) => {
+                let theirs: LayoutRecord = serde_json::from_slice(&existing.value)
+                    .context("etcd holds a layout this release cannot read")?;
+                if theirs != ours {
+                    let mut differences = theirs.layout.differences(&ours.layout);
+                    if differences.is_empty() {
+                        differences.push(format!(
+                            "deployment id {} here, {} in the cluster",
+                            ours.deployment_id, theirs.deployment_id
+                        ));
+                    }
+                    bail!(
+                        "this node's drive arguments do not match the cluster's layout in etcd \
+                         (deployment {}): {}. Start every node with the same drive arguments \
+                         and --ec",
+                        theirs.deployment_id,
+                        differences.join("; ")
+                    );
+                }
+            }
+        }
+        let control = Arc::new(Self {
+            etcd,
+            node: node.to_string(),
+            nodes: layout.nodes.clone(),
+            record: NodeRecord {
+                node: node.to_string(),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                started: unix_seconds(),
+            },
+            state: Mutex::default(),
+            elections: Mutex::default(),
+        });
+        control
+            .renew()
+            .await
+            .context("registering this node in etcd")?;
+        Ok(control)
+    }
+
+    /// Keeps the lease alive (and stands for the jobs asked for) until the server stops.
+    pub fn spawn_renewal(self: &Arc<Self>) {
+        let control = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(RENEW_EVERY).await;
+                let Some(control) = control.upgrade() else {
+                    break;
+                };
+                if let Err(e) = control.renew().await {
+                    tracing::warn!(error = %e, "could not renew this node's lease in etcd");
+                }
+                control.drop_lapsed_elections();
+            }
+        });
+    }
+
+    /// This node, as the layout names it.
+    pub fn this_node(&self) -> &str {
+        &self.node
+    }
+
+    /// Every node of the layout, in order.
+    pub fn nodes(&self) -> &[String] {
+        &self.nodes
+    }
+
+    /// Whether this node's lease surely lives: etcd answered within the TTL.
+    pub fn reachable(&self) -> bool {
+        let state = self.state.lock().expect("not poisoned");
+        state
+            .alive_until
+            .is_some_and(|until| Instant::now() < until)
+    }
+
+    /// Stands for `job`: the answer says, now and on every change, whether this node holds
+    /// it. At most one node holds a job while etcd is reachable; a node that loses etcd
+    /// gives its jobs up before its lease can lapse.
+    pub fn stand_for(&self, job: &'static str) -> watch::Receiver<bool> {
+        let mut elections = self.elections.lock().expect("not poisoned");
+        elections
+            .entry(job)
+            .or_insert_with(|| watch::channel(false).0)
+            .subscribe()
+    }
+
+    /// The nodes whose lease lives, by node.
+    pub async fn nodes_up(&self) -> Result<Vec<NodeRecord>, EtcdError> {
+        let (kvs, _) = self.etcd.list(&format!("{ROOT}nodes/")).await?;
+        Ok(kvs
+            .iter()
+            .filter_map(|kv| serde_json::from_slice(&kv.value).ok())
+            .collect())
+    }
+
+    /// The node holding each job, by job.
+    pub async fn elected(&self) -> Result<Vec<(String, String)>, EtcdError> {
+        let prefix = format!("{ROOT}elected/");
+        let (kvs, _) = self.etcd.list(&prefix).await?;
+        Ok(kvs
+            .into_iter()
+            .map(|kv| {
+                let job = kv.key.trim_start_matches(&prefix).to_string();
+                (job, String::from_utf8_lossy(&kv.value).into_owned())
+            })
+            .collect())
+    }
+
+    /// Calls `heard` with every change another node announces, from now on, until the
+    /// server stops; after a broken watch, with `None` (anything may have changed).
+    pub fn spawn_watch(
+        self: &Arc<Self>,
+        heard: impl Fn(Option<RecordChange>) + Send + Sync + 'static,
+    ) {
+        let control = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let prefix = format!("{ROOT}changes/");
+            let mut first = true;
+            loop {
+                let Some((etcd, this_node)) =
+                    control.upgrade().map(|c| (c.etcd.clone(), c.node.clone()))
+                else {
+                    break;
+                };
+                // List to learn the revision to watch from; after a break, what was missed
+                // is unknown, so everything is read again.
+                let from = match etcd.list(&prefix).await {
+                    Ok((_, revision)) => revision + 1,
+                    Err(_) => {
+                        tokio::time::sleep(REWATCH_AFTER).await;
+                        continue;
+                    }
+                };
+                if !first {
+                    heard(None);
+                }
+                first = false;
+                match etcd.watch(&prefix, from).await {
+                    Ok(events) => {
+                        let mut events = std::pin::pin!(events);
+                        while let Some(batch) = events.next().await {
+                            match batch {
+                                Ok(batch) => {
+                                    for event in batch {
+                                        let WatchEvent::Put(kv) = event else { continue };
+                                        match parse_change(&kv.value) {
+                                            Some((_, node)) if node == this_node => {}
+                                            Some((change, _)) => heard(Some(change)),
+                                            None => heard(None),
+                                        }
+                                    }
+                                }
+                                Err(e) => {
+                                    tracing::warn!(error = %e, "the etcd watch broke");
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "could not watch etcd"),
+                }
+                tokio::time::sleep(REWATCH_AFTER).await;
+            }
+        });
+    }
+
+    /// Leaves the cluster at once: this node's keys (and jobs) go with its lease.
+    pub async fn leave(&self) {
+        let lease = self.state.lock().expect("not poisoned").lease.take();
+        if let Some(lease) = lease {
+            let _ = self.etcd.revoke(lease).await;
+        }
+    }
+
+    /// Renews the lease, or takes a new one (and registers again) when it lapsed; then
+    /// stands for the jobs asked for.
+    async fn renew(&self) -> Result<(), EtcdError> {
+        let started = Instant::now();
+        let lease = self.state.lock().expect("not poisoned").lease;
+        let lease = match lease {
+            Some(lease) if self.etcd.keep_alive(lease).await? => lease,
+            _ => {
+                let lease = self.etcd.grant(LEASE_TTL).await?;
+                let record = serde_json::to_vec(&self.record).expect("serialisable");
+                let key = format!("{ROOT}nodes/{}", self.node);
+                self.etcd.put(&key, &record, Some(lease)).await?;
+                // Jobs held on the lapsed lease are gone.
+                self.set_all_elections(false);
+                self.state.lock().expect("not poisoned").lease = Some(lease);
+                lease
+            }
+        };
+        self.state.lock().expect("not poisoned").alive_until = Some(started + LEASE_TTL);
+        self.campaign(lease).await
+    }
+
+    /// Takes every job asked for that no node holds.
+    async fn campaign(&self, lease: LeaseId) -> Result<(), EtcdError> {
+        let jobs: Vec<&'static str> = (self.elections.lock().expect("not poisoned"))
+            .keys()
+            .copied()
+            .collect();
+        for job in jobs {
+            let key = format!("{ROOT}elected/{job}");
+            let held = match self
+                .etcd
+                .create(&key, self.node.as_bytes(), Some(lease))
+                .await?
+            {
+                Ok(()) => true,
+                Err(existing) => existing.lease == lease,
+            };
+            let elections = self.elections.lock().expect("not poisoned");
+            if let Some(sender) = elections.get(job) {
+                sender.send_if_modified(|holds| {
+                    let changed = *holds != held;
+                    if changed {
+                        tracing::info!(job, held, "election");
+                    }
+                    *holds = held;
+                    changed
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A node that could not renew gives its jobs up a margin before its lease can lapse
+    /// in etcd, so that the next holder never overlaps it.
+    fn drop_lapsed_elections(&self) {
+        let margin = RENEW_EVERY;
+        let until = self.state.lock().expect("not poisoned").alive_until;
+        if until.is_none_or(|until| Instant::now() + margin >= until) {
+            self.set_all_elections(false);
+        }
+    }
+
+    fn set_all_elections(&self, held: bool) {
+        for (job, sender) in self.elections.lock().expect("not poisoned").iter() {
+            sender.send_if_modified(|holds| {
+                let changed = *holds != held;
+                if changed {
+                    tracing::info!(job = *job, held, "election");
+                }
+                *holds = held;
+                changed
+            });
+        }
+    }
+}
+
+#[async_trait]
+impl ChangeFeed for ControlPlane {
+    fn may_change(&self) -> bool {
+        self.reachable()
+    }
+
+    async fn changed(&self, change: RecordChange) {
+        let (kind, name) = match &change {
+            RecordChange::Bucket(name) => ("bucket", name),
+            RecordChange::System(key) => ("system", key),
+        };
+        let key = format!("{ROOT}changes/{kind}");
+        let value = format!("{kind}\n{name}\n{}", self.node);
+        if let Err(e) = self.etcd.put(&key, value.as_bytes(), None).await {
+            // The others read everything again when their watch breaks, and users and
+            // policies in any case every IAM refresh.
+            tracing::warn!(error = %e, ?change, "could not announce a change in etcd");
+        }
+    }
+}
+
+/// An announced change and the node that made it.
+fn parse_change(value: &[u8]) -> Option<(RecordChange, String)> {
+    let text = std::str::from_utf8(value).ok()?;
+    let mut lines = text.split('\n');
+    let (kind, name, node) = (lines.next()?, lines.next()?, lines.next()?);
+    let change = match kind {
+        "bucket" => RecordChange::Bucket(name.to_string()),
+        "system" => RecordChange::System(name.to_string()),
+        _ => return None,
+    };
+    Some((change, node.to_string()))
+}
+
+fn unix_seconds() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn announced_changes_read_back() {
+        let node = "127.0.0.1:9001".to_string();
+        assert_eq!(
+            parse_change(b"system\niam/user/alice\n127.0.0.1:9001"),
+            Some((RecordChange::System("iam/user/alice".into()), node.clone()))
+        );
+        assert_eq!(
+            parse_change(b"bucket\ndatasets\n127.0.0.1:9001"),
+            Some((RecordChange::Bucket("datasets".into()), node))
+        );
+        assert_eq!(parse_change(b"nonsense"), None);
+    }
+}

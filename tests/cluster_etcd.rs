@@ -1,0 +1,253 @@
+//! Several nodes with their control plane in etcd: three `strata` processes on loopback
+//! (three drive folders each, one 6+3 set) and a one-member etcd started by the harness.
+//! The layout is checked against etcd before any drive is touched; nodes register on leases
+//! and elect one owner per once-per-cluster job; a user changed on one node is in force on
+//! the others at once; with etcd away, data flows and settings answer 503.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+const EC: &str = "6+3";
+
+/// `strata admin info --json` through `node`.
+fn info(node: &TestServer) -> Value {
+    let output = strata_admin(node, &["info", "--json"]);
+    assert!(output.status.success(), "{output:?}");
+    serde_json::from_slice(&output.stdout).expect("info is JSON")
+}
+
+/// Each node's state in `info`, by node.
+fn node_states(info: &Value) -> Vec<(String, String)> {
+    let nodes = info["cluster"]["nodes"]
+        .as_array()
+        .expect("a cluster section");
+    (nodes.iter())
+        .map(|n| {
+            let field = |name: &str| n[name].as_str().unwrap_or_default().to_string();
+            (field("node"), field("state"))
+        })
+        .collect()
+}
+
+/// The node running `job`, as `info` says.
+fn holder(info: &Value, job: &str) -> Option<String> {
+    let elected = info["cluster"]["elected"].as_array()?;
+    (elected.iter())
+        .find(|pair| pair[0] == job)
+        .and_then(|pair| pair[1].as_str().map(str::to_string))
+}
+
+/// Polls `check` every 200 ms until it holds; fails after `limit` with `what`.
+async fn eventually(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !check() {
+        assert!(Instant::now() < deadline, "not within {limit:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn probe(node: &TestServer, path: &str) -> (u16, String) {
+    let response = reqwest::get(node.url(path)).await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap())
+}
+
+fn node_name(node: &TestServer) -> String {
+    node.endpoint().trim_start_matches("http://").to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_register_and_each_job_runs_on_one_elected_node() {
+    let etcd = EtcdServer::start();
+    let cluster = Cluster::start_with_etcd(3, 3, EC, &etcd);
+    let names: Vec<String> = cluster.nodes.iter().map(node_name).collect();
+
+    let mut seen = Value::Null;
+    eventually(
+        Duration::from_secs(20),
+        "every node up, both jobs held",
+        || {
+            seen = info(&cluster.nodes[0]);
+            node_states(&seen).iter().all(|(_, state)| state == "up")
+                && holder(&seen, "lifecycle").is_some()
+                && holder(&seen, "stale-upload-cleaner").is_some()
+        },
+    )
+    .await;
+    let states: Vec<String> = node_states(&seen).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(states, names, "info lists the layout's nodes in order");
+    // Every node sees the same owners.
+    let owner = holder(&seen, "lifecycle").unwrap();
+    assert!(names.contains(&owner));
+    for node in &cluster.nodes[1..] {
+        assert_eq!(holder(&info(node), "lifecycle").as_deref(), Some(&*owner));
+    }
+
+    // The owner dies: within the lease's TTL it is down and another node runs the job.
+    let index = names.iter().position(|n| *n == owner).unwrap();
+    cluster.nodes[index].kill();
+    let witness = &cluster.nodes[(index + 1) % 3];
+    eventually(
+        Duration::from_secs(30),
+        "the job moves to a live node",
+        || {
+            seen = info(witness);
+            let states = node_states(&seen);
+            states[index].1 == "down"
+                && holder(&seen, "lifecycle").is_some_and(|h| h != owner && names.contains(&h))
+        },
+    )
+    .await;
+    let table = strata_admin(witness, &["info"]);
+    let table = String::from_utf8_lossy(&table.stdout).into_owned();
+    let row = table.lines().find(|l| l.trim_start().starts_with(&owner));
+    let row = row.unwrap_or_else(|| panic!("no row for {owner}:\n{table}"));
+    assert!(row.contains("down"), "{table}");
+    assert!(table.contains("lifecycle runs on"), "{table}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_changed_on_one_node_is_in_force_on_the_others_at_once() {
+    let etcd = EtcdServer::start();
+    let cluster = Cluster::start_with_etcd(3, 3, EC, &etcd);
+    // Users are read again from the drives only every 30 s: the watch must carry the change.
+    let added = strata_admin(
+        &cluster.nodes[0],
+        &["user", "add", "bob", "--secret", "bob-secret-123"],
+    );
+    assert!(added.status.success(), "{added:?}");
+    // Known but allowed nothing: AccessDenied, no longer InvalidAccessKeyId.
+    answers_within(&cluster.nodes[1], "AccessDenied").await;
+
+    let removed = strata_admin(&cluster.nodes[0], &["user", "remove", "bob"]);
+    assert!(removed.status.success(), "{removed:?}");
+    answers_within(&cluster.nodes[2], "InvalidAccessKeyId").await;
+}
+
+/// Waits up to 2 s for `node` to answer bob's ListBuckets with the error `code`.
+async fn answers_within(node: &TestServer, code: &str) {
+    let bob = node.client_with("bob", "bob-secret-123");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let error = bob
+            .list_buckets()
+            .send()
+            .await
+            .expect_err("bob holds no policy");
+        let now = error.into_service_error().meta().code().map(str::to_string);
+        if now.as_deref() == Some(code) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} still answers {now:?}",
+            node.endpoint()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_node_started_with_another_layout_is_refused_before_touching_its_drives() {
+    let etcd = EtcdServer::start();
+    let (_root, ports, drives, layout) = Cluster::plan(3, 3);
+    let mut first = node_options(ports[0], &drives[0], &layout, EC);
+    first.extra_args = vec!["--etcd".into(), etcd.endpoint()];
+    let _first = TestServer::start_with(first);
+
+    let mut other = node_options(ports[1], &drives[1], &layout, "5+4");
+    other.extra_args = vec!["--etcd".into(), etcd.endpoint()];
+    let refused = TestServer::try_start(other)
+        .err()
+        .expect("a node with another layout is refused");
+    assert!(refused.exited_nonzero());
+    assert!(
+        refused.output.contains("do not match the cluster's layout")
+            && refused
+                .output
+                .contains("erasure coding 5+4 here, 6+3 in the cluster"),
+        "the refusal says what differs: {}",
+        refused.output
+    );
+    for drive in &drives[1] {
+        assert!(
+            std::fs::read_dir(drive).unwrap().next().is_none(),
+            "{} was touched",
+            drive.display()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_etcd_away_data_flows_and_settings_wait() {
+    let etcd = EtcdServer::start();
+    let cluster = Cluster::start_with_etcd(3, 3, EC, &etcd);
+    let (first, second) = (cluster.nodes[0].client(), cluster.nodes[1].client());
+    create_bucket(&first, "kept").await;
+    put(&first, "kept", "before", b"written with etcd up").await;
+
+    etcd.stop();
+    // Once the lease can no longer be vouched for, the node says it is not ready, while the
+    // cluster as a whole still takes writes.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, body) = probe(&cluster.nodes[0], "/health/ready").await;
+        if status == 503 && body.contains("etcd") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still ready without etcd: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(probe(&cluster.nodes[0], "/health/cluster").await.0, 200);
+
+    // Objects of existing buckets: written and read as before, through any node.
+    put(&second, "kept", "during", b"written with etcd away").await;
+    assert_object(&first, "kept", "during", b"written with etcd away").await;
+    assert_object(&second, "kept", "before", b"written with etcd up").await;
+    // Settings cannot change: the other nodes could not hear of it.
+    let refused = first.create_bucket().bucket("new").send().await;
+    let refused = refused.expect_err("no bucket is made with etcd away");
+    assert_eq!(
+        refused.into_service_error().meta().code(),
+        Some("ServiceUnavailable")
+    );
+    let versioning = aws_sdk_s3::types::VersioningConfiguration::builder()
+        .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
+        .build();
+    let refused = (first.put_bucket_versioning())
+        .bucket("kept")
+        .versioning_configuration(versioning)
+        .send()
+        .await;
+    assert_eq!(
+        refused
+            .expect_err("no settings change")
+            .into_service_error()
+            .meta()
+            .code(),
+        Some("ServiceUnavailable")
+    );
+
+    // etcd back: ready again, and settings change again.
+    etcd.restart();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while probe(&cluster.nodes[0], "/health/ready").await.0 != 200 {
+        assert!(
+            Instant::now() < deadline,
+            "not ready again after etcd came back"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    create_bucket(&first, "new").await;
+    let listed = second.list_buckets().send().await.unwrap();
+    let names: Vec<_> = listed.buckets().iter().filter_map(|b| b.name()).collect();
+    assert_eq!(names, ["kept", "new"]);
+    assert_object(&second, "kept", "during", b"written with etcd away").await;
+}
