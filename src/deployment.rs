@@ -18,7 +18,7 @@ use anyhow::{bail, Context};
 
 use crate::config::ServerConfig;
 use crate::erasure::ErasureSet;
-use crate::storage::remote::ClusterAuth;
+use crate::storage::remote::{ClusterAuth, NodeLiveness};
 use crate::storage::{
     DeadlineDrive, Drive, DriveSlot, Format, LocalDrive, MetaTable, OfflineDrive, RemoteDrive,
 };
@@ -40,6 +40,8 @@ pub struct Deployment {
     pub drives: Vec<DrivePosition>,
     /// Empty drives formatted into their position at this start: their sets need healing.
     pub formatted: Vec<PathBuf>,
+    /// The other nodes of a cluster, each pinged to tell whether it answers at all.
+    pub peers: Vec<Arc<NodeLiveness>>,
     /// What the drive monitor and `strata admin drive format` format drives with.
     config: ServerConfig,
 }
@@ -136,15 +138,27 @@ impl Place {
 
 /// Every drive position, in set order: the command line's folders, or in distributed mode
 /// the layout's drives, this node's as folders and the others' as remote drives.
-fn places(config: &ServerConfig) -> anyhow::Result<Vec<Place>> {
+fn places(config: &ServerConfig) -> anyhow::Result<(Vec<Place>, Vec<Arc<NodeLiveness>>)> {
     let Some(cluster) = &config.cluster else {
-        return Ok(config.drives.iter().cloned().map(Place::Local).collect());
+        let local = config.drives.iter().cloned().map(Place::Local).collect();
+        return Ok((local, Vec::new()));
     };
     let auth = ClusterAuth::new(&cluster.secret, &cluster.layout.deployment_id())?;
     let client = reqwest::Client::builder()
         .connect_timeout(config.healing.drive_timeout)
         .build()
         .context("the drive RPC client")?;
+    let mut peers: Vec<Arc<NodeLiveness>> = Vec::new();
+    for node in cluster
+        .layout
+        .nodes
+        .iter()
+        .filter(|n| **n != cluster.this_node)
+    {
+        let url = format!("http://{}", crate::config::drive_service_address(node)?);
+        let pinger = RemoteDrive::new(url, String::new(), auth.clone(), client.clone());
+        peers.push(NodeLiveness::new(node.clone(), pinger));
+    }
     let mut places = Vec::new();
     for drive in cluster.layout.sets.iter().flatten() {
         if drive.node == cluster.this_node {
@@ -155,13 +169,17 @@ fn places(config: &ServerConfig) -> anyhow::Result<Vec<Place>> {
             "http://{}",
             crate::config::drive_service_address(&drive.node)?
         );
-        let remote = RemoteDrive::new(peer, drive.path.clone(), auth.clone(), client.clone());
+        let liveness = (peers.iter())
+            .find(|p| p.node() == drive.node)
+            .context("every other node is pinged")?;
+        let remote = RemoteDrive::new(peer, drive.path.clone(), auth.clone(), client.clone())
+            .watched_by(liveness.clone());
         places.push(Place::Remote(Arc::new(DeadlineDrive::new(
             Arc::new(remote),
             config.healing.drive_timeout,
         ))));
     }
-    Ok(places)
+    Ok((places, peers))
 }
 
 /// Whether a drive of another node answers that it holds a bucket. Called on the blocking
@@ -196,7 +214,7 @@ fn drive_count(config: &ServerConfig) -> usize {
 /// over the drive RPC.
 pub fn open(config: &ServerConfig) -> anyhow::Result<Deployment> {
     let set_size = config.data_shards + config.parity_shards;
-    let places = places(config)?;
+    let (places, peers) = places(config)?;
     let set_count = places.len() / set_size;
     let formats: Vec<Option<Format>> = (places.iter())
         .map(|place| {
@@ -336,6 +354,7 @@ pub fn open(config: &ServerConfig) -> anyhow::Result<Deployment> {
         offline,
         drives: positions,
         formatted,
+        peers,
         config: config.clone(),
     })
 }

@@ -128,6 +128,9 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     if let Some(cluster) = &config.cluster {
         serve_drives(&config, cluster, &deployment).await?;
     }
+    for peer in &deployment.peers {
+        peer.spawn_pings();
+    }
     if let Some(control) = &control {
         store.set_change_feed(control.clone());
         control.spawn_renewal();

@@ -21,6 +21,7 @@ use uuid::Uuid;
 
 use super::auth::ClusterAuth;
 use super::frame;
+use super::liveness::NodeLiveness;
 use super::protocol::{self as wire, Blob, Call, Envelope, WireDataDir, WireError};
 use crate::storage::{
     DataDir, DiskInfo, Drive, DriveError, MetaOp, MetaTable, Replaced, ScanPage, ShardReader,
@@ -59,6 +60,8 @@ struct Peer {
     auth: ClusterAuth,
     client: reqwest::Client,
     unhealed: AtomicBool,
+    /// Whether the serving node answers at all; calls fail at once while it does not.
+    liveness: Option<Arc<NodeLiveness>>,
 }
 
 impl RemoteDrive {
@@ -83,8 +86,23 @@ impl RemoteDrive {
                 auth,
                 client,
                 unhealed: AtomicBool::new(false),
+                liveness: None,
             }),
         }
+    }
+
+    /// The same drive, its calls failing at once while `liveness` says its node is down.
+    pub fn watched_by(mut self, liveness: Arc<NodeLiveness>) -> Self {
+        match Arc::get_mut(&mut self.peer) {
+            Some(peer) => peer.liveness = Some(liveness),
+            None => tracing::error!(drive = %self.peer.label, "a drive in use cannot be watched"),
+        }
+        self
+    }
+
+    /// Asks the serving node whether it answers, touching no drive.
+    pub async fn ping(&self) -> Result<(), DriveError> {
+        self.peer.unary(Call::Ping, ()).await
     }
 
     /// Asks the serving node whether the drive is unhealed, and caches the answer.
@@ -206,8 +224,33 @@ impl Peer {
         call: Call,
         args: A,
     ) -> Result<R, DriveError> {
-        let response = self.send(call, self.envelope(args)?, None).await?;
-        wire::decode(&self.answer(response).await?)
+        let envelope = self.envelope(args)?;
+        self.unless_down(call, async {
+            let response = self.send(call, envelope, None).await?;
+            wire::decode(&self.answer(response).await?)
+        })
+        .await
+    }
+
+    /// Runs `work` (a call and the reading of its answer) unless the node is down or goes
+    /// down meanwhile: then it fails at once rather than wait out the drive deadline.
+    async fn unless_down<T>(
+        &self,
+        call: Call,
+        work: impl std::future::Future<Output = Result<T, DriveError>>,
+    ) -> Result<T, DriveError> {
+        let liveness = match &self.liveness {
+            // A ping is how a node that is down is found up again.
+            Some(liveness) if call != Call::Ping => liveness,
+            _ => return work.await,
+        };
+        if liveness.is_down() {
+            return Err(liveness.refusal(&self.label));
+        }
+        tokio::select! {
+            done = work => done,
+            () = liveness.until_down() => Err(liveness.refusal(&self.label)),
+        }
     }
 }
 
@@ -255,14 +298,13 @@ impl Drive for RemoteDrive {
         // The request runs beside the writer: its body is what the writer queues, and its
         // answer arrives once the serving node has run `finish`, or at its first error.
         let answer = tokio::spawn(async move {
-            let response = peer
-                .send(
-                    Call::CreateStagedFile,
-                    args,
-                    Some(reqwest::Body::wrap_stream(body)),
-                )
-                .await?;
-            wire::decode::<()>(&peer.answer(response).await?)
+            let call = Call::CreateStagedFile;
+            let sent = peer.unless_down(call, async {
+                let body = Some(reqwest::Body::wrap_stream(body));
+                let response = peer.send(call, args, body).await?;
+                wire::decode::<()>(&peer.answer(response).await?)
+            });
+            sent.await
         });
         Ok(Box::new(RemoteShardWriter {
             frames: Some(frames),
@@ -479,11 +521,12 @@ impl ShardReader for RemoteShardReader {
             offset,
             len: len as u64,
         };
-        let response = self
-            .peer
-            .send(Call::ReadShard, self.peer.envelope(args)?, None)
-            .await?;
-        let bytes = self.peer.answer(response).await?;
+        let envelope = self.peer.envelope(args)?;
+        let bytes = self.peer.unless_down(Call::ReadShard, async {
+            let response = self.peer.send(Call::ReadShard, envelope, None).await?;
+            self.peer.answer(response).await
+        });
+        let bytes = bytes.await?;
         match bytes.len() == len {
             true => Ok(bytes),
             false => Err(DriveError::Io(io::Error::new(

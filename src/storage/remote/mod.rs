@@ -13,7 +13,9 @@
 pub mod auth;
 mod client;
 pub mod frame;
+mod liveness;
 pub mod protocol;
 
 pub use auth::{AuthError, ClusterAuth, NonceCache};
 pub use client::RemoteDrive;
+pub use liveness::NodeLiveness;

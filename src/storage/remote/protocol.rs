@@ -60,10 +60,12 @@ pub enum Call {
     ListDataDirs,
     MarkHealed,
     IsUnhealed,
+    /// Whether the node answers at all: touches no drive.
+    Ping,
 }
 
 impl Call {
-    pub const ALL: [Call; 16] = [
+    pub const ALL: [Call; 17] = [
         Call::MetaGet,
         Call::MetaGetRelated,
         Call::MetaApply,
@@ -80,6 +82,7 @@ impl Call {
         Call::ListDataDirs,
         Call::MarkHealed,
         Call::IsUnhealed,
+        Call::Ping,
     ];
 
     /// The last segment of the call's path.
@@ -101,6 +104,7 @@ impl Call {
             Call::ListDataDirs => "list_data_dirs",
             Call::MarkHealed => "mark_healed",
             Call::IsUnhealed => "is_unhealed",
+            Call::Ping => "ping",
         }
     }
 

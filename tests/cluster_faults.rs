@@ -1,0 +1,110 @@
+//! Whole nodes failing in ways a crash test does not show: a node paused with SIGSTOP (a
+//! long GC pause, a frozen VM) holds its connections open and answers nothing. Three
+//! `strata` processes on loopback, three drive folders each, one 6+3 set.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const EC: &str = "6+3";
+const BUCKET: &str = "paused";
+/// Above the inline limit, so every object leaves a shard file on every drive.
+const SIZE: usize = 200 * 1024;
+
+fn body(i: usize) -> Vec<u8> {
+    (0..SIZE).map(|b| (b * 31 + i * 7) as u8).collect()
+}
+
+fn signal(node: &TestServer, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([signal, &node.pid().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success(), "kill {signal} {}", node.pid());
+}
+
+fn shard_count(drives: &[std::path::PathBuf]) -> usize {
+    drives.iter().map(|d| shard_files(d).len()).sum()
+}
+
+async fn ready_body(node: &TestServer) -> String {
+    let response = reqwest::get(node.url("/health/ready")).await.unwrap();
+    response.text().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_node_is_served_around_within_seconds_and_catches_up_when_it_resumes() {
+    let (_root, ports, drives, layout) = Cluster::plan(3, 3);
+    let nodes: Vec<TestServer> = (0..3)
+        .map(|i| {
+            let mut options = node_options(ports[i], &drives[i], &layout, EC);
+            // The drive deadline at its default (30 s): only telling that the node as a
+            // whole stopped answering keeps a pause from holding requests that long.
+            options
+                .env
+                .retain(|(name, _)| name != "STRATA_DRIVE_TIMEOUT_SECS");
+            TestServer::start_with(options)
+        })
+        .collect();
+    let (first, second) = (nodes[0].client(), nodes[1].client());
+    create_bucket(&first, BUCKET).await;
+    for i in 0..5 {
+        put(&first, BUCKET, &format!("before-{i}"), &body(i)).await;
+    }
+
+    signal(&nodes[2], "-STOP");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Writes, reads and listings go on through the two other nodes, none of them waiting
+    // for the paused node's drives.
+    let started = Instant::now();
+    for i in 0..5 {
+        let client = if i % 2 == 0 { &first } else { &second };
+        put(client, BUCKET, &format!("paused-{i}"), &body(100 + i)).await;
+        assert_object(client, BUCKET, &format!("before-{i}"), &body(i)).await;
+    }
+    let listed = second
+        .list_objects_v2()
+        .bucket(BUCKET)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listed.key_count(), Some(10));
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(15),
+        "requests waited for the paused node: {took:?} (the drive deadline is 30 s)"
+    );
+    assert!(
+        ready_body(&nodes[0]).await.contains(r#""online":6"#),
+        "node 1 counts the paused node's drives out"
+    );
+
+    // Resumed: its drives are taken back and given what they missed.
+    signal(&nodes[2], "-CONT");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let healed = shard_count(&drives[2]) == shard_count(&drives[0]);
+        if healed && ready_body(&nodes[0]).await.contains(r#""online":9"#) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the resumed node did not catch up: {} shard files on it, {} on node 1",
+            shard_count(&drives[2]),
+            shard_count(&drives[0])
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(
+        shard_count(&drives[2]),
+        10 * 3,
+        "a shard per object and drive"
+    );
+    let third = nodes[2].client();
+    for i in 0..5 {
+        assert_object(&third, BUCKET, &format!("paused-{i}"), &body(100 + i)).await;
+        assert_object(&third, BUCKET, &format!("before-{i}"), &body(i)).await;
+    }
+}
