@@ -22,11 +22,23 @@ impl Server {
     pub fn start(
         drives: &[PathBuf],
         env: &[(&str, &str)],
+        on_line: impl FnMut(&str) + Send + 'static,
+    ) -> Server {
+        let mut args = vec!["--address".to_string(), "127.0.0.1:0".to_string()];
+        args.extend(drives.iter().map(|d| d.display().to_string()));
+        Self::start_with_args(&args, env, on_line)
+    }
+
+    /// The same with the `strata server` arguments given whole (a cluster node's address,
+    /// layout and flags).
+    pub fn start_with_args(
+        args: &[String],
+        env: &[(&str, &str)],
         mut on_line: impl FnMut(&str) + Send + 'static,
     ) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-            .args(["server", "--address", "127.0.0.1:0"])
-            .args(drives)
+            .arg("server")
+            .args(args)
             .env("STRATA_ROOT_USER", USER)
             .env("STRATA_ROOT_PASSWORD", PASSWORD)
             // Warnings only, except the `listening on` line of `strata::server`.

@@ -19,9 +19,9 @@ const TTL: Duration = Duration::from_secs(5);
 
 pub(crate) struct BucketCache {
     entries: RwLock<HashMap<String, (Arc<BucketRecord>, Instant)>>,
-    /// How long an entry is trusted: zero where other servers change buckets and nothing
-    /// tells this one (several nodes, until their changes are watched).
-    ttl: Duration,
+    /// How long an entry is trusted, in milliseconds: zero where other servers change
+    /// buckets and nothing tells this one (several nodes without a change feed).
+    ttl_ms: AtomicU64,
     /// Bumped by every change: a read of the drives that started before one does not put
     /// what it found (it may be older than the change).
     generation: AtomicU64,
@@ -34,7 +34,7 @@ impl BucketCache {
     }
 
     /// A cache for a server whose drives other servers change too: every read goes to the
-    /// drives.
+    /// drives, until [`BucketCache::told_of_changes`].
     pub fn shared() -> Self {
         Self::trusting_for(Duration::ZERO)
     }
@@ -42,15 +42,22 @@ impl BucketCache {
     fn trusting_for(ttl: Duration) -> Self {
         Self {
             entries: RwLock::default(),
-            ttl,
+            ttl_ms: AtomicU64::new(ttl.as_millis() as u64),
             generation: AtomicU64::new(0),
         }
+    }
+
+    /// The other servers' changes are told to this one (which then calls `forget`): entries
+    /// are trusted as a server alone trusts them.
+    pub fn told_of_changes(&self) {
+        self.ttl_ms.store(TTL.as_millis() as u64, Ordering::SeqCst);
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<BucketRecord>> {
         let entries = self.entries.read().expect("not poisoned");
         let (record, since) = entries.get(name)?;
-        (since.elapsed() < self.ttl).then(|| record.clone())
+        let ttl = Duration::from_millis(self.ttl_ms.load(Ordering::Relaxed));
+        (since.elapsed() < ttl).then(|| record.clone())
     }
 
     /// Where a read of the drives starts: pass it to [`BucketCache::found`].

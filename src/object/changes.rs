@@ -33,7 +33,10 @@ impl ObjectStore {
     pub fn set_change_feed(&self, feed: Arc<dyn ChangeFeed>) {
         if self.feed.set(feed).is_err() {
             tracing::warn!("a change feed was already set; the first one stays");
+            return;
         }
+        // Other servers' bucket changes now arrive as `forget_bucket`: records can be cached.
+        self.buckets.told_of_changes();
     }
 
     /// Another server changed a bucket: its record is read from the drives again.

@@ -1,0 +1,253 @@
+//! What the network path between nodes costs: the same nine drive folders served by one
+//! node, and as a cluster of three nodes on loopback (three folders each, one 6+3 set across
+//! them, the control plane in an etcd the bench starts), every request sent to the first node, so that two thirds of each object's shards
+//! travel over the drive RPC. Prints, for each and as cluster/single ratios: 4 KiB PUT and
+//! GET at 1 and 32 concurrent clients (objects/s, p50, p99), and one 1 GiB object PUT and
+//! GET (MB/s). Medians of `CLUSTER_RUNS` runs (default 3), alternating the two.
+//!
+//! On one machine the cluster cannot be faster: the nodes share the cores and the disk, and
+//! add the RPC's copies and signatures. The goal: a small PUT's p50 within 1.5× of one node.
+//!
+//! Run: `cargo bench --bench cluster` (`CLUSTER_OBJECTS=N` small objects per cell, default
+//! 1,000; `CLUSTER_LARGE_MIB=N` the large object, default 1,024).
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use common::request::{get, send, Payload};
+use common::server::{print_warnings, Server};
+use common::stats::median;
+use common::{env_or, temp_dir};
+use reqwest::Method;
+
+const SMALL: usize = 4 << 10;
+const CLIENTS: [usize; 2] = [1, 32];
+const SECRET: &str = "bench-cluster-secret-0123456789abcdef";
+
+/// A deployment under test: its servers (requests go to the first) and a name.
+struct Deployment {
+    name: &'static str,
+    servers: Vec<Server>,
+    _root: tempfile::TempDir,
+}
+
+fn single() -> Deployment {
+    let root = temp_dir("cluster-bench-single-");
+    let drives = common::drives(root.path());
+    let server = Server::start(&drives, &[], print_warnings);
+    Deployment {
+        name: "one node",
+        servers: vec![server],
+        _root: root,
+    }
+}
+
+/// A one-member etcd on loopback (Debian's `etcd-server`), killed on drop.
+struct Etcd {
+    child: std::process::Child,
+    endpoint: String,
+    _data: tempfile::TempDir,
+}
+
+impl Etcd {
+    fn start() -> Etcd {
+        let data = temp_dir("cluster-bench-etcd-");
+        let (client, peer) = (free_port_pairs(1)[0], free_port_pairs(1)[0] + 100);
+        let endpoint = format!("http://127.0.0.1:{client}");
+        let peer_url = format!("http://127.0.0.1:{peer}");
+        let child = std::process::Command::new("etcd")
+            .args(["--name", "bench", "--log-level", "warn"])
+            .arg("--data-dir")
+            .arg(data.path())
+            .args([
+                "--listen-client-urls",
+                &endpoint,
+                "--advertise-client-urls",
+                &endpoint,
+            ])
+            .args(["--listen-peer-urls", &peer_url])
+            .args(["--initial-advertise-peer-urls", &peer_url])
+            .args(["--initial-cluster", &format!("bench={peer_url}")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("etcd is installed (Debian's etcd-server)");
+        // The nodes wait for etcd to answer, so no wait is needed here.
+        Etcd {
+            child,
+            endpoint,
+            _data: data,
+        }
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Three nodes of three drives on loopback, each its S3 port and that port + 100 free.
+fn cluster(etcd: &Etcd) -> Deployment {
+    let root = temp_dir("cluster-bench-nodes-");
+    let ports = free_port_pairs(3);
+    let layout: Vec<String> = (ports.iter().enumerate())
+        .map(|(i, port)| {
+            let base: PathBuf = root.path().join(format!("n{}", i + 1));
+            format!("http://127.0.0.1:{port}{}/d{{1...3}}", base.display())
+        })
+        .collect();
+    let servers = ports
+        .iter()
+        .map(|port| {
+            let mut args = vec!["--address".to_string(), format!("127.0.0.1:{port}")];
+            args.extend(["--etcd".to_string(), etcd.endpoint.clone()]);
+            args.extend(layout.iter().cloned());
+            Server::start_with_args(&args, &[("STRATA_CLUSTER_SECRET", SECRET)], print_warnings)
+        })
+        .collect();
+    Deployment {
+        name: "3 nodes",
+        servers,
+        _root: root,
+    }
+}
+
+fn free_port_pairs(count: usize) -> Vec<u16> {
+    let mut ports = Vec::new();
+    while ports.len() < count {
+        let probe = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = probe.local_addr().expect("address").port();
+        drop(probe);
+        let Some(drive_port) = port.checked_add(100) else {
+            continue;
+        };
+        if !ports.contains(&port) && TcpListener::bind(("127.0.0.1", drive_port)).is_ok() {
+            ports.push(port);
+        }
+    }
+    ports
+}
+
+/// Per-call milliseconds of `op(i)` for `0..count` over `clients` workers, and objects/s.
+async fn timed<F, Fut>(count: usize, clients: usize, op: F) -> (Vec<f64>, f64)
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = f64> + Send,
+{
+    let op = Arc::new(op);
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..clients)
+        .map(|_| {
+            let (op, next) = (op.clone(), next.clone());
+            tokio::spawn(async move {
+                let mut ms = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= count {
+                        return ms;
+                    }
+                    ms.push(op(i).await);
+                }
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for worker in workers {
+        all.extend(worker.await.expect("worker"));
+    }
+    let rate = all.len() as f64 / started.elapsed().as_secs_f64();
+    (all, rate)
+}
+
+fn percentile(ms: &mut [f64], q: f64) -> f64 {
+    ms.sort_by(f64::total_cmp);
+    ms[((ms.len() - 1) as f64 * q).round() as usize]
+}
+
+/// One run's figures, by name: objects/s, p50 and p99 ms, MB/s.
+type Figures = Vec<(String, f64)>;
+
+async fn run(deployment: &Deployment, count: usize, large: &Arc<Payload>, run: usize) -> Figures {
+    let client = reqwest::Client::new();
+    let endpoint = deployment.servers[0].endpoint.clone();
+    let bucket = format!("{endpoint}/bench-{run}");
+    send(&client, Method::PUT, &bucket, &Payload::empty(), &[]).await;
+    let body = Arc::new(Payload::new(vec![7u8; SMALL]));
+    let mut out = Vec::new();
+    for clients in CLIENTS {
+        for method in [Method::PUT, Method::GET] {
+            let (client, bucket, body) = (client.clone(), bucket.clone(), body.clone());
+            let method_in = method.clone();
+            let (mut ms, rate) = timed(count, clients, move |i| {
+                let (client, method, body) = (client.clone(), method_in.clone(), body.clone());
+                let url = format!("{bucket}/c{clients}/obj-{i:06}");
+                async move {
+                    let payload = match method == Method::PUT {
+                        true => &*body,
+                        false => &Payload::empty(),
+                    };
+                    send(&client, method, &url, payload, &[]).await.1.ms()
+                }
+            })
+            .await;
+            let cell = format!("4 KiB {method} x{clients}");
+            out.push((format!("{cell} obj/s"), rate));
+            out.push((format!("{cell} p50 ms"), percentile(&mut ms, 0.5)));
+            out.push((format!("{cell} p99 ms"), percentile(&mut ms, 0.99)));
+        }
+    }
+    let url = format!("{bucket}/large");
+    let mib = large.body.len() as f64 / 1e6;
+    let (_, put) = send(&client, Method::PUT, &url, large, &[]).await;
+    out.push((
+        "1 GiB-class PUT MB/s".into(),
+        mib / put.elapsed().as_secs_f64(),
+    ));
+    let (body, got) = get(&client, &url).await;
+    assert_eq!(body.len(), large.body.len());
+    out.push((
+        "1 GiB-class GET MB/s".into(),
+        mib / got.elapsed().as_secs_f64(),
+    ));
+    out
+}
+
+#[tokio::main]
+async fn main() {
+    let count: usize = env_or("CLUSTER_OBJECTS", 1000);
+    let large_mib: usize = env_or("CLUSTER_LARGE_MIB", 1024);
+    let runs: usize = env_or("CLUSTER_RUNS", 3);
+    let large = Arc::new(Payload::new(
+        (0..large_mib << 20)
+            .map(|i| (i * 31 % 251) as u8)
+            .collect::<Vec<u8>>(),
+    ));
+    let single = single();
+    let etcd = Etcd::start();
+    let cluster = cluster(&etcd);
+    let mut figures: [Vec<Figures>; 2] = [Vec::new(), Vec::new()];
+    for i in 0..runs {
+        figures[0].push(run(&single, count, &large, i).await);
+        figures[1].push(run(&cluster, count, &large, i).await);
+    }
+    let names: Vec<String> = figures[0][0].iter().map(|(n, _)| n.clone()).collect();
+    println!(
+        "\n{count} objects of 4 KiB per cell, a {large_mib} MiB object, medians of {runs} runs; requests to the first node\n"
+    );
+    println!(
+        "{:<28} {:>12} {:>12} {:>14}",
+        "", single.name, cluster.name, "cluster/single"
+    );
+    for (index, name) in names.iter().enumerate() {
+        let of = |runs: &Vec<Figures>| median(&runs.iter().map(|r| r[index].1).collect::<Vec<_>>());
+        let (one, three) = (of(&figures[0]), of(&figures[1]));
+        println!("{name:<28} {one:>12.1} {three:>12.1} {:>14.2}", three / one);
+    }
+}
