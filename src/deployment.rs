@@ -144,10 +144,24 @@ fn places(config: &ServerConfig) -> anyhow::Result<(Vec<Place>, Vec<Arc<NodeLive
         return Ok((local, Vec::new()));
     };
     let auth = ClusterAuth::new(&cluster.secret, &cluster.layout.deployment_id())?;
-    let client = reqwest::Client::builder()
-        .connect_timeout(config.healing.drive_timeout)
-        .build()
-        .context("the drive RPC client")?;
+    let mut client = reqwest::Client::builder().connect_timeout(config.healing.drive_timeout);
+    // With certificates the nodes speak TLS to each other, trusting what the folder names.
+    let scheme = match &config.listener.certs_dir {
+        Some(dir) => {
+            for authority in crate::tls::authorities(dir)? {
+                let pem = std::fs::read(&authority)
+                    .with_context(|| format!("reading {}", authority.display()))?;
+                for certificate in reqwest::Certificate::from_pem_bundle(&pem)
+                    .with_context(|| format!("{} holds no PEM certificate", authority.display()))?
+                {
+                    client = client.add_root_certificate(certificate);
+                }
+            }
+            "https"
+        }
+        None => "http",
+    };
+    let client = client.build().context("the drive RPC client")?;
     let mut peers: Vec<Arc<NodeLiveness>> = Vec::new();
     for node in cluster
         .layout
@@ -155,7 +169,7 @@ fn places(config: &ServerConfig) -> anyhow::Result<(Vec<Place>, Vec<Arc<NodeLive
         .iter()
         .filter(|n| **n != cluster.this_node)
     {
-        let url = format!("http://{}", crate::config::drive_service_address(node)?);
+        let url = format!("{scheme}://{}", crate::config::drive_service_address(node)?);
         let pinger = RemoteDrive::new(url, String::new(), auth.clone(), client.clone());
         peers.push(NodeLiveness::new(node.clone(), pinger));
     }
@@ -166,7 +180,7 @@ fn places(config: &ServerConfig) -> anyhow::Result<(Vec<Place>, Vec<Arc<NodeLive
             continue;
         }
         let peer = format!(
-            "http://{}",
+            "{scheme}://{}",
             crate::config::drive_service_address(&drive.node)?
         );
         let liveness = (peers.iter())

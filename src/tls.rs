@@ -26,6 +26,28 @@ pub const CERT_FILE: &str = "public.crt";
 /// The private key file in the certificates folder (PKCS#8, PKCS#1 or SEC1, in PEM).
 pub const KEY_FILE: &str = "private.key";
 
+/// The folder, beside the certificate, of the authorities a node trusts in the other nodes'
+/// certificates (MinIO's layout).
+pub const AUTHORITIES_DIR: &str = "CAs";
+
+/// The files whose certificates a node trusts when it calls the other nodes: its own chain
+/// (nodes sharing one certificate, or a self-signed one) and every file in `CAs/`.
+pub fn authorities(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = vec![dir.join(CERT_FILE)];
+    let authorities = dir.join(AUTHORITIES_DIR);
+    if authorities.is_dir() {
+        let entries = std::fs::read_dir(&authorities)
+            .with_context(|| format!("reading {}", authorities.display()))?;
+        let mut found: Vec<PathBuf> = (entries.filter_map(Result::ok))
+            .map(|entry| entry.path())
+            .filter(|path| path.is_file())
+            .collect();
+        found.sort();
+        files.extend(found);
+    }
+    Ok(files)
+}
+
 /// ALPN protocols offered: HTTP/2 and HTTP/1.1.
 const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
 

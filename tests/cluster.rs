@@ -262,3 +262,43 @@ async fn a_node_whose_drives_come_back_blank_never_decides_a_key_is_gone() {
         second.log_tail(20)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_certificates_nodes_speak_tls_to_each_other() {
+    let ca = Ca::new("strata test cluster CA");
+    let (cert, key, _) = ca.server_cert("strata node");
+    let certs = tempfile::tempdir().unwrap();
+    write_certs(certs.path(), &cert, &key);
+    // Every node trusts the authority in CAs/ when it calls another.
+    std::fs::create_dir(certs.path().join("CAs")).unwrap();
+    std::fs::write(certs.path().join("CAs/ca.crt"), &ca.pem).unwrap();
+
+    let (_root, ports, drives, layout) = Cluster::plan(3, 3);
+    let nodes: Vec<TestServer> = (0..3)
+        .map(|i| {
+            let mut options = node_options(ports[i], &drives[i], &layout, EC);
+            options.extra_args = vec!["--certs-dir".into(), certs.path().display().to_string()];
+            TestServer::start_with(options)
+        })
+        .collect();
+    let first = https_client(&nodes[0].endpoint(), &ca.pem);
+    let second = https_client(&nodes[1].endpoint(), &ca.pem);
+    create_bucket(&first, BUCKET).await;
+    let body: Vec<u8> = (0..300_000u32).map(|i| (i % 253) as u8).collect();
+    put(&first, BUCKET, "over-tls", &body).await;
+    assert_object(&second, BUCKET, "over-tls", &body).await;
+    // Six of each object's nine shards went to the other nodes' drives, over TLS.
+    assert_eq!(shard_count(&drives[1]) + shard_count(&drives[2]), 6);
+
+    // The drive port speaks only TLS: a plain HTTP call gets no HTTP answer.
+    let drive_port = ports[1] + 100;
+    let plain = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{drive_port}/_strata/rpc/v1/ping"))
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await;
+    assert!(
+        plain.is_err(),
+        "plain HTTP answered on the drive port: {plain:?}"
+    );
+}

@@ -42,6 +42,7 @@ async fn serve_drives(
     config: &ServerConfig,
     cluster: &crate::config::ClusterConfig,
     deployment: &Deployment,
+    certificates: Option<Arc<tls::Certificates>>,
 ) -> anyhow::Result<()> {
     let auth = ClusterAuth::new(&cluster.secret, &deployment.id)?;
     let drives: HashMap<String, Arc<dyn Drive>> = (deployment.drives.iter())
@@ -59,10 +60,21 @@ async fn serve_drives(
     let listener = TcpListener::bind(address)
         .await
         .with_context(|| format!("binding the drive service to {address}"))?;
-    tracing::info!(node = %cluster.this_node, drives = drives.len(), "serving this node's drives to the others on {address}");
+    let scheme = if certificates.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    tracing::info!(node = %cluster.this_node, drives = drives.len(), "serving this node's drives to the others on {scheme}://{address}");
     let service = crate::drive_service::drive_service(drives, auth);
     tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, service).await {
+        let served = match certificates {
+            Some(certificates) => {
+                listener::serve_internal_tls(listener, service, certificates).await
+            }
+            None => axum::serve(listener, service).await.map_err(Into::into),
+        };
+        if let Err(e) = served {
             tracing::error!(error = %e, "the drive service stopped");
         }
     });
@@ -126,7 +138,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     }
     let deployment = Arc::new(deployment);
     if let Some(cluster) = &config.cluster {
-        serve_drives(&config, cluster, &deployment).await?;
+        serve_drives(&config, cluster, &deployment, certificates.clone()).await?;
     }
     for peer in &deployment.peers {
         peer.spawn_pings();

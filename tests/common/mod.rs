@@ -12,6 +12,7 @@ mod multipart;
 mod payload;
 mod raw;
 mod sdk;
+mod tls;
 
 // Not every test file uses every helper group.
 #[allow(unused_imports)]
@@ -28,6 +29,8 @@ pub use payload::*;
 pub use raw::*;
 #[allow(unused_imports)]
 pub use sdk::*;
+#[allow(unused_imports)]
+pub use tls::*;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;

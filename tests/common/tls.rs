@@ -1,0 +1,94 @@
+//! Certificates for TLS tests: a certificate authority of their own, server certificates it
+//! signs, and an SDK client that trusts only it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use aws_sdk_s3::config::retry::RetryConfig;
+use aws_sdk_s3::config::timeout::TimeoutConfig;
+use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_s3::Client;
+use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode, TlsContext, TrustStore};
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rustls::pki_types::CertificateDer;
+
+use super::{ACCESS_KEY, REGION, SECRET_KEY};
+
+/// A test certificate authority.
+pub struct Ca {
+    issuer: Issuer<'static, KeyPair>,
+    pub pem: String,
+}
+
+impl Ca {
+    pub fn new(name: &str) -> Ca {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let key = KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        Ca {
+            issuer: Issuer::new(params, key),
+            pem: cert.pem(),
+        }
+    }
+
+    /// A server certificate for `localhost` and `127.0.0.1`: (chain PEM, key PEM, DER).
+    pub fn server_cert(&self, common_name: &str) -> (String, String, CertificateDer<'static>) {
+        let mut params =
+            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+        params
+            .distinguished_name
+            .push(DnType::CommonName, common_name);
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        (cert.pem(), key.serialize_pem(), cert.der().clone())
+    }
+}
+
+/// Writes the pair the way MinIO lays it out.
+pub fn write_certs(dir: &Path, cert_pem: &str, key_pem: &str) {
+    std::fs::write(dir.join("public.crt"), cert_pem).unwrap();
+    std::fs::write(dir.join("private.key"), key_pem).unwrap();
+}
+
+/// SDK client over HTTPS that trusts only `ca_pem`.
+pub fn https_client(endpoint: &str, ca_pem: &str) -> Client {
+    let trust = TrustStore::empty().with_pem_certificate(ca_pem.as_bytes());
+    let http = aws_smithy_http_client::Builder::new()
+        .tls_provider(tls::Provider::Rustls(CryptoMode::Ring))
+        .tls_context(
+            TlsContext::builder()
+                .with_trust_store(trust)
+                .build()
+                .unwrap(),
+        )
+        .build_https();
+    let config = aws_sdk_s3::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .http_client(http)
+        .region(Region::new(REGION))
+        .endpoint_url(endpoint)
+        .force_path_style(true)
+        .credentials_provider(Credentials::new(
+            ACCESS_KEY,
+            SECRET_KEY,
+            None,
+            None,
+            "strata-tests",
+        ))
+        .retry_config(RetryConfig::standard().with_max_attempts(1))
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .operation_timeout(Duration::from_secs(60))
+                .build(),
+        )
+        .build();
+    Client::from_conf(config)
+}
