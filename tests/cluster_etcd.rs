@@ -75,6 +75,7 @@ async fn nodes_register_and_each_job_runs_on_one_elected_node() {
             node_states(&seen).iter().all(|(_, state)| state == "up")
                 && holder(&seen, "lifecycle").is_some()
                 && holder(&seen, "stale-upload-cleaner").is_some()
+                && holder(&seen, "scrubber").is_some()
         },
     )
     .await;
@@ -301,4 +302,39 @@ async fn a_bucket_changed_on_one_node_is_in_force_on_the_others_at_once() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_one_etcd_member_of_three_changes_nothing() {
+    let etcd = EtcdServer::start_members(3);
+    let cluster = Cluster::start_with_etcd(3, 3, EC, &etcd);
+    let first = cluster.nodes[0].client();
+    create_bucket(&first, "steady").await;
+
+    // The member every node asks first goes: calls move to the next one, the watches too.
+    etcd.stop_member(0);
+    let added = strata_admin(
+        &cluster.nodes[0],
+        &["user", "add", "bob", "--secret", "bob-secret-123"],
+    );
+    assert!(added.status.success(), "{added:?}");
+    answers_within(&cluster.nodes[1], "AccessDenied").await;
+    create_bucket(&first, "during").await;
+    // Leases are renewed on the others in time: no node ever says it is not ready.
+    let deadline = Instant::now() + Duration::from_secs(12);
+    while Instant::now() < deadline {
+        for node in &cluster.nodes {
+            let (status, body) = probe(node, "/health/ready").await;
+            assert_eq!(status, 200, "{}: {body}", node.endpoint());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let listed = cluster.nodes[2]
+        .client()
+        .list_buckets()
+        .send()
+        .await
+        .unwrap();
+    let names: Vec<_> = listed.buckets().iter().filter_map(|b| b.name()).collect();
+    assert_eq!(names, ["during", "steady"]);
 }

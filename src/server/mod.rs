@@ -167,13 +167,18 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         // node of a cluster: the others went on writing while it was down.
         heal_pending: !deployment.formatted.is_empty() || config.cluster.is_some(),
     });
-    background::spawn(Scrubber {
-        store: store.clone(),
-        healer: healer.clone(),
-        interval: config.healing.scrub_interval,
-        max_rate: config.healing.scrub_rate,
-        orphan_age: config.healing.orphan_age,
-    });
+    // The scrubber reads every drive of every set, the other nodes' too: once per cluster.
+    spawn_singleton(
+        Scrubber {
+            store: store.clone(),
+            healer: healer.clone(),
+            interval: config.healing.scrub_interval,
+            max_rate: config.healing.scrub_rate,
+            orphan_age: config.healing.orphan_age,
+        },
+        &config,
+        control.as_ref(),
+    );
     let lifecycle_status = Arc::new(LifecycleStatus::default());
     spawn_singleton(
         LifecycleScanner {

@@ -1,6 +1,6 @@
-//! A one-member etcd on loopback for cluster tests: Debian's `etcd-server` package, which the
-//! project's test command installs. Stopped and started again on the same data folder to test
-//! what nodes do while etcd is away.
+//! etcd on loopback for cluster tests, one member or three: Debian's `etcd-server` package,
+//! which the project's test command installs. Members are stopped and started again on their
+//! data folders to test what nodes do while etcd, or part of it, is away.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -8,81 +8,139 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 pub struct EtcdServer {
+    members: Vec<Member>,
+    /// `name=peer-url,...`: every member, as each is started with.
+    initial_cluster: String,
+    _data: tempfile::TempDir,
+}
+
+struct Member {
+    name: String,
     client_port: u16,
     peer_port: u16,
-    data: tempfile::TempDir,
+    data: std::path::PathBuf,
     child: Mutex<Option<Child>>,
 }
 
 impl EtcdServer {
-    /// Starts etcd and waits until it answers.
+    /// One member, up and answering.
     pub fn start() -> EtcdServer {
+        Self::start_members(1)
+    }
+
+    /// `count` members forming one etcd cluster, up and answering.
+    pub fn start_members(count: usize) -> EtcdServer {
         let data = tempfile::Builder::new()
             .prefix("strata-etcd-")
             .tempdir()
             .expect("temp dir");
+        let members: Vec<Member> = (0..count)
+            .map(|i| Member {
+                name: format!("m{i}"),
+                client_port: free_port(),
+                peer_port: free_port(),
+                data: data.path().join(format!("m{i}")),
+                child: Mutex::new(None),
+            })
+            .collect();
+        let initial_cluster = (members.iter())
+            .map(|m| format!("{}={}", m.name, m.peer_url()))
+            .collect::<Vec<_>>()
+            .join(",");
         let server = EtcdServer {
-            client_port: free_port(),
-            peer_port: free_port(),
-            data,
-            child: Mutex::new(None),
+            members,
+            initial_cluster,
+            _data: data,
         };
-        server.run();
+        // All members at once: none has a leader before a majority runs.
+        for index in 0..count {
+            server.spawn(index);
+        }
+        for index in 0..count {
+            server.wait_healthy(index);
+        }
         server
     }
 
-    /// The client URL, as `--etcd` takes it.
+    /// Every member's client URL, comma-separated, as `--etcd` takes them.
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        (self.members.iter())
+            .map(Member::client_url)
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
-    /// Kills etcd (its data stays).
+    /// Kills every member (their data stays).
     pub fn stop(&self) {
-        if let Some(mut child) = self.child.lock().unwrap().take() {
+        for index in 0..self.members.len() {
+            self.stop_member(index);
+        }
+    }
+
+    /// Starts every member again on its data, and waits until they answer.
+    pub fn restart(&self) {
+        self.stop();
+        for index in 0..self.members.len() {
+            self.spawn(index);
+        }
+        for index in 0..self.members.len() {
+            self.wait_healthy(index);
+        }
+    }
+
+    /// Kills one member (its data stays).
+    pub fn stop_member(&self, index: usize) {
+        if let Some(mut child) = self.members[index].child.lock().unwrap().take() {
             let _ = child.kill();
             let _ = child.wait();
         }
     }
 
-    /// Starts etcd again on its data, and waits until it answers.
-    pub fn restart(&self) {
-        self.stop();
-        self.run();
-    }
-
-    fn run(&self) {
-        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+    fn spawn(&self, index: usize) {
+        let member = &self.members[index];
         let child = Command::new("etcd")
-            .args(["--name", "test"])
+            .args(["--name", &member.name])
             .arg("--data-dir")
-            .arg(self.data.path().join("member"))
-            .args(["--listen-client-urls", &self.endpoint()])
-            .args(["--advertise-client-urls", &self.endpoint()])
-            .args(["--listen-peer-urls", &peer])
-            .args(["--initial-advertise-peer-urls", &peer])
-            .args(["--initial-cluster", &format!("test={peer}")])
-            // Quick elections on loopback, and no fsync wait worth speaking of on a test box.
+            .arg(&member.data)
+            .args(["--listen-client-urls", &member.client_url()])
+            .args(["--advertise-client-urls", &member.client_url()])
+            .args(["--listen-peer-urls", &member.peer_url()])
+            .args(["--initial-advertise-peer-urls", &member.peer_url()])
+            .args(["--initial-cluster", &self.initial_cluster])
+            // Quick elections on loopback.
             .args(["--heartbeat-interval", "25", "--election-timeout", "250"])
             .args(["--log-level", "warn"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("etcd is installed (Debian's etcd-server; scripts/test-all.sh installs it)");
-        *self.child.lock().unwrap() = Some(child);
+        *member.child.lock().unwrap() = Some(child);
+    }
+
+    fn wait_healthy(&self, index: usize) {
+        let member = &self.members[index];
         let deadline = Instant::now() + Duration::from_secs(20);
-        while !self.healthy() {
+        while !member.healthy() {
             assert!(
                 Instant::now() < deadline,
                 "etcd did not come up on {}",
-                self.endpoint()
+                member.client_url()
             );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
 }
 
-impl EtcdServer {
-    /// Whether `GET /health` answers 200 (etcd has a leader).
+impl Member {
+    fn client_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    fn peer_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.peer_port)
+    }
+
+    /// Whether `GET /health` answers 200 (the member sees a leader).
     fn healthy(&self) -> bool {
         use std::io::{Read, Write};
         let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", self.client_port)) else {
