@@ -338,3 +338,73 @@ async fn losing_one_etcd_member_of_three_changes_nothing() {
     let names: Vec<_> = listed.buckets().iter().filter_map(|b| b.name()).collect();
     assert_eq!(names, ["during", "steady"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_made_and_disabled_on_one_node_are_in_force_on_the_others() {
+    let etcd = EtcdServer::start();
+    let (_root, ports, drives, layout) = Cluster::plan(3, 3);
+    let nodes: Vec<TestServer> = (0..3)
+        .map(|i| {
+            let mut options = node_options(ports[i], &drives[i], &layout, EC);
+            options.extra_args = vec!["--etcd".into(), etcd.endpoint()];
+            options.env.push((
+                "STRATA_KMS_SECRET_KEY".into(),
+                "cluster-test-key:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=".into(),
+            ));
+            TestServer::start_with(options)
+        })
+        .collect();
+    create_bucket(&nodes[0].client(), "sealed").await;
+    // A key unknown here is looked up in the catalog again; a key disabled elsewhere is
+    // not, and the catalog is read again only every 30 s: the notice must carry that.
+    // Each node opens its key service once the cluster can answer for the catalog.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let made = strata_admin(&nodes[0], &["kms", "key", "create", "datasets"]);
+        if made.status.success() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{made:?}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let second = nodes[1].client();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let put = (second.put_object())
+            .bucket("sealed")
+            .key("obj")
+            .server_side_encryption(aws_sdk_s3::types::ServerSideEncryption::AwsKms)
+            .ssekms_key_id("datasets")
+            .body(b"under the new key".to_vec().into())
+            .send()
+            .await;
+        match put {
+            Ok(_) => break,
+            Err(e) => {
+                let code = e.into_service_error().meta().code().map(str::to_string);
+                assert!(
+                    Instant::now() < deadline,
+                    "node 2 still refuses the key: {code:?}"
+                );
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_object(&nodes[2].client(), "sealed", "obj", b"under the new key").await;
+
+    let disabled = strata_admin(&nodes[0], &["kms", "key", "disable", "datasets"]);
+    assert!(disabled.status.success(), "{disabled:?}");
+    let third = nodes[2].client();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let read = third.get_object().bucket("sealed").key("obj").send().await;
+        if read.is_err() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node 3 still opens data keys of a disabled key"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -52,6 +52,8 @@ pub const MASTER_KEY_FILE_ENV: &str = "STRATA_KMS_SECRET_KEY_FILE";
 pub const SSE_S3_KEY: &str = "@sse-s3";
 
 const CATALOG_VERSION: u32 = 1;
+/// How often a catalog change is read and tried again while other writers keep winning.
+const MUTATE_ATTEMPTS: usize = 10;
 const DATA_KEY_VERSION: u8 = 1;
 /// Version byte, IV, sealed 32-byte key and its tag.
 const SEALED_DATA_KEY_LEN: usize = 1 + 32 + 32 + 16;
@@ -171,8 +173,10 @@ fn validate_key_name(name: &str) -> Result<(), KmsError> {
 pub trait KeyCatalog: Send + Sync {
     /// The stored catalog, `None` before the first save.
     async fn load(&self) -> Result<Option<Vec<u8>>, KmsError>;
-    /// Replaces the stored catalog (atomically: readers see the old bytes or the new).
-    async fn save(&self, bytes: &[u8]) -> Result<(), KmsError>;
+    /// Replaces the stored catalog if it still holds `expected` (`None`: no catalog yet),
+    /// atomically: readers see the old bytes or the new. `false` when another writer (another
+    /// server) changed it first: nothing was written.
+    async fn save_if(&self, expected: Option<&[u8]>, bytes: &[u8]) -> Result<bool, KmsError>;
 }
 
 /// A catalog in memory, for tests and single-process tools.
@@ -201,9 +205,13 @@ impl KeyCatalog for MemoryCatalog {
         Ok(self.bytes())
     }
 
-    async fn save(&self, bytes: &[u8]) -> Result<(), KmsError> {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(bytes.to_vec());
-        Ok(())
+    async fn save_if(&self, expected: Option<&[u8]>, bytes: &[u8]) -> Result<bool, KmsError> {
+        let mut stored = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if stored.as_deref() != expected {
+            return Ok(false);
+        }
+        *stored = Some(bytes.to_vec());
+        Ok(true)
     }
 }
 
@@ -379,10 +387,15 @@ impl BuiltinKms {
 
     /// Reads and opens the stored catalog.
     async fn load_catalog(&self) -> Result<Keys, KmsError> {
-        let Some(bytes) = self.catalog.load().await? else {
+        self.open_catalog(self.catalog.load().await?.as_deref())
+    }
+
+    /// Opens the keys of a stored catalog (none: no catalog yet).
+    fn open_catalog(&self, stored: Option<&[u8]>) -> Result<Keys, KmsError> {
+        let Some(bytes) = stored else {
             return Ok(Keys::new());
         };
-        let file: CatalogFile = serde_json::from_slice(&bytes)
+        let file: CatalogFile = serde_json::from_slice(bytes)
             .map_err(|error| KmsError::Storage(format!("KMS catalog does not decode: {error}")))?;
         if file.version != CATALOG_VERSION {
             return Err(KmsError::Storage(format!(
@@ -438,20 +451,30 @@ impl BuiltinKms {
     /// Applies `change` to a fresh copy of the stored catalog, saves it, and publishes it.
     async fn mutate<T>(
         &self,
-        change: impl FnOnce(&Self, &mut Keys) -> Result<T, KmsError>,
+        change: impl Fn(&Self, &mut Keys) -> Result<T, KmsError>,
     ) -> Result<T, KmsError> {
         let _writing = self.writer.lock().await;
-        let mut keys = self.load_catalog().await?;
-        let result = change(self, &mut keys)?;
-        let file = CatalogFile {
-            version: CATALOG_VERSION,
-            keys: keys.values().map(|key| key.entry.clone()).collect(),
-        };
-        let bytes = serde_json::to_vec(&file)
-            .map_err(|error| KmsError::Storage(format!("encoding KMS catalog: {error}")))?;
-        self.catalog.save(&bytes).await?;
-        self.keys.store(Arc::new(keys));
-        Ok(result)
+        // Read, change, and save only over what was read: a change another server saved
+        // meanwhile is read and changed again, never overwritten (a key lost from the catalog
+        // is every object under it lost).
+        for _ in 0..MUTATE_ATTEMPTS {
+            let stored = self.catalog.load().await?;
+            let mut keys = self.open_catalog(stored.as_deref())?;
+            let result = change(self, &mut keys)?;
+            let file = CatalogFile {
+                version: CATALOG_VERSION,
+                keys: keys.values().map(|key| key.entry.clone()).collect(),
+            };
+            let bytes = serde_json::to_vec(&file)
+                .map_err(|error| KmsError::Storage(format!("encoding KMS catalog: {error}")))?;
+            if self.catalog.save_if(stored.as_deref(), &bytes).await? {
+                self.keys.store(Arc::new(keys));
+                return Ok(result);
+            }
+        }
+        Err(KmsError::Storage(
+            "the KMS catalog kept changing under other writers; try again".into(),
+        ))
     }
 
     /// A client-nameable key, re-reading the catalog if it is unknown here (another server
@@ -608,6 +631,10 @@ impl KeyService for BuiltinKms {
 
     async fn rotate(&self) -> Result<usize, KmsError> {
         BuiltinKms::rotate(self).await
+    }
+
+    async fn reload(&self) -> Result<(), KmsError> {
+        BuiltinKms::reload(self).await
     }
 
     fn default_key(&self) -> Option<String> {

@@ -330,3 +330,53 @@ async fn rotation_reseals_the_catalog_and_retires_the_old_master() {
     // And the old master alone opens it no more.
     assert!(BuiltinKms::open(same(&old), catalog.clone()).await.is_err());
 }
+
+/// The catalog as another server writes it between this server's read and its save: the
+/// first read after `stale` is set returns the catalog as it was before that write.
+struct RacingCatalog {
+    shared: Arc<MemoryCatalog>,
+    stale: std::sync::Mutex<Option<Option<Vec<u8>>>>,
+}
+
+#[async_trait]
+impl KeyCatalog for RacingCatalog {
+    async fn load(&self) -> Result<Option<Vec<u8>>, KmsError> {
+        if let Some(stale) = self.stale.lock().unwrap().take() {
+            return Ok(stale);
+        }
+        self.shared.load().await
+    }
+
+    async fn save_if(&self, expected: Option<&[u8]>, bytes: &[u8]) -> Result<bool, KmsError> {
+        self.shared.save_if(expected, bytes).await
+    }
+}
+
+#[tokio::test]
+async fn keys_made_on_two_servers_at_once_are_both_kept() {
+    let master = master("shared");
+    let shared = Arc::new(MemoryCatalog::new());
+    let first = open(same(&master), &shared).await;
+    let racing = Arc::new(RacingCatalog {
+        shared: shared.clone(),
+        stale: Default::default(),
+    });
+    let second = BuiltinKms::open(same(&master), racing.clone())
+        .await
+        .expect("opens");
+
+    // The second server read the catalog just before the first saved "alpha" into it.
+    let before = shared.bytes();
+    first.create_key("alpha").await.unwrap();
+    *racing.stale.lock().unwrap() = Some(before);
+    second.create_key("beta").await.unwrap();
+
+    let reopened = open(master, &shared).await;
+    let names: Vec<String> = (reopened.list_keys().await.unwrap().into_iter())
+        .map(|key| key.name)
+        .collect();
+    assert!(
+        names.contains(&"alpha".to_string()) && names.contains(&"beta".to_string()),
+        "a key was lost: {names:?}"
+    );
+}

@@ -125,4 +125,9 @@ pub trait KeyService: Send + Sync {
 
     /// The key SSE-KMS uses when a request names none.
     fn default_key(&self) -> Option<String>;
+
+    /// Reads again what the service keeps, which another server changed.
+    async fn reload(&self) -> Result<(), KmsError> {
+        Ok(())
+    }
 }

@@ -83,6 +83,49 @@ impl ObjectStore {
         put
     }
 
+    /// Replaces a deployment-wide record only if it still holds `expected` (`None`: only if it
+    /// does not exist), as one compare-and-swap across every server: the commit is
+    /// conditional on the record it compared. `false` when another writer changed it first.
+    pub async fn system_put_if(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: Vec<u8>,
+    ) -> Result<bool, ObjectError> {
+        self.may_change_records()?;
+        let _guard = self.locks.write(LOCK_NAMESPACE, key).await;
+        let put = retry_conflicts(|| async {
+            let base = self.system_record(key).await?;
+            if base.as_ref().map(|r| r.value.as_slice()) != expected {
+                return Ok(false);
+            }
+            let record = match &base {
+                Some(current) => SystemRecord {
+                    id: current.id.clone(),
+                    revision: current.revision + 1,
+                    value: value.clone(),
+                },
+                None => SystemRecord {
+                    id: uuid::Uuid::new_v4().simple().to_string(),
+                    revision: 0,
+                    value: value.clone(),
+                },
+            };
+            let op = MetaOp::Put {
+                table: MetaTable::System,
+                key: key.as_bytes().to_vec(),
+                value: record::encode(&record),
+            };
+            self.system_apply(key, op, base.as_ref()).await?;
+            Ok(true)
+        })
+        .await;
+        if !matches!(put, Ok(false)) {
+            self.announce(RecordChange::System(key.to_string())).await;
+        }
+        put
+    }
+
     /// Deletes a deployment-wide record from every set; whether it existed.
     pub async fn system_delete(&self, key: &str) -> Result<bool, ObjectError> {
         self.may_change_records()?;
@@ -221,6 +264,38 @@ mod tests {
         assert!(!store.system_delete("a/1").await.unwrap());
         assert_eq!(store.system_get("a/1").await.unwrap(), None);
         assert_eq!(store.system_list("").await.unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_conditional_put_writes_only_over_what_it_expects() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _) = store(dir.path(), 0);
+        assert!(store
+            .system_put_if("k", None, b"one".to_vec())
+            .await
+            .unwrap());
+        assert!(!store
+            .system_put_if("k", None, b"again".to_vec())
+            .await
+            .unwrap());
+        let stale = Some(&b"zero"[..]);
+        assert!(!store
+            .system_put_if("k", stale, b"lost".to_vec())
+            .await
+            .unwrap());
+        assert_eq!(
+            store.system_get("k").await.unwrap().as_deref(),
+            Some(&b"one"[..])
+        );
+        let current = Some(&b"one"[..]);
+        assert!(store
+            .system_put_if("k", current, b"two".to_vec())
+            .await
+            .unwrap());
+        assert_eq!(
+            store.system_get("k").await.unwrap().as_deref(),
+            Some(&b"two"[..])
+        );
     }
 
     #[tokio::test]

@@ -11,6 +11,8 @@ use crate::kms::KmsError;
 use crate::object::ObjectStore;
 
 /// The system record that holds the catalog.
+/// Where the key service's records are kept among the system records.
+pub const RECORD_PREFIX: &str = "kms/";
 const CATALOG_RECORD: &str = "kms/catalog";
 /// Earlier master keys, while the catalog is re-sealed under a new one (`strata admin kms
 /// rotate`): `<name>:<base64>` entries separated by commas.
@@ -28,8 +30,11 @@ impl KeyCatalog for SystemCatalog {
         (self.0.system_get(CATALOG_RECORD).await).map_err(|e| KmsError::Storage(e.to_string()))
     }
 
-    async fn save(&self, bytes: &[u8]) -> Result<(), KmsError> {
-        (self.0.system_put(CATALOG_RECORD, bytes.to_vec()).await)
+    async fn save_if(&self, expected: Option<&[u8]>, bytes: &[u8]) -> Result<bool, KmsError> {
+        (self
+            .0
+            .system_put_if(CATALOG_RECORD, expected, bytes.to_vec())
+            .await)
             .map_err(|e| KmsError::Storage(e.to_string()))
     }
 }

@@ -336,18 +336,28 @@ fn apply_others_changes(
     iam: Arc<crate::iam::Iam>,
 ) -> impl Fn(Option<RecordChange>) + Send + Sync + 'static {
     move |change| {
-        let reload_iam = match &change {
+        let (reload_iam, reload_keys) = match &change {
             Some(RecordChange::Bucket(name)) => {
                 store.forget_bucket(name);
-                false
+                (false, false)
             }
-            Some(RecordChange::System(key)) => key.starts_with(crate::iam::RECORD_PREFIX),
+            Some(RecordChange::System(key)) => (
+                key.starts_with(crate::iam::RECORD_PREFIX),
+                key.starts_with(kms::RECORD_PREFIX),
+            ),
             // Anything may have changed while the watch was down.
             None => {
                 store.forget_agreed_buckets();
-                true
+                (true, true)
             }
         };
+        if let Some(keys) = store.key_service().filter(|_| reload_keys) {
+            tokio::spawn(async move {
+                if let Err(e) = keys.reload().await {
+                    tracing::warn!(error = %e, "could not read the key catalog again");
+                }
+            });
+        }
         if reload_iam {
             let iam = iam.clone();
             tokio::spawn(async move {
