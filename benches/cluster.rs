@@ -16,11 +16,10 @@ mod common;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 
 use common::request::{get, send, Payload};
 use common::server::{print_warnings, Server};
-use common::stats::median;
+use common::stats::{median, percentile, timed};
 use common::{env_or, temp_dir};
 use reqwest::Method;
 
@@ -134,43 +133,6 @@ fn free_port_pairs(count: usize) -> Vec<u16> {
     ports
 }
 
-/// Per-call milliseconds of `op(i)` for `0..count` over `clients` workers, and objects/s.
-async fn timed<F, Fut>(count: usize, clients: usize, op: F) -> (Vec<f64>, f64)
-where
-    F: Fn(usize) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = f64> + Send,
-{
-    let op = Arc::new(op);
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let started = Instant::now();
-    let workers: Vec<_> = (0..clients)
-        .map(|_| {
-            let (op, next) = (op.clone(), next.clone());
-            tokio::spawn(async move {
-                let mut ms = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if i >= count {
-                        return ms;
-                    }
-                    ms.push(op(i).await);
-                }
-            })
-        })
-        .collect();
-    let mut all = Vec::new();
-    for worker in workers {
-        all.extend(worker.await.expect("worker"));
-    }
-    let rate = all.len() as f64 / started.elapsed().as_secs_f64();
-    (all, rate)
-}
-
-fn percentile(ms: &mut [f64], q: f64) -> f64 {
-    ms.sort_by(f64::total_cmp);
-    ms[((ms.len() - 1) as f64 * q).round() as usize]
-}
-
 /// One run's figures, by name: objects/s, p50 and p99 ms, MB/s.
 type Figures = Vec<(String, f64)>;
 
@@ -185,7 +147,7 @@ async fn run(deployment: &Deployment, count: usize, large: &Arc<Payload>, run: u
         for method in [Method::PUT, Method::GET] {
             let (client, bucket, body) = (client.clone(), bucket.clone(), body.clone());
             let method_in = method.clone();
-            let (mut ms, rate) = timed(count, clients, move |i| {
+            let (mut ms, seconds) = timed(count, clients, move |i| {
                 let (client, method, body) = (client.clone(), method_in.clone(), body.clone());
                 let url = format!("{bucket}/c{clients}/obj-{i:06}");
                 async move {
@@ -193,10 +155,11 @@ async fn run(deployment: &Deployment, count: usize, large: &Arc<Payload>, run: u
                         true => &*body,
                         false => &Payload::empty(),
                     };
-                    send(&client, method, &url, payload, &[]).await.1.ms()
+                    send(&client, method, &url, payload, &[]).await;
                 }
             })
             .await;
+            let rate = ms.len() as f64 / seconds;
             let cell = format!("4 KiB {method} x{clients}");
             out.push((format!("{cell} obj/s"), rate));
             out.push((format!("{cell} p50 ms"), percentile(&mut ms, 0.5)));

@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use common::request::{send, Payload};
 use common::server::{print_warnings, Server};
-use common::stats::median;
+use common::stats::{median, percentile, timed};
 use reqwest::Method;
 
 const SIZES: [usize; 2] = [4 << 10, 64 << 10];
@@ -53,45 +53,6 @@ fn cpu_ms(pid: u32) -> f64 {
     };
     // utime and stime are fields 14 and 15 of the whole line: 11 and 12 after the name.
     (ticks(11) + ticks(12)) * 1000.0 / 100.0
-}
-
-fn percentile(ms: &mut [f64], q: f64) -> f64 {
-    ms.sort_by(f64::total_cmp);
-    ms[((ms.len() - 1) as f64 * q).round() as usize]
-}
-
-/// Runs `op(i)` for `0..count` over `clients` concurrent workers; per-call milliseconds and
-/// the wall time in seconds.
-async fn timed<F, Fut>(count: usize, clients: usize, op: F) -> (Vec<f64>, f64)
-where
-    F: Fn(usize) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = ()> + Send,
-{
-    let op = Arc::new(op);
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let started = Instant::now();
-    let workers: Vec<_> = (0..clients)
-        .map(|_| {
-            let (op, next) = (op.clone(), next.clone());
-            tokio::spawn(async move {
-                let mut ms = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if i >= count {
-                        return ms;
-                    }
-                    let start = Instant::now();
-                    op(i).await;
-                    ms.push(start.elapsed().as_secs_f64() * 1e3);
-                }
-            })
-        })
-        .collect();
-    let mut all = Vec::new();
-    for worker in workers {
-        all.extend(worker.await.expect("worker"));
-    }
-    (all, started.elapsed().as_secs_f64())
 }
 
 fn figures(mut ms: Vec<f64>, seconds: f64, cpu_ms: f64) -> Figures {

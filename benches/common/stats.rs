@@ -1,4 +1,8 @@
-//! Medians and percentiles of timings.
+//! Medians and percentiles of timings, and timing many calls over concurrent clients.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
 
 /// Median and 90th percentile, in milliseconds.
 #[derive(Clone, Copy)]
@@ -25,4 +29,44 @@ pub fn median(values: &[f64]) -> f64 {
         true => f64::NAN,
         false => Figures::of(values).median,
     }
+}
+
+/// The `q` quantile of `ms` (sorted in place).
+pub fn percentile(ms: &mut [f64], q: f64) -> f64 {
+    ms.sort_by(f64::total_cmp);
+    ms[((ms.len() - 1) as f64 * q).round() as usize]
+}
+
+/// Runs `op(i)` for `0..count` over `clients` concurrent workers; per-call milliseconds and
+/// the wall time in seconds.
+pub async fn timed<F, Fut>(count: usize, clients: usize, op: F) -> (Vec<f64>, f64)
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let op = Arc::new(op);
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..clients)
+        .map(|_| {
+            let (op, next) = (op.clone(), next.clone());
+            tokio::spawn(async move {
+                let mut ms = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= count {
+                        return ms;
+                    }
+                    let start = Instant::now();
+                    op(i).await;
+                    ms.push(start.elapsed().as_secs_f64() * 1e3);
+                }
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for worker in workers {
+        all.extend(worker.await.expect("worker"));
+    }
+    (all, started.elapsed().as_secs_f64())
 }

@@ -55,32 +55,9 @@ impl ObjectStore {
 
     /// Creates or replaces a deployment-wide record on every set.
     pub async fn system_put(&self, key: &str, value: Vec<u8>) -> Result<(), ObjectError> {
-        self.may_change_records()?;
-        let _guard = self.locks.write(LOCK_NAMESPACE, key).await;
-        let put = retry_conflicts(|| async {
-            let base = self.system_record(key).await?;
-            let record = match &base {
-                Some(current) => SystemRecord {
-                    id: current.id.clone(),
-                    revision: current.revision + 1,
-                    value: value.clone(),
-                },
-                None => SystemRecord {
-                    id: uuid::Uuid::new_v4().simple().to_string(),
-                    revision: 0,
-                    value: value.clone(),
-                },
-            };
-            let op = MetaOp::Put {
-                table: MetaTable::System,
-                key: key.as_bytes().to_vec(),
-                value: record::encode(&record),
-            };
-            self.system_apply(key, op, base.as_ref()).await
-        })
-        .await;
-        self.announce(RecordChange::System(key.to_string())).await;
-        put
+        self.system_put_where(key, value, |_| true)
+            .await
+            .map(|_| ())
     }
 
     /// Replaces a deployment-wide record only if it still holds `expected` (`None`: only if it
@@ -92,11 +69,24 @@ impl ObjectStore {
         expected: Option<&[u8]>,
         value: Vec<u8>,
     ) -> Result<bool, ObjectError> {
+        let holds_expected =
+            |base: Option<&SystemRecord>| base.map(|r| r.value.as_slice()) == expected;
+        self.system_put_where(key, value, holds_expected).await
+    }
+
+    /// Puts the record if `condition` holds of the record read (`false` when it does not),
+    /// committing conditionally on that record.
+    async fn system_put_where(
+        &self,
+        key: &str,
+        value: Vec<u8>,
+        condition: impl Fn(Option<&SystemRecord>) -> bool,
+    ) -> Result<bool, ObjectError> {
         self.may_change_records()?;
         let _guard = self.locks.write(LOCK_NAMESPACE, key).await;
         let put = retry_conflicts(|| async {
             let base = self.system_record(key).await?;
-            if base.as_ref().map(|r| r.value.as_slice()) != expected {
+            if !condition(base.as_ref()) {
                 return Ok(false);
             }
             let record = match &base {

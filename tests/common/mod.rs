@@ -546,6 +546,16 @@ fn parse_listening(line: &str) -> Option<(&'static str, String)> {
 /// tests see the first answer), generous timeouts so a hung server fails the test.
 pub fn s3_client(endpoint: &str, access_key: &str, secret_key: &str) -> Client {
     let http = aws_smithy_http_client::Builder::new().build_http();
+    s3_client_over(http, endpoint, access_key, secret_key)
+}
+
+/// The same over `http`, any HTTP client the SDK takes (one that speaks TLS, say).
+pub fn s3_client_over(
+    http: aws_sdk_s3::config::SharedHttpClient,
+    endpoint: &str,
+    access_key: &str,
+    secret_key: &str,
+) -> Client {
     let config = aws_sdk_s3::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .http_client(http)

@@ -2,17 +2,13 @@
 //! signs, and an SDK client that trusts only it.
 
 use std::path::Path;
-use std::time::Duration;
 
-use aws_sdk_s3::config::retry::RetryConfig;
-use aws_sdk_s3::config::timeout::TimeoutConfig;
-use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_s3::Client;
 use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode, TlsContext, TrustStore};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 use rustls::pki_types::CertificateDer;
 
-use super::{ACCESS_KEY, REGION, SECRET_KEY};
+use super::{ACCESS_KEY, SECRET_KEY};
 
 /// A test certificate authority.
 pub struct Ca {
@@ -69,26 +65,5 @@ pub fn https_client(endpoint: &str, ca_pem: &str) -> Client {
                 .unwrap(),
         )
         .build_https();
-    let config = aws_sdk_s3::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .http_client(http)
-        .region(Region::new(REGION))
-        .endpoint_url(endpoint)
-        .force_path_style(true)
-        .credentials_provider(Credentials::new(
-            ACCESS_KEY,
-            SECRET_KEY,
-            None,
-            None,
-            "strata-tests",
-        ))
-        .retry_config(RetryConfig::standard().with_max_attempts(1))
-        .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(Duration::from_secs(10))
-                .operation_timeout(Duration::from_secs(60))
-                .build(),
-        )
-        .build();
-    Client::from_conf(config)
+    super::s3_client_over(http, endpoint, ACCESS_KEY, SECRET_KEY)
 }
