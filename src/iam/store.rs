@@ -21,6 +21,8 @@ use crate::object::{now_ms, ObjectError, ObjectStore};
 /// Where every record of users and policies is kept among the system records.
 pub const RECORD_PREFIX: &str = "iam/";
 const USER_PREFIX: &str = "iam/user/";
+/// How often a user's change is read and tried again while other servers keep changing it.
+const CHANGE_ATTEMPTS: usize = 10;
 const POLICY_PREFIX: &str = "iam/policy/";
 /// Length of generated secret keys.
 const GENERATED_SECRET_LEN: usize = 40;
@@ -322,9 +324,6 @@ impl Iam {
         };
         let _changes = self.changes.lock().await;
         let key = format!("{USER_PREFIX}{name}");
-        if self.store.system_get(&key).await?.is_some() {
-            return Err(IamError::UserExists(name.into()));
-        }
         let policies = self.existing_policies(policies).await?;
         let record = UserRecord {
             name: name.to_string(),
@@ -333,7 +332,15 @@ impl Iam {
             enabled: true,
             created_ms: now_ms(),
         };
-        self.store.system_put(&key, encode(&record)).await?;
+        // Created only where none exists, across every server: two nodes adding one name at
+        // once cannot both hand out a secret.
+        if !self
+            .store
+            .system_put_if(&key, None, encode(&record))
+            .await?
+        {
+            return Err(IamError::UserExists(name.into()));
+        }
         self.load().await?;
         tracing::info!(user = %name, "user added");
         Ok(secret)
@@ -422,24 +429,30 @@ impl Iam {
         Ok(())
     }
 
-    /// Reads, changes and writes back a user record.
+    /// Reads, changes and writes back a user record, only over the record read: a change
+    /// another server made meanwhile is read and changed again, never overwritten.
     async fn change_user(
         &self,
         name: &str,
-        change: impl FnOnce(&mut UserRecord) -> Result<(), IamError>,
+        change: impl Fn(&mut UserRecord) -> Result<(), IamError>,
     ) -> Result<(), IamError> {
         let _changes = self.changes.lock().await;
         let key = format!("{USER_PREFIX}{name}");
-        let mut record = self
-            .store
-            .system_get(&key)
-            .await?
-            .and_then(|bytes| decode::<UserRecord>(&key, &bytes))
-            .ok_or_else(|| IamError::NoSuchUser(name.into()))?;
-        change(&mut record)?;
-        self.store.system_put(&key, encode(&record)).await?;
-        self.load().await?;
-        Ok(())
+        for _ in 0..CHANGE_ATTEMPTS {
+            let stored = self.store.system_get(&key).await?;
+            let mut record = (stored.as_deref())
+                .and_then(|bytes| decode::<UserRecord>(&key, bytes))
+                .ok_or_else(|| IamError::NoSuchUser(name.into()))?;
+            change(&mut record)?;
+            let written = self
+                .store
+                .system_put_if(&key, stored.as_deref(), encode(&record));
+            if written.await? {
+                self.load().await?;
+                return Ok(());
+            }
+        }
+        Err(ObjectError::Conflict.into())
     }
 
     /// The names given, once each, if every one names a stored policy.
@@ -561,6 +574,43 @@ mod tests {
                 context: &Context::default(),
             },
         )
+    }
+
+    /// Two servers (two `Iam`s over the same records) changing one user at once.
+    #[tokio::test]
+    async fn changes_to_one_user_on_two_servers_at_once_are_both_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let first = Iam::new(store.clone(), "root", "root-password", "dep");
+        let second = Iam::new(store, "root", "root-password", "dep");
+        first.put_policy("p1", READ_ONLY).await.unwrap();
+        first.put_policy("p2", READ_ONLY).await.unwrap();
+        let secret = Some("carol-secret-key-0123".to_string());
+        first.add_user("carol", secret, vec![]).await.unwrap();
+        second.reload().await.unwrap();
+
+        let (one, two) = tokio::join!(first.attach("carol", "p1"), second.attach("carol", "p2"));
+        one.unwrap();
+        two.unwrap();
+        first.reload().await.unwrap();
+        let carol = first
+            .users()
+            .into_iter()
+            .find(|u| u.name == "carol")
+            .unwrap();
+        let mut policies = carol.policies;
+        policies.sort();
+        assert_eq!(policies, ["p1", "p2"], "an attachment was lost");
+
+        let (one, two) = tokio::join!(
+            first.add_user("dave", None, vec![]),
+            second.add_user("dave", None, vec![])
+        );
+        let made = [&one, &two].iter().filter(|r| r.is_ok()).count();
+        assert_eq!(made, 1, "one name, two users: {one:?} {two:?}");
+        assert!([one, two]
+            .into_iter()
+            .any(|r| matches!(r, Err(IamError::UserExists(_)))));
     }
 
     #[tokio::test]
