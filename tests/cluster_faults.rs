@@ -17,14 +17,6 @@ fn body(i: usize) -> Vec<u8> {
     (0..SIZE).map(|b| (b * 31 + i * 7) as u8).collect()
 }
 
-fn signal(node: &TestServer, signal: &str) {
-    let status = std::process::Command::new("kill")
-        .args([signal, &node.pid().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success(), "kill {signal} {}", node.pid());
-}
-
 fn shard_count(drives: &[std::path::PathBuf]) -> usize {
     drives.iter().map(|d| shard_files(d).len()).sum()
 }
@@ -54,7 +46,7 @@ async fn a_paused_node_is_served_around_within_seconds_and_catches_up_when_it_re
         put(&first, BUCKET, &format!("before-{i}"), &body(i)).await;
     }
 
-    signal(&nodes[2], "-STOP");
+    nodes[2].signal("-STOP");
     tokio::time::sleep(Duration::from_secs(4)).await;
     // Writes, reads and listings go on through the two other nodes, none of them waiting
     // for the paused node's drives.
@@ -82,7 +74,7 @@ async fn a_paused_node_is_served_around_within_seconds_and_catches_up_when_it_re
     );
 
     // Resumed: its drives are taken back and given what they missed.
-    signal(&nodes[2], "-CONT");
+    nodes[2].signal("-CONT");
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         let healed = shard_count(&drives[2]) == shard_count(&drives[0]);
@@ -106,5 +98,65 @@ async fn a_paused_node_is_served_around_within_seconds_and_catches_up_when_it_re
     for i in 0..5 {
         assert_object(&third, BUCKET, &format!("paused-{i}"), &body(100 + i)).await;
         assert_object(&third, BUCKET, &format!("before-{i}"), &body(i)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_paused_longer_than_its_drive_deadline_blames_no_drive_when_it_resumes() {
+    // Drive deadline 2 s (the harness's), a pause of 5 s with requests in flight through the
+    // paused node: on resuming, its calls have all overrun their deadlines, through no fault
+    // of any drive.
+    let cluster = Cluster::start(3, 3, EC);
+    let paused = &cluster.nodes[2];
+    let client = paused.client();
+    create_bucket(&client, BUCKET).await;
+    // Three times, as whether a call is caught mid-way differs from pause to pause.
+    for pause in 0..3 {
+        let busy: Vec<_> = (0..8)
+            .map(|worker| {
+                let client = client.clone();
+                tokio::spawn(async move {
+                    for i in 0.. {
+                        let sent = (client.put_object())
+                            .bucket(BUCKET)
+                            .key(format!("busy-{pause}-{worker}-{i}"))
+                            .body(body(i).into())
+                            .send()
+                            .await;
+                        if sent.is_err() {
+                            break;
+                        }
+                    }
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        paused.signal("-STOP");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        paused.signal("-CONT");
+        for worker in busy {
+            worker.abort();
+        }
+
+        // At once, not after a cool-down of the drives it would have blamed.
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            let put = (client.put_object())
+                .bucket(BUCKET)
+                .key("after")
+                .body(body(pause).into())
+                .send()
+                .await;
+            if put.is_ok() && ready_body(paused).await.contains(r#""online":9"#) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "after pause {pause} the resumed node still serves around its drives: {put:?} {}",
+                ready_body(paused).await
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert_object(&client, BUCKET, "after", &body(pause)).await;
     }
 }

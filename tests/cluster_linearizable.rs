@@ -1,6 +1,7 @@
 //! Linearizability of single keys across nodes: clients on all three nodes of a cluster PUT,
 //! GET, DELETE and write conditionally (`If-None-Match: *`, `If-Match`) on a few keys while
-//! a node is killed and brought back; each key's recorded history must be explained by one
+//! a node is killed and brought back (and, in a run left out for a violation it finds, while
+//! another is paused with SIGSTOP first); each key's recorded history must be explained by one
 //! register changing at one instant per operation (`common::linearizability`). Operations
 //! that time out or fail with a 5xx count as maybe applied.
 
@@ -163,8 +164,33 @@ async fn run_client(id: usize, client: Client, start: Instant, until: Instant, l
     }
 }
 
+/// The faults a run goes through while the clients work.
+#[derive(Clone, Copy)]
+enum Faults {
+    /// A node killed, and started again.
+    Kill,
+    /// A node paused past its peers' liveness timeout and resumed, its commits in flight
+    /// going on late; then another killed and started again.
+    PauseThenKill,
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn single_keys_stay_linearizable_across_nodes_while_one_is_killed_and_restarted() {
+    linearizable_under(Faults::Kill).await;
+}
+
+/// Finds a violation about one run in three: a conditional PUT through the restarted node
+/// answers 404 for a key a DELETE was removing, and a GET right after reads the key's value
+/// again. A read takes a key for absent once more drives lack it than a read quorum's
+/// complement, and a DELETE whose first commit misses its quorum (a peer just back) is undone
+/// before it is tried again: readers in between saw it. Left to the object layer's delete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "finds a known violation (a read sees a delete that is undone and retried)"]
+async fn single_keys_stay_linearizable_across_nodes_while_nodes_pause_and_die() {
+    linearizable_under(Faults::PauseThenKill).await;
+}
+
+async fn linearizable_under(faults: Faults) {
     let cluster = Cluster::start(3, 3, EC);
     create_bucket(&cluster.nodes[0].client(), BUCKET).await;
     let log: Histories = Arc::default();
@@ -184,10 +210,24 @@ async fn single_keys_stay_linearizable_across_nodes_while_one_is_killed_and_rest
             )));
         }
     }
-    tokio::time::sleep(RUN / 3).await;
-    cluster.nodes[2].kill();
-    tokio::time::sleep(RUN / 3).await;
-    cluster.nodes[2].restart();
+    match faults {
+        Faults::Kill => {
+            tokio::time::sleep(RUN / 3).await;
+            cluster.nodes[2].kill();
+            tokio::time::sleep(RUN / 3).await;
+            cluster.nodes[2].restart();
+        }
+        Faults::PauseThenKill => {
+            tokio::time::sleep(RUN / 5).await;
+            cluster.nodes[1].signal("-STOP");
+            tokio::time::sleep(RUN / 5).await;
+            cluster.nodes[1].signal("-CONT");
+            tokio::time::sleep(RUN / 10).await;
+            cluster.nodes[2].kill();
+            tokio::time::sleep(RUN / 5).await;
+            cluster.nodes[2].restart();
+        }
+    }
     for client in clients {
         client.await.unwrap();
     }

@@ -20,6 +20,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use uuid::Uuid;
 
+use super::pause;
 use super::{
     DataDir, DiskInfo, Drive, DriveError, MetaOp, MetaTable, Replaced, ScanPage, ShardReader,
     ShardWriter,
@@ -45,6 +46,7 @@ impl DeadlineDrive {
 
     /// Wraps `inner` with an explicit pause between probes of a stalled drive.
     pub fn with_cool_down(inner: Arc<dyn Drive>, deadline: Duration, cool_down: Duration) -> Self {
+        pause::start();
         Self {
             health: Arc::new(Health {
                 label: inner.label().to_string(),
@@ -89,14 +91,24 @@ impl Health {
         work: impl Future<Output = Result<T, DriveError>>,
     ) -> Result<T, DriveError> {
         let started = self.admit()?;
-        match tokio::time::timeout(self.deadline, work).await {
-            Ok(result) => {
-                self.answered(started);
-                result
-            }
-            Err(_) => {
-                self.missed(operation);
-                Err(self.offline())
+        let mut work = std::pin::pin!(work);
+        let mut window = started;
+        loop {
+            match tokio::time::timeout(self.deadline, &mut work).await {
+                Ok(result) => {
+                    self.answered(started);
+                    return result;
+                }
+                // This process stood still meanwhile (stopped, frozen): the drive had no
+                // fair chance, so the call gets a fresh deadline and the drive no blame.
+                Err(_) if pause::paused_since(window) => {
+                    tracing::info!(drive = %self.label, operation, "this process was paused during a drive call; waiting for it again");
+                    window = Instant::now();
+                }
+                Err(_) => {
+                    self.missed(operation);
+                    return Err(self.offline());
+                }
             }
         }
     }

@@ -11,6 +11,7 @@ mod error;
 pub mod faulty;
 mod format;
 mod local;
+pub mod pause;
 pub mod remote;
 pub mod sim;
 mod slot;

@@ -353,6 +353,15 @@ impl TestServer {
         format!("{scheme}://{}", self.addr())
     }
 
+    /// Sends the running server a signal (`-STOP`, `-CONT`, `-TERM`, as `kill` takes it).
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.pid().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {signal} {}", self.pid());
+    }
+
     /// Process id of the running server (to send it signals).
     pub fn pid(&self) -> u32 {
         self.running

@@ -72,7 +72,12 @@ impl NodeLiveness {
                 let Some(liveness) = liveness.upgrade() else {
                     break;
                 };
+                let sent = std::time::Instant::now();
                 let answered = tokio::time::timeout(PING_EVERY, liveness.pinger.ping()).await;
+                // A ping lost to this process's own pause says nothing of the node.
+                if answered.is_err() && crate::storage::pause::paused_since(sent) {
+                    continue;
+                }
                 liveness.heard(matches!(answered, Ok(Ok(()))));
             }
         });
