@@ -374,6 +374,20 @@ pub fn open(config: &ServerConfig) -> anyhow::Result<Deployment> {
 }
 
 impl Deployment {
+    /// Every node of a cluster in layout order, and whether it answers as this node sees it
+    /// (this node always does; the others by their pings). Empty for a single server.
+    pub fn nodes_answering(&self) -> Vec<(String, bool)> {
+        let Some(cluster) = &self.config.cluster else {
+            return Vec::new();
+        };
+        (cluster.layout.nodes.iter())
+            .map(|node| {
+                let peer = self.peers.iter().find(|p| p.node() == node);
+                (node.clone(), peer.is_none_or(|p| !p.is_down()))
+            })
+            .collect()
+    }
+
     /// The drive positions whose drive is unhealed now.
     pub fn unhealed_drives(&self) -> Vec<usize> {
         (self.drives.iter().enumerate())

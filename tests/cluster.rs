@@ -202,8 +202,22 @@ async fn readiness_follows_the_other_nodes() {
     wait_ready(first, 200, r#""online":9"#).await;
 
     // One node down: 6 of 9 drives answer, as many as a write needs.
+    let gone = cluster.nodes[2].endpoint().replace("http://", "");
     cluster.nodes[2].kill();
     wait_ready(first, 200, r#""online":6"#).await;
+    // And `strata admin info` says which node is down, as node 1's pings see it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = strata_admin(first, &["info"]);
+        let table = String::from_utf8_lossy(&info.stdout).into_owned();
+        let row = table.lines().find(|l| l.trim_start().starts_with(&gone));
+        if row.is_some_and(|row| row.contains("down")) {
+            assert!(table.contains("no etcd"), "{table}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{gone} not shown down:\n{table}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 
     // Two down: node 1 alone cannot take writes, and says so.
     cluster.nodes[1].kill();

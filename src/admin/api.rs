@@ -234,8 +234,9 @@ pub struct Info {
 pub struct ClusterInfo {
     /// The node that answered.
     pub this_node: String,
-    /// Whether that node reaches etcd; when not, `nodes` is the layout alone, all unknown.
-    pub etcd_reachable: bool,
+    /// Whether that node reaches etcd (when not, node states are unknown); absent for a
+    /// cluster without etcd, whose node states are what that node's pings say.
+    pub etcd_reachable: Option<bool>,
     pub nodes: Vec<NodeInfo>,
     /// The node running each once-per-cluster job.
     pub elected: Vec<(String, String)>,
@@ -336,7 +337,7 @@ async fn info(state: &AdminState) -> Info {
         .collect();
     let cluster = match &state.control {
         Some(control) => Some(cluster_info(control).await),
-        None => None,
+        None => pinged_nodes(deployment),
     };
     Info {
         deployment_id: deployment.id.clone(),
@@ -345,6 +346,27 @@ async fn info(state: &AdminState) -> Info {
         heal: state.healer.status(&state.store).into(),
         cluster,
     }
+}
+
+/// A cluster without etcd: the nodes as this node's pings see them.
+fn pinged_nodes(deployment: &Deployment) -> Option<ClusterInfo> {
+    let nodes = deployment.nodes_answering();
+    let this_node = nodes
+        .iter()
+        .find(|(node, _)| !deployment.peers.iter().any(|peer| peer.node() == node))?;
+    Some(ClusterInfo {
+        this_node: this_node.0.clone(),
+        etcd_reachable: None,
+        nodes: (nodes.iter())
+            .map(|(node, answers)| NodeInfo {
+                node: node.clone(),
+                state: if *answers { "up" } else { "down" }.into(),
+                version: None,
+                started: None,
+            })
+            .collect(),
+        elected: Vec::new(),
+    })
 }
 
 async fn cluster_info(control: &ControlPlane) -> ClusterInfo {
@@ -368,7 +390,7 @@ async fn cluster_info(control: &ControlPlane) -> ClusterInfo {
         .collect();
     ClusterInfo {
         this_node: control.this_node().to_string(),
-        etcd_reachable: up.is_ok(),
+        etcd_reachable: Some(up.is_ok()),
         nodes,
         elected,
     }

@@ -438,10 +438,10 @@ async fn info(client: &AdminClient, raw_json: bool) -> anyhow::Result<()> {
 
 /// The nodes of a cluster, and which runs each once-per-cluster job.
 fn render_nodes(out: &mut String, cluster: &ClusterInfo, now_ms: i64) {
-    let reach = if cluster.etcd_reachable {
-        ""
-    } else {
-        "  (etcd out of reach from this node: states unknown)"
+    let reach = match cluster.etcd_reachable {
+        Some(true) => "",
+        Some(false) => "  (etcd out of reach from this node: states unknown)",
+        None => "  (no etcd: states as this node's pings see them)",
     };
     out.push_str(&format!(
         "\nNodes (answered by {}){reach}\n",
