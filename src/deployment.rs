@@ -162,16 +162,12 @@ fn places(config: &ServerConfig) -> anyhow::Result<(Vec<Place>, Vec<Arc<NodeLive
         None => "http",
     };
     let client = client.build().context("the drive RPC client")?;
-    let mut peers: Vec<Arc<NodeLiveness>> = Vec::new();
-    for node in cluster
-        .layout
-        .nodes
-        .iter()
-        .filter(|n| **n != cluster.this_node)
-    {
+    // Each other node: where its drive service is, and whether it answers.
+    let mut peers: Vec<(String, Arc<NodeLiveness>)> = Vec::new();
+    for node in (cluster.layout.nodes.iter()).filter(|n| **n != cluster.this_node) {
         let url = format!("{scheme}://{}", crate::config::drive_service_address(node)?);
-        let pinger = RemoteDrive::new(url, String::new(), auth.clone(), client.clone());
-        peers.push(NodeLiveness::new(node.clone(), pinger));
+        let pinger = RemoteDrive::new(url.clone(), String::new(), auth.clone(), client.clone());
+        peers.push((url, NodeLiveness::new(node.clone(), pinger)));
     }
     let mut places = Vec::new();
     for drive in cluster.layout.sets.iter().flatten() {
@@ -179,21 +175,22 @@ fn places(config: &ServerConfig) -> anyhow::Result<(Vec<Place>, Vec<Arc<NodeLive
             places.push(Place::Local(PathBuf::from(&drive.path)));
             continue;
         }
-        let peer = format!(
-            "{scheme}://{}",
-            crate::config::drive_service_address(&drive.node)?
-        );
-        let liveness = (peers.iter())
-            .find(|p| p.node() == drive.node)
+        let (url, liveness) = (peers.iter())
+            .find(|(_, p)| p.node() == drive.node)
             .context("every other node is pinged")?;
-        let remote = RemoteDrive::new(peer, drive.path.clone(), auth.clone(), client.clone())
-            .watched_by(liveness.clone());
+        let remote = RemoteDrive::new(
+            url.clone(),
+            drive.path.clone(),
+            auth.clone(),
+            client.clone(),
+        )
+        .watched_by(liveness.clone());
         places.push(Place::Remote(Arc::new(DeadlineDrive::new(
             Arc::new(remote),
             config.healing.drive_timeout,
         ))));
     }
-    Ok((places, peers))
+    Ok((places, peers.into_iter().map(|(_, p)| p).collect()))
 }
 
 /// Whether a drive of another node answers that it holds a bucket. Called on the blocking

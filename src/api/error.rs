@@ -490,7 +490,7 @@ impl From<ObjectError> for S3Error {
             ObjectError::KmsUnavailable => S3Error::from_code(C::ServiceUnavailable),
             ObjectError::ControlPlaneUnavailable => S3Error::new(
                 C::ServiceUnavailable,
-                "the cluster's control plane is unavailable; settings cannot change now",
+                ObjectError::ControlPlaneUnavailable.to_string(),
             ),
             ObjectError::KmsNotConfigured => S3Error::new(
                 C::NotImplemented,

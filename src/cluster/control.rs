@@ -307,16 +307,8 @@ impl ControlPlane {
                 Ok(()) => true,
                 Err(existing) => existing.lease == lease,
             };
-            let elections = self.elections.lock().expect("not poisoned");
-            if let Some(sender) = elections.get(job) {
-                sender.send_if_modified(|holds| {
-                    let changed = *holds != held;
-                    if changed {
-                        tracing::info!(job, held, "election");
-                    }
-                    *holds = held;
-                    changed
-                });
+            if let Some(sender) = self.elections.lock().expect("not poisoned").get(job) {
+                set_held(job, sender, held);
             }
         }
         Ok(())
@@ -334,16 +326,21 @@ impl ControlPlane {
 
     fn set_all_elections(&self, held: bool) {
         for (job, sender) in self.elections.lock().expect("not poisoned").iter() {
-            sender.send_if_modified(|holds| {
-                let changed = *holds != held;
-                if changed {
-                    tracing::info!(job = *job, held, "election");
-                }
-                *holds = held;
-                changed
-            });
+            set_held(job, sender, held);
         }
     }
+}
+
+/// Tells the job's worker whether this node holds it, when that changed.
+fn set_held(job: &str, sender: &watch::Sender<bool>, held: bool) {
+    sender.send_if_modified(|holds| {
+        let changed = *holds != held;
+        if changed {
+            tracing::info!(job, held, "election");
+        }
+        *holds = held;
+        changed
+    });
 }
 
 #[async_trait]
