@@ -254,7 +254,7 @@ async fn four_blank_drives_make_every_lookup_unavailable_and_purge_nothing() {
 }
 
 #[tokio::test]
-async fn a_purge_needs_more_than_parity_drives_that_held_the_history() {
+async fn a_deleted_object_is_purged_only_once_its_delete_is_decided() {
     let fixture = Fixture::new().await;
     let (plain, small) = (bucket("plain"), key("small"));
     // Drives 0-2 are away while `small` is deleted; they come back holding it.
@@ -294,12 +294,21 @@ async fn a_purge_needs_more_than_parity_drives_that_held_the_history() {
         "the stale record must stay while undecided"
     );
 
-    // One blank drive: five drives with the history say "gone", more than the parity
-    // count, so the stale copies go.
+    // One blank drive: five drives with the history hold the delete's tombstone, three stale
+    // ones the object. A delete that reached only five drives (its undo still to come) looks
+    // the same, so nothing is decided from it: no answer, no purge, never the object.
     let one_blank = fixture.sim.fork();
     one_blank.drive(3).replace_blank();
     copy_bucket_records(&one_blank, 7, &[3]).await;
     let store = back(&one_blank);
+    unavailable(store.head_object(&plain, &small, None).await, "HEAD");
+    let report = heal_everything(&store).await;
+    assert_eq!(report.stale_purged, 0, "{report:?}");
+    assert!(report.unresolved > 0, "{report:?}");
+
+    // Deleting it again decides it: every drive takes the new tombstone, and heal clears
+    // the stale copies it stands over.
+    store.delete_object(&plain, &small, None).await.unwrap();
     assert!(matches!(
         store.head_object(&plain, &small, None).await,
         Err(ObjectError::NoSuchKey)
@@ -310,6 +319,17 @@ async fn a_purge_needs_more_than_parity_drives_that_held_the_history() {
         store.head_object(&plain, &small, None).await,
         Err(ObjectError::NoSuchKey)
     ));
+    for drive in 0..3 {
+        let stale = away
+            .drive(drive)
+            .meta_get(MetaTable::Objects, b"plain\0small".to_vec())
+            .await
+            .unwrap();
+        assert!(
+            stale.is_none(),
+            "drive {drive} still holds the deleted object"
+        );
+    }
 }
 
 #[tokio::test]

@@ -78,12 +78,12 @@ impl ErasureSet {
     /// that hold it, see [`ErasureSet::place_staged`]) goes to those drives only: a drive
     /// counts toward the write quorum when it holds both the data and its record. When fewer
     /// than a write quorum of drives take their batch, the drives that did are put back as
-    /// they were.
+    /// they were. Answers how many drives took it.
     pub async fn commit(
         &self,
         batches: Vec<Batch>,
         data_on: Option<&[bool]>,
-    ) -> Result<(), ErasureError> {
+    ) -> Result<usize, ErasureError> {
         let batches = (batches.into_iter().enumerate())
             .map(|(i, batch)| match data_on {
                 Some(holders) if !holders[i] => Batch::LeaveOut,
@@ -95,7 +95,7 @@ impl ErasureSet {
             self.undo(&applied).await;
             return Err(e);
         }
-        Ok(())
+        Ok(applied.results.iter().filter(|r| r.is_ok()).count())
     }
 
     /// Applies `batches[i]` on drive `i`, each in one transaction that answers what it

@@ -31,13 +31,14 @@ fn guarded(batches: Vec<Option<Vec<MetaOp>>>, guard: impl Fn(usize) -> Guard) ->
 /// `None`: on nothing, when each drive keeps its own record under the new one). Each drive
 /// takes its batch only if it still holds the record it was read with, and that record is
 /// one the decision accounts for (see [`Copies::guard_on`]). `data_on`: the drives that
-/// hold the data the commit records, if any (see [`ErasureSet::commit`]).
+/// hold the data the commit records, if any (see [`ErasureSet::commit`]). Answers how many
+/// drives took it.
 pub(crate) async fn commit_on_records(
     set: &ErasureSet,
     batches: Vec<Option<Vec<MetaOp>>>,
     (records, agreed): (&DriveRecords, Option<Option<&ObjectRecord>>),
     data_on: Option<&[bool]>,
-) -> Result<(), ObjectError> {
+) -> Result<usize, ObjectError> {
     let batches = guarded(batches, |i| match agreed {
         Some(agreed) => records.guard_on(set, i, agreed),
         None => records
@@ -49,13 +50,13 @@ pub(crate) async fn commit_on_records(
 
 /// Commits a change decided on a key's versions (see [`KeyVersions`]): each drive takes
 /// its batch only if it still holds the versions record and the object record it was read
-/// with, and both are ones the decision accounts for.
+/// with, and both are ones the decision accounts for. Answers how many drives took it.
 pub(crate) async fn commit_on_versions(
     set: &ErasureSet,
     batches: Vec<Option<Vec<MetaOp>>>,
     current: &KeyVersions,
     data_on: Option<&[bool]>,
-) -> Result<(), ObjectError> {
+) -> Result<usize, ObjectError> {
     let batches = guarded(batches, |i| {
         let state = current.states.guard_on(set, i, current.state.as_ref());
         state.and(current.records.guard_on(set, i, current.object.as_ref()))
@@ -70,7 +71,8 @@ pub(crate) async fn commit_unconditionally(
     data_on: Option<&[bool]>,
 ) -> Result<(), ObjectError> {
     let batches = guarded(batches, |_| Guard::Expect(Vec::new()));
-    Ok(set.commit(batches, data_on).await?)
+    set.commit(batches, data_on).await?;
+    Ok(())
 }
 
 /// Commits `op` on a record every set holds (a bucket, a user, a policy), decided on `base`

@@ -19,7 +19,7 @@ use super::copies::{Copies, Guard};
 use super::record::{
     self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, VersionsRecord,
 };
-use super::version::{agree_on_version, read_records};
+use super::version::{agree_on_version, read_records, DriveRecords};
 use super::versioning::{key_versions, read_states};
 use super::{Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::erasure::{DataDir, MetaOp, MetaTable};
@@ -153,8 +153,8 @@ impl ObjectStore {
         };
         let records = read_records(set, bucket.as_str(), key.as_str()).await;
         let version = match agree_on_version(set, &records) {
-            Ok(Agreement::Found { value, .. }) => value,
-            Ok(Agreement::NotFound) => {
+            Ok(Agreement::Found { value, .. }) if !value.delete_marker => value,
+            Ok(_) => {
                 let purge = self.purge_stale(set, &bucket_record, key).await?;
                 report.stale_purged = purge.purged;
                 report.unresolved = u64::from(purge.deferred);
@@ -421,8 +421,11 @@ struct Purge {
 }
 
 impl ObjectStore {
-    /// Removes the records (and data) of a key that agreement says does not exist from the
-    /// drives that still hold one: a stale drive must not bring a deleted object back.
+    /// Removes the records (and data) of a deleted key from the drives that still hold one: a
+    /// stale drive must not bring a deleted object back. A key is deleted when agreement says
+    /// it does not exist, or agrees on a delete's tombstone. Tombstones go last, once every
+    /// drive answered and none holds anything else: taken from some drives while others still
+    /// hold the version it replaced, that version would have a read quorum of vouchers again.
     async fn purge_stale(
         &self,
         set: &ErasureSet,
@@ -432,34 +435,69 @@ impl ObjectStore {
         let _guard = self.locks.write(&bucket.name, key.as_str()).await;
         let records = read_records(set, &bucket.name, key.as_str()).await;
         let mut purge = Purge::default();
-        if !matches!(agree_on_version(set, &records), Ok(Agreement::NotFound)) {
-            return Ok(purge);
-        }
+        let tombstone = match agree_on_version(set, &records) {
+            Ok(Agreement::NotFound) => None,
+            Ok(Agreement::Found { value, .. }) if value.delete_marker => Some(value),
+            _ => return Ok(purge),
+        };
+        let tombstone = tombstone.as_ref();
+        let is_tombstone = |held: &ObjectRecord| tombstone.is_some_and(|t| held.same_version(t));
+        let mut others_gone = records.iter().all(|r| r.is_ok());
         for (i, held) in records.iter().enumerate() {
-            let Ok(Some(stale)) = held else { continue };
-            // Not a write in flight, and still what was read.
-            let mut ops = match records.guard_on(set, i, None) {
-                Guard::Expect(ops) => ops,
-                Guard::Refuse => {
-                    purge.deferred = true;
-                    continue;
-                }
-                Guard::LeaveOut => continue,
-            };
-            ops.push(MetaOp::Delete {
-                table: MetaTable::Objects,
-                key: object_key(&bucket.name, key.as_str()),
-            });
-            let removed = set.meta_apply_on(i, ops).await;
-            if removed.is_ok() {
-                purge.purged += 1;
-                tracing::info!(drive = set.drive_label(i), bucket = %bucket.name, key = %key, "heal: removed the record of a deleted object");
-                for version in stale.with_superseded() {
-                    self.drop_version_on(set, i, bucket, key, version).await;
+            if let Ok(Some(stale)) = held {
+                if !is_tombstone(stale) {
+                    others_gone &= self
+                        .purge_on(set, (&records, tombstone), i, bucket, key, &mut purge)
+                        .await;
                 }
             }
         }
+        if tombstone.is_some() && others_gone {
+            for i in 0..records.len() {
+                self.purge_on(set, (&records, tombstone), i, bucket, key, &mut purge)
+                    .await;
+            }
+        }
         Ok(purge)
+    }
+
+    /// Removes drive `i`'s record of a deleted key (see [`Self::purge_stale`]) and the data
+    /// of the versions it names, unless it may be a write in flight or changed since it was
+    /// read. Answers whether the drive holds none now.
+    async fn purge_on(
+        &self,
+        set: &ErasureSet,
+        (records, tombstone): (&DriveRecords, Option<&ObjectRecord>),
+        i: usize,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+        purge: &mut Purge,
+    ) -> bool {
+        let Ok(Some(stale)) = &records[i] else {
+            return records[i].is_ok();
+        };
+        // Not a write in flight, and still what was read.
+        let mut ops = match records.guard_on(set, i, tombstone) {
+            Guard::Expect(ops) => ops,
+            Guard::Refuse => {
+                purge.deferred = true;
+                return false;
+            }
+            Guard::LeaveOut => return false,
+        };
+        ops.push(MetaOp::Delete {
+            table: MetaTable::Objects,
+            key: object_key(&bucket.name, key.as_str()),
+        });
+        if set.meta_apply_on(i, ops).await.is_err() {
+            return false;
+        }
+        purge.purged += 1;
+        tracing::info!(drive = set.drive_label(i), bucket = %bucket.name, key = %key, "heal: removed the record of a deleted object");
+        for version in stale.with_superseded() {
+            self.drop_version_on(set, i, bucket, key, version).await;
+        }
+        true
     }
 
     /// Deletes one version's data (shard folder or inline chunk) from drive `index`.

@@ -19,7 +19,7 @@ use super::version::{
     agree_on_version, held_for_commit, read_records, read_records_with_data, replaced_versions,
     DriveRecords,
 };
-use super::versioning::version_id_for;
+use super::versioning::{delete_marker, version_id_for};
 use super::{
     now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, ReadSpan,
     INLINE_LIMIT,
@@ -269,7 +269,8 @@ impl ObjectStore {
         };
         if let Some(condition) = version.condition {
             match agreed {
-                Ok(ref agreed) => condition.check(agreed.as_ref())?,
+                // A delete's tombstone is no object.
+                Ok(ref agreed) => condition.check(agreed.as_ref().filter(|v| !v.delete_marker))?,
                 // Every drive answered and still nothing is decided: other writes are in
                 // flight (or were cut short); read again rather than answer 503 at once.
                 Err(_) if current.iter().all(|r| r.is_ok()) => return Err(ObjectError::Conflict),
@@ -298,8 +299,8 @@ impl ObjectStore {
         record: &ObjectRecord,
     ) -> Result<(), ObjectError> {
         let agreed = match agree_on_version(set, current)? {
-            Agreement::Found { value, .. } => value,
-            Agreement::NotFound => return Err(ObjectError::NoSuchKey),
+            Agreement::Found { value, .. } if !value.delete_marker => value,
+            _ => return Err(ObjectError::NoSuchKey),
         };
         let new = NewVersion {
             record,
@@ -529,64 +530,101 @@ impl ObjectStore {
     /// Deletes a key only if `still` holds for its current version (checked under the key's
     /// write lock): expiry must not delete an object overwritten since it was judged. In a
     /// versioned bucket the delete is a delete marker. Returns whether it deleted anything.
+    ///
+    /// An unversioned key is deleted as it is overwritten: by a tombstone that keeps the
+    /// version it replaced, committed like any version. Removing the record outright would
+    /// let a delete that misses its quorum be seen before it is undone (readers take a key
+    /// for absent once enough drives lack it), and seen again after a retry: a reader could
+    /// find the object gone, then back. The tombstone is taken away once every drive holds
+    /// it, else by heal (readers skip it meanwhile).
     pub async fn delete_object_if(
         &self,
         bucket: &BucketName,
         key: &ObjectKey,
-        still: impl FnOnce(&ObjectRecord) -> bool,
+        still: impl Fn(&ObjectRecord) -> bool,
     ) -> Result<bool, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
         if let Some(mode) = bucket_record.settings.versioning {
             let marked = self
                 .add_delete_marker(bucket, &bucket_record, key, mode, |current| {
-                    current.is_some_and(still)
+                    current.is_some_and(&still)
                 })
                 .await?;
             return Ok(marked.delete_marker);
         }
         let set = self.set_for(bucket, key);
-        let db_key = object_key(bucket.as_str(), key.as_str());
-        let guard = self.locks.write(bucket.as_str(), key.as_str()).await;
-        let current = read_records(set, bucket.as_str(), key.as_str()).await;
-        // Drives that agree on nothing each lose what they hold.
-        let agreed = match agree_on_version(set, &current) {
-            Ok(Agreement::Found { value, .. }) if !still(&value) => return Ok(false),
-            Ok(Agreement::NotFound) => return Ok(false),
-            Ok(Agreement::Found { value, .. }) => Some(value),
-            Err(_) => None,
-        };
-        let batches = current
-            .iter()
-            .map(|held| {
-                let held = held_for_commit(held)?;
-                let mut ops = vec![MetaOp::Delete {
-                    table: MetaTable::Objects,
-                    key: db_key.clone(),
-                }];
-                let versions = held.into_iter().flat_map(ObjectRecord::with_superseded);
-                ops.extend(dropped_inline_chunks(
-                    bucket.as_str(),
-                    key.as_str(),
-                    versions,
-                    |_| false,
-                ));
-                Some(ops)
-            })
-            .collect();
-        let basis = (&current, agreed.as_ref().map(Some));
-        commit_on_records(set, batches, basis, None).await?;
-        drop(guard);
-        self.delete_data(set, &bucket_record, replaced_versions(&current, None))
-            .await;
-        Ok(true)
+        retry_conflicts(|| async {
+            let guard = self.locks.write(bucket.as_str(), key.as_str()).await;
+            let current = read_records(set, bucket.as_str(), key.as_str()).await;
+            // Drives that agree on nothing each keep what they hold under the tombstone.
+            let agreed = match agree_on_version(set, &current) {
+                Ok(Agreement::Found { value, .. }) if value.delete_marker => return Ok(false),
+                Ok(Agreement::Found { value, .. }) if !still(&value) => return Ok(false),
+                Ok(Agreement::NotFound) => return Ok(false),
+                Ok(Agreement::Found { value, .. }) => Some(Some(value)),
+                Err(_) => None,
+            };
+            let tombstone = delete_marker(None, set);
+            let version = NewVersion {
+                record: &tombstone,
+                inline: None,
+                data_holders: None,
+                extra: Vec::new(),
+                condition: None,
+            };
+            let took =
+                commit_over(set, &bucket_record, key, &current, agreed.clone(), &version).await?;
+            if let (Some(Some(replaced)), true) = (agreed, took == set.width()) {
+                remove_tombstone(set, &bucket_record, key, &tombstone, replaced).await;
+            }
+            drop(guard);
+            let replaced = replaced_versions(&current, Some(tombstone.data_id));
+            self.delete_data(set, &bucket_record, replaced).await;
+            Ok(true)
+        })
+        .await
     }
+}
+
+/// Takes a committed tombstone (written over `replaced` on every drive) away, with the
+/// inline chunks of the version it replaced. A drive where a later write replaced it keeps
+/// that; one that misses this keeps the tombstone until heal removes it.
+async fn remove_tombstone(
+    set: &ErasureSet,
+    bucket: &BucketRecord,
+    key: &ObjectKey,
+    tombstone: &ObjectRecord,
+    mut replaced: ObjectRecord,
+) {
+    let db_key = object_key(&bucket.name, key.as_str());
+    replaced.superseded = None;
+    let mut held = tombstone.clone();
+    held.superseded = Some(Box::new(replaced.clone()));
+    let mut ops = vec![
+        MetaOp::Expect {
+            table: MetaTable::Objects,
+            key: db_key.clone(),
+            value: Some(record::encode(&held)),
+        },
+        MetaOp::Delete {
+            table: MetaTable::Objects,
+            key: db_key,
+        },
+    ];
+    ops.extend(dropped_inline_chunks(
+        &bucket.name,
+        key.as_str(),
+        std::iter::once(&replaced),
+        |_| false,
+    ));
+    set.meta_apply_all(ops).await;
 }
 
 /// Writes `version` over the records drives hold now (`current`, read under the key's write
 /// lock). Every drive keeps the version the set agreed on (`agreed`: `Some(None)` when the key
 /// did not exist) as `superseded`, so a commit cut short leaves that version readable — even
 /// on drives whose own record is a write that never reached quorum. When the drives agree on
-/// nothing, each keeps its own record instead.
+/// nothing, each keeps its own record instead. Answers how many drives took it.
 async fn commit_over(
     set: &ErasureSet,
     bucket: &BucketRecord,
@@ -594,7 +632,7 @@ async fn commit_over(
     current: &DriveRecords,
     agreed: Option<Option<ObjectRecord>>,
     version: &NewVersion<'_>,
-) -> Result<(), ObjectError> {
+) -> Result<usize, ObjectError> {
     let NewVersion {
         record,
         inline,

@@ -253,11 +253,14 @@ impl ObjectStore {
             })
             .collect();
         let data_on = added.as_ref().and_then(|a| a.data_holders);
-        commit_on_versions(set, batches, current, data_on).await?;
-        if let Some(tombstone) = newest_object.filter(|v| v.delete_marker) {
+        let took = commit_on_versions(set, batches, current, data_on).await?;
+        let everywhere = took == set.width();
+        if let Some(tombstone) = newest_object.filter(|v| v.delete_marker && everywhere) {
             // The tombstone has done its job (see the module's note); a drive that misses
             // this keeps it until healed, and readers skip it meanwhile. A drive where a
-            // later write replaced it keeps that.
+            // later write replaced it keeps that. Only once every drive holds it: taking it
+            // from some while others still hold the record it replaced would leave that
+            // record a read quorum of vouchers again (heal spreads it, then removes it).
             let mut tombstone = tombstone.clone();
             tombstone.superseded = current.object.clone().map(Box::new);
             set.meta_apply_all(vec![
@@ -412,7 +415,7 @@ impl ObjectStore {
         if !still(current.versions.first().filter(|v| !v.delete_marker)) {
             return Ok(Deleted::default());
         }
-        let marker = delete_marker(mode, set);
+        let marker = delete_marker(Some(mode), set);
         let mut versions = vec![marker.clone()];
         versions.extend(
             current
@@ -590,8 +593,8 @@ pub(crate) fn version_id_for(versioning: Option<Versioning>) -> Option<String> {
     }
 }
 
-/// A fresh delete marker.
-fn delete_marker(mode: Versioning, set: &ErasureSet) -> ObjectRecord {
+/// A fresh delete marker; in an unversioned bucket (`None`), the tombstone of a delete.
+pub(crate) fn delete_marker(versioning: Option<Versioning>, set: &ErasureSet) -> ObjectRecord {
     ObjectRecord {
         size: 0,
         etag: String::new(),
@@ -610,7 +613,7 @@ fn delete_marker(mode: Versioning, set: &ErasureSet) -> ObjectRecord {
         inline: false,
         parts: Vec::new(),
         superseded: None,
-        version_id: version_id_for(Some(mode)),
+        version_id: version_id_for(versioning),
         delete_marker: true,
         tier: None,
         lock: ObjectLock::default(),
