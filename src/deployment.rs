@@ -185,10 +185,9 @@ fn places(config: &ServerConfig) -> anyhow::Result<(Vec<Place>, Vec<Arc<NodeLive
             client.clone(),
         )
         .watched_by(liveness.clone());
-        places.push(Place::Remote(Arc::new(DeadlineDrive::new(
-            Arc::new(remote),
-            config.healing.drive_timeout,
-        ))));
+        let remote = DeadlineDrive::new(Arc::new(remote), config.healing.drive_timeout)
+            .on_node(liveness.clone());
+        places.push(Place::Remote(Arc::new(remote)));
     }
     Ok((places, peers.into_iter().map(|(_, p)| p).collect()))
 }

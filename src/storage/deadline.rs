@@ -8,6 +8,10 @@
 //! every request. After a cool-down one call is let through as a probe; when it answers in
 //! time (successfully or with an ordinary error) the drive is back in service.
 //!
+//! Another node's drive is not blamed for its node ([`Reachability`]): when the node stops
+//! answering as a whole (cut off, paused), calls overrun their deadline before the node is
+//! found down, and the drive itself was never at fault.
+//!
 //! The blocking call that hung cannot be cancelled (it runs on the blocking pool); it stays
 //! stuck until the drive answers. Only the waiting for it is bounded.
 
@@ -28,6 +32,17 @@ use super::{
 
 /// The longest pause between two probes of a stalled drive.
 const MAX_COOL_DOWN: Duration = Duration::from_secs(60);
+
+/// What tells another node's drive failing from the node failing as a whole (cut off,
+/// paused): its pings. A call that overran its deadline while the node missed a ping blames
+/// the node, whose liveness then answers for all its drives, not the drive; and a drive
+/// stalled before the node answered again after missing pings is back in service with it.
+pub trait Reachability: Send + Sync {
+    /// Whether the node missed a ping at some moment since `since`.
+    fn missed_since(&self, since: Instant) -> bool;
+    /// How many times the node answered again after missing pings.
+    fn returns(&self) -> u64;
+}
 
 /// A [`Drive`] whose every call, including the writes of the shard files it creates and the
 /// reads of those it opens, must answer within a deadline.
@@ -53,9 +68,17 @@ impl DeadlineDrive {
                 deadline,
                 cool_down,
                 stall: Mutex::new(None),
+                node: None,
             }),
             inner,
         }
+    }
+
+    /// Another node's drive, not blamed for what `node` says of the node as a whole.
+    pub fn on_node(mut self, node: Arc<dyn Reachability>) -> Self {
+        let health = Arc::get_mut(&mut self.health).expect("not shared yet");
+        health.node = Some(node);
+        self
     }
 
     pub fn deadline(&self) -> Duration {
@@ -68,6 +91,8 @@ impl DeadlineDrive {
 struct Stall {
     since: Instant,
     next_probe: Instant,
+    /// [`Reachability::returns`] of the drive's node when the drive stalled.
+    node_returns: u64,
 }
 
 /// The deadline and stall state of one drive, shared with the files it opened.
@@ -76,9 +101,19 @@ struct Health {
     deadline: Duration,
     cool_down: Duration,
     stall: Mutex<Option<Stall>>,
+    /// For another node's drive, what its pings say of the node.
+    node: Option<Arc<dyn Reachability>>,
 }
 
 impl Health {
+    fn node_returns(&self) -> u64 {
+        self.node.as_ref().map_or(0, |n| n.returns())
+    }
+
+    fn node_missed_since(&self, since: Instant) -> bool {
+        self.node.as_ref().is_some_and(|n| n.missed_since(since))
+    }
+
     fn offline(&self) -> DriveError {
         DriveError::Offline(self.label.clone())
     }
@@ -105,6 +140,9 @@ impl Health {
                     tracing::info!(drive = %self.label, operation, "this process was paused during a drive call; waiting for it again");
                     window = Instant::now();
                 }
+                // The node as a whole stopped answering meanwhile: its liveness answers for
+                // its drives, this one is not to blame.
+                Err(_) if self.node_missed_since(started) => return Err(self.offline()),
                 Err(_) => {
                     self.missed(operation);
                     return Err(self.offline());
@@ -120,6 +158,11 @@ impl Health {
         let mut stall = self.stall.lock().expect("not poisoned");
         match stall.as_mut() {
             None => Ok(now),
+            Some(stalled) if stalled.node_returns != self.node_returns() => {
+                *stall = None;
+                tracing::info!(drive = %self.label, "the stalled drive's node answers again; back in service");
+                Ok(now)
+            }
             Some(stall) if now >= stall.next_probe => {
                 stall.next_probe = now + self.cool_down;
                 tracing::info!(drive = %self.label, "probing a stalled drive");
@@ -150,6 +193,7 @@ impl Health {
                 *stall = Some(Stall {
                     since: now,
                     next_probe,
+                    node_returns: self.node_returns(),
                 });
                 tracing::warn!(
                     drive = %self.label,
@@ -207,7 +251,8 @@ impl Drive for DeadlineDrive {
 
     /// Whether the drive missed a deadline and has not answered a probe since.
     fn is_stalled(&self) -> bool {
-        self.health.stall.lock().expect("not poisoned").is_some()
+        let stall = *self.health.stall.lock().expect("not poisoned");
+        stall.is_some_and(|s| s.node_returns == self.health.node_returns())
     }
 
     fn is_unhealed(&self) -> bool {
@@ -348,7 +393,7 @@ impl Drive for DeadlineDrive {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
     use futures::StreamExt;
 
@@ -566,6 +611,74 @@ mod tests {
         tokio::time::sleep(cool_down).await;
         drive.remove_staged(Uuid::new_v4()).await.unwrap();
         assert!(!drive.is_stalled());
+        drive.meta_apply(Vec::new()).await.unwrap();
+    }
+
+    /// A node whose pings a test sets by hand.
+    #[derive(Default)]
+    struct Pings {
+        returns: AtomicU64,
+        last_miss: Mutex<Option<Instant>>,
+    }
+
+    impl Reachability for Pings {
+        fn missed_since(&self, since: Instant) -> bool {
+            self.last_miss.lock().unwrap().is_some_and(|m| m >= since)
+        }
+        fn returns(&self) -> u64 {
+            self.returns.load(Ordering::SeqCst)
+        }
+    }
+
+    fn on_node(pings: &Arc<Pings>) -> (Arc<HangState>, DeadlineDrive) {
+        let sim = CrashController::new(1);
+        let state = Arc::new(HangState::default());
+        let hanging = Arc::new(Hanging {
+            inner: sim.drives().remove(0),
+            state: state.clone(),
+        });
+        let drive = DeadlineDrive::with_cool_down(hanging, DEADLINE, Duration::from_secs(60))
+            .on_node(pings.clone());
+        (state, drive)
+    }
+
+    #[tokio::test]
+    async fn a_drive_stalled_before_its_node_answered_again_is_back_with_it() {
+        let pings = Arc::new(Pings::default());
+        let (state, drive) = on_node(&pings);
+        state.hung.store(true, Ordering::SeqCst);
+        assert!(drive.meta_apply(Vec::new()).await.is_err());
+        assert!(
+            drive.is_stalled(),
+            "its node answered every ping: the drive is to blame"
+        );
+        state.hung.store(false, Ordering::SeqCst);
+        assert!(
+            drive.meta_apply(Vec::new()).await.is_err(),
+            "stalled until the cool-down or its node's return"
+        );
+
+        pings.returns.fetch_add(1, Ordering::SeqCst);
+        assert!(!drive.is_stalled());
+        drive.meta_apply(Vec::new()).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_call_that_overran_while_its_node_missed_pings_blames_no_drive() {
+        let pings = Arc::new(Pings::default());
+        let (state, drive) = on_node(&pings);
+        state.hung.store(true, Ordering::SeqCst);
+        let missing = tokio::spawn({
+            let pings = pings.clone();
+            async move {
+                tokio::time::sleep(DEADLINE / 2).await;
+                *pings.last_miss.lock().unwrap() = Some(Instant::now());
+            }
+        });
+        assert!(drive.meta_apply(Vec::new()).await.is_err());
+        missing.await.unwrap();
+        assert!(!drive.is_stalled());
+        state.hung.store(false, Ordering::SeqCst);
         drive.meta_apply(Vec::new()).await.unwrap();
     }
 

@@ -4,7 +4,7 @@
 use std::net::TcpListener;
 use std::path::PathBuf;
 
-use super::{ServerOptions, TestServer};
+use super::{Network, ServerOptions, TestServer};
 
 /// The secret the test nodes share.
 pub const CLUSTER_SECRET: &str = "strata-test-cluster-secret-0123456789abcdef";
@@ -36,12 +36,56 @@ impl Cluster {
         Self::start_with_args(nodes, drives_per_node, ec, &["--etcd", &etcd.endpoint()])
     }
 
-    fn start_with_args(nodes: usize, drives_per_node: usize, ec: &str, args: &[&str]) -> Cluster {
+    /// The same, each node sending what it sends to the others and to etcd (if any) through
+    /// the returned network, which a test can cut (see [`Network`]).
+    pub fn start_partitionable(
+        nodes: usize,
+        drives_per_node: usize,
+        ec: &str,
+        etcd: Option<&super::EtcdServer>,
+    ) -> (Cluster, Network) {
         let (root, ports, drives, layout) = Self::plan(nodes, drives_per_node);
-        let nodes = (0..nodes)
+        let addresses = (ports.iter())
+            .map(|port| {
+                vec![
+                    format!("127.0.0.1:{port}"),
+                    format!("127.0.0.1:{}", port + 100),
+                ]
+            })
+            .collect();
+        let network = Network::start(addresses);
+        let args: Vec<String> = etcd
+            .map(|etcd| vec!["--etcd".to_string(), etcd.endpoint()])
+            .unwrap_or_default();
+        let cluster = Self::start_planned((root, ports, drives, layout), ec, |i, options| {
+            options.env.extend(network.env_for(i));
+            options.extra_args = args.clone();
+        });
+        (cluster, network)
+    }
+
+    fn start_with_args(nodes: usize, drives_per_node: usize, ec: &str, args: &[&str]) -> Cluster {
+        let plan = Self::plan(nodes, drives_per_node);
+        Self::start_planned(plan, ec, |_, options| {
+            options.extra_args = args.iter().map(|a| a.to_string()).collect();
+        })
+    }
+
+    /// Starts the nodes of a plan, node `i`'s options adjusted by `adjust(i, ..)`.
+    fn start_planned(
+        (root, ports, drives, layout): (
+            tempfile::TempDir,
+            Vec<u16>,
+            Vec<Vec<PathBuf>>,
+            Vec<String>,
+        ),
+        ec: &str,
+        adjust: impl Fn(usize, &mut ServerOptions),
+    ) -> Cluster {
+        let nodes = (0..ports.len())
             .map(|i| {
                 let mut options = node_options(ports[i], &drives[i], &layout, ec);
-                options.extra_args = args.iter().map(|a| a.to_string()).collect();
+                adjust(i, &mut options);
                 TestServer::start_with(options)
             })
             .collect();

@@ -9,6 +9,7 @@ mod cluster;
 mod drives;
 mod etcd;
 mod multipart;
+mod network;
 mod payload;
 mod raw;
 mod sdk;
@@ -23,6 +24,8 @@ pub use drives::*;
 pub use etcd::*;
 #[allow(unused_imports)]
 pub use multipart::*;
+#[allow(unused_imports)]
+pub use network::*;
 #[allow(unused_imports)]
 pub use payload::*;
 #[allow(unused_imports)]

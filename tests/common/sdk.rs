@@ -308,3 +308,19 @@ pub async fn set_versioning(
         &format!("PutBucketVersioning {bucket} {status:?}"),
     );
 }
+
+/// `client`, giving up on a connection after 2 s and on an operation (retries included)
+/// after `operation`.
+pub fn giving_up_after(client: &Client, operation: std::time::Duration) -> Client {
+    let timeouts = aws_sdk_s3::config::timeout::TimeoutConfig::builder()
+        .connect_timeout(std::time::Duration::from_secs(2))
+        .operation_timeout(operation)
+        .build();
+    Client::from_conf(
+        client
+            .config()
+            .to_builder()
+            .timeout_config(timeouts)
+            .build(),
+    )
+}

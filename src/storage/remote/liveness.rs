@@ -7,7 +7,7 @@
 //! that stopped (crashed, paused, cut off) costs requests nothing within a few seconds. The
 //! first ping answered brings it back; the drive monitor then heals what it missed.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,6 +28,10 @@ pub struct NodeLiveness {
     /// Whether the node is down; calls in flight wait on it.
     down: tokio::sync::watch::Sender<bool>,
     misses: AtomicU32,
+    /// When the node last missed a ping.
+    last_miss: std::sync::Mutex<Option<std::time::Instant>>,
+    /// Times the node answered again after missing pings.
+    returns: AtomicU64,
 }
 
 impl NodeLiveness {
@@ -38,6 +42,8 @@ impl NodeLiveness {
             pinger,
             down: tokio::sync::watch::Sender::new(false),
             misses: AtomicU32::new(0),
+            last_miss: std::sync::Mutex::new(None),
+            returns: AtomicU64::new(0),
         })
     }
 
@@ -86,16 +92,32 @@ impl NodeLiveness {
     /// Takes one ping's outcome into account.
     fn heard(&self, answered: bool) {
         if answered {
-            self.misses.store(0, Ordering::Relaxed);
+            if self.misses.swap(0, Ordering::Relaxed) > 0 {
+                self.returns.fetch_add(1, Ordering::Relaxed);
+            }
             if self.down.send_replace(false) {
                 tracing::info!(node = %self.node, "node answers again");
             }
             return;
         }
+        *self.last_miss.lock().expect("not poisoned") = Some(std::time::Instant::now());
         let misses = self.misses.fetch_add(1, Ordering::Relaxed) + 1;
         if misses >= MISSES_TO_DOWN && !self.down.send_replace(true) {
             tracing::warn!(node = %self.node, misses, "node stopped answering: its drives are served around");
         }
+    }
+}
+
+/// Calls to a node's drives overrun their deadline before the node is found down (cut off,
+/// paused): its pings tell the drives are not to blame.
+impl crate::storage::deadline::Reachability for NodeLiveness {
+    fn missed_since(&self, since: std::time::Instant) -> bool {
+        let last_miss = *self.last_miss.lock().expect("not poisoned");
+        last_miss.is_some_and(|missed| missed >= since)
+    }
+
+    fn returns(&self) -> u64 {
+        self.returns.load(Ordering::Relaxed)
     }
 }
 
