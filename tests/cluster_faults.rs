@@ -1,6 +1,7 @@
 //! Whole nodes failing in ways a crash test does not show: a node paused with SIGSTOP (a
-//! long GC pause, a frozen VM) holds its connections open and answers nothing. Three
-//! `strata` processes on loopback, three drive folders each, one 6+3 set.
+//! long GC pause, a frozen VM) holds its connections open and answers nothing; a node whose
+//! disks are all replaced by empty ones comes back with nothing. Three `strata` processes on
+//! loopback, three drive folders each, one 6+3 set.
 
 mod common;
 
@@ -158,5 +159,58 @@ async fn a_node_paused_longer_than_its_drive_deadline_blames_no_drive_when_it_re
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         assert_object(&client, BUCKET, "after", &body(pause)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_drives_are_wiped_is_healed_while_the_cluster_serves() {
+    let cluster = Cluster::start(3, 3, EC);
+    let clients: Vec<_> = cluster.nodes.iter().map(TestServer::client).collect();
+    create_bucket(&clients[0], BUCKET).await;
+    for i in 0..6 {
+        put(&clients[i % 3], BUCKET, &format!("before-{i}"), &body(i)).await;
+    }
+
+    // Node 3 loses its disks: new, empty ones in their place, and it starts again.
+    cluster.nodes[2].kill();
+    for folder in &cluster.drives[2] {
+        std::fs::remove_dir_all(folder).unwrap();
+        std::fs::create_dir_all(folder).unwrap();
+    }
+    cluster.nodes[2].restart();
+
+    // Meanwhile every node serves, the wiped one too, from the drives that hold the data.
+    for i in 0..6 {
+        put(
+            &clients[i % 3],
+            BUCKET,
+            &format!("during-{i}"),
+            &body(100 + i),
+        )
+        .await;
+        for client in &clients {
+            assert_object(client, BUCKET, &format!("before-{i}"), &body(i)).await;
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while shard_count(&cluster.drives[2]) < 12 * 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the wiped drives were not healed: {} shard files of 36",
+            shard_count(&cluster.drives[2])
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    // The healed drives stand in for another node's: with node 1 gone, nodes 2 and 3 hold
+    // six drives, and every object reads back whole through either.
+    cluster.nodes[0].kill();
+    for client in &clients[1..] {
+        for i in 0..6 {
+            assert_object(client, BUCKET, &format!("before-{i}"), &body(i)).await;
+            assert_object(client, BUCKET, &format!("during-{i}"), &body(100 + i)).await;
+        }
+        let listed = list_all_keys(client, BUCKET, None).await;
+        assert_eq!(listed.len(), 12, "{listed:?}");
     }
 }
