@@ -2,7 +2,8 @@
 //! (three drive folders each, one 6+3 set) and a one-member etcd started by the harness.
 //! The layout is checked against etcd before any drive is touched; nodes register on leases
 //! and elect one owner per once-per-cluster job; a user changed on one node is in force on
-//! the others at once; with etcd away, data flows and settings answer 503.
+//! the others at once; with etcd away, data flows and settings answer 503; bucket records,
+//! users and policies are decided in etcd, which takes them from the drives when it has none.
 
 mod common;
 
@@ -407,4 +408,159 @@ async fn keys_made_and_disabled_on_one_node_are_in_force_on_the_others() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// A bucket record as etcd holds it: the bytes the drives hold too (a format version byte,
+/// then MessagePack).
+async fn bucket_in_etcd(etcd: &EtcdServer, name: &str) -> Option<Value> {
+    let value = etcd.get(&format!("/strata/records/buckets/{name}")).await?;
+    Some(rmp_serde::from_slice(&value[1..]).expect("a bucket record"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_are_decided_in_etcd_which_a_new_etcd_takes_from_the_drives() {
+    // A cluster that ran without etcd: its buckets and users are on its drives only.
+    let (_root, ports, drives, layout) = Cluster::plan(3, 3);
+    let start = |i: usize, etcd: Option<&EtcdServer>| {
+        let mut options = node_options(ports[i], &drives[i], &layout, EC);
+        if let Some(etcd) = etcd {
+            options.extra_args = vec!["--etcd".into(), etcd.endpoint()];
+        }
+        TestServer::start_with(options)
+    };
+    let nodes: Vec<TestServer> = (0..3).map(|i| start(i, None)).collect();
+    create_bucket(&nodes[0].client(), "from-the-drives").await;
+    put(&nodes[0].client(), "from-the-drives", "kept", b"kept").await;
+    let added = strata_admin(
+        &nodes[1],
+        &["user", "add", "bob", "--secret", "bob-secret-123"],
+    );
+    assert!(added.status.success(), "{added:?}");
+    drop(nodes);
+
+    // Joined to etcd: the first node fills it from the drives.
+    let etcd = EtcdServer::start();
+    let nodes: Vec<TestServer> = (0..3).map(|i| start(i, Some(&etcd))).collect();
+    let first = nodes[0].client();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while bucket_in_etcd(&etcd, "from-the-drives").await.is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "etcd was not filled from the drives"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        etcd.get("/strata/records/system/iam/user/bob")
+            .await
+            .is_some(),
+        "the user is in etcd"
+    );
+    answers_within(&nodes[2], "AccessDenied").await;
+    assert_object(&nodes[2].client(), "from-the-drives", "kept", b"kept").await;
+
+    // Changes are compare-and-swaps in etcd: a setting changed through one node is the
+    // record etcd holds, and a bucket made through another is there too.
+    let enabled = aws_sdk_s3::types::BucketVersioningStatus::Enabled;
+    set_versioning(&first, "from-the-drives", enabled).await;
+    let record = bucket_in_etcd(&etcd, "from-the-drives").await.unwrap();
+    assert_eq!(record["revision"], 1, "{record}");
+    create_bucket(&nodes[1].client(), "made-in-etcd").await;
+    assert!(bucket_in_etcd(&etcd, "made-in-etcd").await.is_some());
+
+    // Two nodes changing one bucket's settings at once, round after round: each change is
+    // made over the record it read, so neither is lost.
+    use aws_sdk_s3::types::{BucketVersioningStatus, Tag, Tagging, VersioningConfiguration};
+    let (a, b, c) = (nodes[1].client(), nodes[2].client(), nodes[0].client());
+    for round in 0..6 {
+        let status = match round % 2 {
+            0 => BucketVersioningStatus::Suspended,
+            _ => BucketVersioningStatus::Enabled,
+        };
+        let tag = Tag::builder()
+            .key("round")
+            .value(round.to_string())
+            .build()
+            .unwrap();
+        let tagging = Tagging::builder().tag_set(tag).build().unwrap();
+        let versioning = VersioningConfiguration::builder()
+            .status(status.clone())
+            .build();
+        let (tagged, versioned) = tokio::join!(
+            a.put_bucket_tagging()
+                .bucket("from-the-drives")
+                .tagging(tagging)
+                .send(),
+            b.put_bucket_versioning()
+                .bucket("from-the-drives")
+                .versioning_configuration(versioning)
+                .send()
+        );
+        ok(tagged, "tagging");
+        ok(versioned, "versioning");
+        let tags = ok(
+            c.get_bucket_tagging()
+                .bucket("from-the-drives")
+                .send()
+                .await,
+            "read the tags",
+        );
+        assert_eq!(
+            tags.tag_set()[0].value(),
+            round.to_string(),
+            "round {round}"
+        );
+        let now = ok(
+            c.get_bucket_versioning()
+                .bucket("from-the-drives")
+                .send()
+                .await,
+            "read versioning",
+        );
+        assert_eq!(now.status(), Some(&status), "round {round}");
+    }
+
+    // A deleted bucket is gone from etcd and from every node.
+    ok(
+        nodes[0]
+            .client()
+            .delete_bucket()
+            .bucket("made-in-etcd")
+            .send()
+            .await,
+        "delete a bucket",
+    );
+    assert!(bucket_in_etcd(&etcd, "made-in-etcd").await.is_none());
+    let gone = nodes[2]
+        .client()
+        .head_bucket()
+        .bucket("made-in-etcd")
+        .send()
+        .await;
+    assert_s3_status(gone, 404, "a bucket deleted through another node");
+}
+
+#[tokio::test]
+async fn a_record_changes_in_etcd_only_over_the_value_it_was_decided_on() {
+    use strata::cluster::etcd::Etcd;
+    let etcd = EtcdServer::start();
+    let client = Etcd::new(vec![etcd.endpoint()]).unwrap();
+    let key = "/strata/records/buckets/swapped";
+    assert!(client.swap(key, None, Some(b"one")).await.unwrap());
+    assert!(
+        !client.swap(key, None, Some(b"again")).await.unwrap(),
+        "created once"
+    );
+    assert!(
+        !client
+            .swap(key, Some(b"stale"), Some(b"two"))
+            .await
+            .unwrap(),
+        "not over a value it does not hold"
+    );
+    assert!(client.swap(key, Some(b"one"), Some(b"two")).await.unwrap());
+    assert_eq!(etcd.get(key).await.as_deref(), Some(&b"two"[..]));
+    assert!(!client.swap(key, Some(b"one"), None).await.unwrap());
+    assert!(client.swap(key, Some(b"two"), None).await.unwrap());
+    assert_eq!(etcd.get(key).await, None);
 }

@@ -8,6 +8,10 @@
 //! - `nodes/<host:port>`: a node that is up, on its lease.
 //! - `elected/<job>`: the node running the job, on its lease.
 //! - `changes/<kind>`: the last record of a kind that changed; watched by every node.
+//! - `records/buckets/<name>`, `records/system/<key>`: the deployment-wide records (bucket
+//!   records; users, policies and the key catalog), changed by compare-and-swap; the drives
+//!   keep a copy (see `crate::object::RecordAuthority`).
+//! - `records-filled`: etcd holds every record the drives held when the first node came.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,7 +25,7 @@ use tokio::sync::watch;
 
 use super::etcd::{Etcd, EtcdError, LeaseId, WatchEvent};
 use super::layout::ClusterLayout;
-use crate::object::{ChangeFeed, RecordChange};
+use crate::object::{ChangeFeed, ObjectError, ObjectStore, RecordAuthority, RecordChange};
 
 const ROOT: &str = "/strata/";
 /// How long a node's keys outlive its last word: a node that stops answering is taken for
@@ -33,6 +37,10 @@ const RENEW_EVERY: Duration = Duration::from_millis(LEASE_TTL.as_millis() as u64
 const JOIN_RETRY: Duration = Duration::from_secs(2);
 /// How long a broken watch waits before it watches again.
 const REWATCH_AFTER: Duration = Duration::from_secs(1);
+/// How often a node tries again to take its records from etcd (see [`ControlPlane::spawn_adoption`]).
+const ADOPT_RETRY: Duration = Duration::from_millis(250);
+/// How long a record change waits for the node to take its records from etcd before 503.
+const ADOPTION_WAIT: Duration = Duration::from_secs(10);
 
 /// What etcd holds of the layout.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +67,8 @@ pub struct ControlPlane {
     state: Mutex<LeaseState>,
     /// Per job this node stands for, whether it holds it now.
     elections: Mutex<HashMap<&'static str, watch::Sender<bool>>>,
+    /// Whether this node's records are decided in etcd yet.
+    adopted: watch::Sender<bool>,
 }
 
 #[derive(Default)]
@@ -127,6 +137,7 @@ impl ControlPlane {
             },
             state: Mutex::default(),
             elections: Mutex::default(),
+            adopted: watch::Sender::new(false),
         });
         control
             .renew()
@@ -150,6 +161,42 @@ impl ControlPlane {
                 control.drop_lapsed_elections();
             }
         });
+    }
+
+    /// Makes etcd the authority over `store`'s bucket and system records, once etcd holds
+    /// them: the first node to get here fills etcd from the drives and marks it filled (which
+    /// needs a read quorum of the drives: it tries until the other nodes are up). Until then
+    /// reads go to the drives and record changes wait.
+    pub fn spawn_adoption(self: &Arc<Self>, store: Arc<ObjectStore>) {
+        let control = self.clone();
+        tokio::spawn(async move {
+            let mut warned = false;
+            while let Err(e) = control.adopt(&store).await {
+                if !std::mem::replace(&mut warned, true) {
+                    tracing::warn!(error = %e, "cannot take the records from etcd yet; trying again");
+                }
+                tokio::time::sleep(ADOPT_RETRY).await;
+            }
+        });
+    }
+
+    async fn adopt(self: &Arc<Self>, store: &Arc<ObjectStore>) -> anyhow::Result<()> {
+        let marker = format!("{ROOT}records-filled");
+        let authority: Arc<dyn RecordAuthority> = self.clone();
+        if self.etcd.get(&marker).await?.is_none() {
+            let added = store.fill_authority(&authority).await?;
+            self.etcd.put(&marker, self.node.as_bytes(), None).await?;
+            tracing::info!(
+                added,
+                "filled etcd with the bucket and system records the drives hold"
+            );
+        }
+        store.set_record_authority(authority);
+        // Records read from the drives until now are read from etcd again.
+        store.forget_agreed_buckets();
+        self.adopted.send_replace(true);
+        tracing::info!("bucket and system records are decided in etcd");
+        Ok(())
     }
 
     /// This node, as the layout names it.
@@ -345,8 +392,11 @@ fn set_held(job: &str, sender: &watch::Sender<bool>, held: bool) {
 
 #[async_trait]
 impl ChangeFeed for ControlPlane {
-    fn may_change(&self) -> bool {
-        self.reachable()
+    async fn may_change(&self) -> bool {
+        let mut adopted = self.adopted.subscribe();
+        let adopting = adopted.wait_for(|adopted| *adopted);
+        let adopted = tokio::time::timeout(ADOPTION_WAIT, adopting).await;
+        matches!(adopted, Ok(Ok(_))) && self.reachable()
     }
 
     async fn changed(&self, change: RecordChange) {
@@ -361,6 +411,57 @@ impl ChangeFeed for ControlPlane {
             // policies in any case every IAM refresh.
             tracing::warn!(error = %e, ?change, "could not announce a change in etcd");
         }
+    }
+}
+
+/// The records' keys in etcd.
+fn record_key(key: &str) -> String {
+    format!("{ROOT}records/{key}")
+}
+
+fn unavailable(error: EtcdError) -> ObjectError {
+    tracing::debug!(%error, "etcd did not answer a record call");
+    ObjectError::ControlPlaneUnavailable
+}
+
+/// Reads of records while etcd has not answered this node for a lease's time go straight to
+/// the drives' copy, rather than each waiting for etcd to time out.
+#[async_trait]
+impl RecordAuthority for ControlPlane {
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, ObjectError> {
+        if !self.reachable() {
+            return Err(ObjectError::ControlPlaneUnavailable);
+        }
+        let kv = self.etcd.get(&record_key(key)).await.map_err(unavailable)?;
+        Ok(kv.map(|kv| kv.value))
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, ObjectError> {
+        if !self.reachable() {
+            return Err(ObjectError::ControlPlaneUnavailable);
+        }
+        let root = record_key("");
+        let (kvs, _) = self
+            .etcd
+            .list(&record_key(prefix))
+            .await
+            .map_err(unavailable)?;
+        Ok((kvs.into_iter())
+            .map(|kv| (kv.key[root.len()..].to_string(), kv.value))
+            .collect())
+    }
+
+    async fn swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<bool, ObjectError> {
+        let key = record_key(key);
+        self.etcd
+            .swap(&key, expected, value)
+            .await
+            .map_err(unavailable)
     }
 }
 

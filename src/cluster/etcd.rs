@@ -149,6 +149,31 @@ impl Etcd {
         }
     }
 
+    /// Sets `key` to `value` (`None`: deletes it) only if it still holds `expected` (`None`:
+    /// only if it does not exist), in one transaction; whether it did.
+    pub async fn swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<bool, EtcdError> {
+        let compare = match expected {
+            Some(expected) => {
+                json!({ "key": b64(key), "target": "VALUE", "result": "EQUAL", "value": b64_bytes(expected) })
+            }
+            None => {
+                json!({ "key": b64(key), "target": "CREATE", "result": "EQUAL", "create_revision": "0" })
+            }
+        };
+        let change = match value {
+            Some(value) => json!({ "request_put": put_request(key, value, None) }),
+            None => json!({ "request_delete_range": { "key": b64(key) } }),
+        };
+        let request = json!({ "compare": [compare], "success": [change] });
+        let answer: TxnAnswer = self.call("kv/txn", request).await?;
+        Ok(answer.succeeded)
+    }
+
     /// Deletes `key`.
     pub async fn delete(&self, key: &str) -> Result<(), EtcdError> {
         let _: Value = self

@@ -23,7 +23,7 @@ impl ObjectStore {
         name: &BucketName,
         settings: BucketSettings,
     ) -> Result<BucketRecord, ObjectError> {
-        self.may_change_records()?;
+        self.may_change_records().await?;
         let key = name.as_str().as_bytes();
         let _guard = self.locks.write(name.as_str(), "").await;
         let created = retry_conflicts(|| async {
@@ -37,6 +37,12 @@ impl ObjectStore {
                 revision: 0,
                 settings: settings.clone(),
             };
+            if let Some(authority) = self.authority() {
+                let value = Some(record::encode(&record));
+                let decided = self.decide(authority, (MetaTable::Buckets, key), None, value);
+                self.in_force(name, decided.await, &record)?;
+                return Ok(record);
+            }
             let op = MetaOp::Put {
                 table: MetaTable::Buckets,
                 key: key.to_vec(),
@@ -90,8 +96,16 @@ impl ObjectStore {
         committed
     }
 
-    /// The bucket's record as the drives agree on it now.
+    /// The bucket's record as the drives agree on it now, or as the authority holds it
+    /// (the drives' copy while it cannot be reached).
     async fn find_bucket(&self, name: &BucketName) -> Result<Option<BucketRecord>, ObjectError> {
+        if let Some(authority) = self.authority() {
+            let key = name.as_str().as_bytes();
+            match Self::decided(authority, MetaTable::Buckets, key).await {
+                Ok(decided) => return Ok(decided.map(|(record, _)| record)),
+                Err(e) => tracing::debug!(error = %e, "bucket record read from the drives' copy"),
+            }
+        }
         // Every set holds every bucket; the first set answers for all.
         let set = &self.sets[0];
         let key = name.as_str().as_bytes();
@@ -108,12 +122,28 @@ impl ObjectStore {
         name: &BucketName,
         change: impl Fn(&mut BucketSettings) -> Result<(), ObjectError>,
     ) -> Result<BucketRecord, ObjectError> {
-        self.may_change_records()?;
+        self.may_change_records().await?;
         // Bucket keys are never object keys (those are never empty), so this lock is the
         // bucket's own.
         let _guard = self.locks.write(name.as_str(), "").await;
         let key = name.as_str().as_bytes();
         let changed = retry_conflicts(|| async {
+            if let Some(authority) = self.authority() {
+                let base = Self::decided::<BucketRecord>(authority, MetaTable::Buckets, key);
+                let (base, base_bytes) = base.await?.ok_or(ObjectError::NoSuchBucket)?;
+                let mut record = base;
+                change(&mut record.settings)?;
+                record.revision += 1;
+                let value = Some(record::encode(&record));
+                let decided = self.decide(
+                    authority,
+                    (MetaTable::Buckets, key),
+                    Some(&base_bytes),
+                    value,
+                );
+                self.in_force(name, decided.await, &record)?;
+                return Ok(record);
+            }
             let base = self.find_bucket(name).await?;
             let base = base.ok_or(ObjectError::NoSuchBucket)?;
             let mut record = base.clone();
@@ -136,6 +166,16 @@ impl ObjectStore {
     }
 
     pub async fn list_buckets(&self) -> Result<Vec<BucketRecord>, ObjectError> {
+        if let Some(authority) = self.authority() {
+            match authority.list("buckets/").await {
+                Ok(records) => {
+                    return Ok((records.iter())
+                        .filter_map(|(_, value)| record::decode(value).ok())
+                        .collect())
+                }
+                Err(e) => tracing::debug!(error = %e, "buckets listed from the drives' copy"),
+            }
+        }
         let set = &self.sets[0];
         let scans = set
             .meta_scan_all(
@@ -179,17 +219,36 @@ impl ObjectStore {
     /// undone everywhere when a set misses its write quorum, so that a DeleteBucket answered
     /// with an error leaves the bucket in place.
     pub async fn delete_bucket(&self, name: &BucketName) -> Result<(), ObjectError> {
-        self.may_change_records()?;
+        self.may_change_records().await?;
         let key = name.as_str().as_bytes();
         let _guard = self.locks.write(name.as_str(), "").await;
         let deleted = retry_conflicts(|| async {
-            let base = self.find_bucket(name).await?;
-            let base = base.ok_or(ObjectError::NoSuchBucket)?;
+            let decided = match self.authority() {
+                Some(authority) => {
+                    let base = Self::decided::<BucketRecord>(authority, MetaTable::Buckets, key);
+                    Some(base.await?.ok_or(ObjectError::NoSuchBucket)?)
+                }
+                None => None,
+            };
+            let base = match &decided {
+                Some((base, _)) => base.clone(),
+                None => self
+                    .find_bucket(name)
+                    .await?
+                    .ok_or(ObjectError::NoSuchBucket)?,
+            };
             // A versioned bucket is empty only once every version and delete marker is gone.
             if self.holds_any::<ObjectRecord>(name).await?
                 || self.holds_any::<VersionsRecord>(name).await?
             {
                 return Err(ObjectError::BucketNotEmpty);
+            }
+            if let (Some(authority), Some((_, base_bytes))) = (self.authority(), &decided) {
+                let deleted =
+                    self.decide(authority, (MetaTable::Buckets, key), Some(base_bytes), None);
+                let deleted = deleted.await;
+                self.buckets.forget(name.as_str());
+                return deleted;
             }
             let delete = MetaOp::Delete {
                 table: MetaTable::Buckets,

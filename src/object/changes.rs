@@ -22,8 +22,9 @@ pub enum RecordChange {
 
 #[async_trait]
 pub trait ChangeFeed: Send + Sync {
-    /// Whether records may change now: not while the other servers could not hear of it.
-    fn may_change(&self) -> bool;
+    /// Whether records may change now: not while the other servers could not hear of it (nor
+    /// decide it). May wait a little for that.
+    async fn may_change(&self) -> bool;
     /// Tells the other servers that a record changed.
     async fn changed(&self, change: RecordChange);
 }
@@ -45,9 +46,9 @@ impl ObjectStore {
     }
 
     /// Refuses a change of records that the other servers could not hear of now.
-    pub(super) fn may_change_records(&self) -> Result<(), ObjectError> {
+    pub(super) async fn may_change_records(&self) -> Result<(), ObjectError> {
         match self.feed.get() {
-            Some(feed) if !feed.may_change() => Err(ObjectError::ControlPlaneUnavailable),
+            Some(feed) if !feed.may_change().await => Err(ObjectError::ControlPlaneUnavailable),
             _ => Ok(()),
         }
     }

@@ -528,8 +528,14 @@ impl ObjectStore {
     /// Puts every bucket record, and every deployment-wide record (users, policies), back on
     /// the drives that miss it or hold an older revision, and removes records that agreement
     /// says are gone. Records the drives do not agree on are left alone and counted
-    /// unresolved.
+    /// unresolved. In a cluster whose records are decided by its control plane, the drives'
+    /// copies are brought in line with it instead.
     pub async fn heal_buckets(&self) -> Result<HealReport, ObjectError> {
+        if let Some(authority) = self.authority() {
+            let healed = self.heal_copies(authority).await;
+            self.forget_agreed_buckets();
+            return healed;
+        }
         let healed = self.heal_table::<BucketRecord>(MetaTable::Buckets).await;
         // What the drives agree on may differ from what this server had agreed on before.
         self.forget_agreed_buckets();

@@ -5,9 +5,11 @@
 
 pub mod acl;
 mod at_rest;
+mod authority;
 mod bucket;
 mod bucket_cache;
 mod changes;
+pub use authority::RecordAuthority;
 pub use bucket_cache::ParsedByRevision;
 pub use changes::{ChangeFeed, RecordChange};
 pub mod checksum;
@@ -189,6 +191,9 @@ pub struct ObjectStore {
     kms_expected: std::sync::atomic::AtomicBool,
     /// Where changes to bucket and system records are told to other servers (a cluster).
     feed: std::sync::OnceLock<Arc<dyn ChangeFeed>>,
+    /// Where bucket and system records are decided, when not on the drives (a cluster's
+    /// control plane).
+    authority: std::sync::OnceLock<Arc<dyn RecordAuthority>>,
 }
 
 impl ObjectStore {
@@ -216,6 +221,7 @@ impl ObjectStore {
             kms: arc_swap::ArcSwapOption::empty(),
             kms_expected: Default::default(),
             feed: Default::default(),
+            authority: Default::default(),
         })
     }
 

@@ -9,7 +9,8 @@
 //! never read back older. Values are opaque bytes chosen by the caller.
 //!
 //! Changes of one key are serialised on this server; a caller that reads, changes and writes
-//! a record back serialises that itself.
+//! a record back serialises that itself. In a cluster with a control plane the records are
+//! decided there, and the drives keep a copy (see `authority.rs`).
 
 use std::ops::Bound;
 
@@ -82,10 +83,16 @@ impl ObjectStore {
         value: Vec<u8>,
         condition: impl Fn(Option<&SystemRecord>) -> bool,
     ) -> Result<bool, ObjectError> {
-        self.may_change_records()?;
+        self.may_change_records().await?;
         let _guard = self.locks.write(LOCK_NAMESPACE, key).await;
         let put = retry_conflicts(|| async {
-            let base = self.system_record(key).await?;
+            let (base, base_bytes) = match self.authority() {
+                Some(authority) => {
+                    let decided = Self::decided(authority, MetaTable::System, key.as_bytes());
+                    decided.await?.unzip()
+                }
+                None => (self.system_record(key).await?, None),
+            };
             if !condition(base.as_ref()) {
                 return Ok(false);
             }
@@ -101,6 +108,13 @@ impl ObjectStore {
                     value: value.clone(),
                 },
             };
+            if let Some(authority) = self.authority() {
+                let value = Some(record::encode(&record));
+                let decided = (MetaTable::System, key.as_bytes());
+                self.decide(authority, decided, base_bytes.as_deref(), value)
+                    .await?;
+                return Ok(true);
+            }
             let op = MetaOp::Put {
                 table: MetaTable::System,
                 key: key.as_bytes().to_vec(),
@@ -118,9 +132,20 @@ impl ObjectStore {
 
     /// Deletes a deployment-wide record from every set; whether it existed.
     pub async fn system_delete(&self, key: &str) -> Result<bool, ObjectError> {
-        self.may_change_records()?;
+        self.may_change_records().await?;
         let _guard = self.locks.write(LOCK_NAMESPACE, key).await;
         let deleted = retry_conflicts(|| async {
+            if let Some(authority) = self.authority() {
+                let decided =
+                    Self::decided::<SystemRecord>(authority, MetaTable::System, key.as_bytes());
+                let Some((_, base_bytes)) = decided.await? else {
+                    return Ok(false);
+                };
+                let decided = (MetaTable::System, key.as_bytes());
+                self.decide(authority, decided, Some(&base_bytes), None)
+                    .await?;
+                return Ok(true);
+            }
             let base = self.system_record(key).await?;
             let op = MetaOp::Delete {
                 table: MetaTable::System,
@@ -136,6 +161,32 @@ impl ObjectStore {
 
     /// Every deployment-wide record whose key starts with `prefix`, in key order.
     pub async fn system_list(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, ObjectError> {
+        if let Some(authority) = self.authority() {
+            match authority.list(&format!("system/{prefix}")).await {
+                Ok(records) => {
+                    return Ok((records.into_iter())
+                        .filter_map(|(key, value)| {
+                            let record = record::decode::<SystemRecord>(&value).ok()?;
+                            Some((key["system/".len()..].to_string(), record.value))
+                        })
+                        .collect())
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "system records listed from the drives' copy")
+                }
+            }
+        }
+        let records = self.system_records(prefix).await?;
+        Ok((records.into_iter())
+            .map(|(key, record)| (key, record.value))
+            .collect())
+    }
+
+    /// Every deployment-wide record on the drives whose key starts with `prefix`, as stored.
+    pub(super) async fn system_records(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, SystemRecord)>, ObjectError> {
         let set = &self.sets[0];
         let scans = set
             .meta_scan_all(
@@ -165,13 +216,21 @@ impl ObjectStore {
                 })
                 .collect();
             if let Some(record) = set.agree(&answers)?.found() {
-                out.push((String::from_utf8_lossy(key).into_owned(), record.value));
+                out.push((String::from_utf8_lossy(key).into_owned(), record));
             }
         }
         Ok(out)
     }
 
+    /// The record as the drives agree on it, or as the authority holds it (the drives' copy
+    /// while it cannot be reached).
     async fn system_record(&self, key: &str) -> Result<Option<SystemRecord>, ObjectError> {
+        if let Some(authority) = self.authority() {
+            match Self::decided(authority, MetaTable::System, key.as_bytes()).await {
+                Ok(decided) => return Ok(decided.map(|(record, _)| record)),
+                Err(e) => tracing::debug!(error = %e, "system record read from the drives' copy"),
+            }
+        }
         // Every set holds every record; the first set answers for all.
         let agreed = read_agreed::<SystemRecord>(&self.sets[0], MetaTable::System, key.as_bytes());
         Ok(agreed.await?.found())

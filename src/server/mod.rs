@@ -146,6 +146,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     if let Some(control) = &control {
         store.set_change_feed(control.clone());
         control.spawn_renewal();
+        control.spawn_adoption(store.clone());
     }
     spawn_singleton(
         background::StaleUploadCleaner {

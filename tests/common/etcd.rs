@@ -70,6 +70,24 @@ impl EtcdServer {
             .join(",")
     }
 
+    /// The value etcd holds under `key`, if any (through its JSON gateway).
+    pub async fn get(&self, key: &str) -> Option<Vec<u8>> {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let url = format!("{}/v3/kv/range", self.members[0].client_url());
+        let request = serde_json::json!({ "key": b64.encode(key) });
+        let answer = reqwest::Client::new()
+            .post(url)
+            .body(request.to_string())
+            .send()
+            .await
+            .expect("etcd answers");
+        let answer: serde_json::Value =
+            serde_json::from_str(&answer.text().await.expect("an answer")).expect("JSON");
+        let value = answer["kvs"][0]["value"].as_str()?;
+        Some(b64.decode(value).expect("base64"))
+    }
+
     /// Kills every member (their data stays).
     pub fn stop(&self) {
         for index in 0..self.members.len() {
