@@ -117,6 +117,15 @@ impl DriveChange {
     pub fn needs_heal(&self) -> bool {
         !matches!(self, DriveChange::WentOffline(_))
     }
+
+    /// The drive it is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            DriveChange::WentOffline(path)
+            | DriveChange::Returned(path)
+            | DriveChange::Replaced(path) => path,
+        }
+    }
 }
 
 /// Where the drive at one position of the deployment is.
@@ -382,6 +391,13 @@ impl Deployment {
                 (node.clone(), peer.is_none_or(|p| !p.is_down()))
             })
             .collect()
+    }
+
+    /// The set of the drive at `path` (a folder here, another node's drive URL).
+    pub fn set_of(&self, path: &Path) -> Option<usize> {
+        (self.drives.iter())
+            .find(|drive| drive.path == path)
+            .map(|drive| drive.set_index)
     }
 
     /// The drive positions whose drive is unhealed now.

@@ -3,16 +3,18 @@
 //! and verifies every shard at a bounded rate. The repair itself is the object layer's
 //! (`ObjectStore::heal_object`); this module decides when to run it and keeps score.
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
+use tokio::sync::watch;
 
 use crate::background::Worker;
 use crate::config::ServerConfig;
 use crate::deployment::Deployment;
-use crate::object::{now_ms, BucketName, HealDepth, HealReport, ObjectStore};
+use crate::object::{now_ms, HealDepth, HealReport, HealScope, ObjectStore};
 
 /// One heal pass, as operators see it.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -66,38 +68,37 @@ impl Healer {
         status
     }
 
-    /// Runs a heal pass over a bucket (and prefix) or everything, keeping the status current.
+    /// Runs a heal pass over `scope`, keeping the status current.
     pub async fn run_pass(
         &self,
         store: &ObjectStore,
         reason: &str,
-        bucket: Option<&BucketName>,
-        prefix: &str,
+        scope: &HealScope,
         depth: HealDepth,
         max_rate: Option<u64>,
     ) -> HealPass {
         let _one = self.one_at_a_time.lock().await;
         let mut pass = HealPass {
             reason: reason.to_string(),
-            scope: bucket.map(|b| format!("{b}/{prefix}")).unwrap_or_default(),
+            scope: scope.to_string(),
             started_ms: now_ms(),
             ..HealPass::default()
         };
         self.status.lock().expect("not poisoned").running = Some(pass.clone());
-        pass.objects_total = store.count_objects(bucket, prefix).await;
+        pass.objects_total = store.count_objects(scope).await;
         if let Some(running) = &mut self.status.lock().expect("not poisoned").running {
             running.objects_total = pass.objects_total;
         }
         // Bucket and deployment-wide records first (objects are healed against them), then
         // the objects, then multipart uploads in progress.
         let result = async {
-            let mut report = match bucket {
+            let mut report = match scope.bucket {
                 None => store.heal_buckets().await?,
                 Some(_) => HealReport::default(),
             };
             let records = report.clone();
             let objects = store
-                .heal_objects(bucket, prefix, depth, max_rate, |objects| {
+                .heal_objects(scope, depth, max_rate, |objects| {
                     if let Some(running) = &mut self.status.lock().expect("not poisoned").running {
                         running.report = records.clone();
                         running.report.add(objects);
@@ -105,7 +106,7 @@ impl Healer {
                 })
                 .await?;
             report.add(&objects);
-            report.add(&store.heal_uploads(bucket, prefix).await?);
+            report.add(&store.heal_uploads(scope).await?);
             Ok::<_, crate::object::ObjectError>(report)
         }
         .await;
@@ -160,14 +161,36 @@ impl Healer {
 }
 
 /// Looks at the drives periodically; when a drive returns or an empty one replaces a failed
-/// one, heals everything so the drive gets back what it missed.
+/// one, heals its set so the drive gets back what it missed. In a cluster with a control
+/// plane each set is healed by the one node elected for it (every node sees another node's
+/// drives come back; without etcd each of them heals, which is safe, only done twice).
 pub struct DriveMonitor {
     pub deployment: Arc<Deployment>,
     pub config: ServerConfig,
     pub store: Arc<ObjectStore>,
     pub healer: Arc<Healer>,
-    /// A drive came back or was formatted and its set is not healed yet.
-    pub heal_pending: bool,
+    /// The sets with a drive that came back or was formatted, not healed yet.
+    pub heal_pending: BTreeSet<usize>,
+    /// Per set, whether this node holds the election to heal it; `None`: it heals them all.
+    pub owned: Option<Vec<watch::Receiver<bool>>>,
+}
+
+impl DriveMonitor {
+    /// The sets of the drives formatted at this start: they need everything.
+    pub fn sets_formatted_at_start(deployment: &Deployment) -> BTreeSet<usize> {
+        (deployment.formatted.iter())
+            .filter_map(|drive| deployment.set_of(drive))
+            .collect()
+    }
+
+    /// The job a node stands for to heal set `index`.
+    pub fn election(index: usize) -> String {
+        format!("heal-set-{}", index + 1)
+    }
+
+    fn owns(&self, set: usize) -> bool {
+        (self.owned.as_ref()).is_none_or(|owned| owned.get(set).is_some_and(|held| *held.borrow()))
+    }
 }
 
 #[async_trait]
@@ -189,30 +212,44 @@ impl Worker for DriveMonitor {
             self.store.forget_agreed_buckets();
         }
         // A drive unhealed now (formatted in, its database made anew, or still unhealed from
-        // before a restart) needs a complete pass before it votes.
+        // before a restart) needs a complete pass of its set before it votes.
         let unhealed = self.deployment.unhealed_drives();
-        if changes.iter().any(|c| c.needs_heal()) || !unhealed.is_empty() {
-            self.heal_pending = true;
+        let set_of = |drive: &std::path::Path| self.deployment.set_of(drive);
+        let returned = (changes.iter().filter(|c| c.needs_heal())).filter_map(|c| set_of(c.path()));
+        let unhealed_sets = unhealed
+            .iter()
+            .map(|&position| self.deployment.drives[position].set_index);
+        self.heal_pending.extend(returned.chain(unhealed_sets));
+        let ours: Vec<usize> = (self.heal_pending.iter().copied())
+            .filter(|&set| self.owns(set))
+            .collect();
+        if ours.is_empty() {
+            return Ok(match self.heal_pending.is_empty() {
+                true => "drives unchanged".into(),
+                false => "sets to heal are another node's".into(),
+            });
         }
-        if !self.heal_pending {
-            return Ok("drives unchanged".into());
-        }
+        let scope = HealScope::of_sets(ours.clone());
         let pass = self
             .healer
             .run_pass(
                 &self.store,
                 "drive returned or replaced",
-                None,
-                "",
+                &scope,
                 HealDepth::Quick,
                 None,
             )
             .await;
         // A pass with anything it could not settle is tried again at the next look, and the
         // unhealed drives stay unhealed: they may lack what it could not settle.
-        self.heal_pending = pass.error.is_some() || pass.report.unresolved > 0;
-        if !self.heal_pending {
-            self.deployment.healed(&unhealed).await;
+        if pass.error.is_none() && pass.report.unresolved == 0 {
+            for set in &ours {
+                self.heal_pending.remove(set);
+            }
+            let healed: Vec<usize> = (unhealed.into_iter())
+                .filter(|&position| ours.contains(&self.deployment.drives[position].set_index))
+                .collect();
+            self.deployment.healed(&healed).await;
         }
         Ok(format!("healed {} objects", pass.report.objects_healed))
     }
@@ -243,8 +280,7 @@ impl Worker for Scrubber {
             .run_pass(
                 &self.store,
                 "scrub",
-                None,
-                "",
+                &HealScope::default(),
                 HealDepth::Deep,
                 Some(self.max_rate),
             )

@@ -1,12 +1,16 @@
 //! Bucket usage: the objects and bytes of every bucket, counted in the background by walking
 //! each bucket's listing, so that a metrics scrape only reads the last count. Counting on
-//! every scrape would cost a full listing of every bucket each time.
+//! every scrape would cost a full listing of every bucket each time. In a cluster with a
+//! control plane one node, elected, counts and publishes its count as a deployment-wide
+//! record; the others take it from there.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
 
 use crate::background::Worker;
 use crate::object::{
@@ -18,8 +22,11 @@ const PAGE: usize = 1000;
 /// The first count starts this soon after the server (or the configured interval, if shorter).
 const FIRST_SCAN_DELAY: Duration = Duration::from_secs(5);
 
+/// The deployment-wide record the elected counter publishes its count in.
+const PUBLISHED: &str = "usage/latest";
+
 /// What one bucket holds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BucketUsage {
     pub objects: u64,
     /// Bytes of user data (object sizes).
@@ -30,7 +37,7 @@ pub struct BucketUsage {
 }
 
 /// The result of one finished count of every bucket.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct UsageSnapshot {
     /// By bucket name.
     pub buckets: BTreeMap<String, BucketUsage>,
@@ -64,6 +71,9 @@ pub struct UsageScanner {
     pub interval: Duration,
     /// Passes run so far: the first comes soon after the start.
     pub passes: u64,
+    /// In a cluster with a control plane, whether this node holds the election to count;
+    /// `None`: it counts for itself.
+    pub elected: Option<watch::Receiver<bool>>,
 }
 
 impl UsageScanner {
@@ -73,7 +83,26 @@ impl UsageScanner {
             usage,
             interval,
             passes: 0,
+            elected: None,
         }
+    }
+
+    /// Counts only while `elected` says this node holds the job, publishing each count;
+    /// otherwise takes the published one.
+    pub fn when_elected(mut self, elected: watch::Receiver<bool>) -> Self {
+        self.elected = Some(elected);
+        self
+    }
+
+    /// Takes the count the elected node published last.
+    async fn take_published(&self) -> anyhow::Result<String> {
+        let Some(published) = self.store.system_get(PUBLISHED).await? else {
+            return Ok("no count published yet".into());
+        };
+        let snapshot: UsageSnapshot = serde_json::from_slice(&published)?;
+        let buckets = snapshot.buckets.len();
+        self.usage.set(snapshot);
+        Ok(format!("took the published count of {buckets} buckets"))
     }
 }
 
@@ -153,6 +182,9 @@ impl Worker for UsageScanner {
 
     async fn run_once(&mut self) -> anyhow::Result<String> {
         self.passes += 1;
+        if self.elected.as_ref().is_some_and(|held| !*held.borrow()) {
+            return self.take_published().await;
+        }
         let started = Instant::now();
         let previous = self.usage.latest().map(|s| s.buckets).unwrap_or_default();
         let mut buckets = BTreeMap::new();
@@ -181,11 +213,18 @@ impl Worker for UsageScanner {
             buckets.len(),
             buckets.values().map(|u| u.objects).sum::<u64>(),
         );
-        self.usage.set(UsageSnapshot {
+        let snapshot = UsageSnapshot {
             buckets,
             finished: SystemTime::now(),
             took: started.elapsed(),
-        });
+        };
+        if self.elected.is_some() {
+            let published = serde_json::to_vec(&snapshot)?;
+            if let Err(e) = self.store.system_put(PUBLISHED, published).await {
+                tracing::warn!(error = %e, "could not publish the usage count to the other nodes");
+            }
+        }
+        self.usage.set(snapshot);
         Ok(format!(
             "counted {objects} objects in {count} buckets ({failed} could not be listed)"
         ))

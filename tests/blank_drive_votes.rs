@@ -14,8 +14,8 @@ use std::sync::Arc;
 use in_process::*;
 use strata::erasure::ErasureError;
 use strata::object::{
-    BucketName, CompleteOptions, CompletedPart, GetOptions, HealDepth, HealReport, ObjectError,
-    ObjectStore, PutOptions, UploadOptions, Versioning,
+    BucketName, CompleteOptions, CompletedPart, GetOptions, HealDepth, HealReport, HealScope,
+    ObjectError, ObjectStore, PutOptions, UploadOptions, Versioning,
 };
 use strata::storage::sim::CrashController;
 use strata::storage::{Drive, MetaOp, MetaTable, OfflineDrive};
@@ -46,11 +46,16 @@ async fn read(store: &ObjectStore, b: &str, k: &str, version: Option<&str>) -> V
 async fn heal_everything(store: &ObjectStore) -> HealReport {
     let mut report = store.heal_buckets().await.expect("heal buckets");
     let objects = store
-        .heal_objects(None, "", HealDepth::Quick, None, |_| {})
+        .heal_objects(&HealScope::default(), HealDepth::Quick, None, |_| {})
         .await
         .expect("heal objects");
     report.add(&objects);
-    report.add(&store.heal_uploads(None, "").await.expect("heal uploads"));
+    report.add(
+        &store
+            .heal_uploads(&HealScope::default())
+            .await
+            .expect("heal uploads"),
+    );
     report
 }
 

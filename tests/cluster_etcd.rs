@@ -564,3 +564,123 @@ async fn a_record_changes_in_etcd_only_over_the_value_it_was_decided_on() {
     assert!(client.swap(key, Some(b"two"), None).await.unwrap());
     assert_eq!(etcd.get(key).await, None);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_set_is_healed_by_the_one_node_elected_for_it() {
+    const SIZE: usize = 200 * 1024;
+    let etcd = EtcdServer::start();
+    let cluster = Cluster::start_with_etcd(3, 3, EC, &etcd);
+    let names: Vec<String> = cluster.nodes.iter().map(node_name).collect();
+    let mut owner = None;
+    eventually(Duration::from_secs(20), "the set's healer elected", || {
+        owner = holder(&info(&cluster.nodes[0]), "heal-set-1");
+        owner.is_some()
+    })
+    .await;
+    let owner = names
+        .iter()
+        .position(|n| Some(n) == owner.as_ref())
+        .unwrap();
+    let (away, third) = ((owner + 1) % 3, (owner + 2) % 3);
+
+    // A node misses writes while it is down; once back, its drives get them.
+    let client = cluster.nodes[third].client();
+    create_bucket(&client, "healed").await;
+    cluster.nodes[away].kill();
+    for i in 0..4 {
+        put(
+            &client,
+            "healed",
+            &format!("missed-{i}"),
+            &vec![i as u8; SIZE],
+        )
+        .await;
+    }
+    cluster.nodes[away].restart();
+    let shards = |node: usize| -> usize {
+        (cluster.drives[node].iter())
+            .map(|drive| shard_files(drive).len())
+            .sum()
+    };
+    eventually(Duration::from_secs(60), "the node's drives healed", || {
+        shards(away) == 4 * 3
+    })
+    .await;
+
+    // Only the elected node ran heal passes for it; every node saw the drives come back.
+    let passes = |node: usize| {
+        (cluster.nodes[node].log())
+            .matches(r#"heal pass done reason="drive returned or replaced""#)
+            .count()
+    };
+    assert!(passes(owner) > 0, "the owner healed");
+    assert_eq!(passes(third), 0, "{}", cluster.nodes[third].log_tail(30));
+    assert_eq!(passes(away), 0, "{}", cluster.nodes[away].log_tail(30));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bucket_usage_is_counted_by_one_node_and_reported_by_all() {
+    let etcd = EtcdServer::start();
+    let (_root, ports, drives, layout) = Cluster::plan(3, 3);
+    let nodes: Vec<TestServer> = (0..3)
+        .map(|i| {
+            let mut options = node_options(ports[i], &drives[i], &layout, EC);
+            options.extra_args = vec!["--etcd".into(), etcd.endpoint()];
+            options
+                .env
+                .push(("STRATA_USAGE_SCAN_SECS".into(), "1".into()));
+            options
+                .env
+                .push(("STRATA_METRICS_AUTH".into(), "public".into()));
+            TestServer::start_with(options)
+        })
+        .collect();
+    let client = nodes[0].client();
+    create_bucket(&client, "counted").await;
+    for i in 0..3 {
+        put(&client, "counted", &format!("k{i}"), b"data").await;
+    }
+    let counted = r#"strata_bucket_objects{bucket="counted"} 3"#;
+    for node in &nodes {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let metrics = reqwest::get(node.url("/metrics")).await.unwrap();
+            if metrics.text().await.unwrap().contains(counted) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} reports no count",
+                node.endpoint()
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+    // One count, the elected node's, published in etcd: every node reports the moment it
+    // finished (nodes counting for themselves would each report their own).
+    assert!(holder(&info(&nodes[0]), "usage-scanner").is_some());
+    assert!(etcd
+        .get("/strata/records/system/usage/latest")
+        .await
+        .is_some());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut stamps = Vec::new();
+        for node in &nodes {
+            let metrics = reqwest::get(node.url("/metrics")).await.unwrap();
+            let text = metrics.text().await.unwrap();
+            let stamp = (text.lines())
+                .find_map(|l| l.strip_prefix("strata_usage_scan_timestamp_seconds "))
+                .map(str::to_string);
+            stamps.push(stamp);
+        }
+        if stamps[0].is_some() && stamps.windows(2).all(|w| w[0] == w[1]) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the nodes report different counts: {stamps:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -41,7 +41,9 @@ use crate::iam::{Iam, IamError, Identity};
 pub use crate::iam::{PolicyInfo, UserInfo};
 use crate::kms::{KeyInfo, KmsError};
 use crate::lifecycle::{LifecycleStatus, RuleError};
-use crate::object::{now_ms, BucketName, HealDepth, HealReport, ObjectError, ObjectStore};
+use crate::object::{
+    now_ms, BucketName, HealDepth, HealReport, HealScope, ObjectError, ObjectStore,
+};
 use crate::query::Query;
 use crate::storage::Drive;
 
@@ -454,9 +456,14 @@ async fn start_heal(state: &AdminState, query: &Query) -> Result<Response, Admin
     } else {
         HealDepth::Quick
     };
+    let scope = HealScope {
+        bucket,
+        prefix,
+        sets: None,
+    };
     tokio::spawn(async move {
         healer
-            .run_pass(&store, HEAL_REASON, bucket.as_ref(), &prefix, depth, None)
+            .run_pass(&store, HEAL_REASON, &scope, depth, None)
             .await;
     });
     Ok(json(StatusCode::ACCEPTED, &started))

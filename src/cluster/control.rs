@@ -66,7 +66,7 @@ pub struct ControlPlane {
     record: NodeRecord,
     state: Mutex<LeaseState>,
     /// Per job this node stands for, whether it holds it now.
-    elections: Mutex<HashMap<&'static str, watch::Sender<bool>>>,
+    elections: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// Whether this node's records are decided in etcd yet.
     adopted: watch::Sender<bool>,
 }
@@ -220,10 +220,10 @@ impl ControlPlane {
     /// Stands for `job`: the answer says, now and on every change, whether this node holds
     /// it. At most one node holds a job while etcd is reachable; a node that loses etcd
     /// gives its jobs up before its lease can lapse.
-    pub fn stand_for(&self, job: &'static str) -> watch::Receiver<bool> {
+    pub fn stand_for(&self, job: &str) -> watch::Receiver<bool> {
         let mut elections = self.elections.lock().expect("not poisoned");
         elections
-            .entry(job)
+            .entry(job.to_string())
             .or_insert_with(|| watch::channel(false).0)
             .subscribe()
     }
@@ -340,9 +340,9 @@ impl ControlPlane {
 
     /// Takes every job asked for that no node holds.
     async fn campaign(&self, lease: LeaseId) -> Result<(), EtcdError> {
-        let jobs: Vec<&'static str> = (self.elections.lock().expect("not poisoned"))
+        let jobs: Vec<String> = (self.elections.lock().expect("not poisoned"))
             .keys()
-            .copied()
+            .cloned()
             .collect();
         for job in jobs {
             let key = format!("{ROOT}elected/{job}");
@@ -354,8 +354,8 @@ impl ControlPlane {
                 Ok(()) => true,
                 Err(existing) => existing.lease == lease,
             };
-            if let Some(sender) = self.elections.lock().expect("not poisoned").get(job) {
-                set_held(job, sender, held);
+            if let Some(sender) = self.elections.lock().expect("not poisoned").get(&job) {
+                set_held(&job, sender, held);
             }
         }
         Ok(())

@@ -100,14 +100,11 @@ impl ObjectStore {
         (sender.max_capacity() - sender.capacity()) as u64
     }
 
-    /// How many objects a heal of `bucket` (under `prefix`) or of everything goes over.
-    pub async fn count_objects(&self, bucket: Option<&BucketName>, prefix: &str) -> u64 {
-        let scan_prefix = match bucket {
-            Some(bucket) => object_key(bucket.as_str(), prefix),
-            None => Vec::new(),
-        };
+    /// How many objects a heal of `scope` goes over.
+    pub async fn count_objects(&self, scope: &HealScope) -> u64 {
+        let scan_prefix = scope.scan_prefix();
         let mut count = 0;
-        for set in &self.sets {
+        for set in self.sets_in(scope) {
             let mut start = Bound::Unbounded;
             loop {
                 let (keys, next) = scan_keys(set, &OBJECT_TABLES, start, &scan_prefix).await;
@@ -573,19 +570,15 @@ impl ObjectStore {
     /// so that a scrub leaves the drives to the clients.
     pub async fn heal_objects(
         &self,
-        bucket: Option<&BucketName>,
-        prefix: &str,
+        scope: &HealScope,
         depth: HealDepth,
         max_rate: Option<u64>,
         mut progress: impl FnMut(&HealReport),
     ) -> Result<HealReport, ObjectError> {
         let started = std::time::Instant::now();
         let mut total = HealReport::default();
-        let scan_prefix = match bucket {
-            Some(bucket) => object_key(bucket.as_str(), prefix),
-            None => Vec::new(),
-        };
-        for set in &self.sets {
+        let scan_prefix = scope.scan_prefix();
+        for set in self.sets_in(scope) {
             let mut start = Bound::Unbounded;
             loop {
                 let (keys, next) = scan_keys(set, &OBJECT_TABLES, start, &scan_prefix).await;
@@ -619,6 +612,70 @@ impl ObjectStore {
             }
         }
         Ok(total)
+    }
+}
+
+/// What a heal pass goes over: one bucket (under a key prefix) or every bucket, on every
+/// erasure set or on some.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HealScope {
+    pub bucket: Option<BucketName>,
+    pub prefix: String,
+    /// The sets, by index; `None`: every set.
+    pub sets: Option<Vec<usize>>,
+}
+
+impl HealScope {
+    /// Every object of the sets with these indexes.
+    pub fn of_sets(sets: Vec<usize>) -> Self {
+        Self {
+            sets: Some(sets),
+            ..Self::default()
+        }
+    }
+
+    /// One bucket's objects under `prefix`, on every set.
+    pub fn of_bucket(bucket: BucketName, prefix: &str) -> Self {
+        Self {
+            bucket: Some(bucket),
+            prefix: prefix.to_string(),
+            sets: None,
+        }
+    }
+
+    /// The keys a scan of the objects in scope starts with.
+    pub(super) fn scan_prefix(&self) -> Vec<u8> {
+        match &self.bucket {
+            Some(bucket) => object_key(bucket.as_str(), &self.prefix),
+            None => Vec::new(),
+        }
+    }
+
+    pub fn covers_set(&self, index: usize) -> bool {
+        self.sets.as_ref().is_none_or(|sets| sets.contains(&index))
+    }
+}
+
+impl std::fmt::Display for HealScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(bucket) = &self.bucket {
+            write!(f, "{bucket}/{}", self.prefix)?;
+        }
+        if let Some(sets) = &self.sets {
+            let sets: Vec<String> = sets.iter().map(|s| (s + 1).to_string()).collect();
+            write!(f, "set {}", sets.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+impl ObjectStore {
+    /// The sets a heal of `scope` goes over.
+    pub(super) fn sets_in<'a>(
+        &'a self,
+        scope: &'a HealScope,
+    ) -> impl Iterator<Item = &'a ErasureSet> + 'a {
+        (self.sets.iter()).filter(|set| scope.covers_set(set.index()))
     }
 }
 

@@ -10,7 +10,9 @@ use std::ops::Bound;
 
 use super::copies::Copies;
 use super::copies::Guard;
-use super::heal::{commit_healed, heal_data, reachable, scan_keys, HealReport, StoredData};
+use super::heal::{
+    commit_healed, heal_data, reachable, scan_keys, HealReport, HealScope, StoredData,
+};
 use super::record::{self, parts_prefix, BucketRecord, PartInfo, PartRecord, UploadRecord};
 use super::{Agreement, BucketName, HealDepth, ObjectError, ObjectKey, ObjectStore};
 use crate::erasure::{DriveError, MetaOp, MetaTable};
@@ -20,18 +22,11 @@ use crate::erasure::{ErasureError, ErasureSet};
 const PARTS_SCAN: usize = 10_001;
 
 impl ObjectStore {
-    /// Heals every upload in progress of the deployment, or of one bucket under a key prefix.
-    pub async fn heal_uploads(
-        &self,
-        bucket: Option<&BucketName>,
-        prefix: &str,
-    ) -> Result<HealReport, ObjectError> {
-        let scan_prefix = match bucket {
-            Some(bucket) => record::object_key(bucket.as_str(), prefix),
-            None => Vec::new(),
-        };
+    /// Heals every upload in progress in `scope`.
+    pub async fn heal_uploads(&self, scope: &HealScope) -> Result<HealReport, ObjectError> {
+        let scan_prefix = scope.scan_prefix();
         let mut total = HealReport::default();
-        for set in &self.sets {
+        for set in self.sets_in(scope) {
             let mut start = Bound::Unbounded;
             loop {
                 let (keys, next) = scan_keys(set, &[MetaTable::Uploads], start, &scan_prefix).await;

@@ -52,7 +52,7 @@ use crate::erasure::{Agreement, ErasureError, ErasureSet, Replica};
 pub use at_rest::{check_customer_key, Encryption};
 pub use checksum::{ChecksumAlgorithm, ChecksumType};
 pub use hashing::ExpectedChecksum;
-pub use heal::{HealDepth, HealReport};
+pub use heal::{HealDepth, HealReport, HealScope};
 pub use list::{ListEntry, ListPage, ListQuery};
 pub use list_versions::{VersionEntry, VersionsPage, VersionsQuery};
 pub use lock::{

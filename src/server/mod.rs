@@ -159,14 +159,24 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     );
     let healer = Arc::new(Healer::default());
     healer.spawn_read_healer(store.clone());
+    // Drives formatted at this start get everything once the server is up, and so does a
+    // node of a cluster: the others went on writing while it was down.
+    let heal_pending = match config.cluster {
+        Some(_) => (0..store.sets().len()).collect(),
+        None => DriveMonitor::sets_formatted_at_start(&deployment),
+    };
+    let owned = control.as_ref().map(|control| {
+        (0..store.sets().len())
+            .map(|set| control.stand_for(&DriveMonitor::election(set)))
+            .collect()
+    });
     background::spawn(DriveMonitor {
         deployment: deployment.clone(),
         config: config.clone(),
         store: store.clone(),
         healer: healer.clone(),
-        // Drives formatted at this start get everything once the server is up, and so does a
-        // node of a cluster: the others went on writing while it was down.
-        heal_pending: !deployment.formatted.is_empty() || config.cluster.is_some(),
+        heal_pending,
+        owned,
     });
     // The scrubber reads every drive of every set, the other nodes' too: once per cluster.
     spawn_singleton(
@@ -192,11 +202,15 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         control.as_ref(),
     );
     let usage = Arc::new(Usage::default());
-    background::spawn(UsageScanner::new(
-        store.clone(),
-        usage.clone(),
-        config.metrics.usage_scan,
-    ));
+    let scanner = UsageScanner::new(store.clone(), usage.clone(), config.metrics.usage_scan);
+    background::spawn(match &control {
+        // Counted once per cluster; every node serves the count in its metrics.
+        Some(control) => {
+            let elected = control.stand_for(background::Worker::name(&scanner));
+            scanner.when_elected(elected)
+        }
+        None => scanner,
+    });
     let metrics = Arc::new(Metrics::new(&config.metrics, usage));
     metrics.spawn_heal_sampler(healer.clone(), store.clone());
     let iam = crate::iam::Iam::new(

@@ -82,7 +82,8 @@ impl PoolTier {
             config: server_config,
             store: store.clone(),
             healer: healer.clone(),
-            heal_pending: !deployment.formatted.is_empty(),
+            heal_pending: DriveMonitor::sets_formatted_at_start(&deployment),
+            owned: None,
         }));
         healers.push(crate::background::spawn(Scrubber {
             store: store.clone(),
