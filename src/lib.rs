@@ -21,4 +21,5 @@ pub mod server;
 pub mod storage;
 pub mod tier;
 pub mod tls;
+pub mod untrusted_xml;
 pub mod usage;

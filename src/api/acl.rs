@@ -195,7 +195,8 @@ struct GranteeXml {
 pub fn from_xml(body: &[u8], owner: &str, accounts: &Accounts) -> Result<Acl, S3Error> {
     let malformed = || S3Error::from_code(S3ErrorCode::MalformedACLError);
     let text = std::str::from_utf8(body).map_err(|_| malformed())?;
-    let policy: AccessControlPolicy = quick_xml::de::from_str(text).map_err(|_| malformed())?;
+    let policy: AccessControlPolicy =
+        crate::untrusted_xml::from_str(text).map_err(|_| malformed())?;
     // Ownership does not change hands through an ACL.
     let named_owner = policy.owner.and_then(|o| o.id);
     if named_owner.is_some_and(|id| id != owner) {

@@ -16,7 +16,7 @@ pub fn render<T: Serialize>(root: &str, value: &T) -> String {
 pub fn parse<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, S3Error> {
     let text =
         std::str::from_utf8(body).map_err(|_| S3Error::from_code(S3ErrorCode::MalformedXML))?;
-    quick_xml::de::from_str(text).map_err(|_| S3Error::from_code(S3ErrorCode::MalformedXML))
+    crate::untrusted_xml::from_str(text).map_err(|_| S3Error::from_code(S3ErrorCode::MalformedXML))
 }
 
 fn xmlns() -> &'static str {

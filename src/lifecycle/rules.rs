@@ -97,7 +97,7 @@ impl Filter {
 impl LifecycleConfig {
     /// Parses and checks S3's `LifecycleConfiguration` XML.
     pub fn from_xml(text: &str) -> Result<Self, RuleError> {
-        let doc: ConfigDoc = quick_xml::de::from_str(text)
+        let doc: ConfigDoc = crate::untrusted_xml::from_str(text)
             .map_err(|e| RuleError::MalformedXml(format!("The XML you provided was not well-formed or did not validate against our published schema: {e}")))?;
         doc.into_config()
     }

@@ -183,7 +183,7 @@ impl RemoteS3Tier {
             .flatten()
             .unwrap_or_default();
         let doc: ErrorDoc =
-            quick_xml::de::from_str(&String::from_utf8_lossy(&body)).unwrap_or_default();
+            crate::untrusted_xml::from_str(&String::from_utf8_lossy(&body)).unwrap_or_default();
         answer_error(&self.name, object, status, &doc)
     }
 }
@@ -288,7 +288,7 @@ impl Tier for RemoteS3Tier {
                 .await
                 .map_err(|e| self.unreachable(e))?
                 .ok_or_else(|| self.failed("listing page too large".into()))?;
-            let page: ListDoc = quick_xml::de::from_str(&String::from_utf8_lossy(&body))
+            let page: ListDoc = crate::untrusted_xml::from_str(&String::from_utf8_lossy(&body))
                 .map_err(|e| self.failed(format!("malformed listing: {e}")))?;
             names.extend(
                 page.contents
@@ -406,7 +406,7 @@ impl RemoteS3Tier {
             .await
             .map_err(|e| self.unreachable(e))?
             .unwrap_or_default();
-        let doc: InitiateDoc = quick_xml::de::from_str(&String::from_utf8_lossy(&body))
+        let doc: InitiateDoc = crate::untrusted_xml::from_str(&String::from_utf8_lossy(&body))
             .map_err(|e| self.failed(format!("malformed CreateMultipartUpload answer: {e}")))?;
         Ok(doc.upload_id)
     }
@@ -445,7 +445,7 @@ impl RemoteS3Tier {
             .unwrap_or_default();
         let text = String::from_utf8_lossy(&body);
         if text.contains("<Error>") {
-            let error: ErrorDoc = quick_xml::de::from_str(&text).unwrap_or_default();
+            let error: ErrorDoc = crate::untrusted_xml::from_str(&text).unwrap_or_default();
             return Err(answer_error(
                 &self.name,
                 None,
@@ -731,7 +731,7 @@ mod tests {
 
     #[test]
     fn documents_parse() {
-        let error: ErrorDoc = quick_xml::de::from_str(
+        let error: ErrorDoc = crate::untrusted_xml::from_str(
             "<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code><Message>no</Message>\
              <Resource>/b</Resource></Error>",
         )
@@ -739,7 +739,7 @@ mod tests {
         assert_eq!(error.code.as_deref(), Some("AccessDenied"));
         assert_eq!(error.message.as_deref(), Some("no"));
 
-        let page: ListDoc = quick_xml::de::from_str(
+        let page: ListDoc = crate::untrusted_xml::from_str(
             "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
              <Name>archive</Name><Prefix>p/</Prefix><KeyCount>2</KeyCount><MaxKeys>2</MaxKeys>\
              <IsTruncated>true</IsTruncated><NextContinuationToken>tok</NextContinuationToken>\
@@ -752,7 +752,7 @@ mod tests {
         let keys: Vec<_> = page.contents.iter().map(|o| o.key.as_str()).collect();
         assert_eq!(keys, ["p/a", "p/b/c"]);
 
-        let empty: ListDoc = quick_xml::de::from_str(
+        let empty: ListDoc = crate::untrusted_xml::from_str(
             "<ListBucketResult><Name>a</Name><IsTruncated>false</IsTruncated></ListBucketResult>",
         )
         .unwrap();
