@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
@@ -93,9 +93,19 @@ async fn handle(
             let Ok(args) = axum::body::to_bytes(body, wire::MAX_ARGS).await else {
                 return refuse(StatusCode::BAD_REQUEST, "arguments too large or cut short");
             };
-            match verify(&args) {
-                Ok(()) => service.unary(call, &args).await,
-                Err(e) => unauthenticated(call, e),
+            if let Err(e) = verify(&args) {
+                return unauthenticated(call, e);
+            }
+            let time_left = (header(wire::DEADLINE_HEADER))
+                .and_then(|ms| ms.parse().ok())
+                .map(Duration::from_millis);
+            match time_left {
+                None => service.unary(call, &args).await,
+                // The caller has given up: a commit applied now would be one it counts as
+                // not taken.
+                Some(left) if left.is_zero() => too_late(),
+                Some(left) => (tokio::time::timeout(left, service.unary(call, &args)).await)
+                    .unwrap_or_else(|_| too_late()),
             }
         }
     }
@@ -382,6 +392,11 @@ fn drive_error(err: &DriveError) -> Response {
 }
 
 /// The service refusing a request itself, with a short reason.
+/// The answer to a call whose caller's deadline passed before it was done.
+fn too_late() -> Response {
+    drive_error(&DriveError::Offline("the caller's deadline passed".into()))
+}
+
 fn refuse(status: StatusCode, reason: &'static str) -> Response {
     let mut response = Response::new(Body::from(reason));
     *response.status_mut() = status;

@@ -758,3 +758,54 @@ async fn requests_with_a_wrong_secret_a_replay_or_a_stale_time_are_refused() {
     assert_eq!(unknown.status(), reqwest::StatusCode::NOT_FOUND);
     served.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_carries_its_deadline_and_the_serving_node_keeps_to_it() {
+    use std::time::Instant;
+    use strata::storage::answer_by;
+    use strata::storage::faulty::FaultyDrive;
+
+    let root = tempfile::tempdir().unwrap();
+    let local = local_drive(root.path(), 0);
+    let slow = FaultyDrive::new(local.clone() as Arc<dyn Drive>);
+    let drives = HashMap::from([("/d".to_string(), slow.clone() as Arc<dyn Drive>)]);
+    let served = Served::start(drives).await;
+    let remote = served.remote("/d");
+    let objects = MetaTable::Objects;
+    let held = |key: &'static str| {
+        let local = local.clone();
+        async move {
+            local
+                .meta_get(objects, key.as_bytes().to_vec())
+                .await
+                .unwrap()
+        }
+    };
+
+    // It arrives with no time left: the serving node does not start it.
+    let late = answer_by(
+        Instant::now(),
+        remote.meta_apply(vec![put(objects, "late", "x")]),
+    );
+    assert!(matches!(late.await, Err(DriveError::Offline(_))));
+    assert_eq!(held("late").await, None);
+
+    // Its time runs out while the serving drive is slow: the serving node gives up with its
+    // caller, and the write never lands.
+    slow.slow_down_writes(Duration::from_secs(2));
+    let by = Instant::now() + Duration::from_millis(300);
+    let started = Instant::now();
+    let cut = answer_by(by, remote.meta_apply(vec![put(objects, "slow", "x")])).await;
+    assert!(matches!(cut, Err(DriveError::Offline(_))), "{cut:?}");
+    assert!(started.elapsed() < Duration::from_secs(1));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(held("slow").await, None, "applied after its caller gave up");
+
+    // With time enough, the same slow call is done.
+    let by = Instant::now() + Duration::from_secs(10);
+    answer_by(by, remote.meta_apply(vec![put(objects, "patient", "x")]))
+        .await
+        .unwrap();
+    assert_eq!(held("patient").await.as_deref(), Some(&b"x"[..]));
+    served.stop().await;
+}

@@ -30,6 +30,23 @@ use super::{
     ShardWriter,
 };
 
+tokio::task_local! {
+    /// When the drive call this task is making must be answered.
+    static ANSWER_BY: Instant;
+}
+
+/// Runs `work` as a drive call that must be answered by `by`: the calls to another node's
+/// drive made within it carry what is left of that time, so that the serving node neither
+/// starts one its caller has given up on nor works on it past that.
+pub async fn answer_by<F: Future>(by: Instant, work: F) -> F::Output {
+    ANSWER_BY.scope(by, work).await
+}
+
+/// What is left of the deadline of the drive call this task is making; `None` outside one.
+pub fn time_left() -> Option<Duration> {
+    (ANSWER_BY.try_with(|by| by.saturating_duration_since(Instant::now()))).ok()
+}
+
 /// The longest pause between two probes of a stalled drive.
 const MAX_COOL_DOWN: Duration = Duration::from_secs(60);
 
@@ -126,7 +143,7 @@ impl Health {
         work: impl Future<Output = Result<T, DriveError>>,
     ) -> Result<T, DriveError> {
         let started = self.admit()?;
-        let mut work = std::pin::pin!(work);
+        let mut work = std::pin::pin!(answer_by(started + self.deadline, work));
         let mut window = started;
         loop {
             match tokio::time::timeout(self.deadline, &mut work).await {

@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use uuid::Uuid;
 
-pub use deadline::{DeadlineDrive, Reachability};
+pub use deadline::{answer_by, time_left, DeadlineDrive, Reachability};
 pub use error::DriveError;
 pub use format::Format;
 pub use local::LocalDrive;

@@ -144,12 +144,15 @@ impl Peer {
         let url = Url::parse(&format!("{}{}", self.base_url, call.path()))
             .map_err(|e| DriveError::Io(io::Error::new(io::ErrorKind::InvalidInput, e)))?;
         let signed = self.auth.sign("POST", url.path(), &args, SystemTime::now());
-        let request = self
+        let mut request = self
             .client
             .post(url)
             .header(wire::TIME_HEADER, signed.time)
             .header(wire::NONCE_HEADER, signed.nonce)
             .header(wire::SIGNATURE_HEADER, signed.signature);
+        if let Some(left) = crate::storage::time_left() {
+            request = request.header(wire::DEADLINE_HEADER, left.as_millis().to_string());
+        }
         let request = match stream {
             Some(body) => request
                 .header(wire::ARGS_HEADER, BASE64.encode(&args))

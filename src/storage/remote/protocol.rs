@@ -30,6 +30,11 @@ pub const NONCE_HEADER: &str = "x-strata-nonce";
 pub const SIGNATURE_HEADER: &str = "x-strata-signature";
 /// The arguments of a streaming call (its body being the stream): msgpack, base64url.
 pub const ARGS_HEADER: &str = "x-strata-args";
+/// What is left of the caller's deadline for the call, in milliseconds (see
+/// [`crate::storage::answer_by`]): the serving node does not start a call that comes with
+/// none left, and gives up on one when it runs out. Unsigned: changing it in transit does no
+/// more than dropping the request would.
+pub const DEADLINE_HEADER: &str = "x-strata-deadline-ms";
 /// On an answer: `1` when the drive answered a drive error, whose [`WireError`] is the body.
 pub const DRIVE_ERROR_HEADER: &str = "x-strata-drive-error";
 /// On every answer about a drive: whether it is unhealed (`1`) or not (`0`) after the call.
