@@ -44,6 +44,8 @@ pub struct PartReader {
     size: u64,
     sources: Vec<Option<ShardSource>>,
     labels: Vec<String>,
+    /// Drives that are other nodes': read after this node's own.
+    remote: Vec<bool>,
     /// Drives that failed during this read: not asked again.
     failed: Mutex<Vec<bool>>,
     /// Called once, at the first damaged or missing shard, so the part can be healed.
@@ -89,6 +91,7 @@ impl ErasureSet {
             size,
             failed: Mutex::new(vec![false; sources.len()]),
             labels: self.drives.iter().map(|d| d.label().to_string()).collect(),
+            remote: self.drives.iter().map(|d| d.is_remote()).collect(),
             sources,
             on_damage: None,
         })
@@ -112,13 +115,15 @@ impl PartReader {
 
         let mut shards: Vec<Option<Bytes>> = vec![None; self.sources.len()];
         let mut verified = 0;
-        // Data shards come first in drive order, so a healthy set never touches parity.
+        // This node's own drives first, then the others'; among each, data shards come first
+        // in drive order, so a healthy set of local drives never touches parity.
         let mut candidates = {
             let failed = self.failed.lock().expect("not poisoned");
-            (0..self.sources.len())
+            let mut available: Vec<usize> = (0..self.sources.len())
                 .filter(|&i| self.sources[i].is_some() && !failed[i])
-                .collect::<Vec<_>>()
-                .into_iter()
+                .collect();
+            available.sort_by_key(|&i| (self.remote[i], i));
+            available.into_iter()
         };
         while verified < data_shards {
             let batch: Vec<usize> = candidates.by_ref().take(data_shards - verified).collect();

@@ -268,3 +268,30 @@ async fn a_delete_missed_by_some_drives_stays_deleted_and_heal_clears_its_tombst
     assert_eq!(records_on(&faulty, "property", "ckpt").await, 0);
     assert_eq!(read(&store, &bucket, &key).await, None);
 }
+
+/// A node reads the shards its own drives hold first: with this node's drives holding three
+/// data shards and three parity shards, the other nodes' three data shards are not read.
+#[tokio::test]
+async fn reads_take_this_nodes_shards_first() {
+    let sim = CrashController::new(9);
+    let faulty: Vec<Arc<FaultyDrive>> = sim.drives().into_iter().map(FaultyDrive::new).collect();
+    let drives = faulty.iter().map(|d| d.clone() as Arc<dyn Drive>).collect();
+    let set = ErasureSet::new(0, drives, 3, 64 << 10).unwrap();
+    let store = ObjectStore::new(vec![set], "property");
+    let bucket = BucketName::parse("property").unwrap();
+    store.create_bucket(&bucket).await.unwrap();
+    let key = ObjectKey::parse("ckpt").unwrap();
+    let data = payload(11);
+    let body: crate::body::ByteStream = Box::pin(futures::stream::iter([Ok(data.clone())]));
+    (store.put_object(&bucket, &key, body, PutOptions::default()))
+        .await
+        .unwrap();
+
+    for drive in &faulty[..3] {
+        drive.pass_for_remote();
+    }
+    assert_eq!(read(&store, &bucket, &key).await, Some(data));
+    let reads: Vec<usize> = faulty.iter().map(|d| d.shard_reads()).collect();
+    assert!(reads[..3].iter().all(|&r| r == 0), "{reads:?}");
+    assert!(reads[3..].iter().all(|&r| r > 0), "{reads:?}");
+}

@@ -275,6 +275,9 @@ impl Drive for DeadlineDrive {
     fn is_unhealed(&self) -> bool {
         self.inner.is_unhealed()
     }
+    fn is_remote(&self) -> bool {
+        self.inner.is_remote()
+    }
 
     async fn mark_healed(&self) -> Result<(), DriveError> {
         self.health

@@ -1,9 +1,11 @@
 //! A test tool: a drive that fails the calls it is told to fail, as a dying or full disk
 //! fails some operations and not others, so tests can place failures on chosen drives at
-//! chosen steps of a write (shards on some drives, records on others).
+//! chosen steps of a write (shards on some drives, records on others). It counts the shard
+//! reads it serves, and can pass for another node's drive.
 
 use std::collections::HashMap;
 use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -35,6 +37,10 @@ pub struct FaultyDrive {
     delay: Mutex<std::time::Duration>,
     /// Added to every metadata write, on top of `delay`.
     apply_delay: Mutex<std::time::Duration>,
+    /// Shard reads served.
+    shard_reads: Arc<AtomicUsize>,
+    /// Passes for another node's drive.
+    remote: AtomicBool,
 }
 
 impl FaultyDrive {
@@ -44,7 +50,19 @@ impl FaultyDrive {
             failing: Mutex::new(HashMap::new()),
             delay: Mutex::new(std::time::Duration::ZERO),
             apply_delay: Mutex::new(std::time::Duration::ZERO),
+            shard_reads: Arc::default(),
+            remote: AtomicBool::new(false),
         })
+    }
+
+    /// From now on it says it is another node's drive.
+    pub fn pass_for_remote(&self) {
+        self.remote.store(true, Ordering::SeqCst);
+    }
+
+    /// The shard reads it has served.
+    pub fn shard_reads(&self) -> usize {
+        self.shard_reads.load(Ordering::SeqCst)
     }
 
     /// From now on, these calls fail.
@@ -104,6 +122,9 @@ impl Drive for FaultyDrive {
     fn is_unhealed(&self) -> bool {
         self.inner.is_unhealed()
     }
+    fn is_remote(&self) -> bool {
+        self.remote.load(Ordering::SeqCst) || self.inner.is_remote()
+    }
     async fn mark_healed(&self) -> Result<(), DriveError> {
         self.inner.mark_healed().await
     }
@@ -134,7 +155,11 @@ impl Drive for FaultyDrive {
         name: &str,
     ) -> Result<Box<dyn ShardReader>, DriveError> {
         self.check(Call::OpenShard)?;
-        self.inner.open_shard(dir, name).await
+        let inner = self.inner.open_shard(dir, name).await?;
+        Ok(Box::new(CountedReader {
+            inner,
+            reads: self.shard_reads.clone(),
+        }))
     }
     async fn delete_data_dir(&self, dir: &DataDir) -> Result<(), DriveError> {
         self.inner.delete_data_dir(dir).await
@@ -192,5 +217,19 @@ impl Drive for FaultyDrive {
         (self.inner)
             .meta_scan_delimited(table, start, prefix, delimiter, limit)
             .await
+    }
+}
+
+/// A shard file whose reads are counted.
+struct CountedReader {
+    inner: Box<dyn ShardReader>,
+    reads: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl ShardReader for CountedReader {
+    async fn read_at(&self, offset: u64, len: usize) -> Result<bytes::Bytes, DriveError> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.read_at(offset, len).await
     }
 }

@@ -157,6 +157,12 @@ pub trait Drive: Send + Sync {
         false
     }
 
+    /// Whether the drive is another node's, reached over the network: reads take shards
+    /// from this node's own drives first.
+    fn is_remote(&self) -> bool {
+        false
+    }
+
     /// Whether the drive joined its set blank and no heal pass has completed over it since.
     /// Such a drive answers [`DriveError::Unhealed`] where it would say a record is absent,
     /// and to every scan: a freshly formatted drive knows nothing of what was deleted.

@@ -51,6 +51,9 @@ impl Drive for DriveSlot {
     fn is_unhealed(&self) -> bool {
         self.current().is_unhealed()
     }
+    fn is_remote(&self) -> bool {
+        self.current().is_remote()
+    }
     async fn mark_healed(&self) -> Result<(), DriveError> {
         self.current().mark_healed().await
     }

@@ -267,6 +267,10 @@ impl Drive for RemoteDrive {
         self.peer.unhealed.load(Ordering::SeqCst)
     }
 
+    fn is_remote(&self) -> bool {
+        true
+    }
+
     async fn mark_healed(&self) -> Result<(), DriveError> {
         self.peer.unary(Call::MarkHealed, ()).await
     }
