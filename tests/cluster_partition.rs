@@ -3,7 +3,8 @@
 //! hold six drives of the 6+3 set and go on taking writes; the cut-off node holds three and
 //! must answer 503, never what it held before the partition. Once the partition heals it
 //! serves again, every write acknowledged meanwhile reads back identical through every node,
-//! nothing deleted comes back, and listings agree with reads.
+//! nothing deleted comes back, and listings agree with reads. A node cut off from etcd alone
+//! goes on serving objects, and sees a bucket deleted elsewhere within seconds.
 
 mod common;
 
@@ -161,4 +162,59 @@ async fn a_partitioned_node_answers_503_never_stale_and_catches_up_once_the_part
 
 fn shard_files_on(drives: &[std::path::PathBuf]) -> usize {
     drives.iter().map(|d| shard_files(d).len()).sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cut_off_from_etcd_alone_sees_changes_made_elsewhere_within_seconds() {
+    let etcd = EtcdServer::start();
+    let (cluster, network) = Cluster::start_partitionable(3, 3, EC, Some(&etcd));
+    let clients: Vec<Client> = (cluster.nodes.iter())
+        .map(|node| giving_up_after(&node.client(), Duration::from_secs(20)))
+        .collect();
+    create_bucket(&clients[0], "short-lived").await;
+    create_bucket(&clients[0], BUCKET).await;
+    put(&clients[2], BUCKET, "k", b"v").await;
+    // Node 3 knows the bucket (cached) before it loses etcd.
+    ok(
+        clients[2].head_bucket().bucket("short-lived").send().await,
+        "the bucket, through node 3",
+    );
+
+    network.cut_from_etcd(2);
+    ok(
+        clients[0]
+            .delete_bucket()
+            .bucket("short-lived")
+            .send()
+            .await,
+        "delete through node 1",
+    );
+    // Node 3 hears of no change, but trusts what it cached only for a few seconds (5 s),
+    // then reads the record again: etcd does not answer, the drives' copy does.
+    let cut_at = Instant::now();
+    loop {
+        let seen = clients[2].head_bucket().bucket("short-lived").send().await;
+        if status_of_head(&seen) == Some(404) {
+            break;
+        }
+        assert!(
+            cut_at.elapsed() < Duration::from_secs(15),
+            "node 3 still serves a bucket deleted elsewhere: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    // Objects still flow through it, and settings wait for etcd.
+    put(&clients[2], BUCKET, "k2", b"v2").await;
+    assert_object(&clients[2], BUCKET, "k", b"v").await;
+    let refused = clients[2].create_bucket().bucket("meanwhile").send().await;
+    assert_s3_status(refused, 503, "a bucket made through a node without etcd");
+}
+
+fn status_of_head<T, E>(
+    result: &Result<T, aws_sdk_s3::error::SdkError<E, aws_sdk_s3::config::http::HttpResponse>>,
+) -> Option<u16> {
+    match result {
+        Ok(_) => Some(200),
+        Err(e) => status_of(e),
+    }
 }

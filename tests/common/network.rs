@@ -41,6 +41,8 @@ struct State {
     addresses: Vec<Vec<String>>,
     /// Nodes that reach nothing, and that nothing reaches.
     isolated: Mutex<HashSet<usize>>,
+    /// Nodes that reach the other nodes but nothing else (etcd).
+    only_nodes: Mutex<HashSet<usize>>,
     /// Bumped at each change, for requests waiting on a link.
     changes: watch::Sender<u64>,
     client: reqwest::Client,
@@ -50,7 +52,10 @@ impl State {
     fn is_cut(&self, from: usize, to: &str) -> bool {
         let isolated = self.isolated.lock().unwrap();
         let owner = (self.addresses.iter()).position(|of| of.iter().any(|a| a == to));
-        isolated.contains(&from) || owner.is_some_and(|owner| isolated.contains(&owner))
+        let beyond_nodes = owner.is_none() && self.only_nodes.lock().unwrap().contains(&from);
+        isolated.contains(&from)
+            || owner.is_some_and(|owner| isolated.contains(&owner))
+            || beyond_nodes
     }
 
     /// Returns once the link carries traffic.
@@ -90,6 +95,7 @@ impl Network {
         let state = Arc::new(State {
             addresses,
             isolated: Mutex::new(HashSet::new()),
+            only_nodes: Mutex::new(HashSet::new()),
             changes: watch::channel(0).0,
             client: reqwest::Client::builder()
                 .no_proxy()
@@ -142,9 +148,17 @@ impl Network {
         self.state.changes.send_modify(|n| *n += 1);
     }
 
+    /// Cuts node `node` off from etcd (everything that is not a node), the other nodes
+    /// still in reach.
+    pub fn cut_from_etcd(&self, node: usize) {
+        self.state.only_nodes.lock().unwrap().insert(node);
+        self.state.changes.send_modify(|n| *n += 1);
+    }
+
     /// Opens every link.
     pub fn heal(&self) {
         self.state.isolated.lock().unwrap().clear();
+        self.state.only_nodes.lock().unwrap().clear();
         self.state.changes.send_modify(|n| *n += 1);
     }
 }
