@@ -684,3 +684,82 @@ async fn bucket_usage_is_counted_by_one_node_and_reported_by_all() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// A tiers file with one remote S3 tier in `bucket` of `remote`.
+fn remote_tier_file(
+    dir: &std::path::Path,
+    name: &str,
+    remote: &TestServer,
+    bucket: &str,
+) -> String {
+    let doc = serde_json::json!({ "tiers": [{
+        "name": "COLD",
+        "type": "s3",
+        "endpoint": remote.endpoint(),
+        "bucket": bucket,
+        "access_key": ACCESS_KEY,
+        "secret_key": SECRET_KEY,
+        "region": "us-east-1"
+    }]});
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    path.display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_node_must_be_given_the_same_tiers() {
+    let remote = TestServer::start();
+    create_bucket(&remote.client(), "cold").await;
+    create_bucket(&remote.client(), "other").await;
+    let dir = tempfile::tempdir().unwrap();
+    let same = remote_tier_file(dir.path(), "same.json", &remote, "cold");
+    let other = remote_tier_file(dir.path(), "other.json", &remote, "other");
+
+    let etcd = EtcdServer::start();
+    let (_root, ports, drives, layout) = Cluster::plan(3, 3);
+    let options = |i: usize, tiers: Option<&str>| {
+        let mut options = node_options(ports[i], &drives[i], &layout, EC);
+        options.extra_args = vec!["--etcd".into(), etcd.endpoint()];
+        if let Some(tiers) = tiers {
+            options
+                .extra_args
+                .extend(["--tiers".into(), tiers.to_string()]);
+        }
+        options
+    };
+    let _first = TestServer::start_with(options(0, Some(&same)));
+    let _second = TestServer::start_with(options(1, Some(&same)));
+    for (tiers, differs) in [
+        (Some(&other), "COLD (defined otherwise)"),
+        (None, "COLD (the cluster has it, this node not)"),
+    ] {
+        let refused = TestServer::try_start(options(2, tiers.map(String::as_str)))
+            .err()
+            .expect("a node with other tiers is refused");
+        assert!(refused.exited_nonzero());
+        assert!(
+            refused.output.contains("differ from the cluster's")
+                && refused.output.contains(differs),
+            "{}",
+            refused.output
+        );
+    }
+
+    // A pool of one node's folders cannot be a cluster's tier.
+    let pool = dir.path().join("pool.json");
+    let pool_drives: Vec<String> = (0..6)
+        .map(|i| dir.path().join(format!("p{i}")).display().to_string())
+        .collect();
+    let doc = serde_json::json!({ "tiers": [{
+        "name": "WARM", "type": "pool", "drives": pool_drives, "data_shards": 4, "parity_shards": 2
+    }]});
+    std::fs::write(&pool, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let refused = TestServer::try_start(options(2, Some(&pool.display().to_string())))
+        .err()
+        .expect("a pool tier in a cluster is refused");
+    assert!(
+        refused.output.contains("use a remote S3 tier"),
+        "{}",
+        refused.output
+    );
+}

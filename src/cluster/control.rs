@@ -12,6 +12,8 @@
 //!   records; users, policies and the key catalog), changed by compare-and-swap; the drives
 //!   keep a copy (see `crate::object::RecordAuthority`).
 //! - `records-filled`: etcd holds every record the drives held when the first node came.
+//! - `tiers`: each tier's fingerprint, as the first node to start was given them; every node
+//!   must be given the same.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -144,6 +146,42 @@ impl ControlPlane {
             .await
             .context("registering this node in etcd")?;
         Ok(control)
+    }
+
+    /// Checks this node's tiers against the cluster's (`fingerprints`, see
+    /// [`crate::tier::TierConfigs::fingerprints`]; empty without `--tiers`): the first node
+    /// records them, and a node with others is refused, told which tiers differ. A transition
+    /// made through one node must read back through every other.
+    pub async fn agree_on_tiers(
+        &self,
+        fingerprints: &std::collections::BTreeMap<String, String>,
+    ) -> anyhow::Result<()> {
+        let key = format!("{ROOT}tiers");
+        let ours = serde_json::to_vec(fingerprints)?;
+        let Err(existing) = self.etcd.create(&key, &ours, None).await? else {
+            return Ok(());
+        };
+        let theirs: std::collections::BTreeMap<String, String> =
+            serde_json::from_slice(&existing.value)
+                .context("etcd holds tiers this release cannot read")?;
+        if &theirs == fingerprints {
+            return Ok(());
+        }
+        let names: std::collections::BTreeSet<&String> =
+            theirs.keys().chain(fingerprints.keys()).collect();
+        let differ: Vec<String> = (names.into_iter())
+            .filter(|name| theirs.get(*name) != fingerprints.get(*name))
+            .map(|name| match (theirs.get(name), fingerprints.get(name)) {
+                (Some(_), None) => format!("{name} (the cluster has it, this node not)"),
+                (None, Some(_)) => format!("{name} (this node has it, the cluster not)"),
+                _ => format!("{name} (defined otherwise)"),
+            })
+            .collect();
+        bail!(
+            "this node's tiers (--tiers) differ from the cluster's: {}. Start every node with \
+             the same tiers file",
+            differ.join(", ")
+        )
     }
 
     /// Keeps the lease alive (and stands for the jobs asked for) until the server stops.

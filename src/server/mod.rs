@@ -115,6 +115,25 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         }
         None => None,
     };
+    // Tiers a node of a cluster could not share are refused before the drives are touched.
+    let tier_configs = match &config.lifecycle.tiers_file {
+        Some(path) => Some(
+            crate::tier::load_tiers(path).with_context(|| format!("--tiers {}", path.display()))?,
+        ),
+        None => None,
+    };
+    if config.cluster.is_some() {
+        if let Some(tiers) = &tier_configs {
+            tiers.check_fit_for_a_cluster()?;
+        }
+    }
+    if let Some(control) = &control {
+        let fingerprints = tier_configs
+            .as_ref()
+            .map(|tiers| tiers.fingerprints())
+            .unwrap_or_default();
+        control.agree_on_tiers(&fingerprints).await?;
+    }
     let deployment = {
         let config = config.clone();
         tokio::task::spawn_blocking(move || deployment::open(&config))
@@ -124,9 +143,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     let mut deployment = deployment;
     let set_count = deployment.sets.len();
     let store = ObjectStore::new(std::mem::take(&mut deployment.sets), &deployment.id);
-    if let Some(path) = &config.lifecycle.tiers_file {
-        let configs =
-            crate::tier::load_tiers(path).with_context(|| format!("--tiers {}", path.display()))?;
+    if let (Some(path), Some(configs)) = (&config.lifecycle.tiers_file, tier_configs) {
         configs
             .check_drives_apart(&config.drives)
             .with_context(|| format!("--tiers {}", path.display()))?;

@@ -166,6 +166,53 @@ impl TierConfigs {
         Ok(())
     }
 
+    /// Refuses a tier pool in a cluster: its drives are folders of one node, so what a
+    /// transition moved there could not be read back through the others.
+    pub fn check_fit_for_a_cluster(&self) -> anyhow::Result<()> {
+        match self
+            .tiers
+            .iter()
+            .find(|t| matches!(t.kind, TierKind::Pool(_)))
+        {
+            Some(tier) => bail!(
+                "tier {} is a pool of this node's drive folders: in a cluster every node must \
+                 read what a transition moved, so use a remote S3 tier",
+                tier.name
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// What every node of a cluster must agree on, by tier name: where the tier's bytes go,
+    /// with a digest of its secret rather than the secret.
+    pub fn fingerprints(&self) -> std::collections::BTreeMap<String, String> {
+        use sha2::Digest;
+        (self.tiers.iter())
+            .map(|tier| {
+                let what = match &tier.kind {
+                    TierKind::Pool(pool) => format!(
+                        "pool {:?} {}+{} {}",
+                        pool.drives, pool.data_shards, pool.parity_shards, pool.block_size
+                    ),
+                    TierKind::S3(remote) => {
+                        let secret = sha2::Sha256::digest(remote.secret_key.as_bytes());
+                        format!(
+                            "s3 {}/{}/{} region {} key {} secret sha256:{} parts {}",
+                            remote.endpoint,
+                            remote.bucket,
+                            remote.prefix,
+                            remote.region,
+                            remote.access_key,
+                            &hex::encode(secret)[..16],
+                            remote.part_size
+                        )
+                    }
+                };
+                (tier.name.clone(), what)
+            })
+            .collect()
+    }
+
     /// Names are unique, and no drive belongs to two pools (or twice to one).
     fn check_apart(&self) -> anyhow::Result<()> {
         let mut names = BTreeSet::new();
