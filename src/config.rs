@@ -55,6 +55,16 @@ pub struct ClusterConfig {
     pub etcd: Vec<String>,
 }
 
+impl ClusterConfig {
+    /// What signs this node's drive calls to the others and checks theirs to it: the
+    /// cluster secret, bound to the layout's deployment.
+    pub fn auth(&self) -> anyhow::Result<crate::storage::remote::ClusterAuth> {
+        let auth =
+            crate::storage::remote::ClusterAuth::new(&self.secret, &self.layout.deployment_id())?;
+        Ok(auth)
+    }
+}
+
 impl std::fmt::Debug for ClusterConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClusterConfig")

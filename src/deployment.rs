@@ -18,7 +18,7 @@ use anyhow::{bail, Context};
 
 use crate::config::ServerConfig;
 use crate::erasure::ErasureSet;
-use crate::storage::remote::{ClusterAuth, NodeLiveness};
+use crate::storage::remote::NodeLiveness;
 use crate::storage::{
     DeadlineDrive, Drive, DriveSlot, Format, LocalDrive, MetaTable, OfflineDrive, RemoteDrive,
 };
@@ -152,7 +152,7 @@ fn places(config: &ServerConfig) -> anyhow::Result<(Vec<Place>, Vec<Arc<NodeLive
         let local = config.drives.iter().cloned().map(Place::Local).collect();
         return Ok((local, Vec::new()));
     };
-    let auth = ClusterAuth::new(&cluster.secret, &cluster.layout.deployment_id())?;
+    let auth = cluster.auth()?;
     let mut client = reqwest::Client::builder().connect_timeout(config.healing.drive_timeout);
     // With certificates the nodes speak TLS to each other, trusting what the folder names.
     let scheme = match &config.listener.certs_dir {
@@ -388,7 +388,8 @@ impl Deployment {
         (cluster.layout.nodes.iter())
             .map(|node| {
                 let peer = self.peers.iter().find(|p| p.node() == node);
-                (node.clone(), peer.is_none_or(|p| !p.is_down()))
+                let up = *node == cluster.this_node || peer.is_some_and(|p| !p.is_down());
+                (node.clone(), up)
             })
             .collect()
     }

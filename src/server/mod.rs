@@ -24,7 +24,6 @@ use crate::healing::{DriveMonitor, Healer, Scrubber};
 use crate::lifecycle::{LifecycleScanner, LifecycleStatus};
 use crate::metrics::Metrics;
 use crate::object::{ObjectStore, RecordChange};
-use crate::storage::remote::ClusterAuth;
 use crate::storage::Drive;
 use crate::tls;
 use crate::usage::{Usage, UsageScanner};
@@ -44,7 +43,7 @@ async fn serve_drives(
     deployment: &Deployment,
     certificates: Option<Arc<tls::Certificates>>,
 ) -> anyhow::Result<()> {
-    let auth = ClusterAuth::new(&cluster.secret, &deployment.id)?;
+    let auth = cluster.auth()?;
     let drives: HashMap<String, Arc<dyn Drive>> = (deployment.drives.iter())
         .filter(|drive| !drive.is_remote())
         .map(|drive| {
