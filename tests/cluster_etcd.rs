@@ -343,18 +343,10 @@ async fn losing_one_etcd_member_of_three_changes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_made_and_disabled_on_one_node_are_in_force_on_the_others() {
     let etcd = EtcdServer::start();
-    let (_root, ports, drives, layout) = Cluster::plan(3, 3);
-    let nodes: Vec<TestServer> = (0..3)
-        .map(|i| {
-            let mut options = node_options(ports[i], &drives[i], &layout, EC);
-            options.extra_args = vec!["--etcd".into(), etcd.endpoint()];
-            options.env.push((
-                "STRATA_KMS_SECRET_KEY".into(),
-                "cluster-test-key:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=".into(),
-            ));
-            TestServer::start_with(options)
-        })
-        .collect();
+    let key = "cluster-test-key:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=";
+    let cluster =
+        Cluster::start_with_etcd_and_env(3, 3, EC, &etcd, &[("STRATA_KMS_SECRET_KEY", key)]);
+    let nodes = cluster.nodes.as_slice();
     create_bucket(&nodes[0].client(), "sealed").await;
     // A key unknown here is looked up in the catalog again; a key disabled elsewhere is
     // not, and the catalog is read again only every 30 s: the notice must carry that.
@@ -621,27 +613,19 @@ async fn each_set_is_healed_by_the_one_node_elected_for_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bucket_usage_is_counted_by_one_node_and_reported_by_all() {
     let etcd = EtcdServer::start();
-    let (_root, ports, drives, layout) = Cluster::plan(3, 3);
-    let nodes: Vec<TestServer> = (0..3)
-        .map(|i| {
-            let mut options = node_options(ports[i], &drives[i], &layout, EC);
-            options.extra_args = vec!["--etcd".into(), etcd.endpoint()];
-            options
-                .env
-                .push(("STRATA_USAGE_SCAN_SECS".into(), "1".into()));
-            options
-                .env
-                .push(("STRATA_METRICS_AUTH".into(), "public".into()));
-            TestServer::start_with(options)
-        })
-        .collect();
+    let env = [
+        ("STRATA_USAGE_SCAN_SECS", "1"),
+        ("STRATA_METRICS_AUTH", "public"),
+    ];
+    let cluster = Cluster::start_with_etcd_and_env(3, 3, EC, &etcd, &env);
+    let nodes = cluster.nodes.as_slice();
     let client = nodes[0].client();
     create_bucket(&client, "counted").await;
     for i in 0..3 {
         put(&client, "counted", &format!("k{i}"), b"data").await;
     }
     let counted = r#"strata_bucket_objects{bucket="counted"} 3"#;
-    for node in &nodes {
+    for node in nodes {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let metrics = reqwest::get(node.url("/metrics")).await.unwrap();
@@ -666,7 +650,7 @@ async fn bucket_usage_is_counted_by_one_node_and_reported_by_all() {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let mut stamps = Vec::new();
-        for node in &nodes {
+        for node in nodes {
             let metrics = reqwest::get(node.url("/metrics")).await.unwrap();
             let text = metrics.text().await.unwrap();
             let stamp = (text.lines())

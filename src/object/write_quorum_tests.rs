@@ -64,6 +64,32 @@ async fn whole_on(
     whole
 }
 
+/// One 6+3 set of simulated drives, each behind a [`FaultyDrive`], holding bucket `property`.
+struct FaultySet {
+    _sim: CrashController,
+    faulty: Vec<Arc<FaultyDrive>>,
+    store: Arc<ObjectStore>,
+    bucket: BucketName,
+    record: super::record::BucketRecord,
+}
+
+async fn faulty_set() -> FaultySet {
+    let sim = CrashController::new(9);
+    let faulty: Vec<Arc<FaultyDrive>> = sim.drives().into_iter().map(FaultyDrive::new).collect();
+    let drives = faulty.iter().map(|d| d.clone() as Arc<dyn Drive>).collect();
+    let set = ErasureSet::new(0, drives, 3, 64 << 10).unwrap();
+    let store = ObjectStore::new(vec![set], "property");
+    let bucket = BucketName::parse("property").unwrap();
+    let record = store.create_bucket(&bucket).await.unwrap();
+    FaultySet {
+        _sim: sim,
+        faulty,
+        store,
+        bucket,
+        record,
+    }
+}
+
 struct BucketRecordIds {
     name: String,
     id: String,
@@ -74,14 +100,13 @@ async fn acknowledged_writes_are_whole_on_a_quorum_and_refused_ones_change_nothi
     let (mut acknowledged, mut refused) = (0, 0);
     for pattern in 0..PATTERNS {
         let mut rng = StdRng::seed_from_u64(pattern);
-        let sim = CrashController::new(9);
-        let faulty: Vec<Arc<FaultyDrive>> =
-            sim.drives().into_iter().map(FaultyDrive::new).collect();
-        let drives = faulty.iter().map(|d| d.clone() as Arc<dyn Drive>).collect();
-        let set = ErasureSet::new(0, drives, 3, 64 << 10).unwrap();
-        let store = ObjectStore::new(vec![set], "property");
-        let bucket = BucketName::parse("property").unwrap();
-        let record = store.create_bucket(&bucket).await.unwrap();
+        let FaultySet {
+            _sim,
+            faulty,
+            store,
+            bucket,
+            record,
+        } = faulty_set().await;
         if pattern % 2 == 1 {
             store
                 .set_versioning(&bucket, Versioning::Enabled)
@@ -155,14 +180,13 @@ async fn acknowledged_writes_are_whole_on_a_quorum_and_refused_ones_change_nothi
 #[tokio::test]
 async fn a_delete_refused_for_want_of_quorum_is_never_seen_done() {
     for versioned in [false, true] {
-        let sim = CrashController::new(9);
-        let faulty: Vec<Arc<FaultyDrive>> =
-            sim.drives().into_iter().map(FaultyDrive::new).collect();
-        let drives = faulty.iter().map(|d| d.clone() as Arc<dyn Drive>).collect();
-        let set = ErasureSet::new(0, drives, 3, 64 << 10).unwrap();
-        let store = ObjectStore::new(vec![set], "property");
-        let bucket = BucketName::parse("property").unwrap();
-        store.create_bucket(&bucket).await.unwrap();
+        let FaultySet {
+            _sim,
+            faulty,
+            store,
+            bucket,
+            ..
+        } = faulty_set().await;
         if versioned {
             (store.set_versioning(&bucket, Versioning::Enabled))
                 .await
@@ -211,13 +235,13 @@ async fn records_on(drives: &[Arc<FaultyDrive>], bucket: &str, key: &str) -> usi
 /// leaves no record at all.
 #[tokio::test]
 async fn a_delete_missed_by_some_drives_stays_deleted_and_heal_clears_its_tombstone() {
-    let sim = CrashController::new(9);
-    let faulty: Vec<Arc<FaultyDrive>> = sim.drives().into_iter().map(FaultyDrive::new).collect();
-    let drives = faulty.iter().map(|d| d.clone() as Arc<dyn Drive>).collect();
-    let set = ErasureSet::new(0, drives, 3, 64 << 10).unwrap();
-    let store = ObjectStore::new(vec![set], "property");
-    let bucket = BucketName::parse("property").unwrap();
-    store.create_bucket(&bucket).await.unwrap();
+    let FaultySet {
+        _sim,
+        faulty,
+        store,
+        bucket,
+        ..
+    } = faulty_set().await;
     let put = |name: &'static str| {
         let store = &store;
         let bucket = &bucket;
@@ -273,13 +297,13 @@ async fn a_delete_missed_by_some_drives_stays_deleted_and_heal_clears_its_tombst
 /// data shards and three parity shards, the other nodes' three data shards are not read.
 #[tokio::test]
 async fn reads_take_this_nodes_shards_first() {
-    let sim = CrashController::new(9);
-    let faulty: Vec<Arc<FaultyDrive>> = sim.drives().into_iter().map(FaultyDrive::new).collect();
-    let drives = faulty.iter().map(|d| d.clone() as Arc<dyn Drive>).collect();
-    let set = ErasureSet::new(0, drives, 3, 64 << 10).unwrap();
-    let store = ObjectStore::new(vec![set], "property");
-    let bucket = BucketName::parse("property").unwrap();
-    store.create_bucket(&bucket).await.unwrap();
+    let FaultySet {
+        _sim,
+        faulty,
+        store,
+        bucket,
+        ..
+    } = faulty_set().await;
     let key = ObjectKey::parse("ckpt").unwrap();
     let data = payload(11);
     let body: crate::body::ByteStream = Box::pin(futures::stream::iter([Ok(data.clone())]));

@@ -36,6 +36,21 @@ impl Cluster {
         Self::start_with_args(nodes, drives_per_node, ec, &["--etcd", &etcd.endpoint()])
     }
 
+    /// The same, every node also given the environment variables `env`.
+    pub fn start_with_etcd_and_env(
+        nodes: usize,
+        drives_per_node: usize,
+        ec: &str,
+        etcd: &super::EtcdServer,
+        env: &[(&str, &str)],
+    ) -> Cluster {
+        let plan = Self::plan(nodes, drives_per_node);
+        Self::start_planned(plan, ec, |_, options| {
+            options.extra_args = vec!["--etcd".into(), etcd.endpoint()];
+            (options.env).extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        })
+    }
+
     /// The same, each node sending what it sends to the others and to etcd (if any) through
     /// the returned network, which a test can cut (see [`Network`]).
     pub fn start_partitionable(
