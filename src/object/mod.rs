@@ -28,6 +28,7 @@ mod md5_lanes;
 mod multipart;
 mod names;
 mod objects;
+mod purge;
 mod record;
 mod replicas;
 mod span;

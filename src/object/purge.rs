@@ -1,0 +1,163 @@
+//! Purging what deleted keys left on drives: records (and their data) that drives missed the
+//! delete of, and the tombstones of deletes once nothing they stand over is left. A purge
+//! acts only on what agreement says is deleted, never on a value a commit in flight may still
+//! make current, and takes a tombstone away last.
+
+use super::copies::Guard;
+use super::record::{inline_key, object_key, BucketRecord, ObjectRecord};
+use super::version::{agree_on_version, read_records, DriveRecords};
+use super::versioning::read_states;
+use super::{Agreement, ObjectError, ObjectKey, ObjectStore};
+use crate::erasure::{DataDir, ErasureSet, MetaOp, MetaTable};
+
+impl ObjectStore {
+    /// Removes versions records that agreement says no longer exist (every version of the
+    /// key was deleted) from the drives that still hold one.
+    pub(super) async fn purge_stale_states(
+        &self,
+        set: &ErasureSet,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+    ) -> Result<Purge, ObjectError> {
+        let _guard = self.locks.write(&bucket.name, key.as_str()).await;
+        let states = read_states(set, &bucket.name, key.as_str()).await;
+        let mut purge = Purge::default();
+        if !matches!(set.agree(&states), Ok(Agreement::NotFound)) {
+            return Ok(purge);
+        }
+        for (i, held) in states.iter().enumerate() {
+            let Ok(Some(_)) = held else { continue };
+            // Not a write in flight, and still what was read.
+            let mut ops = match states.guard_on(set, i, None) {
+                Guard::Expect(ops) => ops,
+                Guard::Refuse => {
+                    purge.deferred = true;
+                    continue;
+                }
+                Guard::LeaveOut => continue,
+            };
+            ops.push(MetaOp::Delete {
+                table: MetaTable::Versions,
+                key: object_key(&bucket.name, key.as_str()),
+            });
+            purge.purged += u64::from(set.meta_apply_on(i, ops).await.is_ok());
+        }
+        Ok(purge)
+    }
+}
+
+/// What a purge of a deleted key's leftovers did.
+#[derive(Default)]
+pub(super) struct Purge {
+    /// Drives whose leftover records were removed.
+    pub purged: u64,
+    /// A drive holds a value that may be another server's commit in flight: left for a
+    /// later pass, which takes it for a leftover once no commit can still be answered.
+    pub deferred: bool,
+}
+
+impl ObjectStore {
+    /// Removes the records (and data) of a deleted key from the drives that still hold one: a
+    /// stale drive must not bring a deleted object back. A key is deleted when agreement says
+    /// it does not exist, or agrees on a delete's tombstone. Tombstones go last, once every
+    /// drive answered and none holds anything else: taken from some drives while others still
+    /// hold the version it replaced, that version would have a read quorum of vouchers again.
+    pub(super) async fn purge_stale(
+        &self,
+        set: &ErasureSet,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+    ) -> Result<Purge, ObjectError> {
+        let _guard = self.locks.write(&bucket.name, key.as_str()).await;
+        let records = read_records(set, &bucket.name, key.as_str()).await;
+        let mut purge = Purge::default();
+        let tombstone = match agree_on_version(set, &records) {
+            Ok(Agreement::NotFound) => None,
+            Ok(Agreement::Found { value, .. }) if value.delete_marker => Some(value),
+            _ => return Ok(purge),
+        };
+        let tombstone = tombstone.as_ref();
+        let is_tombstone = |held: &ObjectRecord| tombstone.is_some_and(|t| held.same_version(t));
+        let mut others_gone = records.iter().all(|r| r.is_ok());
+        for (i, held) in records.iter().enumerate() {
+            if let Ok(Some(stale)) = held {
+                if !is_tombstone(stale) {
+                    others_gone &= self
+                        .purge_on(set, (&records, tombstone), i, bucket, key, &mut purge)
+                        .await;
+                }
+            }
+        }
+        if tombstone.is_some() && others_gone {
+            for i in 0..records.len() {
+                self.purge_on(set, (&records, tombstone), i, bucket, key, &mut purge)
+                    .await;
+            }
+        }
+        Ok(purge)
+    }
+
+    /// Removes drive `i`'s record of a deleted key (see [`Self::purge_stale`]) and the data
+    /// of the versions it names, unless it may be a write in flight or changed since it was
+    /// read. Answers whether the drive holds none now.
+    async fn purge_on(
+        &self,
+        set: &ErasureSet,
+        (records, tombstone): (&DriveRecords, Option<&ObjectRecord>),
+        i: usize,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+        purge: &mut Purge,
+    ) -> bool {
+        let Ok(Some(stale)) = &records[i] else {
+            return records[i].is_ok();
+        };
+        // Not a write in flight, and still what was read.
+        let mut ops = match records.guard_on(set, i, tombstone) {
+            Guard::Expect(ops) => ops,
+            Guard::Refuse => {
+                purge.deferred = true;
+                return false;
+            }
+            Guard::LeaveOut => return false,
+        };
+        ops.push(MetaOp::Delete {
+            table: MetaTable::Objects,
+            key: object_key(&bucket.name, key.as_str()),
+        });
+        if set.meta_apply_on(i, ops).await.is_err() {
+            return false;
+        }
+        purge.purged += 1;
+        tracing::info!(drive = set.drive_label(i), bucket = %bucket.name, key = %key, "heal: removed the record of a deleted object");
+        for version in stale.with_superseded() {
+            self.drop_version_on(set, i, bucket, key, version).await;
+        }
+        true
+    }
+
+    /// Deletes one version's data (shard folder or inline chunk) from drive `index`.
+    pub(super) async fn drop_version_on(
+        &self,
+        set: &ErasureSet,
+        index: usize,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+        version: &ObjectRecord,
+    ) {
+        let _ = if version.inline {
+            let key = inline_key(&bucket.name, key.as_str(), version.data_id);
+            let delete = MetaOp::Delete {
+                table: MetaTable::Inline,
+                key,
+            };
+            set.meta_apply_on(index, vec![delete]).await
+        } else {
+            let dir = DataDir {
+                bucket_id: bucket.id.clone(),
+                data_id: version.data_id,
+            };
+            set.delete_data_dir_on(index, &dir).await
+        };
+    }
+}
