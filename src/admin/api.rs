@@ -442,12 +442,14 @@ async fn start_heal(state: &AdminState, query: &Query) -> Result<Response, Admin
             ),
         ));
     }
+    let scope = HealScope {
+        bucket,
+        prefix,
+        sets: None,
+    };
     let started = HealStarted {
         requested_ms: now_ms(),
-        scope: bucket
-            .as_ref()
-            .map(|b| format!("{b}/{prefix}"))
-            .unwrap_or_default(),
+        scope: scope.to_string(),
         deep,
     };
     let (healer, store) = (Arc::clone(&state.healer), Arc::clone(&state.store));
@@ -455,11 +457,6 @@ async fn start_heal(state: &AdminState, query: &Query) -> Result<Response, Admin
         HealDepth::Deep
     } else {
         HealDepth::Quick
-    };
-    let scope = HealScope {
-        bucket,
-        prefix,
-        sets: None,
     };
     tokio::spawn(async move {
         healer

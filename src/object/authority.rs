@@ -139,56 +139,46 @@ impl ObjectStore {
         Ok(added)
     }
 
+    /// Every record the authority holds of `table`, by its key on the drives.
+    async fn decided_in(
+        authority: &Arc<dyn RecordAuthority>,
+        table: MetaTable,
+    ) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, ObjectError> {
+        let prefix = authority_key(table, b"");
+        Ok((authority.list(&prefix).await?.into_iter())
+            .map(|(key, value)| (key.as_bytes()[prefix.len()..].to_vec(), value))
+            .collect())
+    }
+
     /// Brings every drive's copies of the decided records in line with the authority: puts
     /// what a drive misses or holds otherwise, removes what the authority no longer holds.
+    ///
+    /// The drives are read before the authority: a change decides in the authority before
+    /// it copies to the drives, so the authority read is never older than a copy seen, and
+    /// each fix applies only where the drive still holds what was read (a copy written since
+    /// stays). An unhealed drive lists nothing: it is given every record, deleting none.
     pub(super) async fn heal_copies(
         &self,
         authority: &Arc<dyn RecordAuthority>,
     ) -> Result<HealReport, ObjectError> {
         let mut report = HealReport::default();
-        for (table, prefix) in DECIDED {
-            let decided: BTreeMap<Vec<u8>, Vec<u8>> = (authority.list(prefix).await?.into_iter())
-                .map(|(key, value)| (key.as_bytes()[prefix.len()..].to_vec(), value))
-                .collect();
-            report.objects_checked += decided.len() as u64;
+        for (table, _) in DECIDED {
             for set in &self.sets {
                 let scans = set
                     .meta_scan_all(table, Bound::Unbounded, &[], usize::MAX)
                     .await;
-                let fixes = scans
-                    .iter()
-                    .map(|scan| {
-                        let entries = match scan {
-                            Ok(entries) => entries.as_slice(),
-                            // It lists nothing until healed: it is given everything.
-                            Err(DriveError::Unhealed(_)) => &[],
-                            Err(_) => return None,
-                        };
-                        let held: BTreeMap<&[u8], &[u8]> = (entries.iter())
-                            .map(|(k, v)| (k.as_slice(), v.as_slice()))
-                            .collect();
-                        let mut ops: Vec<MetaOp> = (decided.iter())
-                            .filter(|(key, value)| {
-                                held.get(key.as_slice()) != Some(&value.as_slice())
-                            })
-                            .map(|(key, value)| MetaOp::Put {
-                                table,
-                                key: key.clone(),
-                                value: value.clone(),
-                            })
-                            .collect();
-                        ops.extend(
-                            (held.keys())
-                                .filter(|key| !decided.contains_key(**key))
-                                .map(|key| MetaOp::Delete {
-                                    table,
-                                    key: key.to_vec(),
-                                }),
-                        );
-                        Some(ops).filter(|ops| !ops.is_empty())
+                let decided = Self::decided_in(authority, table).await?;
+                report.objects_checked += decided.len() as u64;
+                let fixes: Vec<Option<Vec<MetaOp>>> = (scans.iter())
+                    .map(|scan| match scan {
+                        Ok(entries) => copy_fixes(table, &decided, Some(entries)),
+                        Err(DriveError::Unhealed(_)) => copy_fixes(table, &decided, None),
+                        Err(_) => None,
                     })
-                    .collect::<Vec<_>>();
-                let repaired = fixes.iter().flatten().map(Vec::len).sum::<usize>();
+                    .collect();
+                let repaired = (fixes.iter().flatten().flatten())
+                    .filter(|op| !matches!(op, MetaOp::Expect { .. }))
+                    .count();
                 if repaired > 0 {
                     set.meta_apply_each(fixes).await;
                     report.records_repaired += repaired as u64;
@@ -197,6 +187,51 @@ impl ObjectStore {
         }
         Ok(report)
     }
+}
+
+/// The changes that make a drive's copies of `table` the `decided` records: each put or
+/// delete conditional on what the drive held (`held`: its scan; `None` for an unhealed drive,
+/// which lists nothing and only receives). `None` when nothing is to change.
+fn copy_fixes(
+    table: MetaTable,
+    decided: &BTreeMap<Vec<u8>, Vec<u8>>,
+    held: Option<&[(Vec<u8>, Vec<u8>)]>,
+) -> Option<Vec<MetaOp>> {
+    let held_map: BTreeMap<&[u8], &[u8]> = (held.unwrap_or_default().iter())
+        .map(|(k, v)| (k.as_slice(), v.as_slice()))
+        .collect();
+    let mut ops = Vec::new();
+    let mut fix = |key: &[u8], value: Option<&Vec<u8>>| {
+        if held.is_some() {
+            ops.push(MetaOp::Expect {
+                table,
+                key: key.to_vec(),
+                value: held_map.get(key).map(|v| v.to_vec()),
+            });
+        }
+        ops.push(match value {
+            Some(value) => MetaOp::Put {
+                table,
+                key: key.to_vec(),
+                value: value.clone(),
+            },
+            None => MetaOp::Delete {
+                table,
+                key: key.to_vec(),
+            },
+        });
+    };
+    for (key, value) in decided {
+        if held_map.get(key.as_slice()) != Some(&value.as_slice()) {
+            fix(key, Some(value));
+        }
+    }
+    if held.is_some() {
+        for key in held_map.keys().filter(|key| !decided.contains_key(**key)) {
+            fix(key, None);
+        }
+    }
+    Some(ops).filter(|ops| !ops.is_empty())
 }
 
 #[cfg(test)]
@@ -301,5 +336,36 @@ mod tests {
         assert!(held
             .iter()
             .all(|h| h.as_ref().ok() == Some(&Some(decided_bytes.clone()))));
+    }
+
+    #[tokio::test]
+    async fn heal_puts_the_decided_copies_back_and_takes_away_what_was_not_decided() {
+        let (store, memory) = (store(), Arc::new(Memory::default()));
+        let kept = BucketName::parse("kept").unwrap();
+        store.create_bucket(&kept).await.unwrap();
+        store.set_record_authority(memory.clone());
+        let made = BucketName::parse("made").unwrap();
+        store.create_bucket(&made).await.unwrap();
+        let set = &store.sets[0];
+        // One drive lost the copy of a decided record; every drive holds one the authority
+        // never decided (`kept` was made before there was an authority).
+        set.meta_apply_on(
+            2,
+            vec![MetaOp::Delete {
+                table: MetaTable::Buckets,
+                key: b"made".to_vec(),
+            }],
+        )
+        .await
+        .unwrap();
+
+        let report = store.heal_copies(&(memory.clone() as _)).await.unwrap();
+        assert_eq!(report.records_repaired, 10, "{report:?}");
+        let made_copies = set.meta_get_all(MetaTable::Buckets, b"made").await;
+        assert!(made_copies.iter().all(|c| matches!(c, Ok(Some(_)))));
+        let kept_copies = set.meta_get_all(MetaTable::Buckets, b"kept").await;
+        assert!(kept_copies.iter().all(|c| matches!(c, Ok(None))));
+        let again = store.heal_copies(&(memory as _)).await.unwrap();
+        assert_eq!(again.records_repaired, 0, "{again:?}");
     }
 }

@@ -2,6 +2,7 @@
 
 use futures::future::join_all;
 
+use super::authority::authority_key;
 use super::commit::commit_revision;
 use super::record::{self, BucketRecord, BucketSettings, ObjectRecord, VersionsRecord};
 use super::{
@@ -167,7 +168,10 @@ impl ObjectStore {
 
     pub async fn list_buckets(&self) -> Result<Vec<BucketRecord>, ObjectError> {
         if let Some(authority) = self.authority() {
-            match authority.list("buckets/").await {
+            match authority
+                .list(&authority_key(MetaTable::Buckets, b""))
+                .await
+            {
                 Ok(records) => {
                     return Ok((records.iter())
                         .filter_map(|(_, value)| record::decode(value).ok())

@@ -484,15 +484,6 @@ impl HealScope {
         }
     }
 
-    /// One bucket's objects under `prefix`, on every set.
-    pub fn of_bucket(bucket: BucketName, prefix: &str) -> Self {
-        Self {
-            bucket: Some(bucket),
-            prefix: prefix.to_string(),
-            sets: None,
-        }
-    }
-
     /// The keys a scan of the objects in scope starts with.
     pub(super) fn scan_prefix(&self) -> Vec<u8> {
         match &self.bucket {

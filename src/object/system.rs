@@ -16,6 +16,7 @@ use std::ops::Bound;
 
 use serde::{Deserialize, Serialize};
 
+use super::authority::authority_key;
 use super::commit::commit_revision;
 use super::record;
 use super::{read_agreed, retry_conflicts, ObjectError, ObjectStore, RecordChange};
@@ -162,12 +163,13 @@ impl ObjectStore {
     /// Every deployment-wide record whose key starts with `prefix`, in key order.
     pub async fn system_list(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, ObjectError> {
         if let Some(authority) = self.authority() {
-            match authority.list(&format!("system/{prefix}")).await {
+            let root = authority_key(MetaTable::System, b"");
+            match authority.list(&format!("{root}{prefix}")).await {
                 Ok(records) => {
                     return Ok((records.into_iter())
                         .filter_map(|(key, value)| {
                             let record = record::decode::<SystemRecord>(&value).ok()?;
-                            Some((key["system/".len()..].to_string(), record.value))
+                            Some((key[root.len()..].to_string(), record.value))
                         })
                         .collect())
                 }
