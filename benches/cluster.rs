@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use common::request::{get, send, Payload};
 use common::server::{print_warnings, Server};
-use common::stats::{median, percentile, timed};
+use common::stats::{median, percentile, timed_requests};
 use common::{env_or, temp_dir};
 use reqwest::Method;
 
@@ -145,19 +145,15 @@ async fn run(deployment: &Deployment, count: usize, large: &Arc<Payload>, run: u
     let mut out = Vec::new();
     for clients in CLIENTS {
         for method in [Method::PUT, Method::GET] {
-            let (client, bucket, body) = (client.clone(), bucket.clone(), body.clone());
-            let method_in = method.clone();
-            let (mut ms, seconds) = timed(count, clients, move |i| {
-                let (client, method, body) = (client.clone(), method_in.clone(), body.clone());
-                let url = format!("{bucket}/c{clients}/obj-{i:06}");
-                async move {
-                    let payload = match method == Method::PUT {
-                        true => &*body,
-                        false => &Payload::empty(),
-                    };
-                    send(&client, method, &url, payload, &[]).await;
-                }
-            })
+            let prefix = format!("{bucket}/c{clients}");
+            let (mut ms, seconds) = timed_requests(
+                &client,
+                method.clone(),
+                prefix,
+                body.clone(),
+                count,
+                clients,
+            )
             .await;
             let rate = ms.len() as f64 / seconds;
             let cell = format!("4 KiB {method} x{clients}");

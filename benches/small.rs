@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use common::request::{send, Payload};
 use common::server::{print_warnings, Server};
-use common::stats::{median, percentile, timed};
+use common::stats::{median, percentile, timed, timed_requests};
 use reqwest::Method;
 
 const SIZES: [usize; 2] = [4 << 10, 64 << 10];
@@ -83,21 +83,10 @@ async fn through_server(
             "HEAD" => Method::HEAD,
             _ => Method::DELETE,
         };
-        let (client, endpoint, cell) = (client.clone(), server.endpoint.clone(), cell.to_string());
-        let body = body.clone();
+        let prefix = format!("{}/small/{cell}", server.endpoint);
         let cpu_before = cpu_ms(server.pid());
-        let (ms, seconds) = timed(count, clients, move |i| {
-            let (client, method, body) = (client.clone(), method.clone(), body.clone());
-            let url = format!("{endpoint}/small/{cell}/obj-{i:06}");
-            async move {
-                let payload = match method == Method::PUT {
-                    true => &*body,
-                    false => &Payload::empty(),
-                };
-                send(&client, method, &url, payload, &[]).await;
-            }
-        })
-        .await;
+        let (ms, seconds) =
+            timed_requests(&client, method, prefix, body.clone(), count, clients).await;
         out.push(figures(ms, seconds, cpu_ms(server.pid()) - cpu_before));
     }
     out

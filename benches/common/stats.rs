@@ -70,3 +70,28 @@ where
     }
     (all, started.elapsed().as_secs_f64())
 }
+
+/// `count` requests of `method` to `{prefix}/obj-NNNNNN` by `clients` clients at once, each
+/// sending `body` for a PUT and nothing otherwise: every latency in ms, and the seconds all took.
+pub async fn timed_requests(
+    client: &reqwest::Client,
+    method: reqwest::Method,
+    prefix: String,
+    body: Arc<super::request::Payload>,
+    count: usize,
+    clients: usize,
+) -> (Vec<f64>, f64) {
+    let client = client.clone();
+    timed(count, clients, move |i| {
+        let (client, method, body) = (client.clone(), method.clone(), body.clone());
+        let url = format!("{prefix}/obj-{i:06}");
+        async move {
+            let payload = match method == reqwest::Method::PUT {
+                true => &*body,
+                false => &super::request::Payload::empty(),
+            };
+            super::request::send(&client, method, &url, payload, &[]).await;
+        }
+    })
+    .await
+}
