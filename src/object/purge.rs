@@ -27,14 +27,8 @@ impl ObjectStore {
         }
         for (i, held) in states.iter().enumerate() {
             let Ok(Some(_)) = held else { continue };
-            // Not a write in flight, and still what was read.
-            let mut ops = match states.guard_on(set, i, None) {
-                Guard::Expect(ops) => ops,
-                Guard::Refuse => {
-                    purge.deferred = true;
-                    continue;
-                }
-                Guard::LeaveOut => continue,
+            let Some(mut ops) = purge.condition(states.guard_on(set, i, None)) else {
+                continue;
             };
             ops.push(MetaOp::Delete {
                 table: MetaTable::Versions,
@@ -54,6 +48,21 @@ pub(super) struct Purge {
     /// A drive holds a value that may be another server's commit in flight: left for a
     /// later pass, which takes it for a leftover once no commit can still be answered.
     pub deferred: bool,
+}
+
+impl Purge {
+    /// What a drive's removal is conditioned on (it still holds what was read, and that is
+    /// no write in flight), or `None` to leave it: a possible commit in flight defers it.
+    fn condition(&mut self, guard: Guard) -> Option<Vec<MetaOp>> {
+        match guard {
+            Guard::Expect(ops) => Some(ops),
+            Guard::Refuse => {
+                self.deferred = true;
+                None
+            }
+            Guard::LeaveOut => None,
+        }
+    }
 }
 
 impl ObjectStore {
@@ -112,14 +121,8 @@ impl ObjectStore {
         let Ok(Some(stale)) = &records[i] else {
             return records[i].is_ok();
         };
-        // Not a write in flight, and still what was read.
-        let mut ops = match records.guard_on(set, i, tombstone) {
-            Guard::Expect(ops) => ops,
-            Guard::Refuse => {
-                purge.deferred = true;
-                return false;
-            }
-            Guard::LeaveOut => return false,
+        let Some(mut ops) = purge.condition(records.guard_on(set, i, tombstone)) else {
+            return false;
         };
         ops.push(MetaOp::Delete {
             table: MetaTable::Objects,
