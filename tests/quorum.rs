@@ -12,8 +12,8 @@ use std::sync::Arc;
 use in_process::*;
 use strata::erasure::{ErasureError, ErasureSet};
 use strata::object::{
-    BucketName, CompleteOptions, CompletedPart, HealDepth, ObjectError, ObjectStore, PutOptions,
-    UploadOptions, Versioning, WriteCondition,
+    BucketName, CompleteOptions, CompletedPart, HealDepth, HealScope, ObjectError, ObjectStore,
+    PutOptions, UploadOptions, Versioning, WriteCondition,
 };
 use strata::storage::faulty::{Call, FaultyDrive};
 use strata::storage::sim::{CrashController, Flushed};
@@ -775,4 +775,266 @@ async fn two_servers_over_the_same_drives_never_both_win() {
     let rebooted = [drives.store(&[]), drives.store(&[])];
     check_versions(rebooted.clone(), versioned.clone()).await;
     assert!(read(&rebooted[0], "swap").await.unwrap() == swap_data);
+}
+
+/// Two servers sharing the drives, their metadata calls slowed down so that their reads and
+/// commits overlap, and a bucket made through the first.
+async fn two_slow_servers() -> (Drives, [Arc<ObjectStore>; 2]) {
+    let drives = Drives::new();
+    for drive in &drives.faulty {
+        drive.slow_down(std::time::Duration::from_millis(1));
+    }
+    let servers = [
+        drives.shared_server(DEADLINE).0,
+        drives.shared_server(DEADLINE).0,
+    ];
+    servers[0].create_bucket(&bucket()).await.unwrap();
+    servers[1].forget_agreed_buckets();
+    (drives, servers)
+}
+
+/// An upload of `key` through `store` with one part of `data`; its id and the part's ETag.
+async fn upload_with_one_part(
+    store: &ObjectStore,
+    key_name: &str,
+    data: &[u8],
+) -> (String, String) {
+    let (upload_id, _) = store
+        .create_multipart_upload(&bucket(), &key(key_name), UploadOptions::default())
+        .await
+        .unwrap();
+    let part = store
+        .upload_part(
+            &bucket(),
+            &key(key_name),
+            &upload_id,
+            1,
+            body(data),
+            PutOptions::default(),
+        )
+        .await
+        .unwrap();
+    (upload_id, part.etag)
+}
+
+fn completing_part_one(etag: &str) -> CompleteOptions {
+    CompleteOptions {
+        parts: vec![CompletedPart {
+            number: 1,
+            etag: etag.to_string(),
+        }],
+        ..CompleteOptions::default()
+    }
+}
+
+/// CompleteMultipartUpload through one server racing AbortMultipartUpload of the same upload
+/// through another (a client's abort, or the elected node's stale-upload cleaner): at most
+/// one of them is answered 200, the other NoSuchUpload (or an error that changed nothing),
+/// and an acknowledged completion reads back whole through both servers. Upload state used
+/// to be guarded by one process's locks alone: both were answered 200 and the abort deleted
+/// the folder of the object just acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn complete_racing_abort_on_another_server_has_one_winner_and_loses_nothing() {
+    const ROUNDS: u16 = 200;
+    let (_drives, servers) = two_slow_servers().await;
+    let (mut completed, mut aborted) = (0, 0);
+    for round in 0..ROUNDS {
+        let name = format!("race-{round}");
+        let data = payload(LARGE, round as u8);
+        let (upload_id, etag) = upload_with_one_part(&servers[0], &name, &data).await;
+        let (a, b) = (servers[0].clone(), servers[1].clone());
+        let (complete, abort) = tokio::join!(
+            {
+                let (name, upload_id, etag) = (name.clone(), upload_id.clone(), etag.clone());
+                async move {
+                    a.complete_multipart_upload(
+                        &bucket(),
+                        &key(&name),
+                        &upload_id,
+                        completing_part_one(&etag),
+                    )
+                    .await
+                }
+            },
+            {
+                let (name, upload_id) = (name.clone(), upload_id.clone());
+                async move {
+                    b.abort_multipart_upload(&bucket(), &key(&name), &upload_id)
+                        .await
+                }
+            }
+        );
+        assert!(
+            !(complete.is_ok() && abort.is_ok()),
+            "round {round}: both the completion and the abort were answered 200"
+        );
+        match &abort {
+            Ok(()) | Err(ObjectError::NoSuchUpload | ObjectError::Conflict) => {}
+            Err(e) => panic!("round {round}: abort answered {e}"),
+        }
+        if complete.is_ok() {
+            completed += 1;
+            for server in &servers {
+                let got = read(server, &name).await;
+                assert!(
+                    got.as_ref().is_ok_and(|got| *got == data),
+                    "round {round}: an acknowledged completion does not read back: {:?}",
+                    got.err()
+                );
+            }
+        } else {
+            assert!(
+                matches!(
+                    complete,
+                    Err(ObjectError::NoSuchUpload | ObjectError::Conflict)
+                ),
+                "round {round}: complete answered {:?}",
+                complete.err()
+            );
+        }
+        if abort.is_ok() {
+            aborted += 1;
+            let got = read(&servers[round as usize % 2], &name).await;
+            assert!(
+                matches!(got, Err(ObjectError::NoSuchKey)),
+                "round {round}: an aborted upload left an object: {:?}",
+                got.map(|b| b.len())
+            );
+        }
+    }
+    // Both sides of the race win some rounds: the test races for real.
+    assert!(
+        completed > 0 && aborted > 0,
+        "{completed} completed, {aborted} aborted"
+    );
+}
+
+/// A retried UploadPart (an SDK resending a part it timed out on: same bytes, same ETag)
+/// through one server racing CompleteMultipartUpload through another: every acknowledged
+/// completion reads back whole, whichever copy of the part it took. The part's commit used to
+/// delete the file it replaced whatever had happened meanwhile: the completed object then
+/// referenced a deleted file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_retried_part_racing_complete_on_another_server_never_takes_the_objects_data() {
+    const ROUNDS: u16 = 200;
+    let (_drives, servers) = two_slow_servers().await;
+    let mut completed = 0;
+    for round in 0..ROUNDS {
+        let name = format!("retry-{round}");
+        let data = payload(LARGE, round as u8);
+        let (upload_id, etag) = upload_with_one_part(&servers[0], &name, &data).await;
+        let (a, b) = (servers[0].clone(), servers[1].clone());
+        let (complete, part) = tokio::join!(
+            {
+                let (name, upload_id, etag) = (name.clone(), upload_id.clone(), etag.clone());
+                async move {
+                    a.complete_multipart_upload(
+                        &bucket(),
+                        &key(&name),
+                        &upload_id,
+                        completing_part_one(&etag),
+                    )
+                    .await
+                }
+            },
+            {
+                let (name, upload_id, data) = (name.clone(), upload_id.clone(), data.clone());
+                async move {
+                    b.upload_part(
+                        &bucket(),
+                        &key(&name),
+                        &upload_id,
+                        1,
+                        body(&data),
+                        PutOptions::default(),
+                    )
+                    .await
+                }
+            }
+        );
+        if let Ok(part) = &part {
+            assert_eq!(
+                part.etag, etag,
+                "round {round}: the same bytes, the same ETag"
+            );
+        }
+        match complete {
+            Ok(_) => {
+                completed += 1;
+                for server in &servers {
+                    let got = read(server, &name).await;
+                    assert!(
+                        got.as_ref().is_ok_and(|got| *got == data),
+                        "round {round}: an acknowledged completion does not read back: {:?}",
+                        got.err()
+                    );
+                }
+            }
+            Err(e) => panic!("round {round}: complete answered {e}"),
+        }
+    }
+    assert_eq!(completed, ROUNDS);
+}
+
+/// A heal that reads an upload while a completion is still reaching the drives never makes
+/// it open again. The completion reaches drives 0-2 at once and 3-5 after 500 ms, and 6-8
+/// not at all (it wins on six); the heal reads in between, when six drives still hold the
+/// upload open. It used to put the upload back where the completion had taken it away,
+/// which left it open on six drives once the completion won: listed, and aborted by the next
+/// client or stale-upload cleaner, which deleted the completed object's data. Then a heal
+/// once every drive answers brings the upload's end to 6-8 and leaves no trace of it.
+#[tokio::test]
+async fn a_heal_during_a_completion_never_opens_the_upload_again() {
+    let drives = Drives::new();
+    let (completer, completer_drives) = drives.shared_server(DEADLINE);
+    let healer = drives.shared_server(DEADLINE).0;
+    completer.create_bucket(&bucket()).await.unwrap();
+    let data = payload(LARGE, 7);
+    let (upload_id, etag) = upload_with_one_part(&completer, "healed", &data).await;
+    completer_drives[3..6]
+        .iter()
+        .for_each(|d| d.slow_down_writes(500 * MS));
+    completer_drives[6..]
+        .iter()
+        .for_each(|d| d.fail(&[Call::MetaApply]));
+    let complete = tokio::spawn({
+        let (completer, upload_id) = (completer.clone(), upload_id.clone());
+        async move {
+            let options = completing_part_one(&etag);
+            (completer.complete_multipart_upload(&bucket(), &key("healed"), &upload_id, options))
+                .await
+        }
+    });
+    tokio::time::sleep(150 * MS).await;
+    healer.heal_uploads(&HealScope::default()).await.unwrap();
+    complete
+        .await
+        .unwrap()
+        .expect("the completion wins on six drives");
+
+    let listed = (healer.list_multipart_uploads(&bucket(), &Default::default()))
+        .await
+        .unwrap();
+    assert!(listed.uploads.is_empty(), "a completed upload is listed");
+    let aborted = (healer.abort_multipart_upload(&bucket(), &key("healed"), &upload_id)).await;
+    assert!(
+        matches!(aborted, Err(ObjectError::NoSuchUpload)),
+        "{aborted:?}"
+    );
+    assert_eq!(read(&healer, "healed").await.unwrap(), data);
+
+    healer.heal_uploads(&HealScope::default()).await.unwrap();
+    for (i, drive) in drives.faulty.iter().enumerate() {
+        let key = format!("{BUCKET}\0healed\0{upload_id}").into_bytes();
+        let held = drive.meta_get(MetaTable::Uploads, key).await.unwrap();
+        assert!(held.is_none(), "drive {i} still holds the upload's record");
+    }
+    let scope = HealScope::default();
+    (healer.heal_objects(&scope, HealDepth::Quick, None, |_| {}))
+        .await
+        .unwrap();
+    assert_eq!(
+        read(&drives.store(&[0, 1, 2]), "healed").await.unwrap(),
+        data
+    );
 }

@@ -15,10 +15,17 @@ use super::ObjectError;
 use crate::erasure::commit::Batch;
 use crate::erasure::{ErasureSet, MetaOp, MetaTable};
 
-/// Each drive's batch (`None`: leave the drive out), guarded by `guard(i)`.
-fn guarded(batches: Vec<Option<Vec<MetaOp>>>, guard: impl Fn(usize) -> Guard) -> Vec<Batch> {
+/// Each drive's batch (`None`: leave the drive out), guarded by `guard(i)` and by `also[i]`
+/// (what else the decision read on that drive, e.g. the upload a completion ends; empty:
+/// nothing else).
+fn guarded(
+    batches: Vec<Option<Vec<MetaOp>>>,
+    guard: impl Fn(usize) -> Guard,
+    also: &[Guard],
+) -> Vec<Batch> {
+    let also = |i: usize| also.get(i).cloned().unwrap_or(Guard::Expect(Vec::new()));
     (batches.into_iter().enumerate())
-        .map(|(i, ops)| match (ops, guard(i)) {
+        .map(|(i, ops)| match (ops, guard(i).and(also(i))) {
             (Some(ops), Guard::Expect(held)) => Batch::Apply(held.into_iter().chain(ops).collect()),
             (Some(_), Guard::Refuse) => Batch::Refuse,
             _ => Batch::LeaveOut,
@@ -31,20 +38,23 @@ fn guarded(batches: Vec<Option<Vec<MetaOp>>>, guard: impl Fn(usize) -> Guard) ->
 /// `None`: on nothing, when each drive keeps its own record under the new one). Each drive
 /// takes its batch only if it still holds the record it was read with, and that record is
 /// one the decision accounts for (see [`Copies::guard_on`]). `data_on`: the drives that
-/// hold the data the commit records, if any (see [`ErasureSet::commit`]). Answers how many
+/// hold the data the commit records, if any (see [`ErasureSet::commit`]); `also`: each
+/// drive's guard on the other records the decision read (see [`guarded`]). Answers how many
 /// drives took it.
 pub(crate) async fn commit_on_records(
     set: &ErasureSet,
     batches: Vec<Option<Vec<MetaOp>>>,
     (records, agreed): (&DriveRecords, Option<Option<&ObjectRecord>>),
     data_on: Option<&[bool]>,
+    also: &[Guard],
 ) -> Result<usize, ObjectError> {
-    let batches = guarded(batches, |i| match agreed {
+    let guard = |i| match agreed {
         Some(agreed) => records.guard_on(set, i, agreed),
         None => records
             .unchanged_on(i)
             .map_or(Guard::LeaveOut, |held| Guard::Expect(vec![held])),
-    });
+    };
+    let batches = guarded(batches, guard, also);
     Ok(set.commit(batches, data_on).await?)
 }
 
@@ -56,23 +66,27 @@ pub(crate) async fn commit_on_versions(
     batches: Vec<Option<Vec<MetaOp>>>,
     current: &KeyVersions,
     data_on: Option<&[bool]>,
+    also: &[Guard],
 ) -> Result<usize, ObjectError> {
-    let batches = guarded(batches, |i| {
+    let guard = |i| {
         let state = current.states.guard_on(set, i, current.state.as_ref());
         state.and(current.records.guard_on(set, i, current.object.as_ref()))
-    });
+    };
+    let batches = guarded(batches, guard, also);
     Ok(set.commit(batches, data_on).await?)
 }
 
-/// Commits a change whose decision read nothing the drives could change under it.
-pub(crate) async fn commit_unconditionally(
+/// Commits `batches[i]` on drive `i` (`None`: leave it out) where `guards[i]` lets it: a
+/// change decided on records the caller read and guarded itself. Answers how many drives
+/// took it.
+pub(crate) async fn commit_guarded(
     set: &ErasureSet,
     batches: Vec<Option<Vec<MetaOp>>>,
+    guards: &[Guard],
     data_on: Option<&[bool]>,
-) -> Result<(), ObjectError> {
-    let batches = guarded(batches, |_| Guard::Expect(Vec::new()));
-    set.commit(batches, data_on).await?;
-    Ok(())
+) -> Result<usize, ObjectError> {
+    let batches = guarded(batches, |_| Guard::Expect(Vec::new()), guards);
+    Ok(set.commit(batches, data_on).await?)
 }
 
 /// Commits `op` on a record every set holds (a bucket, a user, a policy), decided on `base`

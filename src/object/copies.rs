@@ -24,6 +24,7 @@ pub(crate) struct Copies<T> {
 }
 
 /// What one drive is asked to do with a commit decided on copies of a record.
+#[derive(Clone)]
 pub(crate) enum Guard {
     /// Take it if these conditions still hold ([`MetaOp::Expect`]: it holds what was read).
     Expect(Vec<MetaOp>),
@@ -137,6 +138,22 @@ impl<T: Replica> Copies<T> {
         match settled || cut_short() {
             true => Guard::Expect(vec![condition]),
             false => Guard::Refuse,
+        }
+    }
+
+    /// What drive `i` is asked of a commit that needs `agreed` still in force there (an
+    /// open upload that the commit ends, or adds a part to): it takes the commit only if it
+    /// still holds exactly what was read, and that is `agreed`. A drive holding another
+    /// value (a tombstone: another writer ended it) refuses; one holding nothing, or not
+    /// read, is left out, for absence there says nothing of what happened (a drive that
+    /// missed the upload, or a tombstone taken away).
+    pub fn guard_holding(&self, i: usize, agreed: &T) -> Guard {
+        match &self.decoded[i] {
+            Ok(Some(held)) if held.is_current(agreed) => self
+                .unchanged_on(i)
+                .map_or(Guard::LeaveOut, |held| Guard::Expect(vec![held])),
+            Ok(Some(_)) => Guard::Refuse,
+            _ => Guard::LeaveOut,
         }
     }
 

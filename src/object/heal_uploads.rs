@@ -1,6 +1,10 @@
 //! Healing multipart uploads in progress: the upload record, its parts' records and their
 //! shard files go back to the drives that miss them, and records that agreement says are
-//! gone (the upload was completed or aborted while a drive was away) are removed.
+//! gone are removed. An ended upload's tombstone goes to the drives that miss it (the upload
+//! was completed or aborted while they were away), then away from all of them.
+//!
+//! Every record a heal writes is conditioned on what the drive held when it was read: an
+//! upload ended meanwhile, or a part committed again, is never written over.
 //!
 //! A heal pass covers uploads too, so that a drive that joined blank holds every upload of
 //! its set before it may vote that one does not exist.
@@ -13,9 +17,10 @@ use super::copies::Guard;
 use super::heal::{
     commit_healed, heal_data, reachable, scan_keys, HealReport, HealScope, StoredData,
 };
+use super::multipart::take_away_tombstone;
 use super::record::{self, parts_prefix, BucketRecord, PartInfo, PartRecord, UploadRecord};
 use super::{Agreement, BucketName, HealDepth, ObjectError, ObjectKey, ObjectStore};
-use crate::erasure::{DriveError, MetaOp, MetaTable};
+use crate::erasure::{DriveError, MetaOp, MetaTable, Replica};
 use crate::erasure::{ErasureError, ErasureSet};
 
 /// Parts an upload can have, plus one: a scan this long sees them all.
@@ -90,6 +95,11 @@ async fn heal_upload(
         Err(e) => return Err(e.into()),
     };
     let (upload, upload_holders) = upload;
+    if upload.ended.is_some() {
+        report.records_repaired = spread_tombstone(set, &answers, &upload, db_key).await;
+        take_away_tombstone(set, db_key).await;
+        return Ok(report);
+    }
 
     // The parts a read quorum agrees on; stale ones go, undecided ones stay.
     let scans = set
@@ -184,11 +194,30 @@ async fn heal_upload(
         key: record::part_key(upload_id, part.info.number),
         value: record::encode(part),
     }));
-    // Upload and part records are written once and never change: nothing to condition on.
-    let targets = (targets.iter())
-        .map(|&target| match target {
-            true => Guard::Expect(Vec::new()),
-            false => Guard::LeaveOut,
+    // Each target takes them only while it holds what was read: the open upload (or
+    // nothing) and, under each part's key, the copy the scan found.
+    let targets = (targets.iter().enumerate())
+        .map(|(i, &target)| {
+            if !target {
+                return Guard::LeaveOut;
+            }
+            // An unhealed drive lists nothing: it holds nothing it could vouch for.
+            let scanned: &[(Vec<u8>, Vec<u8>)] = match &scans[i] {
+                Ok(entries) => entries,
+                Err(DriveError::Unhealed(_)) => &[],
+                Err(_) => return Guard::LeaveOut,
+            };
+            let parts_as_read = parts.iter().map(|(part, _)| {
+                let part_key = record::part_key(upload_id, part.info.number);
+                let held = scanned.iter().find(|(k, _)| *k == part_key);
+                MetaOp::Expect {
+                    table: MetaTable::Parts,
+                    value: held.map(|(_, v)| v.clone()),
+                    key: part_key,
+                }
+            });
+            let parts_as_read = Guard::Expect(parts_as_read.collect());
+            answers.guard_on(set, i, Some(&upload)).and(parts_as_read)
         })
         .collect();
     let results = commit_healed(
@@ -202,6 +231,36 @@ async fn heal_upload(
     .await;
     report.records_repaired += results.iter().filter(|&&ok| ok).count() as u64;
     Ok(report)
+}
+
+/// Puts an ended upload's tombstone on the drives that hold the open upload or nothing,
+/// each while it still holds what was read; answers how many took it.
+async fn spread_tombstone(
+    set: &ErasureSet,
+    answers: &Copies<UploadRecord>,
+    tombstone: &UploadRecord,
+    db_key: &[u8],
+) -> u64 {
+    let batches = (0..set.width())
+        .map(|i| {
+            let missing = match &answers[i] {
+                Ok(Some(held)) => !held.is_current(tombstone) && tombstone.vouches_for(held),
+                Ok(None) => true,
+                Err(_) => false,
+            };
+            let held = answers.unchanged_on(i).filter(|_| missing)?;
+            Some(vec![
+                held,
+                MetaOp::Put {
+                    table: MetaTable::Uploads,
+                    key: db_key.to_vec(),
+                    value: record::encode(tombstone),
+                },
+            ])
+        })
+        .collect();
+    let results = set.meta_apply_each(batches).await;
+    results.iter().filter(|r| r.is_ok()).count() as u64
 }
 
 /// Removes an upload's records (never its data: a completed upload's folder is now its

@@ -1,10 +1,18 @@
 //! Multipart uploads: parts are erasure-coded straight into the upload's data folder, which
 //! becomes the object's at completion, so completing copies no data.
 //!
-//! Locking: a part commits under a read lock on its upload and a write lock on its part
-//! number, so different parts commit side by side and a part sent twice at once commits
-//! once at a time; completion and abort take the upload's write lock, so no part can slip in
-//! between the moment they read the parts and the moment they remove the upload.
+//! The upload record decides, on every server alike: a part commits only on the drives that
+//! still hold the open upload as it was read (and the part's record as it was read); a
+//! completion and an abort each replace the open upload by its tombstone (see
+//! [`UploadEnd`]) on the drives that still hold it, the completion only where every part it
+//! takes is still the copy it read. So of a completion, an abort and a part racing through
+//! any servers, the commits that could undo each other's work never all reach a write
+//! quorum, and data (an aborted upload's folder, a replaced part's file, parts a completion
+//! left out) is deleted only after the commit that made it unreferenced won its quorum.
+//!
+//! Locks within one server only spare it needless conflicts: a part commits under a read lock
+//! on its upload and a write lock on its part number; completion and abort take the upload's
+//! write lock.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -16,22 +24,23 @@ use uuid::Uuid;
 use super::acl::Acl;
 use super::at_rest::{self, Encryption};
 use super::checksum::{ChecksumAlgorithm, ChecksumType};
-use super::commit::commit_unconditionally;
+use super::commit::commit_guarded;
+use super::copies::{Copies, Guard};
 use super::hashing::ExpectedChecksum;
 use super::lock::{self, ObjectLock};
 use super::objects::{write_verified, NewVersion, WriteCondition};
 use super::record::{
     self, part_key, parts_prefix, upload_key, BucketRecord, ObjectRecord, PartInfo, PartRecord,
-    StoredChecksum, UploadRecord,
+    StoredChecksum, UploadEnd, UploadRecord,
 };
 use super::version::{agree_on_version, read_records};
 use super::versioning::key_versions;
 use super::{
-    now_ms, read_agreed, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, PutOptions,
+    now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, PutOptions,
 };
 use crate::body::ByteStream;
 use crate::erasure::{DataDir, MetaOp, MetaTable};
-use crate::erasure::{Encoded, ErasureError, ErasureSet};
+use crate::erasure::{Encoded, ErasureError, ErasureSet, Replica};
 
 /// Smallest size of every part but the last.
 pub const MIN_PART_SIZE: u64 = 5 << 20;
@@ -79,6 +88,23 @@ struct PlacedPart {
 struct StoredPart {
     record: PartRecord,
     holders: Vec<bool>,
+    /// What each holder holds, as stored: a completion taking the part commits on a drive
+    /// only while it still holds exactly that.
+    held: Vec<Option<Vec<u8>>>,
+}
+
+impl StoredPart {
+    /// What drive `i` is asked of a completion that takes this part.
+    fn guard(&self, upload_id: &str, i: usize) -> Guard {
+        match &self.held[i] {
+            Some(bytes) if self.holders[i] => Guard::Expect(vec![MetaOp::Expect {
+                table: MetaTable::Parts,
+                key: part_key(upload_id, self.record.info.number),
+                value: Some(bytes.clone()),
+            }]),
+            _ => Guard::LeaveOut,
+        }
+    }
 }
 
 /// What CompleteMultipartUpload asks for.
@@ -151,6 +177,7 @@ impl ObjectStore {
             lock: options.lock,
             acl: options.acl,
             sse: sealing.map(|new| new.sse),
+            ended: None,
         };
         let results = set
             .meta_apply_all(vec![MetaOp::Put {
@@ -182,11 +209,7 @@ impl ObjectStore {
         key: &ObjectKey,
         upload_id: &str,
     ) -> Result<UploadRecord, ObjectError> {
-        let db_key = upload_key(bucket.as_str(), key.as_str(), upload_id);
-        match read_agreed::<UploadRecord>(set, MetaTable::Uploads, &db_key).await? {
-            Agreement::Found { value, .. } => Ok(value),
-            Agreement::NotFound => Err(ObjectError::NoSuchUpload),
-        }
+        Ok(read_open_upload(set, bucket, key, upload_id).await?.0)
     }
 
     /// Stores one part; uploading a part number again replaces it.
@@ -294,6 +317,8 @@ impl ObjectStore {
         Ok((placed.info, upload.sse))
     }
 
+    /// Commits a placed part's record (retrying while it loses races), then deletes the
+    /// files of the copies it replaced; on failure, its own file goes instead.
     async fn commit_part(
         &self,
         set: &ErasureSet,
@@ -302,55 +327,26 @@ impl ObjectStore {
         upload_id: &str,
         placed: &PlacedPart,
     ) -> Result<(), ObjectError> {
-        let PlacedPart {
-            info,
-            dir,
-            data_holders,
-        } = placed;
-        let db_key = part_key(upload_id, info.number);
-        let part = PartRecord {
-            info: info.clone(),
-            modified_ms: now_ms(),
-        };
-        let own_file = std::slice::from_ref(&info.file);
         let _upload = self.upload_locks.read(bucket.as_str(), upload_id).await;
-        let _part = self
-            .part_locks
-            .write(upload_id, &info.number.to_string())
+        let _part = (self.part_locks)
+            .write(upload_id, &placed.info.number.to_string())
             .await;
-        // Completed or aborted while the part streamed in: its data has nowhere to go.
-        if let Err(e) = self.upload(set, bucket, key, upload_id).await {
-            set.delete_data_files(dir, own_file).await;
-            return Err(e);
+        let attempt = || commit_part_once(set, bucket, key, upload_id, placed);
+        match retry_conflicts(attempt).await {
+            Ok(replaced) => {
+                if !replaced.is_empty() {
+                    set.delete_data_files(&placed.dir, &replaced).await;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                // Completed or aborted while the part streamed in, or refused: its data has
+                // nowhere to go.
+                let own_file = std::slice::from_ref(&placed.info.file);
+                set.delete_data_files(&placed.dir, own_file).await;
+                Err(e)
+            }
         }
-        let mut replaced: Vec<String> = set
-            .meta_get_all(MetaTable::Parts, &db_key)
-            .await
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|bytes| record::decode::<PartRecord>(&bytes).ok())
-            .map(|p| p.info.file)
-            .filter(|f| !f.is_empty() && *f != info.file)
-            .collect();
-        replaced.sort();
-        replaced.dedup();
-        let ops = vec![MetaOp::Put {
-            table: MetaTable::Parts,
-            key: db_key,
-            value: record::encode(&part),
-        }];
-        // Only the drives holding the part's shards take its record.
-        let batches = vec![Some(ops); set.width()];
-        // The part's earlier copies decide nothing but what to delete afterwards.
-        if let Err(e) = commit_unconditionally(set, batches, data_holders.as_deref()).await {
-            set.delete_data_files(dir, own_file).await;
-            return Err(e);
-        }
-        if !replaced.is_empty() {
-            set.delete_data_files(dir, &replaced).await;
-        }
-        Ok(())
     }
 
     /// The parts after part `after` that a read quorum agrees on, a page at a time: each
@@ -375,8 +371,9 @@ impl ObjectStore {
         if scans.iter().filter(|s| s.is_ok()).count() < set.read_quorum() {
             return Err(ErasureError::ReadQuorum.into());
         }
-        // Each drive's copy of each part, by part number.
+        // Each drive's copy of each part, by part number, decoded and as stored.
         let mut copies: BTreeMap<u32, Vec<Option<PartRecord>>> = BTreeMap::new();
+        let mut stored: BTreeMap<u32, Vec<Option<Vec<u8>>>> = BTreeMap::new();
         let mut decided_until = u32::MAX;
         for (drive, scan) in scans.iter().enumerate() {
             let Ok(scan) = scan else { continue };
@@ -391,6 +388,9 @@ impl ObjectStore {
                     copies
                         .entry(number)
                         .or_insert_with(|| vec![None; scans.len()])[drive] = Some(part);
+                    stored
+                        .entry(number)
+                        .or_insert_with(|| vec![None; scans.len()])[drive] = Some(value.clone());
                 }
             }
             if scan.len() >= batch {
@@ -415,6 +415,7 @@ impl ObjectStore {
                     StoredPart {
                         record: part.clone(),
                         holders,
+                        held: stored.remove(number).unwrap_or_default(),
                     },
                 );
             }
@@ -468,13 +469,37 @@ impl ObjectStore {
         let bucket_record = self.bucket(bucket).await?;
         let set = self.set_for(bucket, key);
         let _upload_lock = self.upload_locks.write(bucket.as_str(), upload_id).await;
-        let upload = match self.upload(set, bucket, key, upload_id).await {
+        let attempt = || self.complete_once(set, &bucket_record, key, upload_id, &options);
+        let (record, unused) = retry_conflicts(attempt).await?;
+        let dir = DataDir {
+            bucket_id: bucket_record.id.clone(),
+            data_id: record.data_id,
+        };
+        if !unused.is_empty() {
+            set.delete_data_files(&dir, &unused).await;
+        }
+        take_away_tombstone(set, &upload_key(bucket.as_str(), key.as_str(), upload_id)).await;
+        Ok(record)
+    }
+
+    /// One try of a completion: commits the object's version together with the upload's
+    /// tombstone, on the drives that still hold the open upload and every part taken as they
+    /// were read. Answers the new version and the files of the parts it left out.
+    async fn complete_once(
+        &self,
+        set: &ErasureSet,
+        bucket_record: &BucketRecord,
+        key: &ObjectKey,
+        upload_id: &str,
+        options: &CompleteOptions,
+    ) -> Result<(ObjectRecord, Vec<String>), ObjectError> {
+        let bucket = &BucketName::parse(&bucket_record.name)?;
+        let (upload, upload_copies) = match read_open_upload(set, bucket, key, upload_id).await {
             Err(ObjectError::NoSuchUpload) => {
                 // Completed already? A retry with the same parts gets the same answer.
-                return self
-                    .completed_by(set, &bucket_record, key, upload_id, &options.parts)
-                    .await?
-                    .ok_or(ObjectError::NoSuchUpload);
+                let done = self.completed_by(set, bucket_record, key, upload_id, &options.parts);
+                let record = done.await?.ok_or(ObjectError::NoSuchUpload)?;
+                return Ok((record, Vec::new()));
             }
             other => other?,
         };
@@ -485,6 +510,13 @@ impl ObjectStore {
         let mut parts = Vec::with_capacity(requested.len());
         // The drives that hold every part's shards: only they take the object's record.
         let mut data_holders: Option<Vec<bool>> = None;
+        // Each drive takes the completion only where it holds the open upload and every part
+        // taken as read: a part committed again, or an abort, meanwhile makes it refuse.
+        let mut decided_on: Vec<Guard> = (0..set.width())
+            .map(|i| upload_copies.guard_holding(i, &upload))
+            .collect();
+        // Every part record of the upload the pages reached, by number, with its file.
+        let mut seen: BTreeMap<u32, String> = BTreeMap::new();
         // The requested parts are in ascending order: part records are read a page at a
         // time as the list reaches them.
         let (mut stored, mut more) = (BTreeMap::new(), Some(0));
@@ -497,8 +529,10 @@ impl ObjectStore {
                 let (page, next) = page.await?;
                 stored = page;
                 more = next;
+                let files = stored.iter().map(|(&n, p)| (n, p.record.info.file.clone()));
+                seen.extend(files);
             }
-            let part = stored.get(&wanted.number).ok_or(ObjectError::InvalidPart)?;
+            let part: &StoredPart = stored.get(&wanted.number).ok_or(ObjectError::InvalidPart)?;
             if part.record.info.etag != wanted.etag.trim_matches('"').to_ascii_lowercase() {
                 return Err(ObjectError::InvalidPart);
             }
@@ -508,7 +542,19 @@ impl ObjectStore {
                     *holds_all &= holds;
                 }
             }
+            for (i, guard) in decided_on.iter_mut().enumerate() {
+                let taken = std::mem::replace(guard, Guard::LeaveOut);
+                *guard = taken.and(part.guard(upload_id, i));
+            }
             parts.push(part.record.info.clone());
+        }
+        // The parts after the last one requested are the completion's to remove too.
+        while let Some(after) = more {
+            let (page, next) = self
+                .stored_parts_after(set, upload_id, after, PART_BATCH)
+                .await?;
+            seen.extend(page.iter().map(|(&n, p)| (n, p.record.info.file.clone())));
+            more = next;
         }
         // Sizes and checksums are the plaintext's; the record keeps the parts as stored.
         let plain_parts: Vec<PartInfo> = parts
@@ -567,41 +613,29 @@ impl ObjectStore {
             acl: upload.acl.clone(),
             sse: upload.sse.clone(),
         };
-        let mut extra = vec![MetaOp::Delete {
+        let mut extra = vec![MetaOp::Put {
             table: MetaTable::Uploads,
             key: upload_key(bucket.as_str(), key.as_str(), upload_id),
+            value: record::encode(&upload.ended(UploadEnd::Completed)),
         }];
-        extra.extend(stored.keys().map(|&n| MetaOp::Delete {
+        extra.extend(seen.keys().map(|&n| MetaOp::Delete {
             table: MetaTable::Parts,
             key: part_key(upload_id, n),
         }));
-        self.commit_version(
-            set,
-            &bucket_record,
-            key,
-            NewVersion {
-                record: &record,
-                inline: None,
-                data_holders,
-                extra,
-                condition: options.condition.as_ref(),
-            },
-        )
-        .await?;
-        let unused: Vec<String> = stored
-            .values()
-            .map(|p| &p.record.info.file)
-            .filter(|f| !f.is_empty() && !record.parts.iter().any(|u| u.file == **f))
-            .cloned()
+        let version = NewVersion {
+            record: &record,
+            inline: None,
+            data_holders,
+            extra,
+            decided_on,
+            condition: options.condition.as_ref(),
+        };
+        self.commit_version_once(set, bucket_record, key, &version)
+            .await?;
+        let unused: Vec<String> = (seen.into_values())
+            .filter(|f| !f.is_empty() && !record.parts.iter().any(|u| u.file == *f))
             .collect();
-        if !unused.is_empty() {
-            let dir = DataDir {
-                bucket_id: bucket_record.id,
-                data_id: upload.data_id,
-            };
-            set.delete_data_files(&dir, &unused).await;
-        }
-        Ok(record)
+        Ok((record, unused))
     }
 
     /// The version of `key` that completing `upload_id` with `parts` made, if it is still
@@ -644,27 +678,137 @@ impl ObjectStore {
         let bucket_record = self.bucket(bucket).await?;
         let set = self.set_for(bucket, key);
         let _upload_lock = self.upload_locks.write(bucket.as_str(), upload_id).await;
-        let upload = self.upload(set, bucket, key, upload_id).await?;
-        let results = set
-            .meta_apply_all(vec![
-                MetaOp::Delete {
-                    table: MetaTable::Uploads,
-                    key: upload_key(bucket.as_str(), key.as_str(), upload_id),
-                },
-                MetaOp::DeletePrefix {
-                    table: MetaTable::Parts,
-                    prefix: parts_prefix(upload_id),
-                },
-            ])
-            .await;
-        set.require_write_quorum(&results)?;
+        let db_key = upload_key(bucket.as_str(), key.as_str(), upload_id);
+        let attempt = || async {
+            let (upload, copies) = read_open_upload(set, bucket, key, upload_id).await?;
+            let tombstone = MetaOp::Put {
+                table: MetaTable::Uploads,
+                key: db_key.clone(),
+                value: record::encode(&upload.ended(UploadEnd::Aborted)),
+            };
+            let guards: Vec<Guard> = (0..set.width())
+                .map(|i| copies.guard_holding(i, &upload))
+                .collect();
+            commit_guarded(set, vec![Some(vec![tombstone]); set.width()], &guards, None).await?;
+            Ok(upload)
+        };
+        let upload = retry_conflicts(attempt).await?;
+        // The abort won: no part or completion can commit to the upload any more.
+        set.meta_apply_all(vec![MetaOp::DeletePrefix {
+            table: MetaTable::Parts,
+            prefix: parts_prefix(upload_id),
+        }])
+        .await;
         set.delete_data_dir(&DataDir {
             bucket_id: bucket_record.id,
             data_id: upload.data_id,
         })
         .await;
+        take_away_tombstone(set, &db_key).await;
         Ok(())
     }
+}
+
+/// The open upload the drives of its set agree on, and each drive's copy (for the guards
+/// of a commit decided on it); `NoSuchUpload` when there is none or it has ended.
+async fn read_open_upload(
+    set: &ErasureSet,
+    bucket: &BucketName,
+    key: &ObjectKey,
+    upload_id: &str,
+) -> Result<(UploadRecord, Copies<UploadRecord>), ObjectError> {
+    let db_key = upload_key(bucket.as_str(), key.as_str(), upload_id);
+    let copies = Copies::<UploadRecord>::read(set, MetaTable::Uploads, db_key).await;
+    match set.agree(&copies)? {
+        Agreement::Found { value, .. } if value.ended.is_none() => Ok((value, copies)),
+        _ => Err(ObjectError::NoSuchUpload),
+    }
+}
+
+/// One try of a part's commit: its record goes to the drives that hold its shards, the open
+/// upload and the part's record as read. Answers the files of the copies it replaced, which
+/// nothing can take any more once it won.
+async fn commit_part_once(
+    set: &ErasureSet,
+    bucket: &BucketName,
+    key: &ObjectKey,
+    upload_id: &str,
+    placed: &PlacedPart,
+) -> Result<Vec<String>, ObjectError> {
+    let PlacedPart {
+        info, data_holders, ..
+    } = placed;
+    let (upload, upload_copies) = read_open_upload(set, bucket, key, upload_id).await?;
+    let db_key = part_key(upload_id, info.number);
+    let earlier = Copies::<PartRecord>::read(set, MetaTable::Parts, db_key.clone()).await;
+    let agreed = match set.agree(&earlier) {
+        Ok(Agreement::Found { value, .. }) => Some(value),
+        _ => None,
+    };
+    let guards: Vec<Guard> = (0..set.width())
+        .map(|i| {
+            let upload = upload_copies.guard_holding(i, &upload);
+            upload.and(earlier.guard_on(set, i, agreed.as_ref()))
+        })
+        .collect();
+    let part = PartRecord {
+        info: info.clone(),
+        modified_ms: now_ms(),
+    };
+    let put = MetaOp::Put {
+        table: MetaTable::Parts,
+        key: db_key,
+        value: record::encode(&part),
+    };
+    // Only the drives holding the part's shards take its record.
+    let batches = vec![Some(vec![put]); set.width()];
+    commit_guarded(set, batches, &guards, data_holders.as_deref()).await?;
+    let mut replaced: Vec<String> = (earlier.iter().flatten().flatten())
+        .map(|p| p.info.file.clone())
+        .filter(|f| !f.is_empty() && *f != info.file)
+        .collect();
+    replaced.sort();
+    replaced.dedup();
+    Ok(replaced)
+}
+
+/// Takes an ended upload's tombstone away, with any part records left, once every drive
+/// holds the same one (see [`UploadEnd`]); otherwise heal spreads it first.
+pub(crate) async fn take_away_tombstone(set: &ErasureSet, db_key: &[u8]) {
+    let copies = Copies::<UploadRecord>::read(set, MetaTable::Uploads, db_key.to_vec()).await;
+    let Some(Ok(Some(tombstone))) = copies.first() else {
+        return;
+    };
+    let everywhere = copies.iter().all(
+        |copy| matches!(copy, Ok(Some(held)) if held.ended.is_some() && held.is_current(tombstone)),
+    );
+    if !everywhere {
+        return;
+    }
+    let parts = parts_prefix(&split_upload_id(db_key));
+    let batches = (0..set.width())
+        .map(|i| {
+            let held = copies.unchanged_on(i)?;
+            Some(vec![
+                held,
+                MetaOp::Delete {
+                    table: MetaTable::Uploads,
+                    key: db_key.to_vec(),
+                },
+                MetaOp::DeletePrefix {
+                    table: MetaTable::Parts,
+                    prefix: parts.clone(),
+                },
+            ])
+        })
+        .collect();
+    set.meta_apply_each(batches).await;
+}
+
+/// The upload id at the end of an upload's database key (after its last NUL).
+fn split_upload_id(db_key: &[u8]) -> String {
+    let id = db_key.rsplit(|&b| b == 0).next().unwrap_or_default();
+    String::from_utf8_lossy(id).into_owned()
 }
 
 /// The checksum of a completed object, from its parts' checksums: COMPOSITE (the checksum

@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::acl::Acl;
 use super::at_rest::{self, Encryption, Piece};
 use super::commit::{commit_on_records, dropped_inline_chunks};
+use super::copies::Guard;
 use super::hashing::{self, ExpectedChecksum};
 use super::lock::{self, ObjectLock};
 use super::md5_lanes::Md5Lanes;
@@ -112,8 +113,12 @@ pub(crate) struct NewVersion<'a> {
     /// The drives that hold the version's shard files: only they take its record. `None`
     /// when there are none to hold (inline data goes in with the record, or no new data).
     pub data_holders: Option<Vec<bool>>,
-    /// Other changes committed with it on every drive (e.g. removing the upload).
+    /// Other changes committed with it on every drive (e.g. ending the upload).
     pub extra: Vec<MetaOp>,
+    /// What else the commit was decided on, drive by drive (the upload and the parts a
+    /// completion reads): a drive takes the commit only where its guard lets it. Empty:
+    /// nothing else.
+    pub decided_on: Vec<Guard>,
     pub condition: Option<&'a WriteCondition>,
 }
 
@@ -227,6 +232,7 @@ impl ObjectStore {
                     inline,
                     data_holders,
                     extra: Vec::new(),
+                    decided_on: Vec::new(),
                     condition: options.condition.as_ref(),
                 },
             )
@@ -250,7 +256,9 @@ impl ObjectStore {
         retry_conflicts(|| self.commit_version_once(set, bucket, key, &version)).await
     }
 
-    async fn commit_version_once(
+    /// One try of [`Self::commit_version`]: a conflict is the caller's to retry, for a
+    /// commit decided on more than the key's records must read those again too.
+    pub(crate) async fn commit_version_once(
         &self,
         set: &ErasureSet,
         bucket: &BucketRecord,
@@ -307,6 +315,7 @@ impl ObjectStore {
             inline: None,
             data_holders: None,
             extra: Vec::new(),
+            decided_on: Vec::new(),
             condition: None,
         };
         commit_over(set, bucket, key, current, Some(Some(agreed.clone())), &new).await?;
@@ -570,6 +579,7 @@ impl ObjectStore {
                 inline: None,
                 data_holders: None,
                 extra: Vec::new(),
+                decided_on: Vec::new(),
                 condition: None,
             };
             let took =
@@ -638,6 +648,7 @@ async fn commit_over(
         inline,
         data_holders,
         extra,
+        decided_on,
         ..
     } = version;
     let db_key = object_key(&bucket.name, key.as_str());
@@ -685,7 +696,7 @@ async fn commit_over(
         })
         .collect();
     let basis = (current, agreed.as_ref().map(Option::as_ref));
-    commit_on_records(set, batches, basis, data_holders.as_deref()).await
+    commit_on_records(set, batches, basis, data_holders.as_deref(), decided_on).await
 }
 
 /// A body written to staging and checked against what the client announced.

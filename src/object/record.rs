@@ -433,9 +433,32 @@ pub struct UploadRecord {
     /// completed object keeps it. Part sizes then count sealed bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sse: Option<crate::encryption::Sse>,
+    /// Set when the upload was completed or aborted: the record then stands in for the
+    /// upload as a tombstone (see [`UploadEnd`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<UploadEnd>,
+}
+
+/// How an upload ended. Its record is not deleted then but replaced by this tombstone, on the
+/// drives that still held the upload as it was read (so a completion and an abort can never
+/// both win), and taken away only once every drive holds it: a drive that missed the end, or
+/// a heal that read the upload before it, could otherwise make it open again, and a later
+/// abort would delete the folder that a completion made an object's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UploadEnd {
+    Completed,
+    Aborted,
 }
 
 impl UploadRecord {
+    /// This upload's tombstone.
+    pub fn ended(&self, how: UploadEnd) -> UploadRecord {
+        UploadRecord {
+            ended: Some(how),
+            ..self.clone()
+        }
+    }
+
     /// A part's size as clients see it: its plaintext's, when the upload is encrypted.
     pub fn part_content_length(&self, part: &PartInfo) -> u64 {
         match self.sse {

@@ -97,5 +97,30 @@ macro_rules! immutable_replica {
     };
 }
 
-immutable_replica!(UploadRecord, data_id);
+/// An upload, open or ended: its tombstone vouches for the open upload it ended.
+impl Replica for UploadRecord {
+    type Rank = bool;
+    fn is_current(&self, value: &Self) -> bool {
+        self.data_id == value.data_id && self.ended == value.ended
+    }
+    fn vouches_for(&self, value: &Self) -> bool {
+        self.is_current(value)
+            || (self.data_id == value.data_id && self.ended.is_some() && value.ended.is_none())
+    }
+    fn values(&self) -> Vec<Self> {
+        match self.ended {
+            Some(_) => vec![
+                self.clone(),
+                UploadRecord {
+                    ended: None,
+                    ..self.clone()
+                },
+            ],
+            None => vec![self.clone()],
+        }
+    }
+    fn rank(&self) -> bool {
+        self.ended.is_some()
+    }
+}
 immutable_replica!(PartRecord, info.file);

@@ -69,9 +69,13 @@ impl ObjectStore {
                 if count < set.read_quorum() {
                     continue;
                 }
+                // An ended upload's tombstone is no upload.
                 let Ok(upload) = record::decode::<UploadRecord>(value) else {
                     continue;
                 };
+                if upload.ended.is_some() {
+                    continue;
+                }
                 // The upload id is what follows the last NUL of the database key.
                 let upload_id = db_key
                     .rsplit(|&b| b == 0)

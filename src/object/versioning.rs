@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::commit::{commit_on_versions, dropped_inline_chunks};
 use super::copies::Copies;
+use super::copies::Guard;
 use super::lock::{self, ObjectLock};
 use super::record::{
     self, inline_key, is_valid_version_id, new_version_id, object_key, BucketRecord, ObjectRecord,
@@ -128,6 +129,9 @@ pub(crate) struct NewState<'a> {
     pub versions: Vec<ObjectRecord>,
     pub added: Option<Addition<'a>>,
     pub extra: Vec<MetaOp>,
+    /// What else the change was decided on, drive by drive (see
+    /// [`super::objects::NewVersion::decided_on`]).
+    pub decided_on: Vec<Guard>,
 }
 
 impl NewState<'_> {
@@ -137,6 +141,7 @@ impl NewState<'_> {
             versions,
             added: None,
             extra: Vec::new(),
+            decided_on: Vec::new(),
         }
     }
 }
@@ -168,6 +173,7 @@ impl ObjectStore {
             versions,
             added,
             extra,
+            decided_on,
         } = next;
         let db_key = object_key(&bucket.name, key.as_str());
         let new_state = (!versions.is_empty()).then(|| VersionsRecord {
@@ -253,7 +259,7 @@ impl ObjectStore {
             })
             .collect();
         let data_on = added.as_ref().and_then(|a| a.data_holders);
-        let took = commit_on_versions(set, batches, current, data_on).await?;
+        let took = commit_on_versions(set, batches, current, data_on, &decided_on).await?;
         let everywhere = took == set.width();
         if let Some(tombstone) = newest_object.filter(|v| v.delete_marker && everywhere) {
             // The tombstone has done its job (see the module's note); a drive that misses
@@ -342,6 +348,7 @@ impl ObjectStore {
             versions,
             added: Some(added),
             extra: version.extra.clone(),
+            decided_on: version.decided_on.clone(),
         };
         self.commit_versions(set, bucket, key, &current, next).await
     }
