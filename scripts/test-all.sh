@@ -33,15 +33,16 @@ ensure_component clippy clippy
 cargo fmt --version
 cargo clippy --version
 
-# The cluster tests start their own etcd: Debian's etcd-server package.
+# The cluster tests start their own etcd: Debian's etcd-server package, and etcd-client's
+# etcdctl for snapshots.
 section "etcd"
-if ! command -v etcd >/dev/null 2>&1; then
-    echo "etcd is missing; installing Debian's etcd-server"
+if ! command -v etcd >/dev/null 2>&1 || ! command -v etcdctl >/dev/null 2>&1; then
+    echo "etcd is missing; installing Debian's etcd-server and etcd-client"
     sudo_if_needed=()
     [[ $(id -u) -eq 0 ]] || sudo_if_needed=(sudo)
-    "${sudo_if_needed[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends etcd-server \
-        || { "${sudo_if_needed[@]}" apt-get update && "${sudo_if_needed[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends etcd-server; } \
-        || { echo "error: could not install etcd-server" >&2; exit 1; }
+    "${sudo_if_needed[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends etcd-server etcd-client \
+        || { "${sudo_if_needed[@]}" apt-get update && "${sudo_if_needed[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends etcd-server etcd-client; } \
+        || { echo "error: could not install etcd-server and etcd-client" >&2; exit 1; }
 fi
 etcd --version | head -1
 

@@ -515,7 +515,8 @@ async fn records_are_decided_in_etcd_which_a_new_etcd_takes_from_the_drives() {
         assert_eq!(now.status(), Some(&status), "round {round}");
     }
 
-    // A deleted bucket is gone from etcd and from every node.
+    // A deleted bucket is gone from every node; etcd keeps its tombstone, so that an etcd
+    // that lost a record is never taken to have deleted it.
     ok(
         nodes[0]
             .client()
@@ -525,7 +526,8 @@ async fn records_are_decided_in_etcd_which_a_new_etcd_takes_from_the_drives() {
             .await,
         "delete a bucket",
     );
-    assert!(bucket_in_etcd(&etcd, "made-in-etcd").await.is_none());
+    let tombstone = etcd.get("/strata/records/buckets/made-in-etcd").await;
+    assert_eq!(tombstone.as_deref(), Some(&b"deleted"[..]));
     let gone = nodes[2]
         .client()
         .head_bucket()
@@ -749,4 +751,159 @@ async fn every_node_must_be_given_the_same_tiers() {
         "{}",
         refused.output
     );
+}
+
+/// The error `user` gets for ListBuckets through `node`: AccessDenied for a known user who
+/// holds no policy, InvalidAccessKeyId for one the cluster does not know.
+async fn user_is_answered(node: &TestServer, user: &str, secret: &str) -> Option<String> {
+    let client = node.client_with(user, secret);
+    let error = client.list_buckets().send().await.err()?;
+    error.into_service_error().meta().code().map(str::to_string)
+}
+
+/// Makes the named key in the key service, once the cluster can answer for its catalog.
+fn make_kms_key(node: &TestServer, name: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let made = strata_admin(node, &["kms", "key", "create", name]);
+        if made.status.success() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{made:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+async fn put_sealed(node: &TestServer, bucket: &str, key: &str, kms_key: &str, data: &[u8]) {
+    let put = (node.client().put_object())
+        .bucket(bucket)
+        .key(key)
+        .server_side_encryption(aws_sdk_s3::types::ServerSideEncryption::AwsKms)
+        .ssekms_key_id(kms_key)
+        .body(data.to_vec().into())
+        .send()
+        .await;
+    put.unwrap_or_else(|e| panic!("SSE-KMS PUT under {kms_key}: {e:?}"));
+}
+
+/// What a restarted node serves after etcd lost changes: everything made before and since
+/// reads back, a user removed since stays removed, and a full heal pass changes none of
+/// that (it used to take every record etcd lacked away from the drives).
+async fn assert_nothing_lost(
+    node: &TestServer,
+    buckets: &[&str],
+    users: &[&str],
+    sealed: &[(&str, &[u8])],
+) {
+    for bucket in buckets {
+        let head = node.client().head_bucket().bucket(*bucket).send().await;
+        assert!(head.is_ok(), "bucket {bucket}: {head:?}");
+    }
+    for user in users {
+        let code = user_is_answered(node, user, &format!("{user}-secret-123")).await;
+        assert_eq!(
+            code.as_deref(),
+            Some("AccessDenied"),
+            "user {user} is known"
+        );
+    }
+    let removed = user_is_answered(node, "removed", "removed-secret-123").await;
+    assert_eq!(
+        removed.as_deref(),
+        Some("InvalidAccessKeyId"),
+        "a removed user stays removed"
+    );
+    for (key, data) in sealed {
+        assert_object(&node.client(), "sealed", key, data).await;
+    }
+}
+
+/// etcd restored from a snapshot taken before a bucket, a user and a KMS key were made
+/// (and a user removed), then, separately, its records deleted: the node restarted next
+/// finds etcd behind the drives' copy and fills it again from them, before it takes etcd's
+/// word; a full heal pass removes nothing etcd lacked; `strata admin info` says so. Before,
+/// the bucket answered NoSuchBucket, the removed user was back, and the key catalog was
+/// saved without the new key, whose objects no longer opened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_etcd_that_forgot_is_filled_again_from_the_drives_and_deletes_nothing() {
+    let etcd = EtcdServer::start();
+    let master = "cluster-test-key:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=";
+    let cluster =
+        Cluster::start_with_etcd_and_env(3, 3, EC, &etcd, &[("STRATA_KMS_SECRET_KEY", master)]);
+    let nodes = cluster.nodes.as_slice();
+    let add_user = |node: &TestServer, name: &str| {
+        let secret = format!("{name}-secret-123");
+        let added = strata_admin(node, &["user", "add", name, "--secret", &secret]);
+        assert!(added.status.success(), "{added:?}");
+    };
+    create_bucket(&nodes[0].client(), "sealed").await;
+    add_user(&nodes[0], "removed");
+    make_kms_key(&nodes[0], "before");
+    put_sealed(&nodes[0], "sealed", "old", "before", b"under the old key").await;
+    let snapshot = tempfile::tempdir().unwrap();
+    let snapshot = snapshot.path().join("etcd.db");
+    etcd.save_snapshot(&snapshot);
+
+    // Made (and removed) after the backup.
+    create_bucket(&nodes[1].client(), "made-since").await;
+    add_user(&nodes[1], "newcomer");
+    make_kms_key(&nodes[1], "since");
+    put_sealed(&nodes[1], "sealed", "new", "since", b"under the new key").await;
+    let removed = strata_admin(&nodes[2], &["user", "remove", "removed"]);
+    assert!(removed.status.success(), "{removed:?}");
+
+    etcd.restore_snapshot(&snapshot);
+    nodes[0].restart();
+    let sealed: [(&str, &[u8]); 2] = [("old", b"under the old key"), ("new", b"under the new key")];
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while bucket_in_etcd(&etcd, "made-since").await.is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "etcd was not filled again from the drives"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let healed = strata_admin(&nodes[0], &["heal"]);
+    assert!(healed.status.success(), "{healed:?}");
+    assert_nothing_lost(&nodes[0], &["sealed", "made-since"], &["newcomer"], &sealed).await;
+    let info = strata_admin(&nodes[0], &["info", "--json"]);
+    let info: Value = serde_json::from_slice(&info.stdout).expect("info as JSON");
+    assert!(
+        info["cluster"]["etcd_refills"].as_u64() >= Some(1),
+        "{info}"
+    );
+    // A key made now keeps the keys made before: the catalog was filled again too.
+    make_kms_key(&nodes[0], "after");
+    put_sealed(
+        &nodes[0],
+        "sealed",
+        "after",
+        "after",
+        b"under the key made after",
+    )
+    .await;
+
+    // Separately: etcd's records deleted outright.
+    create_bucket(&nodes[1].client(), "made-later").await;
+    etcd.delete_prefix("/strata/records/").await;
+    nodes[1].restart();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while bucket_in_etcd(&etcd, "made-later").await.is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "etcd was not filled again from the drives"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let healed = strata_admin(&nodes[1], &["heal"]);
+    assert!(healed.status.success(), "{healed:?}");
+    let buckets = ["sealed", "made-since", "made-later"];
+    assert_nothing_lost(&nodes[1], &buckets, &["newcomer"], &sealed).await;
+    assert_object(
+        &nodes[1].client(),
+        "sealed",
+        "after",
+        b"under the key made after",
+    )
+    .await;
 }

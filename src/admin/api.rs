@@ -242,6 +242,13 @@ pub struct ClusterInfo {
     pub nodes: Vec<NodeInfo>,
     /// The node running each once-per-cluster job.
     pub elected: Vec<(String, String)>,
+    /// Since this node started: how often it found etcd behind the drives' copy of the
+    /// records (restored from an older snapshot, or records deleted) and filled it again...
+    #[serde(default)]
+    pub etcd_refills: u64,
+    /// ...and how many records it put back into etcd from the drives.
+    #[serde(default)]
+    pub records_put_back: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -337,10 +344,13 @@ async fn info(state: &AdminState) -> Info {
                 .collect(),
         })
         .collect();
-    let cluster = match &state.control {
+    let mut cluster = match &state.control {
         Some(control) => Some(cluster_info(control).await),
         None => pinged_nodes(deployment),
     };
+    if let Some(cluster) = &mut cluster {
+        (cluster.etcd_refills, cluster.records_put_back) = state.store.authority_divergence();
+    }
     Info {
         deployment_id: deployment.id.clone(),
         ready: health.iter().all(health::SetHealth::writable),
@@ -368,6 +378,8 @@ fn pinged_nodes(deployment: &Deployment) -> Option<ClusterInfo> {
             })
             .collect(),
         elected: Vec::new(),
+        etcd_refills: 0,
+        records_put_back: 0,
     })
 }
 
@@ -395,6 +407,8 @@ async fn cluster_info(control: &ControlPlane) -> ClusterInfo {
         etcd_reachable: Some(up.is_ok()),
         nodes,
         elected,
+        etcd_refills: 0,
+        records_put_back: 0,
     }
 }
 

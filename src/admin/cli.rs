@@ -469,6 +469,12 @@ fn render_nodes(out: &mut String, cluster: &ClusterInfo, now_ms: i64) {
     for (job, node) in &cluster.elected {
         out.push_str(&format!("  {job} runs on {node}\n"));
     }
+    if cluster.etcd_refills > 0 || cluster.records_put_back > 0 {
+        out.push_str(&format!(
+            "  etcd was found behind the drives' records {} time(s); {} record(s) put back from the drives (see the log)\n",
+            cluster.etcd_refills, cluster.records_put_back
+        ));
+    }
 }
 
 /// The `info` table.

@@ -229,6 +229,9 @@ impl ControlPlane {
                 "filled etcd with the bucket and system records the drives hold"
             );
         }
+        // An etcd restored from an older snapshot, or whose records were deleted, is behind
+        // the drives: it is filled again from them before this node takes its word.
+        store.refill_authority(&authority).await?;
         store.set_record_authority(authority);
         // Records read from the drives until now are read from etcd again.
         store.forget_agreed_buckets();
@@ -453,6 +456,17 @@ impl ChangeFeed for ControlPlane {
 }
 
 /// The records' keys in etcd.
+/// Where etcd counts the record changes it decided, beside the records (so that deleting
+/// the records, or restoring an older snapshot, takes the count back with them).
+const REVISION_KEY: &str = "revision";
+
+fn parse_revision(value: &[u8]) -> u64 {
+    std::str::from_utf8(value)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 fn record_key(key: &str) -> String {
     format!("{ROOT}records/{key}")
 }
@@ -489,17 +503,35 @@ impl RecordAuthority for ControlPlane {
             .collect())
     }
 
+    async fn revision(&self) -> Result<u64, ObjectError> {
+        if !self.reachable() {
+            return Err(ObjectError::ControlPlaneUnavailable);
+        }
+        let kv = (self.etcd.get(&record_key(REVISION_KEY)).await).map_err(unavailable)?;
+        Ok(kv.map_or(0, |kv| parse_revision(&kv.value)))
+    }
+
     async fn swap(
         &self,
         key: &str,
         expected: Option<&[u8]>,
-        value: Option<&[u8]>,
+        value: &[u8],
+        revision: u64,
     ) -> Result<bool, ObjectError> {
-        let key = record_key(key);
-        self.etcd
-            .swap(&key, expected, value)
-            .await
-            .map_err(unavailable)
+        let (key, counter) = (record_key(key), record_key(REVISION_KEY));
+        let (held, next) = (revision.to_string(), (revision + 1).to_string());
+        let held = (revision > 0).then_some(held.as_bytes());
+        let expect = [(key.as_str(), expected), (counter.as_str(), held)];
+        let puts = [(key.as_str(), value), (counter.as_str(), next.as_bytes())];
+        (self.etcd.put_if(&expect, &puts).await).map_err(unavailable)
+    }
+
+    async fn raise_revision(&self, from: u64, to: u64) -> Result<bool, ObjectError> {
+        let counter = record_key(REVISION_KEY);
+        let (held, next) = (from.to_string(), to.to_string());
+        let held = (from > 0).then_some(held.as_bytes());
+        let put = [(counter.as_str(), next.as_bytes())];
+        (self.etcd.put_if(&[(counter.as_str(), held)], &put).await).map_err(unavailable)
     }
 }
 

@@ -174,6 +174,31 @@ impl Etcd {
         Ok(answer.succeeded)
     }
 
+    /// Puts every `(key, value)` of `puts` only if each key of `expect` still holds its value
+    /// (`None`: does not exist), in one transaction; whether they did.
+    pub async fn put_if(
+        &self,
+        expect: &[(&str, Option<&[u8]>)],
+        puts: &[(&str, &[u8])],
+    ) -> Result<bool, EtcdError> {
+        let compare: Vec<Value> = (expect.iter())
+            .map(|(key, expected)| match expected {
+                Some(expected) => {
+                    json!({ "key": b64(key), "target": "VALUE", "result": "EQUAL", "value": b64_bytes(expected) })
+                }
+                None => {
+                    json!({ "key": b64(key), "target": "CREATE", "result": "EQUAL", "create_revision": "0" })
+                }
+            })
+            .collect();
+        let success: Vec<Value> = (puts.iter())
+            .map(|(key, value)| json!({ "request_put": put_request(key, value, None) }))
+            .collect();
+        let request = json!({ "compare": compare, "success": success });
+        let answer: TxnAnswer = self.call("kv/txn", request).await?;
+        Ok(answer.succeeded)
+    }
+
     /// Deletes `key`.
     pub async fn delete(&self, key: &str) -> Result<(), EtcdError> {
         let _: Value = self

@@ -5,33 +5,58 @@
 //! serves reads while the authority cannot be reached (settings changes wait for it), and
 //! lets a new etcd be filled from the drives. Heal brings the copies in line with it.
 //!
+//! Absence in the authority is never taken for a deletion: an etcd restored from an older
+//! snapshot, or whose keys were deleted, lacks what it once held. So a deleted record stays
+//! in the authority as a tombstone ([`DELETED`]), and a record the authority lacks that the
+//! drives agree on is put back into it. Every change also raises the records' revision, in
+//! the same transaction, and each drive keeps the revision of the last change it copied
+//! ([`RECORDS_REVISION`]): a drive ahead of the authority shows that the authority lost
+//! changes, and it is filled again from the drives before any change is decided over it.
+//!
 //! A server alone on its drives has no authority: the drives decide, each change committed
 //! conditionally on a write quorum (see `bucket.rs`, `system.rs`).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{HealReport, ObjectError, ObjectStore};
-use crate::erasure::{DriveError, MetaOp, MetaTable};
+use super::heal::Revisioned;
+use super::{read_agreed, HealReport, ObjectError, ObjectStore};
+use crate::erasure::{held_by_majority, DriveError, ErasureSet, MetaOp, MetaTable};
 
 #[async_trait]
 pub trait RecordAuthority: Send + Sync {
-    /// The record's bytes, if it exists.
+    /// The record's bytes as stored (a tombstone included), if the authority holds any.
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, ObjectError>;
-    /// Every record whose key starts with `prefix`, in key order.
+    /// Every record whose key starts with `prefix`, in key order, as stored.
     async fn list(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, ObjectError>;
-    /// Sets the record to `value` (`None`: deletes it) only if it still holds `expected`
-    /// (`None`: only if it does not exist); whether it did.
+    /// How many changes the authority has decided: the records' revision (0: none, or the
+    /// count was lost with the records).
+    async fn revision(&self) -> Result<u64, ObjectError>;
+    /// Sets the record to `value` only if it still holds `expected` (`None`: only if it
+    /// holds nothing) and the records' revision is still `revision`, raising it by one, in
+    /// one transaction; whether it did.
     async fn swap(
         &self,
         key: &str,
         expected: Option<&[u8]>,
-        value: Option<&[u8]>,
+        value: &[u8],
+        revision: u64,
     ) -> Result<bool, ObjectError>;
+    /// Raises the records' revision from `from` to `to`; whether it still was `from`.
+    async fn raise_revision(&self, from: u64, to: u64) -> Result<bool, ObjectError>;
 }
+
+/// What the authority holds for a deleted record: never a record's encoding (those start
+/// with their format's version byte, 1).
+pub(crate) const DELETED: &[u8] = b"deleted";
+
+/// The system record key under which each drive keeps the records' revision of the last
+/// change it copied (decimal). Not a record the authority decides.
+pub(crate) const RECORDS_REVISION: &[u8] = b"records-revision";
 
 /// The tables whose records the authority decides, and the prefix of their keys there.
 const DECIDED: [(MetaTable, &str); 2] = [
@@ -47,6 +72,47 @@ pub(crate) fn authority_key(table: MetaTable, key: &[u8]) -> String {
     format!("{prefix}{}", String::from_utf8_lossy(key))
 }
 
+/// How often this server found the authority behind the drives and filled it again, and the
+/// records it put back: what `strata admin info` reports.
+#[derive(Default)]
+pub struct Divergence {
+    pub refills: AtomicU64,
+    pub records_put_back: AtomicU64,
+}
+
+/// A record to replace in the authority: its key there, what it holds now, what it takes.
+type Replacement<'a> = (String, Option<&'a [u8]>, &'a [u8]);
+
+/// Which of two copies of a record to keep when the authority is behind the drives: the
+/// drives' (`from_drives`), unless the authority's is a later revision of the same record.
+fn newer_of<'a>(
+    table: MetaTable,
+    in_authority: Option<&'a [u8]>,
+    from_drives: &'a [u8],
+) -> &'a [u8] {
+    fn later<T: Revisioned>(a: &[u8], b: &[u8]) -> bool {
+        match (super::record::decode::<T>(a), super::record::decode::<T>(b)) {
+            (Ok(a), Ok(b)) => a.id() == b.id() && a.revision() > b.revision(),
+            _ => false,
+        }
+    }
+    match in_authority {
+        Some(held)
+            if table == MetaTable::Buckets
+                && later::<super::record::BucketRecord>(held, from_drives) =>
+        {
+            held
+        }
+        Some(held)
+            if table == MetaTable::System
+                && later::<super::system::SystemRecord>(held, from_drives) =>
+        {
+            held
+        }
+        _ => from_drives,
+    }
+}
+
 impl ObjectStore {
     /// From now on, changes to bucket and system records are decided by `authority`, and
     /// reads ask it first.
@@ -60,23 +126,66 @@ impl ObjectStore {
         self.authority.get()
     }
 
+    /// How often the authority was found behind the drives (see [`Divergence`]).
+    pub fn authority_divergence(&self) -> (u64, u64) {
+        let d = &self.divergence;
+        (
+            d.refills.load(Ordering::Relaxed),
+            d.records_put_back.load(Ordering::Relaxed),
+        )
+    }
+
     /// A record as the authority holds it, with its bytes (what a change compares); `Err`
-    /// when the authority cannot be reached.
-    pub(super) async fn decided<T: serde::de::DeserializeOwned>(
+    /// when the authority cannot be reached. A record the authority lacks (and holds no
+    /// tombstone of) that the drives agree on is put back into it first.
+    pub(super) async fn decided<T: Revisioned>(
+        &self,
         authority: &Arc<dyn RecordAuthority>,
         table: MetaTable,
         key: &[u8],
     ) -> Result<Option<(T, Vec<u8>)>, ObjectError> {
-        let Some(bytes) = authority.get(&authority_key(table, key)).await? else {
-            return Ok(None);
+        let bytes = match authority.get(&authority_key(table, key)).await? {
+            Some(bytes) if bytes == DELETED => return Ok(None),
+            Some(bytes) => bytes,
+            None => match self.put_back::<T>(authority, table, key).await? {
+                Some(bytes) => bytes,
+                None => return Ok(None),
+            },
         };
         let record = super::record::decode(&bytes)
             .map_err(|e| ObjectError::Internal(format!("a record in the authority: {e}")))?;
         Ok(Some((record, bytes)))
     }
 
+    /// Puts a record the authority lacks back into it from the drives, when a read quorum of
+    /// them agrees on it; answers what the authority then holds (`None`: no record).
+    async fn put_back<T: Revisioned>(
+        &self,
+        authority: &Arc<dyn RecordAuthority>,
+        table: MetaTable,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, ObjectError> {
+        let Some(record) = read_agreed::<T>(&self.sets[0], table, key).await?.found() else {
+            return Ok(None);
+        };
+        let bytes = super::record::encode(&record);
+        let name = authority_key(table, key);
+        if put_if_absent(authority, &name, &bytes).await? {
+            self.divergence
+                .records_put_back
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(record = %name, "etcd lacked a record the drives hold (restored or deleted keys?): put back from the drives");
+        }
+        match authority.get(&name).await? {
+            Some(held) if held == DELETED => Ok(None),
+            Some(held) => Ok(Some(held)),
+            None => Ok(Some(bytes)),
+        }
+    }
+
     /// Changes a record in the authority if it still holds `base` ([`ObjectError::Conflict`]
-    /// when another server changed it first), then its copy on the drives.
+    /// when another server changed it, or any record, first), then its copy on the drives.
+    /// `value` `None` deletes the record: the authority keeps its tombstone.
     pub(super) async fn decide(
         &self,
         authority: &Arc<dyn RecordAuthority>,
@@ -84,19 +193,32 @@ impl ObjectStore {
         base: Option<&[u8]>,
         value: Option<Vec<u8>>,
     ) -> Result<(), ObjectError> {
-        let swapped = authority
-            .swap(&authority_key(table, key), base, value.as_deref())
-            .await?;
+        let revision = self.revision_not_behind(authority).await?;
+        let name = authority_key(table, key);
+        let stored = value.as_deref().unwrap_or(DELETED);
+        let mut swapped = authority.swap(&name, base, stored, revision).await?;
+        if !swapped && base.is_none() {
+            // Holding no record is also holding a deleted one's tombstone.
+            swapped = authority
+                .swap(&name, Some(DELETED), stored, revision)
+                .await?;
+        }
         if !swapped {
             return Err(ObjectError::Conflict);
         }
-        self.copy_to_drives(table, key, value).await;
+        self.copy_to_drives(table, key, value, revision + 1).await;
         Ok(())
     }
 
-    /// Writes a decided record's copy on every drive of every set (best effort: heal puts
-    /// back what a drive misses).
-    async fn copy_to_drives(&self, table: MetaTable, key: &[u8], value: Option<Vec<u8>>) {
+    /// Writes a decided record's copy, and the revision that decided it, on every drive of
+    /// every set (best effort: heal puts back what a drive misses).
+    async fn copy_to_drives(
+        &self,
+        table: MetaTable,
+        key: &[u8],
+        value: Option<Vec<u8>>,
+        revision: u64,
+    ) {
         let op = match value {
             Some(value) => MetaOp::Put {
                 table,
@@ -108,12 +230,101 @@ impl ObjectStore {
                 key: key.to_vec(),
             },
         };
+        let copied = MetaOp::Put {
+            table: MetaTable::System,
+            key: RECORDS_REVISION.to_vec(),
+            value: revision.to_string().into_bytes(),
+        };
         futures::future::join_all(
-            self.sets
-                .iter()
-                .map(|set| set.meta_apply_all(vec![op.clone()])),
+            (self.sets.iter()).map(|set| set.meta_apply_all(vec![op.clone(), copied.clone()])),
         )
         .await;
+    }
+
+    /// The highest records revision any drive of the first set copied (0: none).
+    async fn drives_revision(&self) -> u64 {
+        let answers = (self.sets[0])
+            .meta_get_all(MetaTable::System, RECORDS_REVISION)
+            .await;
+        (answers.into_iter().flatten().flatten())
+            .filter_map(|bytes| std::str::from_utf8(&bytes).ok()?.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The authority's records revision, once it is not behind the drives' (else it is
+    /// filled from them first): a change decided over an etcd that lost changes could undo
+    /// them, a key catalog saved over an older one would lose keys.
+    async fn revision_not_behind(
+        &self,
+        authority: &Arc<dyn RecordAuthority>,
+    ) -> Result<u64, ObjectError> {
+        let revision = authority.revision().await?;
+        if self.drives_revision().await <= revision {
+            return Ok(revision);
+        }
+        self.refill_authority(authority).await?;
+        authority.revision().await
+    }
+
+    /// When the authority is behind the drives (a drive copied a later records revision
+    /// than it holds: etcd restored from an older snapshot, or its records deleted), makes
+    /// each record in it what a read quorum of the drives agrees on (a later revision of the
+    /// same record in the authority stays), turns records no drive holds into tombstones,
+    /// and raises its revision to the drives'. Records the drives disagree on are left as
+    /// they are. Answers whether it was behind.
+    pub async fn refill_authority(
+        &self,
+        authority: &Arc<dyn RecordAuthority>,
+    ) -> Result<bool, ObjectError> {
+        let copied = self.drives_revision().await;
+        let mut revision = authority.revision().await?;
+        if copied <= revision {
+            return Ok(false);
+        }
+        tracing::warn!(
+            etcd_revision = revision,
+            drives_revision = copied,
+            "etcd is behind the drives' copy of the records (restored from an older snapshot, or records deleted): filling it again from the drives"
+        );
+        self.divergence.refills.fetch_add(1, Ordering::Relaxed);
+        let mut put_back = 0;
+        for (table, _) in DECIDED {
+            let decided = decided_in(authority, table).await?;
+            let on_drives = records_on_drives(&self.sets[0], table).await?;
+            let mut changes: Vec<Replacement> = Vec::new();
+            for (key, held) in &on_drives {
+                let in_authority = decided.get(key).map(Vec::as_slice);
+                let keep = match held {
+                    Held::Agreed(bytes) => newer_of(table, in_authority, bytes),
+                    Held::Undecided => continue,
+                };
+                if in_authority != Some(keep) {
+                    changes.push((authority_key(table, key), in_authority, keep));
+                }
+            }
+            for (key, value) in &decided {
+                if !on_drives.contains_key(key) && value.as_slice() != DELETED {
+                    changes.push((authority_key(table, key), Some(value), DELETED));
+                }
+            }
+            for (name, expected, value) in changes {
+                if !authority.swap(&name, expected, value, revision).await? {
+                    return Err(ObjectError::Conflict);
+                }
+                tracing::warn!(record = %name, "etcd's record replaced by the drives' copy");
+                revision += 1;
+                put_back += 1;
+            }
+        }
+        if revision < copied && !authority.raise_revision(revision, copied).await? {
+            return Err(ObjectError::Conflict);
+        }
+        self.divergence
+            .records_put_back
+            .fetch_add(put_back, Ordering::Relaxed);
+        tracing::warn!(put_back, "etcd is in line with the drives' records again");
+        Ok(true)
     }
 
     /// Fills the authority with the records the drives hold that it lacks (a cluster that ran
@@ -134,40 +345,33 @@ impl ObjectStore {
         }
         let mut added = 0;
         for (key, value) in records {
-            added += usize::from(authority.swap(&key, None, Some(&value)).await?);
+            added += usize::from(put_if_absent(authority, &key, &value).await?);
         }
         Ok(added)
     }
 
-    /// Every record the authority holds of `table`, by its key on the drives.
-    async fn decided_in(
-        authority: &Arc<dyn RecordAuthority>,
-        table: MetaTable,
-    ) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, ObjectError> {
-        let prefix = authority_key(table, b"");
-        Ok((authority.list(&prefix).await?.into_iter())
-            .map(|(key, value)| (key.as_bytes()[prefix.len()..].to_vec(), value))
-            .collect())
-    }
-
     /// Brings every drive's copies of the decided records in line with the authority: puts
-    /// what a drive misses or holds otherwise, removes what the authority no longer holds.
+    /// what a drive misses or holds otherwise, removes what the authority holds a tombstone
+    /// of. A record the authority lacks is never removed from the drives: it is put back
+    /// into the authority when the drives agree on it (and the authority is filled again
+    /// first when it is behind the drives).
     ///
     /// The drives are read before the authority: a change decides in the authority before
     /// it copies to the drives, so the authority read is never older than a copy seen, and
     /// each fix applies only where the drive still holds what was read (a copy written since
-    /// stays). An unhealed drive lists nothing: it is given every record, deleting none.
+    /// stays). An unhealed drive lists nothing: it is given every record.
     pub(super) async fn heal_copies(
         &self,
         authority: &Arc<dyn RecordAuthority>,
     ) -> Result<HealReport, ObjectError> {
         let mut report = HealReport::default();
+        self.refill_authority(authority).await?;
         for (table, _) in DECIDED {
             for set in &self.sets {
                 let scans = set
                     .meta_scan_all(table, Bound::Unbounded, &[], usize::MAX)
                     .await;
-                let decided = Self::decided_in(authority, table).await?;
+                let decided = decided_in(authority, table).await?;
                 report.objects_checked += decided.len() as u64;
                 let fixes: Vec<Option<Vec<MetaOp>>> = (scans.iter())
                     .map(|scan| match scan {
@@ -183,15 +387,105 @@ impl ObjectStore {
                     set.meta_apply_each(fixes).await;
                     report.records_repaired += repaired as u64;
                 }
+                // Records the drives hold that the authority lacks go back into it.
+                for (key, held) in records_on_drives(set, table).await? {
+                    let Held::Agreed(bytes) = held else { continue };
+                    if decided.contains_key(&key) {
+                        continue;
+                    }
+                    let name = authority_key(table, &key);
+                    if put_if_absent(authority, &name, &bytes).await? {
+                        self.divergence
+                            .records_put_back
+                            .fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(record = %name, "etcd lacked a record the drives hold (restored or deleted keys?): put back from the drives");
+                        report.records_repaired += 1;
+                    }
+                }
             }
         }
         Ok(report)
     }
 }
 
+/// Puts `value` under `key` in the authority if it holds nothing there, whatever other
+/// records change meanwhile; whether it did.
+async fn put_if_absent(
+    authority: &Arc<dyn RecordAuthority>,
+    key: &str,
+    value: &[u8],
+) -> Result<bool, ObjectError> {
+    const ATTEMPTS: usize = 20;
+    for _ in 0..ATTEMPTS {
+        let revision = authority.revision().await?;
+        if authority.swap(key, None, value, revision).await? {
+            return Ok(true);
+        }
+        if authority.get(key).await?.is_some() {
+            return Ok(false);
+        }
+    }
+    Err(ObjectError::Conflict)
+}
+
+/// Every record the authority holds of `table` (tombstones included), by its key on the
+/// drives.
+async fn decided_in(
+    authority: &Arc<dyn RecordAuthority>,
+    table: MetaTable,
+) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, ObjectError> {
+    let prefix = authority_key(table, b"");
+    Ok((authority.list(&prefix).await?.into_iter())
+        .map(|(key, value)| (key.as_bytes()[prefix.len()..].to_vec(), value))
+        .collect())
+}
+
+/// What a set's drives hold of one record.
+enum Held {
+    /// The bytes a read quorum, and most drives, hold alike.
+    Agreed(Vec<u8>),
+    /// The drives disagree.
+    Undecided,
+}
+
+/// Every record of `table` some drive of `set` holds, and what the set holds of it; a
+/// record that is in none of the listings is not in the map (it is held nowhere). Fails
+/// unless a read quorum of drives listed theirs.
+async fn records_on_drives(
+    set: &ErasureSet,
+    table: MetaTable,
+) -> Result<BTreeMap<Vec<u8>, Held>, ObjectError> {
+    let scans = set
+        .meta_scan_all(table, Bound::Unbounded, &[], usize::MAX)
+        .await;
+    let listed: Vec<&Vec<(Vec<u8>, Vec<u8>)>> = scans.iter().flatten().collect();
+    if listed.len() < set.read_quorum() {
+        return Err(crate::erasure::ErasureError::ReadQuorum.into());
+    }
+    let mut copies: BTreeMap<&[u8], Vec<&[u8]>> = BTreeMap::new();
+    for entries in &listed {
+        for (key, value) in entries.iter() {
+            if table == MetaTable::System && key.as_slice() == RECORDS_REVISION {
+                continue;
+            }
+            copies.entry(key).or_default().push(value);
+        }
+    }
+    Ok((copies.into_iter())
+        .map(|(key, values)| {
+            let held = match held_by_majority(&values, set.width(), set.read_quorum()) {
+                Some(bytes) => Held::Agreed(bytes.to_vec()),
+                None => Held::Undecided,
+            };
+            (key.to_vec(), held)
+        })
+        .collect())
+}
+
 /// The changes that make a drive's copies of `table` the `decided` records: each put or
 /// delete conditional on what the drive held (`held`: its scan; `None` for an unhealed drive,
-/// which lists nothing and only receives). `None` when nothing is to change.
+/// which lists nothing and only receives). A tombstone in the authority removes the copy; a
+/// copy the authority lacks stays. `None` when nothing is to change.
 fn copy_fixes(
     table: MetaTable,
     decided: &BTreeMap<Vec<u8>, Vec<u8>>,
@@ -201,35 +495,29 @@ fn copy_fixes(
         .map(|(k, v)| (k.as_slice(), v.as_slice()))
         .collect();
     let mut ops = Vec::new();
-    let mut fix = |key: &[u8], value: Option<&Vec<u8>>| {
+    for (key, value) in decided {
+        let on_drive = held_map.get(key.as_slice()).copied();
+        let fix = match value.as_slice() {
+            DELETED if on_drive.is_some() => MetaOp::Delete {
+                table,
+                key: key.to_vec(),
+            },
+            DELETED => continue,
+            value if on_drive == Some(value) => continue,
+            value => MetaOp::Put {
+                table,
+                key: key.to_vec(),
+                value: value.to_vec(),
+            },
+        };
         if held.is_some() {
             ops.push(MetaOp::Expect {
                 table,
                 key: key.to_vec(),
-                value: held_map.get(key).map(|v| v.to_vec()),
+                value: on_drive.map(<[u8]>::to_vec),
             });
         }
-        ops.push(match value {
-            Some(value) => MetaOp::Put {
-                table,
-                key: key.to_vec(),
-                value: value.clone(),
-            },
-            None => MetaOp::Delete {
-                table,
-                key: key.to_vec(),
-            },
-        });
-    };
-    for (key, value) in decided {
-        if held_map.get(key.as_slice()) != Some(&value.as_slice()) {
-            fix(key, Some(value));
-        }
-    }
-    if held.is_some() {
-        for key in held_map.keys().filter(|key| !decided.contains_key(**key)) {
-            fix(key, None);
-        }
+        ops.push(fix);
     }
     Some(ops).filter(|ops| !ops.is_empty())
 }
@@ -255,6 +543,7 @@ mod tests {
         records: Mutex<Records>,
         meddle: Mutex<Option<Meddle>>,
         swaps: Mutex<u32>,
+        revision: Mutex<u64>,
     }
 
     #[async_trait]
@@ -269,25 +558,36 @@ mod tests {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect())
         }
+        async fn revision(&self) -> Result<u64, ObjectError> {
+            Ok(*self.revision.lock().unwrap())
+        }
         async fn swap(
             &self,
             key: &str,
             expected: Option<&[u8]>,
-            value: Option<&[u8]>,
+            value: &[u8],
+            revision: u64,
         ) -> Result<bool, ObjectError> {
             *self.swaps.lock().unwrap() += 1;
             let mut records = self.records.lock().unwrap();
             if let Some(meddle) = self.meddle.lock().unwrap().take() {
                 meddle(&mut records);
             }
-            if records.get(key).map(Vec::as_slice) != expected {
+            let mut held = self.revision.lock().unwrap();
+            if records.get(key).map(Vec::as_slice) != expected || *held != revision {
                 return Ok(false);
             }
-            match value {
-                Some(value) => records.insert(key.to_string(), value.to_vec()),
-                None => records.remove(key),
-            };
+            records.insert(key.to_string(), value.to_vec());
+            *held += 1;
             Ok(true)
+        }
+        async fn raise_revision(&self, from: u64, to: u64) -> Result<bool, ObjectError> {
+            let mut held = self.revision.lock().unwrap();
+            let raised = *held == from;
+            if raised {
+                *held = to;
+            }
+            Ok(raised)
         }
     }
 
@@ -339,33 +639,104 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn heal_puts_the_decided_copies_back_and_takes_away_what_was_not_decided() {
+    async fn heal_puts_the_decided_copies_back_and_takes_away_only_what_was_deleted() {
         let (store, memory) = (store(), Arc::new(Memory::default()));
         let kept = BucketName::parse("kept").unwrap();
         store.create_bucket(&kept).await.unwrap();
         store.set_record_authority(memory.clone());
         let made = BucketName::parse("made").unwrap();
         store.create_bucket(&made).await.unwrap();
+        let gone = BucketName::parse("gone").unwrap();
+        store.create_bucket(&gone).await.unwrap();
+        store.delete_bucket(&gone).await.unwrap();
         let set = &store.sets[0];
-        // One drive lost the copy of a decided record; every drive holds one the authority
-        // never decided (`kept` was made before there was an authority).
-        set.meta_apply_on(
-            2,
-            vec![MetaOp::Delete {
-                table: MetaTable::Buckets,
-                key: b"made".to_vec(),
-            }],
-        )
-        .await
-        .unwrap();
+        // One drive lost the copy of a decided record, another missed a deletion; every
+        // drive holds one the authority lacks (`kept` was made before there was an
+        // authority, as after an etcd that lost its keys).
+        let lost = MetaOp::Delete {
+            table: MetaTable::Buckets,
+            key: b"made".to_vec(),
+        };
+        set.meta_apply_on(2, vec![lost]).await.unwrap();
+        let (gone_key, gone_copy) = (b"gone".to_vec(), b"stale".to_vec());
+        let missed = MetaOp::Put {
+            table: MetaTable::Buckets,
+            key: gone_key.clone(),
+            value: gone_copy,
+        };
+        set.meta_apply_on(5, vec![missed]).await.unwrap();
 
         let report = store.heal_copies(&(memory.clone() as _)).await.unwrap();
-        assert_eq!(report.records_repaired, 10, "{report:?}");
+        assert_eq!(report.records_repaired, 3, "{report:?}");
         let made_copies = set.meta_get_all(MetaTable::Buckets, b"made").await;
         assert!(made_copies.iter().all(|c| matches!(c, Ok(Some(_)))));
+        let gone_copies = set.meta_get_all(MetaTable::Buckets, &gone_key).await;
+        assert!(gone_copies.iter().all(|c| matches!(c, Ok(None))));
+        // Absence in the authority deleted nothing: `kept` is back in it, and on every drive.
         let kept_copies = set.meta_get_all(MetaTable::Buckets, b"kept").await;
-        assert!(kept_copies.iter().all(|c| matches!(c, Ok(None))));
+        assert!(kept_copies.iter().all(|c| matches!(c, Ok(Some(_)))));
+        assert!(memory.records.lock().unwrap().contains_key("buckets/kept"));
+        assert!(store.bucket(&kept).await.is_ok());
+        assert!(matches!(
+            store.bucket(&gone).await,
+            Err(ObjectError::NoSuchBucket)
+        ));
         let again = store.heal_copies(&(memory as _)).await.unwrap();
         assert_eq!(again.records_repaired, 0, "{again:?}");
+    }
+
+    /// An authority that lost changes (restored from an older snapshot): the drives' copies
+    /// are ahead of it, so it is filled again from them before anything is decided over it.
+    /// A record made since comes back, one deleted since stays deleted, and a record changed
+    /// since keeps its change.
+    #[tokio::test]
+    async fn an_authority_behind_the_drives_is_filled_again_from_them() {
+        let (store, memory) = (store(), Arc::new(Memory::default()));
+        store.set_record_authority(memory.clone());
+        let (kept, deleted) = (
+            BucketName::parse("kept").unwrap(),
+            BucketName::parse("deleted").unwrap(),
+        );
+        store.create_bucket(&kept).await.unwrap();
+        store.create_bucket(&deleted).await.unwrap();
+        let snapshot = (
+            memory.records.lock().unwrap().clone(),
+            *memory.revision.lock().unwrap(),
+        );
+        let made = BucketName::parse("made-since").unwrap();
+        store.create_bucket(&made).await.unwrap();
+        store.delete_bucket(&deleted).await.unwrap();
+        store
+            .set_versioning(&kept, Versioning::Enabled)
+            .await
+            .unwrap();
+        store
+            .system_put("iam/user/new", b"secret".to_vec())
+            .await
+            .unwrap();
+        // The snapshot is restored.
+        *memory.records.lock().unwrap() = snapshot.0;
+        *memory.revision.lock().unwrap() = snapshot.1;
+        store.forget_agreed_buckets();
+
+        // The next change finds the authority behind, and fills it first.
+        let other = BucketName::parse("other").unwrap();
+        store.create_bucket(&other).await.unwrap();
+        assert_eq!(store.authority_divergence().0, 1, "one refill");
+        assert!(store.bucket(&made).await.is_ok(), "a bucket made since");
+        assert!(matches!(
+            store.bucket(&deleted).await,
+            Err(ObjectError::NoSuchBucket)
+        ));
+        let kept_now = store.bucket(&kept).await.unwrap();
+        assert_eq!(kept_now.settings.versioning, Some(Versioning::Enabled));
+        assert_eq!(
+            store.system_get("iam/user/new").await.unwrap().as_deref(),
+            Some(&b"secret"[..])
+        );
+        let names: Vec<String> = (store.list_buckets().await.unwrap().into_iter())
+            .map(|b| b.name)
+            .collect();
+        assert_eq!(names, ["kept", "made-since", "other"]);
     }
 }

@@ -102,7 +102,7 @@ impl ObjectStore {
     async fn find_bucket(&self, name: &BucketName) -> Result<Option<BucketRecord>, ObjectError> {
         if let Some(authority) = self.authority() {
             let key = name.as_str().as_bytes();
-            match Self::decided(authority, MetaTable::Buckets, key).await {
+            match self.decided(authority, MetaTable::Buckets, key).await {
                 Ok(decided) => return Ok(decided.map(|(record, _)| record)),
                 Err(e) => tracing::debug!(error = %e, "bucket record read from the drives' copy"),
             }
@@ -130,7 +130,7 @@ impl ObjectStore {
         let key = name.as_str().as_bytes();
         let changed = retry_conflicts(|| async {
             if let Some(authority) = self.authority() {
-                let base = Self::decided::<BucketRecord>(authority, MetaTable::Buckets, key);
+                let base = self.decided::<BucketRecord>(authority, MetaTable::Buckets, key);
                 let (base, base_bytes) = base.await?.ok_or(ObjectError::NoSuchBucket)?;
                 let mut record = base;
                 change(&mut record.settings)?;
@@ -229,7 +229,7 @@ impl ObjectStore {
         let deleted = retry_conflicts(|| async {
             let decided = match self.authority() {
                 Some(authority) => {
-                    let base = Self::decided::<BucketRecord>(authority, MetaTable::Buckets, key);
+                    let base = self.decided::<BucketRecord>(authority, MetaTable::Buckets, key);
                     Some(base.await?.ok_or(ObjectError::NoSuchBucket)?)
                 }
                 None => None,

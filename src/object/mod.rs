@@ -195,6 +195,8 @@ pub struct ObjectStore {
     /// Where bucket and system records are decided, when not on the drives (a cluster's
     /// control plane).
     authority: std::sync::OnceLock<Arc<dyn RecordAuthority>>,
+    /// How often the authority was found behind the drives.
+    divergence: authority::Divergence,
 }
 
 impl ObjectStore {
@@ -223,6 +225,7 @@ impl ObjectStore {
             kms_expected: Default::default(),
             feed: Default::default(),
             authority: Default::default(),
+            divergence: Default::default(),
         })
     }
 

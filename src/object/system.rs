@@ -89,7 +89,7 @@ impl ObjectStore {
         let put = retry_conflicts(|| async {
             let (base, base_bytes) = match self.authority() {
                 Some(authority) => {
-                    let decided = Self::decided(authority, MetaTable::System, key.as_bytes());
+                    let decided = self.decided(authority, MetaTable::System, key.as_bytes());
                     decided.await?.unzip()
                 }
                 None => (self.system_record(key).await?, None),
@@ -138,7 +138,7 @@ impl ObjectStore {
         let deleted = retry_conflicts(|| async {
             if let Some(authority) = self.authority() {
                 let decided =
-                    Self::decided::<SystemRecord>(authority, MetaTable::System, key.as_bytes());
+                    self.decided::<SystemRecord>(authority, MetaTable::System, key.as_bytes());
                 let Some((_, base_bytes)) = decided.await? else {
                     return Ok(false);
                 };
@@ -202,6 +202,8 @@ impl ObjectStore {
             .iter()
             .flatten()
             .flat_map(|entries| entries.iter().map(|(k, _)| k))
+            // The drive's own note of the records' revision is no record.
+            .filter(|k| k.as_slice() != super::authority::RECORDS_REVISION)
             .collect();
         keys.sort();
         keys.dedup();
@@ -228,7 +230,10 @@ impl ObjectStore {
     /// while it cannot be reached).
     async fn system_record(&self, key: &str) -> Result<Option<SystemRecord>, ObjectError> {
         if let Some(authority) = self.authority() {
-            match Self::decided(authority, MetaTable::System, key.as_bytes()).await {
+            match self
+                .decided(authority, MetaTable::System, key.as_bytes())
+                .await
+            {
                 Ok(decided) => return Ok(decided.map(|(record, _)| record)),
                 Err(e) => tracing::debug!(error = %e, "system record read from the drives' copy"),
             }

@@ -88,6 +88,65 @@ impl EtcdServer {
         Some(b64.decode(value).expect("base64"))
     }
 
+    /// Saves a snapshot of etcd's data to `path` (`etcdctl snapshot save`, Debian's
+    /// `etcd-client`), as an operator backs etcd up.
+    pub fn save_snapshot(&self, path: &std::path::Path) {
+        let saved = Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .args([
+                "--endpoints",
+                &self.members[0].client_url(),
+                "snapshot",
+                "save",
+            ])
+            .arg(path)
+            .output()
+            .expect("etcdctl is installed (Debian's etcd-client; scripts/test-all.sh installs it)");
+        assert!(saved.status.success(), "etcdctl snapshot save: {saved:?}");
+    }
+
+    /// Restores a one-member etcd from the snapshot at `path` (`etcdctl snapshot restore`
+    /// into a fresh data folder), as an operator recovers etcd, and starts it again.
+    pub fn restore_snapshot(&self, path: &std::path::Path) {
+        assert_eq!(self.members.len(), 1, "restores a one-member etcd");
+        self.stop();
+        let member = &self.members[0];
+        std::fs::remove_dir_all(&member.data).expect("the member's data folder goes");
+        let restored = Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .args(["snapshot", "restore"])
+            .arg(path)
+            .args(["--name", &member.name])
+            .arg("--data-dir")
+            .arg(&member.data)
+            .args(["--initial-cluster", &self.initial_cluster])
+            .args(["--initial-advertise-peer-urls", &member.peer_url()])
+            .output()
+            .expect("etcdctl runs");
+        assert!(
+            restored.status.success(),
+            "etcdctl snapshot restore: {restored:?}"
+        );
+        self.spawn(0);
+        self.wait_healthy(0);
+    }
+
+    /// Deletes every key under `prefix` (through the JSON gateway).
+    pub async fn delete_prefix(&self, prefix: &str) {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let mut end = prefix.as_bytes().to_vec();
+        *end.last_mut().expect("a prefix") += 1;
+        let url = format!("{}/v3/kv/deleterange", self.members[0].client_url());
+        let request =
+            serde_json::json!({ "key": b64.encode(prefix), "range_end": b64.encode(end) });
+        let answer = (reqwest::Client::new().post(url).body(request.to_string()))
+            .send()
+            .await
+            .expect("etcd answers");
+        assert!(answer.status().is_success(), "deleterange: {answer:?}");
+    }
+
     /// Kills every member (their data stays).
     pub fn stop(&self) {
         for index in 0..self.members.len() {
