@@ -132,6 +132,38 @@ async fn three_part_upload_completes_to_the_concatenation() {
     );
 }
 
+/// An upload whose only part is empty completes, and GET `?partNumber=1` answers its empty
+/// body with 200 and no Content-Range (its range had no last byte: `bytes 0--1` underflowed,
+/// a panic in debug builds).
+#[tokio::test]
+async fn the_empty_part_of_an_object_reads_as_an_empty_body() {
+    let (client, bucket) = new_bucket("mpuempty").await;
+    let id = create_upload(&client, &bucket, "empty").await;
+    let e1 = upload_part(&client, &bucket, "empty", &id, 1, b"").await;
+    ok(
+        (client.complete_multipart_upload())
+            .bucket(&bucket)
+            .key("empty")
+            .upload_id(&id)
+            .multipart_upload(completion(&[(1, &e1)]))
+            .send()
+            .await,
+        "Complete with one empty part",
+    );
+    let got = client
+        .get_object()
+        .bucket(&bucket)
+        .key("empty")
+        .part_number(1)
+        .send()
+        .await;
+    let got = ok(got, "GET ?partNumber=1 of an empty part");
+    assert_eq!(got.content_length(), Some(0));
+    assert_eq!(got.content_range(), None);
+    assert_eq!(got.parts_count(), Some(1));
+    assert!(got.body.collect().await.unwrap().into_bytes().is_empty());
+}
+
 #[tokio::test]
 async fn single_small_part_upload_completes() {
     // The last (here: only) part may be smaller than 5 MiB.

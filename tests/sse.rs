@@ -301,6 +301,25 @@ async fn sse_c_objects_open_only_with_their_key() {
     );
     assert_eq!(head.content_length(), Some(data.len() as i64));
 
+    // GetObjectAttributes tells an SSE-C object's size and checksums only with its key.
+    use aws_sdk_s3::types::ObjectAttributes;
+    let attributes = || {
+        (client.get_object_attributes())
+            .bucket("customer")
+            .key("obj")
+            .object_attributes(ObjectAttributes::ObjectSize)
+    };
+    let without = attributes().send().await;
+    assert_s3_error(without, 400, "InvalidRequest", "attributes without the key");
+    let with_key = attributes()
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(KEY_A)
+        .sse_customer_key_md5(KEY_A_MD5)
+        .send()
+        .await;
+    let with_key = ok(with_key, "attributes with the key");
+    assert_eq!(with_key.object_size(), Some(data.len() as i64));
+
     // A key on an object stored in the clear does not apply.
     put(&client, "customer", "plain", b"in the clear").await;
     let misplaced = get_with_key_a(&client, "customer", "plain").send().await;

@@ -9,7 +9,8 @@ use super::versioning::with_version;
 use super::Request;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{header, storage_class_name};
-use crate::api::{xml, xml_response};
+use crate::api::{sse, xml, xml_response};
+use crate::object::check_customer_key;
 use crate::object::BucketName;
 use crate::object::ObjectKey;
 
@@ -33,9 +34,13 @@ pub async fn get_object_attributes(
     let asked = asked_attributes(&request)?;
     let max_parts = number_header(&request, "x-amz-max-parts")?.unwrap_or(MAX_PARTS);
     let marker = number_header(&request, "x-amz-part-number-marker")?.unwrap_or(0);
+    // An SSE-C object's attributes (its plaintext's size and checksums) are shown only to
+    // a request that brings its key, as HEAD does.
+    let customer = sse::customer_key(request.headers, false, request.state.sse_c_allowed)?;
     let record = (request.state.store)
         .head_object(bucket, key, version_id)
         .await?;
+    check_customer_key(bucket.as_str(), key.as_str(), &record, customer.as_deref())?;
     let wants = |attribute: &str| asked.iter().any(|a| a == attribute);
 
     // Parts are those of a multipart upload; a single PUT has none to list.

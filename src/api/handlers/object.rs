@@ -272,7 +272,9 @@ pub async fn get_object(
             HeaderValue::from(record.parts.len()),
         );
     }
-    if range.is_some() {
+    // An empty range (the part of an object whose only part is empty) has no last byte to
+    // name: it is answered whole, 200 without a Content-Range.
+    if range.is_some_and(|(start, end)| end > start) {
         *response.status_mut() = StatusCode::PARTIAL_CONTENT;
         let content_range = format!("bytes {}-{}/{}", start, end - 1, record.content_length());
         response.headers_mut().insert(
