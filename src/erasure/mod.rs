@@ -29,7 +29,7 @@ use crate::storage::Drive;
 pub use crate::storage::{rolled_up_len, DataDir, DriveError, MetaOp, MetaTable};
 
 pub use crate::storage::ScanPage;
-pub use agreement::{held_by_majority, Agreement, Replica};
+pub use agreement::{Agreement, Replica};
 pub use bitrot::CHECKSUM_LEN;
 pub use codec::Codec;
 pub use in_flight::{LocalCommits, ReadWindow, Writers};

@@ -25,7 +25,7 @@ use async_trait::async_trait;
 
 use super::heal::Revisioned;
 use super::{read_agreed, HealReport, ObjectError, ObjectStore};
-use crate::erasure::{held_by_majority, DriveError, ErasureSet, MetaOp, MetaTable};
+use crate::erasure::{Agreement, DriveError, ErasureSet, MetaOp, MetaTable};
 
 #[async_trait]
 pub trait RecordAuthority: Send + Sync {
@@ -297,6 +297,7 @@ impl ObjectStore {
                 let in_authority = decided.get(key).map(Vec::as_slice);
                 let keep = match held {
                     Held::Agreed(bytes) => newer_of(table, in_authority, bytes),
+                    Held::Nowhere => DELETED,
                     Held::Undecided => continue,
                 };
                 if in_authority != Some(keep) {
@@ -440,46 +441,63 @@ async fn decided_in(
         .collect())
 }
 
-/// What a set's drives hold of one record.
+/// What a set's drives agree on about one record (see [`ErasureSet::agree`]).
 enum Held {
-    /// The bytes a read quorum, and most drives, hold alike.
+    /// This record, encoded.
     Agreed(Vec<u8>),
-    /// The drives disagree.
+    /// Enough drives answered that they hold none that it cannot exist.
+    Nowhere,
+    /// The drives disagree, or too few answered.
     Undecided,
 }
 
-/// Every record of `table` some drive of `set` holds, and what the set holds of it; a
-/// record that is in none of the listings is not in the map (it is held nowhere). Fails
-/// unless a read quorum of drives listed theirs.
+/// Every record of `table` some drive of `set` holds, and what the set agrees on about it.
+/// Fails unless a read quorum of drives listed theirs.
 async fn records_on_drives(
+    set: &ErasureSet,
+    table: MetaTable,
+) -> Result<BTreeMap<Vec<u8>, Held>, ObjectError> {
+    match table {
+        MetaTable::Buckets => agreed_records::<super::record::BucketRecord>(set, table).await,
+        _ => agreed_records::<super::system::SystemRecord>(set, table).await,
+    }
+}
+
+async fn agreed_records<T: Revisioned>(
     set: &ErasureSet,
     table: MetaTable,
 ) -> Result<BTreeMap<Vec<u8>, Held>, ObjectError> {
     let scans = set
         .meta_scan_all(table, Bound::Unbounded, &[], usize::MAX)
         .await;
-    let listed: Vec<&Vec<(Vec<u8>, Vec<u8>)>> = scans.iter().flatten().collect();
-    if listed.len() < set.read_quorum() {
+    if scans.iter().flatten().count() < set.read_quorum() {
         return Err(crate::erasure::ErasureError::ReadQuorum.into());
     }
-    let mut copies: BTreeMap<&[u8], Vec<&[u8]>> = BTreeMap::new();
-    for entries in &listed {
-        for (key, value) in entries.iter() {
-            if table == MetaTable::System && key.as_slice() == RECORDS_REVISION {
-                continue;
-            }
-            copies.entry(key).or_default().push(value);
-        }
+    let mut keys: Vec<&Vec<u8>> = (scans.iter().flatten())
+        .flat_map(|entries| entries.iter().map(|(key, _)| key))
+        // The drive's own note of the records' revision is no record.
+        .filter(|key| !(table == MetaTable::System && key.as_slice() == RECORDS_REVISION))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let mut held = BTreeMap::new();
+    for key in keys {
+        let answers: Vec<Result<Option<T>, DriveError>> = (scans.iter())
+            .map(|scan| match scan {
+                Ok(entries) => Ok((entries.iter())
+                    .find(|(k, _)| k == key)
+                    .and_then(|(_, v)| super::record::decode::<T>(v).ok())),
+                Err(_) => Err(DriveError::Offline(String::new())),
+            })
+            .collect();
+        let agreed = match set.agree(&answers) {
+            Ok(Agreement::Found { value, .. }) => Held::Agreed(super::record::encode(&value)),
+            Ok(Agreement::NotFound) => Held::Nowhere,
+            Err(_) => Held::Undecided,
+        };
+        held.insert(key.clone(), agreed);
     }
-    Ok((copies.into_iter())
-        .map(|(key, values)| {
-            let held = match held_by_majority(&values, set.width(), set.read_quorum()) {
-                Some(bytes) => Held::Agreed(bytes.to_vec()),
-                None => Held::Undecided,
-            };
-            (key.to_vec(), held)
-        })
-        .collect())
+    Ok(held)
 }
 
 /// The changes that make a drive's copies of `table` the `decided` records: each put or
@@ -703,6 +721,7 @@ mod tests {
             memory.records.lock().unwrap().clone(),
             *memory.revision.lock().unwrap(),
         );
+        let deleted_copy = memory.records.lock().unwrap()["buckets/deleted"].clone();
         let made = BucketName::parse("made-since").unwrap();
         store.create_bucket(&made).await.unwrap();
         store.delete_bucket(&deleted).await.unwrap();
@@ -714,6 +733,16 @@ mod tests {
             .system_put("iam/user/new", b"secret".to_vec())
             .await
             .unwrap();
+        // Two drives missed the deletion's copy: they still hold the bucket.
+        let missed = MetaOp::Put {
+            table: MetaTable::Buckets,
+            key: b"deleted".to_vec(),
+            value: deleted_copy,
+        };
+        for i in 0..2 {
+            let drive = store.sets[0].meta_apply_on(i, vec![missed.clone()]);
+            drive.await.unwrap();
+        }
         // The snapshot is restored.
         *memory.records.lock().unwrap() = snapshot.0;
         *memory.revision.lock().unwrap() = snapshot.1;

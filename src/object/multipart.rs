@@ -469,7 +469,8 @@ impl ObjectStore {
         let bucket_record = self.bucket(bucket).await?;
         let set = self.set_for(bucket, key);
         let _upload_lock = self.upload_locks.write(bucket.as_str(), upload_id).await;
-        let attempt = || self.complete_once(set, &bucket_record, key, upload_id, &options);
+        let attempt =
+            || self.complete_once(set, (bucket, &bucket_record), key, upload_id, &options);
         let (record, unused) = retry_conflicts(attempt).await?;
         let dir = DataDir {
             bucket_id: bucket_record.id.clone(),
@@ -488,12 +489,11 @@ impl ObjectStore {
     async fn complete_once(
         &self,
         set: &ErasureSet,
-        bucket_record: &BucketRecord,
+        (bucket, bucket_record): (&BucketName, &BucketRecord),
         key: &ObjectKey,
         upload_id: &str,
         options: &CompleteOptions,
     ) -> Result<(ObjectRecord, Vec<String>), ObjectError> {
-        let bucket = &BucketName::parse(&bucket_record.name)?;
         let (upload, upload_copies) = match read_open_upload(set, bucket, key, upload_id).await {
             Err(ObjectError::NoSuchUpload) => {
                 // Completed already? A retry with the same parts gets the same answer.
