@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde::de::DeserializeOwned;
 
-use super::record;
+use super::{record, ObjectError};
 use crate::erasure::in_flight::Mark;
 use crate::erasure::{DriveError, ErasureSet, MetaOp, MetaTable, ReadWindow, Replica, ScanPage};
 
@@ -100,9 +100,18 @@ impl<T: DeserializeOwned> Copies<T> {
                 Err(_) => None,
             })
             .collect();
+        // A copy this server cannot decode (written in a newer record format during a
+        // rolling upgrade) is no answer, never an absence: taken for absent, it would read
+        // as 404 and be overwritten.
         let decoded = answers
             .into_iter()
-            .map(|answer| answer.map(|bytes| bytes.and_then(|b| record::decode(&b).ok())))
+            .map(|answer| {
+                let bytes = answer?;
+                let undecodable = |e: ObjectError| DriveError::Database(e.to_string());
+                bytes
+                    .map(|b| record::decode(&b).map_err(undecodable))
+                    .transpose()
+            })
             .collect();
         Self {
             table,
@@ -129,6 +138,8 @@ impl<T: Replica> Copies<T> {
         let settled = match (&self.decoded[i], &self.stored[i]) {
             (_, Some(None)) | (Ok(None), _) => true,
             (Ok(Some(held)), _) => agreed.is_some_and(|agreed| self.accounts_for(agreed, held)),
+            // A copy it cannot decode is not this server's to replace.
+            (Err(_), Some(Some(_))) => return Guard::Refuse,
             _ => false,
         };
         let cut_short = || match &self.stored[i] {

@@ -319,3 +319,49 @@ async fn reads_take_this_nodes_shards_first() {
     assert!(reads[..3].iter().all(|&r| r == 0), "{reads:?}");
     assert!(reads[3..].iter().all(|&r| r > 0), "{reads:?}");
 }
+
+/// A record this server cannot decode (one a newer release wrote, during a rolling upgrade)
+/// is not an absence: a GET of it fails rather than answering 404, and a create-only PUT is
+/// refused and leaves the record as it was, rather than taking the key for free.
+#[tokio::test]
+async fn a_record_in_a_newer_format_is_neither_absent_nor_overwritten() {
+    let FaultySet {
+        _sim,
+        faulty,
+        store,
+        bucket,
+        ..
+    } = faulty_set().await;
+    let key = ObjectKey::parse("newer").unwrap();
+    let newer = vec![99, 1, 2, 3];
+    for drive in &faulty {
+        let op = crate::storage::MetaOp::Put {
+            table: MetaTable::Objects,
+            key: object_key(bucket.as_str(), "newer"),
+            value: newer.clone(),
+        };
+        drive.meta_apply(vec![op]).await.unwrap();
+    }
+
+    let got = store.get_object(&bucket, &key, GetOptions::default()).await;
+    let got = got.err().expect("the GET of an undecodable record fails");
+    assert!(!matches!(got, super::ObjectError::NoSuchKey), "{got:?}");
+
+    let data = payload(13);
+    let body: crate::body::ByteStream = Box::pin(futures::stream::iter([Ok(data)]));
+    let create_only = PutOptions {
+        condition: Some(super::WriteCondition::IfNoneMatch),
+        ..PutOptions::default()
+    };
+    let put = store.put_object(&bucket, &key, body, create_only).await;
+    assert!(
+        put.is_err(),
+        "a create-only PUT over an undecodable record was taken"
+    );
+    for drive in &faulty {
+        let held = drive
+            .meta_get(MetaTable::Objects, object_key(bucket.as_str(), "newer"))
+            .await;
+        assert_eq!(held.unwrap().as_deref(), Some(&newer[..]));
+    }
+}
