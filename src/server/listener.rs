@@ -106,6 +106,18 @@ struct Connections {
     open: std::sync::Mutex<(usize, std::collections::HashMap<std::net::IpAddr, usize>)>,
 }
 
+/// The client a connection counts against: its IPv4 address, or its IPv6 /64. A host is
+/// given a whole /64, so counting each of its 2^64 addresses apart would cap nothing.
+fn client_of(address: std::net::IpAddr) -> std::net::IpAddr {
+    match address {
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.into(),
+            None => std::net::Ipv6Addr::from(v6.to_bits() & !u128::from(u64::MAX)).into(),
+        },
+        v4 => v4,
+    }
+}
+
 /// One open connection's place, given back when dropped.
 struct Admitted {
     connections: Arc<Connections>,
@@ -121,8 +133,9 @@ impl Connections {
         }
     }
 
-    /// A place for one more connection from `client`, if both caps allow it.
-    fn admit(this: &Arc<Self>, client: std::net::IpAddr) -> Option<Admitted> {
+    /// A place for one more connection from `address`, if both caps allow it.
+    fn admit(this: &Arc<Self>, address: std::net::IpAddr) -> Option<Admitted> {
+        let client = client_of(address);
         let mut open = this.open.lock().expect("connections lock");
         let (total, per_client) = &mut *open;
         let of_client = per_client.entry(client).or_insert(0);
@@ -758,5 +771,33 @@ async fn drive<C: GracefulConnection>(
                 }
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::IpAddr;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().expect("an address")
+    }
+
+    /// One host's /64 shares one per-client cap, however many of its addresses it uses; a
+    /// neighbouring /64 and IPv4 clients have their own.
+    #[test]
+    fn ipv6_clients_are_capped_by_their_64() {
+        let connections = Arc::new(Connections::new(100, 2));
+        let first = Connections::admit(&connections, ip("2001:db8:1:2::1")).expect("first");
+        let _second = Connections::admit(&connections, ip("2001:db8:1:2:ffff::9")).expect("second");
+        assert!(Connections::admit(&connections, ip("2001:db8:1:2:abcd::1")).is_none());
+        let _neighbour =
+            Connections::admit(&connections, ip("2001:db8:1:3::1")).expect("other /64");
+        let _v4 = Connections::admit(&connections, ip("192.0.2.1")).expect("an IPv4 client");
+        // An IPv4 client reached over a dual-stack socket is the same client.
+        let _mapped = Connections::admit(&connections, ip("::ffff:192.0.2.1")).expect("mapped");
+        assert!(Connections::admit(&connections, ip("192.0.2.1")).is_none());
+        drop(first);
+        Connections::admit(&connections, ip("2001:db8:1:2::77")).expect("a place given back");
     }
 }
