@@ -334,3 +334,30 @@ def test_boto3_default_client_works_for_ordinary_calls(s3_default_signature, buc
     s3_default_signature.put_object(Bucket=bucket, Key="plain", Body=data)
     got = s3_default_signature.get_object(Bucket=bucket, Key="plain")["Body"].read()
     assert sha256(got) == sha256(data)
+
+
+def test_boto3_sigv2_url_for_delete_bucket_cannot_remove_block_public_access(
+    s3_default_signature, s3, bucket
+):
+    # SigV2 does not sign `?publicAccessBlock`: the same signature would cover it, so the
+    # server takes only SigV4 for it (as AWS does) and the setting stays.
+    block = {name: True for name in ("BlockPublicAcls", "IgnorePublicAcls",
+                                     "BlockPublicPolicy", "RestrictPublicBuckets")}
+    s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration=block)
+    url = s3_default_signature.generate_presigned_url(
+        "delete_bucket", Params={"Bucket": bucket}, ExpiresIn=300
+    )
+    assert "AWSAccessKeyId" in url, url
+    for selector in ("publicAccessBlock", "ownershipControls", "encryption"):
+        assert_s3_error(fetch(f"{url}&{selector}", "DELETE"), 400, "InvalidRequest")
+    kept = s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"]
+    assert kept == block
+
+    # And a SigV2 URL lives at most a week, as a SigV4 one does.
+    key = "long-lived"
+    s3.put_object(Bucket=bucket, Key=key, Body=b"x")
+    eight_days = 8 * 24 * 3600
+    url = presign(s3_default_signature, "get_object", bucket, key, expires=eight_days)
+    assert_s3_error(fetch(url), 403, "AccessDenied")
+    status, _, body = fetch(presign(s3_default_signature, "get_object", bucket, key))
+    assert (status, body) == (200, b"x")

@@ -251,6 +251,13 @@ impl<'a> V2Request<'a> {
         query_amz: bool,
         keyring: &Keyring,
     ) -> Result<Authenticated, S3Error> {
+        if let Some(name) = sigv2::unsigned_selector(self.params) {
+            let message = format!(
+                "The authorization mechanism you have provided is not supported for \
+                 ?{name}. Please use AWS4-HMAC-SHA256."
+            );
+            return Err(err(S3ErrorCode::InvalidRequest, message));
+        }
         let (secret, identity) = keyring
             .lookup(access_key)
             .ok_or_else(|| S3Error::from_code(S3ErrorCode::InvalidAccessKeyId))?;
@@ -341,6 +348,11 @@ fn v2_query_auth(
     })?;
     if now.unix_timestamp() > expires_at {
         return Err(err(S3ErrorCode::AccessDenied, "Request has expired"));
+    }
+    // The same bound as SigV4's X-Amz-Expires: a leaked URL is not a key for decades.
+    if expires_at - now.unix_timestamp() > MAX_EXPIRES_SECS {
+        let message = "Expires must be less than a week (604800 seconds) from now";
+        return Err(err(S3ErrorCode::AccessDenied, message));
     }
     request.verify((access_key, signature), expires, true, keyring)
 }

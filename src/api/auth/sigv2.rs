@@ -49,6 +49,24 @@ const SUB_RESOURCES: [&str; 37] = [
     "website",
 ];
 
+/// Parameters that pick an operation but are not among the sub-resources SigV2 signs: a
+/// signature made for `DELETE /bucket` would also cover `DELETE /bucket?publicAccessBlock`.
+/// AWS takes only SigV4 for these operations, and so does this server.
+const UNSIGNED_SELECTORS: [&str; 5] = [
+    "attributes",
+    "encryption",
+    "ownershipControls",
+    "policyStatus",
+    "publicAccessBlock",
+];
+
+/// The first parameter of `query` that selects an operation SigV2 cannot sign.
+pub fn unsigned_selector(query: &[(String, String)]) -> Option<&str> {
+    (query.iter())
+        .map(|(name, _)| name.as_str())
+        .find(|name| UNSIGNED_SELECTORS.contains(name))
+}
+
 /// `CanonicalizedResource`: the path as sent (with `/bucket` in front for a virtual-hosted
 /// request), then the sub-resources of the query, sorted, with decoded values.
 pub fn canonical_resource(path: &str, query: &[(String, String)]) -> String {

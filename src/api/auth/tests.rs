@@ -512,6 +512,57 @@ fn aws_sigv2_examples_authenticate() {
     );
 }
 
+/// A SigV2 presigned URL for `method path`, expiring at `expires` (Unix seconds).
+fn sigv2_presigned(method: &Method, path: &str, expires: i64) -> String {
+    let to_sign = sigv2::string_to_sign(method, "", "", &expires.to_string(), "", path);
+    let signature = sigv2::sign(SECRET, &to_sign);
+    let signature =
+        percent_encoding::utf8_percent_encode(&signature, percent_encoding::NON_ALPHANUMERIC);
+    format!("{path}?AWSAccessKeyId={AK}&Expires={expires}&Signature={signature}")
+}
+
+/// SigV2 does not sign `?publicAccessBlock` and the like: a URL presigned for
+/// `DELETE /bucket` must not become "remove Block Public Access". Those operations take
+/// SigV4 only, as on AWS; and a SigV2 URL lives at most 7 days, as a SigV4 one does.
+#[test]
+fn sigv2_refuses_operations_it_does_not_sign_and_lifetimes_over_a_week() {
+    let delete = Method::DELETE;
+    let headers = header_map(&[("host", "localhost:9000")]);
+    // 2024-01-01T12:00:00Z, the time of T_OWN, plus an hour.
+    let in_an_hour = 1_704_110_400 + 3600;
+    let url = sigv2_presigned(&delete, "/b", in_an_hour);
+    accepted(&delete, &uri(&url), &headers, T_OWN);
+    for selector in [
+        "publicAccessBlock",
+        "ownershipControls",
+        "encryption",
+        "policyStatus",
+        "attributes",
+    ] {
+        let rewritten = uri(&format!("{url}&{selector}"));
+        assert_eq!(
+            refused(&delete, &rewritten, &headers, T_OWN),
+            InvalidRequest,
+            "{selector}"
+        );
+    }
+    // A signed sub-resource still changes what is signed, so a rewrite is refused.
+    let rewritten = uri(&format!("{url}&policy"));
+    assert_eq!(
+        refused(&delete, &rewritten, &headers, T_OWN),
+        SignatureDoesNotMatch
+    );
+
+    let week = 604_800;
+    let at_a_week = sigv2_presigned(&delete, "/b", 1_704_110_400 + week);
+    accepted(&delete, &uri(&at_a_week), &headers, T_OWN);
+    let beyond = sigv2_presigned(&delete, "/b", 1_704_110_400 + week + 1);
+    assert_eq!(
+        refused(&delete, &uri(&beyond), &headers, T_OWN),
+        AccessDenied
+    );
+}
+
 /// A SigV4 request dated by `Date` instead of `x-amz-date`, in every form clients write it.
 #[test]
 fn sigv4_takes_a_date_header_in_any_rfc_2822_form() {
