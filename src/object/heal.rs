@@ -438,8 +438,13 @@ impl ObjectStore {
                     };
                     match self.heal_object(&bucket, &key, depth).await {
                         Ok(report) => total.add(&report),
-                        // The bucket went away meanwhile: nothing of it is served any more.
-                        Err(ObjectError::NoSuchBucket) => {}
+                        // Records under a name no bucket holds (a PUT that raced the
+                        // bucket's deletion): not healed, so not settled either, or the
+                        // drives that lack them would be taken for healed.
+                        Err(ObjectError::NoSuchBucket) => {
+                            tracing::warn!(bucket = %bucket, key = %key, "heal: a record of a bucket that does not exist; left as it is");
+                            total.unresolved += 1;
+                        }
                         Err(e) => {
                             tracing::warn!(bucket = %bucket, key = %key, error = %e, "heal failed");
                             total.unresolved += 1;

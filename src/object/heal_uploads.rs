@@ -41,8 +41,12 @@ impl ObjectStore {
                     };
                     let bucket_record = match self.bucket(&bucket).await {
                         Ok(record) => record,
-                        // The bucket went away meanwhile, and its uploads with it.
-                        Err(ObjectError::NoSuchBucket) => continue,
+                        // The bucket is gone: its deletion removed its uploads on the
+                        // drives it reached, and this finishes it on the others.
+                        Err(ObjectError::NoSuchBucket) => {
+                            total.add(&end_orphaned_upload(set, &upload_id, &db_key).await);
+                            continue;
+                        }
                         Err(e) => {
                             tracing::warn!(bucket = %bucket, key = %key, upload_id, error = %e, "heal of an upload failed");
                             total.unresolved += 1;
@@ -266,7 +270,15 @@ async fn spread_tombstone(
 /// Removes an upload's records (never its data: a completed upload's folder is now its
 /// object's) from the drives that still hold them.
 async fn purge_upload(set: &ErasureSet, upload_id: &str, db_key: &[u8], held: &[bool]) -> u64 {
-    let ops = vec![
+    let ops = upload_purge(upload_id, db_key);
+    let batches = held.iter().map(|&h| h.then(|| ops.clone())).collect();
+    let removed = set.meta_apply_each(batches).await;
+    removed.iter().filter(|r| r.is_ok()).count() as u64
+}
+
+/// The batch that removes an upload's record and its parts' records from a drive.
+fn upload_purge(upload_id: &str, db_key: &[u8]) -> Vec<MetaOp> {
+    vec![
         MetaOp::Delete {
             table: MetaTable::Uploads,
             key: db_key.to_vec(),
@@ -275,10 +287,19 @@ async fn purge_upload(set: &ErasureSet, upload_id: &str, db_key: &[u8], held: &[
             table: MetaTable::Parts,
             prefix: parts_prefix(upload_id),
         },
-    ];
-    let batches = held.iter().map(|&h| h.then(|| ops.clone())).collect();
-    let removed = set.meta_apply_each(batches).await;
-    removed.iter().filter(|r| r.is_ok()).count() as u64
+    ]
+}
+
+/// Removes an upload of a deleted bucket, and its parts, from every drive (the deletion
+/// took away only the upload records it reached); unresolved while a drive cannot be
+/// reached, as it may hold them too.
+async fn end_orphaned_upload(set: &ErasureSet, upload_id: &str, db_key: &[u8]) -> HealReport {
+    let removed = set.meta_apply_all(upload_purge(upload_id, db_key)).await;
+    HealReport {
+        stale_purged: 1,
+        unresolved: u64::from(removed.iter().any(Result::is_err)),
+        ..HealReport::default()
+    }
 }
 
 /// Splits a database key `bucket NUL key NUL upload id` back into its parts.

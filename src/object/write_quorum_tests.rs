@@ -365,3 +365,90 @@ async fn a_record_in_a_newer_format_is_neither_absent_nor_overwritten() {
         assert_eq!(held.unwrap().as_deref(), Some(&newer[..]));
     }
 }
+
+/// A drive that missed a bucket's deletion keeps the bucket's uploads; heal takes them away
+/// (records and parts) and counts the pass settled only once every drive answered.
+#[tokio::test]
+async fn heal_ends_the_uploads_a_deleted_bucket_left_on_a_drive_that_missed_it() {
+    let FaultySet {
+        _sim,
+        faulty,
+        store,
+        bucket,
+        ..
+    } = faulty_set().await;
+    let key = ObjectKey::parse("ckpt").unwrap();
+    let (upload_id, _) = (store.create_multipart_upload(&bucket, &key, Default::default()))
+        .await
+        .unwrap();
+    let body: crate::body::ByteStream = Box::pin(futures::stream::iter([Ok(payload(5))]));
+    (store.upload_part(&bucket, &key, &upload_id, 1, body, PutOptions::default()))
+        .await
+        .unwrap();
+    let missed = &faulty[0];
+    missed.fail(&[Call::MetaApply]);
+    store.delete_bucket(&bucket).await.unwrap();
+    let upload_key = record::upload_key(bucket.as_str(), "ckpt", &upload_id);
+    let held = missed
+        .meta_get(MetaTable::Uploads, upload_key.clone())
+        .await;
+    assert!(
+        matches!(held, Ok(Some(_))),
+        "the missed drive keeps the upload"
+    );
+
+    let pass = store
+        .heal_uploads(&super::HealScope::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        pass.unresolved, 1,
+        "a drive that cannot be written may still hold it"
+    );
+    missed.recover();
+    let pass = store
+        .heal_uploads(&super::HealScope::default())
+        .await
+        .unwrap();
+    assert_eq!(pass.unresolved, 0);
+    for drive in &faulty {
+        let upload = drive.meta_get(MetaTable::Uploads, upload_key.clone()).await;
+        assert!(matches!(upload, Ok(None)), "{upload:?}");
+        let parts = drive
+            .meta_scan(
+                MetaTable::Parts,
+                std::ops::Bound::Unbounded,
+                record::parts_prefix(&upload_id),
+                10,
+            )
+            .await
+            .unwrap();
+        assert!(parts.is_empty(), "part records stay: {parts:?}");
+    }
+}
+
+/// Object records under a name no bucket holds are not healed, so a pass over them is not
+/// settled: the drives that lack them must not be taken for healed.
+#[tokio::test]
+async fn records_of_a_bucket_that_does_not_exist_leave_a_heal_pass_unsettled() {
+    let FaultySet {
+        _sim,
+        faulty,
+        store,
+        ..
+    } = faulty_set().await;
+    for drive in &faulty[..5] {
+        let op = crate::storage::MetaOp::Put {
+            table: MetaTable::Objects,
+            key: object_key("gone", "leftover"),
+            value: vec![1, 2, 3],
+        };
+        drive.meta_apply(vec![op]).await.unwrap();
+    }
+    let scope = super::HealScope::default();
+    let pass = store
+        .heal_objects(&scope, super::HealDepth::Quick, None, |_| {})
+        .await
+        .unwrap();
+    assert_eq!(pass.unresolved, 1);
+}
