@@ -768,4 +768,35 @@ mod tests {
             .collect();
         assert_eq!(names, ["kept", "made-since", "other"]);
     }
+
+    /// A node still filling the authority from what its drives held when it came, after
+    /// another node adopted it and deleted a bucket: the fill brings nothing back, as the
+    /// deletion left a tombstone and a fill only creates records the authority holds
+    /// nothing of.
+    #[tokio::test]
+    async fn a_late_fill_does_not_bring_back_a_record_deleted_since() {
+        let (first, late, memory) = (store(), store(), Arc::new(Memory::default()));
+        let gone = BucketName::parse("gone").unwrap();
+        // `late`'s drives are as they were before the deletion.
+        for node in [&first, &late] {
+            node.create_bucket(&gone).await.unwrap();
+        }
+        assert_eq!(
+            first.fill_authority(&(memory.clone() as _)).await.unwrap(),
+            1
+        );
+        first.set_record_authority(memory.clone());
+        first.delete_bucket(&gone).await.unwrap();
+
+        assert_eq!(
+            late.fill_authority(&(memory.clone() as _)).await.unwrap(),
+            0
+        );
+        late.set_record_authority(memory.clone());
+        late.forget_agreed_buckets();
+        for node in [&first, &late] {
+            let read = node.bucket(&gone).await;
+            assert!(matches!(read, Err(ObjectError::NoSuchBucket)), "{read:?}");
+        }
+    }
 }
