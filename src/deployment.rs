@@ -201,16 +201,22 @@ fn places(config: &ServerConfig) -> anyhow::Result<(Vec<Place>, Vec<Arc<NodeLive
     Ok((places, peers.into_iter().map(|(_, p)| p).collect()))
 }
 
-/// Whether a drive of another node answers that it holds a bucket. Called on the blocking
-/// pool at start (the drives are reached over the runtime).
-fn other_nodes_hold_buckets(places: &[Place]) -> bool {
+/// Whether a drive of another node answers that it holds a bucket or a deployment-wide
+/// record (a user, a policy, a KMS key). Called on the blocking pool at start (the drives
+/// are reached over the runtime).
+fn other_nodes_hold_records(places: &[Place]) -> bool {
     let remote = places.iter().filter_map(|place| match place {
         Place::Remote(drive) => Some(drive.clone()),
         Place::Local(_) => None,
     });
-    let scans = remote.map(|drive| async move {
-        let scan = drive.meta_scan(MetaTable::Buckets, Bound::Unbounded, Vec::new(), 1);
-        matches!(tokio::time::timeout(PEER_SCAN_TIMEOUT, scan).await, Ok(Ok(found)) if !found.is_empty())
+    let scans = remote.flat_map(|drive| {
+        [MetaTable::Buckets, MetaTable::System].map(|table| {
+            let drive = drive.clone();
+            async move {
+                let scan = drive.meta_scan(table, Bound::Unbounded, Vec::new(), 1);
+                matches!(tokio::time::timeout(PEER_SCAN_TIMEOUT, scan).await, Ok(Ok(found)) if !found.is_empty())
+            }
+        })
     });
     tokio::runtime::Handle::current().block_on(async {
         futures::future::join_all(scans)
@@ -218,6 +224,19 @@ fn other_nodes_hold_buckets(places: &[Place]) -> bool {
             .into_iter()
             .any(|holds| holds)
     })
+}
+
+/// What this node knows, from outside its drives, of whether it formatted drives before:
+/// etcd remembers it, and without etcd nothing outside the drives does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormatHistory {
+    /// No record outside the drives (no etcd).
+    Unknown,
+    /// etcd holds no record of this node formatting its drives: a new node.
+    Never,
+    /// etcd holds that this node formatted its drives before: blank folders here are
+    /// drives it lost.
+    Before,
 }
 
 /// How many drives the deployment has, on every node.
@@ -230,8 +249,8 @@ fn drive_count(config: &ServerConfig) -> usize {
 
 /// Opens (and on first start formats) every drive. In distributed mode this node opens its
 /// own folders, the deployment id is the layout's, and the other nodes' drives are reached
-/// over the drive RPC.
-pub fn open(config: &ServerConfig) -> anyhow::Result<Deployment> {
+/// over the drive RPC. `history` says whether this node formatted its drives before.
+pub fn open(config: &ServerConfig, history: FormatHistory) -> anyhow::Result<Deployment> {
     let set_size = config.data_shards + config.parity_shards;
     let (places, peers) = places(config)?;
     let set_count = places.len() / set_size;
@@ -250,10 +269,13 @@ pub fn open(config: &ServerConfig) -> anyhow::Result<Deployment> {
     };
     if found.is_none() {
         // A new deployment, or with several nodes this node's part of one: the folders here
-        // are formatted as they are. But a node whose folders are all blank while the other
-        // nodes hold buckets lost its drives: they join as replacements, unhealed, so that
-        // they never vote a key absent before a heal gave them what the sets hold.
-        let replacements = config.cluster.is_some() && other_nodes_hold_buckets(&places);
+        // are formatted as they are. But a node whose folders are all blank after it
+        // formatted drives once (etcd remembers), or while the other nodes hold records,
+        // lost its drives: they join as replacements, unhealed, so that they never vote a
+        // key absent before a heal gave them what the sets hold. Its peers being away at
+        // this start (a site power loss) proves nothing.
+        let replacements = config.cluster.is_some()
+            && (history == FormatHistory::Before || other_nodes_hold_records(&places));
         for (position, place) in places.iter().enumerate() {
             let Some(path) = place.local() else { continue };
             let format = format_for(config, &deployment_id, position);
@@ -269,7 +291,7 @@ pub fn open(config: &ServerConfig) -> anyhow::Result<Deployment> {
                 .with_context(|| format!("creating the database of {}", path.display()))?;
         }
         tracing::info!(deployment = %deployment_id, drives = config.drives.len(), "formatted new drives");
-        let mut deployment = open(config)?;
+        let mut deployment = open(config, history)?;
         if config.cluster.is_some() {
             // The other nodes may hold the set's objects already: heal once serving.
             deployment.formatted = config.drives.clone();

@@ -277,6 +277,40 @@ async fn a_node_whose_drives_come_back_blank_never_decides_a_key_is_gone() {
     );
 }
 
+/// A deployment with users but no bucket yet is not new either: a node whose drives come
+/// back blank while the other holds a user joins them as replacements, so they never vote
+/// the user absent.
+#[tokio::test]
+async fn a_node_whose_drives_come_back_blank_beside_only_users_joins_them_as_replacements() {
+    let (_root, ports, drives, layout) = Cluster::plan(2, 3);
+    let start = |i: usize| {
+        TestServer::start_with(ServerOptions {
+            extra_args: vec!["--allow-node-loss-risk".into()],
+            ..node_options(ports[i], &drives[i], &layout, "4+2")
+        })
+    };
+    let (first, second) = (start(0), start(1));
+    let added = strata_admin(
+        &first,
+        &["user", "add", "trainer", "--secret", "trainer-secret-1234"],
+    );
+    assert!(added.status.success(), "{added:?}");
+
+    second.kill();
+    for folder in &drives[1] {
+        std::fs::remove_dir_all(folder).unwrap();
+        std::fs::create_dir_all(folder).unwrap();
+    }
+    second.restart();
+    assert!(
+        second
+            .run_log()
+            .contains("formatted an empty drive into its position"),
+        "node 2's blank drives joined as replacements: {}",
+        second.log_tail(20)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_certificates_nodes_speak_tls_to_each_other() {
     let ca = Ca::new("strata test cluster CA");

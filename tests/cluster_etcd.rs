@@ -907,3 +907,56 @@ async fn an_etcd_that_forgot_is_filled_again_from_the_drives_and_deletes_nothing
     )
     .await;
 }
+
+/// A node whose drives were all replaced, started while its peers are away (after a site
+/// power loss the node with new disks often boots first), formats them as unhealed
+/// replacements, not as new drives that vote "absent": etcd remembers that it formatted
+/// drives before. Once the others are back, a heal pass fills them and nothing is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wiped_node_started_alone_formats_its_drives_as_replacements() {
+    let etcd = EtcdServer::start();
+    let cluster = Cluster::start_with_etcd(3, 3, EC, &etcd);
+    let client = cluster.nodes[0].client();
+    create_bucket(&client, "kept").await;
+    put(
+        &client,
+        "kept",
+        "ckpt",
+        b"written before the disks were replaced",
+    )
+    .await;
+    for node in &cluster.nodes {
+        node.kill();
+    }
+    for drive in &cluster.drives[0] {
+        std::fs::remove_dir_all(drive).unwrap();
+        std::fs::create_dir_all(drive).unwrap();
+    }
+    cluster.nodes[0].restart();
+    let unhealed = || {
+        (cluster.drives[0].iter())
+            .filter(|drive| drive.join(".strata/unhealed.json").exists())
+            .count()
+    };
+    assert_eq!(unhealed(), 3, "{}", cluster.nodes[0].log_tail(30));
+
+    for node in &cluster.nodes[1..] {
+        node.restart();
+    }
+    eventually(
+        Duration::from_secs(60),
+        "the replaced drives healed",
+        || unhealed() == 0,
+    )
+    .await;
+    for node in &cluster.nodes {
+        let client = node.client();
+        assert_object(
+            &client,
+            "kept",
+            "ckpt",
+            b"written before the disks were replaced",
+        )
+        .await;
+    }
+}

@@ -12,6 +12,8 @@
 //!   records; users, policies and the key catalog), changed by compare-and-swap; the drives
 //!   keep a copy (see `crate::object::RecordAuthority`).
 //! - `records-filled`: etcd holds every record the drives held when the first node came.
+//! - `formatted/<host:port>`: the node formatted its drives once; blank folders it starts
+//!   on later are drives it lost, formatted as unhealed replacements.
 //! - `tiers`: each tier's fingerprint, as the first node to start was given them; every node
 //!   must be given the same.
 
@@ -237,6 +239,32 @@ impl ControlPlane {
         store.forget_agreed_buckets();
         self.adopted.send_replace(true);
         tracing::info!("bucket and system records are decided in etcd");
+        Ok(())
+    }
+
+    /// Whether this node formatted its drives before (see [`Self::note_formatted`]).
+    pub async fn format_history(&self) -> anyhow::Result<crate::deployment::FormatHistory> {
+        use crate::deployment::FormatHistory;
+        let key = format!("{ROOT}formatted/{}", self.node);
+        let held = self
+            .etcd
+            .get(&key)
+            .await
+            .context("reading this node's format record in etcd")?;
+        Ok(match held {
+            Some(_) => FormatHistory::Before,
+            None => FormatHistory::Never,
+        })
+    }
+
+    /// Records that this node's drives are formatted (at every start: nodes formatted by an
+    /// older release are recorded too).
+    pub async fn note_formatted(&self) -> anyhow::Result<()> {
+        let key = format!("{ROOT}formatted/{}", self.node);
+        let since = unix_seconds().to_string();
+        if self.etcd.get(&key).await?.is_none() {
+            self.etcd.put(&key, since.as_bytes(), None).await?;
+        }
         Ok(())
     }
 

@@ -133,12 +133,19 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             .unwrap_or_default();
         control.agree_on_tiers(&fingerprints).await?;
     }
+    let history = match &control {
+        Some(control) => control.format_history().await?,
+        None => deployment::FormatHistory::Unknown,
+    };
     let deployment = {
         let config = config.clone();
-        tokio::task::spawn_blocking(move || deployment::open(&config))
+        tokio::task::spawn_blocking(move || deployment::open(&config, history))
             .await
             .context("opening drives")??
     };
+    if let Some(control) = &control {
+        control.note_formatted().await?;
+    }
     let mut deployment = deployment;
     let set_count = deployment.sets.len();
     let store = ObjectStore::new(std::mem::take(&mut deployment.sets), &deployment.id);
