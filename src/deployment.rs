@@ -226,19 +226,6 @@ fn other_nodes_hold_records(places: &[Place]) -> bool {
     })
 }
 
-/// What this node knows, from outside its drives, of whether it formatted drives before:
-/// etcd remembers it, and without etcd nothing outside the drives does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FormatHistory {
-    /// No record outside the drives (no etcd).
-    Unknown,
-    /// etcd holds no record of this node formatting its drives: a new node.
-    Never,
-    /// etcd holds that this node formatted its drives before: blank folders here are
-    /// drives it lost.
-    Before,
-}
-
 /// How many drives the deployment has, on every node.
 fn drive_count(config: &ServerConfig) -> usize {
     match &config.cluster {
@@ -249,8 +236,9 @@ fn drive_count(config: &ServerConfig) -> usize {
 
 /// Opens (and on first start formats) every drive. In distributed mode this node opens its
 /// own folders, the deployment id is the layout's, and the other nodes' drives are reached
-/// over the drive RPC. `history` says whether this node formatted its drives before.
-pub fn open(config: &ServerConfig, history: FormatHistory) -> anyhow::Result<Deployment> {
+/// over the drive RPC. `formatted_before`: etcd remembers that this node formatted its
+/// drives once (without etcd nothing outside the drives does: false).
+pub fn open(config: &ServerConfig, formatted_before: bool) -> anyhow::Result<Deployment> {
     let set_size = config.data_shards + config.parity_shards;
     let (places, peers) = places(config)?;
     let set_count = places.len() / set_size;
@@ -274,8 +262,8 @@ pub fn open(config: &ServerConfig, history: FormatHistory) -> anyhow::Result<Dep
         // lost its drives: they join as replacements, unhealed, so that they never vote a
         // key absent before a heal gave them what the sets hold. Its peers being away at
         // this start (a site power loss) proves nothing.
-        let replacements = config.cluster.is_some()
-            && (history == FormatHistory::Before || other_nodes_hold_records(&places));
+        let replacements =
+            config.cluster.is_some() && (formatted_before || other_nodes_hold_records(&places));
         for (position, place) in places.iter().enumerate() {
             let Some(path) = place.local() else { continue };
             let format = format_for(config, &deployment_id, position);
@@ -291,7 +279,7 @@ pub fn open(config: &ServerConfig, history: FormatHistory) -> anyhow::Result<Dep
                 .with_context(|| format!("creating the database of {}", path.display()))?;
         }
         tracing::info!(deployment = %deployment_id, drives = config.drives.len(), "formatted new drives");
-        let mut deployment = open(config, history)?;
+        let mut deployment = open(config, formatted_before)?;
         if config.cluster.is_some() {
             // The other nodes may hold the set's objects already: heal once serving.
             deployment.formatted = config.drives.clone();

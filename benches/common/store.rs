@@ -37,9 +37,7 @@ fn config(drives: &[PathBuf]) -> ServerConfig {
 /// The store opened in-process over the drives, the way the server opens it. It must be
 /// dropped before a server starts over them: each drive's database admits one process.
 pub fn open_store(drives: &[PathBuf]) -> Arc<ObjectStore> {
-    let deployment =
-        strata::deployment::open(&config(drives), strata::deployment::FormatHistory::Unknown)
-            .expect("drives open");
+    let deployment = strata::deployment::open(&config(drives), false).expect("drives open");
     assert_eq!(
         deployment.sets.len(),
         1,

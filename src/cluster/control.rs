@@ -243,29 +243,27 @@ impl ControlPlane {
     }
 
     /// Whether this node formatted its drives before (see [`Self::note_formatted`]).
-    pub async fn format_history(&self) -> anyhow::Result<crate::deployment::FormatHistory> {
-        use crate::deployment::FormatHistory;
-        let key = format!("{ROOT}formatted/{}", self.node);
-        let held = self
-            .etcd
-            .get(&key)
-            .await
-            .context("reading this node's format record in etcd")?;
-        Ok(match held {
-            Some(_) => FormatHistory::Before,
-            None => FormatHistory::Never,
-        })
+    pub async fn formatted_before(&self) -> anyhow::Result<bool> {
+        let held = self.etcd.get(&self.formatted_key()).await;
+        Ok(held
+            .context("reading this node's format record in etcd")?
+            .is_some())
     }
 
-    /// Records that this node's drives are formatted (at every start: nodes formatted by an
-    /// older release are recorded too).
+    /// Records that this node's drives are formatted, once (at every start, so that nodes
+    /// formatted by an older release are recorded too).
     pub async fn note_formatted(&self) -> anyhow::Result<()> {
-        let key = format!("{ROOT}formatted/{}", self.node);
         let since = unix_seconds().to_string();
-        if self.etcd.get(&key).await?.is_none() {
-            self.etcd.put(&key, since.as_bytes(), None).await?;
-        }
+        // Already there from an earlier start: kept as it is.
+        let _earlier = (self
+            .etcd
+            .create(&self.formatted_key(), since.as_bytes(), None))
+        .await?;
         Ok(())
+    }
+
+    fn formatted_key(&self) -> String {
+        format!("{ROOT}formatted/{}", self.node)
     }
 
     /// This node, as the layout names it.

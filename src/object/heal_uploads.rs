@@ -295,9 +295,10 @@ fn upload_purge(upload_id: &str, db_key: &[u8]) -> Vec<MetaOp> {
 /// reached, as it may hold them too.
 async fn end_orphaned_upload(set: &ErasureSet, upload_id: &str, db_key: &[u8]) -> HealReport {
     let removed = set.meta_apply_all(upload_purge(upload_id, db_key)).await;
+    let everywhere = removed.iter().all(Result::is_ok);
     HealReport {
-        stale_purged: 1,
-        unresolved: u64::from(removed.iter().any(Result::is_err)),
+        stale_purged: u64::from(everywhere),
+        unresolved: u64::from(!everywhere),
         ..HealReport::default()
     }
 }

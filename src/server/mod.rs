@@ -133,13 +133,13 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             .unwrap_or_default();
         control.agree_on_tiers(&fingerprints).await?;
     }
-    let history = match &control {
-        Some(control) => control.format_history().await?,
-        None => deployment::FormatHistory::Unknown,
+    let formatted_before = match &control {
+        Some(control) => control.formatted_before().await?,
+        None => false,
     };
     let deployment = {
         let config = config.clone();
-        tokio::task::spawn_blocking(move || deployment::open(&config, history))
+        tokio::task::spawn_blocking(move || deployment::open(&config, formatted_before))
             .await
             .context("opening drives")??
     };
