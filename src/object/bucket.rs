@@ -31,6 +31,7 @@ impl ObjectStore {
             if self.find_bucket(name).await?.is_some() {
                 return Err(ObjectError::BucketExists);
             }
+            self.remove_leftovers_of(name).await?;
             let record = BucketRecord {
                 name: name.to_string(),
                 id: uuid::Uuid::new_v4().simple().to_string(),

@@ -118,6 +118,33 @@ impl ObjectStore {
         count
     }
 
+    /// Removes what a deleted bucket of this name left behind (see [`remove_leftover`]), so
+    /// that a new bucket of the name starts empty; an error while a drive may still hold some.
+    pub(super) async fn remove_leftovers_of(&self, name: &BucketName) -> Result<(), ObjectError> {
+        let prefix = object_key(name.as_str(), "");
+        let mut total = HealReport::default();
+        for set in &self.sets {
+            let mut start = Bound::Unbounded;
+            loop {
+                let (keys, next) = scan_keys(set, &OBJECT_TABLES, start, &prefix).await;
+                for db_key in keys {
+                    total.add(&remove_leftover(set, &db_key).await);
+                }
+                match next {
+                    Some(after) => start = Bound::Excluded(after),
+                    None => break,
+                }
+            }
+        }
+        if total.stale_purged > 0 {
+            tracing::warn!(bucket = %name, records = total.stale_purged, "removed the records a deleted bucket of this name left");
+        }
+        match total.unresolved {
+            0 => Ok(()),
+            _ => Err(ObjectError::Erasure(ErasureError::ReadQuorum)),
+        }
+    }
+
     /// The queue of objects that reads found damaged; the healer takes it once.
     pub fn take_heal_requests(&self) -> Option<mpsc::Receiver<(BucketName, ObjectKey)>> {
         self.heal_queue
@@ -439,11 +466,10 @@ impl ObjectStore {
                     match self.heal_object(&bucket, &key, depth).await {
                         Ok(report) => total.add(&report),
                         // Records under a name no bucket holds (a PUT that raced the
-                        // bucket's deletion): not healed, so not settled either, or the
-                        // drives that lack them would be taken for healed.
+                        // bucket's deletion): they went with their bucket.
                         Err(ObjectError::NoSuchBucket) => {
-                            tracing::warn!(bucket = %bucket, key = %key, "heal: a record of a bucket that does not exist; left as it is");
-                            total.unresolved += 1;
+                            tracing::warn!(bucket = %bucket, key = %key, "heal: removing a record of a bucket that does not exist");
+                            total.add(&remove_leftover(set, &db_key).await);
                         }
                         Err(e) => {
                             tracing::warn!(bucket = %bucket, key = %key, error = %e, "heal failed");
@@ -694,6 +720,45 @@ fn split_object_key(db_key: &[u8]) -> Option<(BucketName, ObjectKey)> {
     let text = std::str::from_utf8(db_key).ok()?;
     let (bucket, key) = text.split_once('\0')?;
     Some((BucketName::parse(bucket).ok()?, ObjectKey::parse(key).ok()?))
+}
+
+/// Removes the object records a deleted bucket left under `db_key` (a PUT that committed
+/// after the deletion found the bucket empty), each only if it is still the copy read, so
+/// that a write into a new bucket of that name is never taken. Their data folders are then
+/// referenced by nothing and go with the orphans. Unresolved while a drive cannot be read
+/// or written, as it may hold them too.
+pub(super) async fn remove_leftover(set: &ErasureSet, db_key: &[u8]) -> HealReport {
+    let held = join_all(OBJECT_TABLES.map(|table| set.meta_get_all(table, db_key))).await;
+    let mut batches: Vec<Vec<MetaOp>> = vec![Vec::new(); set.width()];
+    let mut unread = false;
+    for (table, answers) in OBJECT_TABLES.iter().zip(held) {
+        for (batch, answer) in batches.iter_mut().zip(answers) {
+            match answer {
+                Ok(Some(value)) => batch.extend([
+                    MetaOp::Expect {
+                        table: *table,
+                        key: db_key.to_vec(),
+                        value: Some(value),
+                    },
+                    MetaOp::Delete {
+                        table: *table,
+                        key: db_key.to_vec(),
+                    },
+                ]),
+                Ok(None) => {}
+                Err(_) => unread = true,
+            }
+        }
+    }
+    let batches = batches.into_iter().map(|b| (!b.is_empty()).then_some(b));
+    let held: Vec<bool> = batches.clone().map(|b| b.is_some()).collect();
+    let removed = set.meta_apply_each(batches.collect()).await;
+    let failed = removed.iter().zip(&held).any(|(r, &h)| h && r.is_err());
+    HealReport {
+        stale_purged: removed.iter().filter(|r| r.is_ok()).count() as u64,
+        unresolved: u64::from(unread || failed),
+        ..HealReport::default()
+    }
 }
 
 /// The tables whose keys are a set's objects: keys of versioned buckets whose newest
