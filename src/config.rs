@@ -51,8 +51,9 @@ pub struct ClusterConfig {
     pub this_node: String,
     /// Authenticates node-to-node drive calls (`STRATA_CLUSTER_SECRET`).
     pub secret: zeroize::Zeroizing<Vec<u8>>,
-    /// The etcd members holding the control plane (`--etcd`); none: nodes go without one.
-    pub etcd: Vec<String>,
+    /// The etcd members holding the control plane (`--etcd`) and how to prove this node to
+    /// them; no endpoints: nodes go without one.
+    pub etcd: crate::cluster::etcd::EtcdAccess,
 }
 
 impl ClusterConfig {

@@ -6,8 +6,10 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use strata::cluster::etcd::EtcdAccess;
 use strata::cluster::layout;
 use strata::config::{self, ServerConfig};
+use zeroize::Zeroizing;
 
 #[derive(Parser)]
 #[command(
@@ -20,6 +22,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size of a variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Serve the S3 API over a set of drive folders.
@@ -54,15 +58,8 @@ enum Command {
         /// `--address` cannot tell (every node listening on 0.0.0.0:9000, say).
         #[arg(long, env = "STRATA_NODE", value_name = "HOST:PORT")]
         node: Option<String>,
-        /// Several nodes: the etcd members that hold the control plane (layout, membership,
-        /// elections, the change feed), comma-separated.
-        #[arg(
-            long,
-            env = "STRATA_ETCD_ENDPOINTS",
-            value_name = "URLS",
-            value_delimiter = ','
-        )]
-        etcd: Vec<String>,
+        #[command(flatten)]
+        etcd: EtcdArgs,
         /// Drive folders; `/data/d{1...9}` expands. Default: ./data/d1 … ./data/d9. Several
         /// nodes: one URL per drive, `http://node{1...4}:9000/mnt/disk{1...9}`, the same on
         /// every node (needs STRATA_CLUSTER_SECRET).
@@ -122,7 +119,127 @@ struct Layout {
     drives: Vec<String>,
     allow_node_loss_risk: bool,
     node: Option<String>,
-    etcd: Vec<String>,
+    etcd: EtcdArgs,
+}
+
+/// Where the control plane of several nodes lives, and how a node proves itself to it. The
+/// etcd user's password comes from the environment only (STRATA_ETCD_PASSWORD or the file
+/// STRATA_ETCD_PASSWORD_FILE names), never the command line.
+#[derive(clap::Args)]
+struct EtcdArgs {
+    /// Several nodes: the etcd members that hold the control plane (layout, membership,
+    /// elections, the change feed, buckets, users and keys), comma-separated:
+    /// `https://host:2379`, or `http://` on loopback (beyond it, see --etcd-insecure).
+    #[arg(
+        long = "etcd",
+        env = "STRATA_ETCD_ENDPOINTS",
+        value_name = "URLS",
+        value_delimiter = ','
+    )]
+    endpoints: Vec<String>,
+    /// PEM certificates of the CA that signs the etcd members' certificates (the only roots
+    /// trusted for them).
+    #[arg(long = "etcd-ca", env = "STRATA_ETCD_CA", value_name = "FILE")]
+    ca: Option<PathBuf>,
+    /// PEM client certificate (chain) this node shows etcd members that check them.
+    #[arg(
+        long = "etcd-cert",
+        env = "STRATA_ETCD_CERT",
+        value_name = "FILE",
+        requires = "key"
+    )]
+    cert: Option<PathBuf>,
+    /// The PEM private key of --etcd-cert.
+    #[arg(
+        long = "etcd-key",
+        env = "STRATA_ETCD_KEY",
+        value_name = "FILE",
+        requires = "cert"
+    )]
+    key: Option<PathBuf>,
+    /// The etcd user this node signs in as, when etcd's authentication is on.
+    #[arg(long = "etcd-user", env = "STRATA_ETCD_USER", value_name = "NAME")]
+    user: Option<String>,
+    /// Accept plain http:// etcd members beyond loopback: whoever reaches them reads and
+    /// rewrites who may do what (only on a network nobody else can reach).
+    #[arg(long = "etcd-insecure", env = "STRATA_ETCD_INSECURE")]
+    insecure: bool,
+}
+
+impl EtcdArgs {
+    /// The members named, and the credentials read, as the etcd client takes them.
+    fn access(&self) -> anyhow::Result<EtcdAccess> {
+        let endpoints: Vec<String> = (self.endpoints.iter())
+            .map(|e| e.trim().to_string())
+            .filter(|e| !e.is_empty())
+            .collect();
+        if let Some(bad) =
+            (endpoints.iter()).find(|e| !e.starts_with("http://") && !e.starts_with("https://"))
+        {
+            anyhow::bail!("--etcd {bad}: etcd members are named https://host:port (or http://)");
+        }
+        let read = |flag: &str, path: &PathBuf| {
+            std::fs::read(path).with_context(|| format!("{flag} {}", path.display()))
+        };
+        let identity = match (&self.cert, &self.key) {
+            (Some(cert), Some(key)) => {
+                let mut pem = Zeroizing::new(read("--etcd-cert", cert)?);
+                pem.push(b'\n');
+                pem.extend_from_slice(&read("--etcd-key", key)?);
+                Some(pem)
+            }
+            _ => None,
+        };
+        let password = match std::env::var("STRATA_ETCD_PASSWORD_FILE") {
+            Ok(path) if !path.is_empty() => Some(Zeroizing::new(
+                String::from_utf8(
+                    std::fs::read(&path)
+                        .with_context(|| format!("reading STRATA_ETCD_PASSWORD_FILE {path}"))?,
+                )
+                .context("STRATA_ETCD_PASSWORD_FILE holds text")?
+                .trim_end_matches(['\r', '\n'])
+                .to_string(),
+            )),
+            _ => std::env::var("STRATA_ETCD_PASSWORD")
+                .ok()
+                .filter(|p| !p.is_empty())
+                .map(Zeroizing::new),
+        };
+        let user = match (&self.user, password) {
+            (Some(user), Some(password)) => Some((user.clone(), password)),
+            (None, None) => None,
+            (Some(_), None) => anyhow::bail!(
+                "--etcd-user needs its password in STRATA_ETCD_PASSWORD (or a file named by \
+                 STRATA_ETCD_PASSWORD_FILE)"
+            ),
+            (None, Some(_)) => anyhow::bail!("an etcd password needs --etcd-user"),
+        };
+        let access = EtcdAccess {
+            endpoints,
+            ca_pem: self
+                .ca
+                .as_ref()
+                .map(|ca| read("--etcd-ca", ca))
+                .transpose()?,
+            identity_pem: identity,
+            user,
+        };
+        let plaintext = access.plaintext_beyond_loopback();
+        if !plaintext.is_empty() && !self.insecure {
+            anyhow::bail!(
+                "--etcd {}: plain http:// beyond this machine lets whoever reaches the network \
+                 read the control plane and rewrite it (bucket policies, users, keys). Use \
+                 https:// with --etcd-ca (and --etcd-cert/--etcd-key or --etcd-user), or, on a \
+                 network nobody else reaches, acknowledge it with --etcd-insecure",
+                plaintext.join(",")
+            );
+        }
+        Ok(access)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.endpoints.iter().all(|e| e.trim().is_empty())
+    }
 }
 
 fn server_config(
@@ -234,18 +351,11 @@ fn cluster_config(
              between nodes"
         );
     }
-    let etcd: Vec<String> = (arguments.etcd.iter())
-        .map(|e| e.trim().to_string())
-        .filter(|e| !e.is_empty())
-        .collect();
-    if let Some(bad) = etcd.iter().find(|e| !e.starts_with("http://")) {
-        anyhow::bail!("--etcd {bad}: etcd members are named http://host:port");
-    }
     Ok(config::ClusterConfig {
         layout: plan,
         this_node,
         secret: secret.into(),
-        etcd,
+        etcd: arguments.etcd.access()?,
     })
 }
 

@@ -960,3 +960,158 @@ async fn a_wiped_node_started_alone_formats_its_drives_as_replacements() {
         .await;
     }
 }
+
+/// A client of the secured `etcd` proving itself with what `access` keeps of it.
+fn secured_access(etcd: &EtcdServer) -> strata::cluster::etcd::EtcdAccess {
+    let secured = etcd.secured.as_ref().expect("a secured etcd");
+    let mut identity = std::fs::read(&secured.client_cert).unwrap();
+    identity.extend(std::fs::read(&secured.client_key).unwrap());
+    strata::cluster::etcd::EtcdAccess {
+        endpoints: vec![etcd.endpoint()],
+        ca_pem: Some(std::fs::read(&secured.ca).unwrap()),
+        identity_pem: Some(identity.into()),
+        user: Some((secured.user.clone(), secured.password.clone().into())),
+    }
+}
+
+/// etcd over TLS with client certificates and its authentication on answers a client that
+/// trusts its CA, shows a certificate and signs in, and takes a new token when etcd lets
+/// the old one lapse; a client short of any of the three gets nothing.
+#[tokio::test]
+async fn a_secured_etcd_answers_only_a_client_that_proves_itself() {
+    use strata::cluster::etcd::{Etcd, EtcdAccess};
+    let etcd = EtcdServer::start_secured(2);
+    let access = secured_access(&etcd);
+    let client = Etcd::connect(access.clone()).unwrap();
+    let key = "/strata/records/buckets/secured";
+    assert!(client.swap(key, None, Some(b"one")).await.unwrap());
+    // Unused for longer than its TTL, the token lapses; the client signs in again.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let held = client.get(key).await.unwrap().expect("the key");
+    assert_eq!(held.value, b"one");
+
+    let short_of = |change: fn(&mut EtcdAccess)| {
+        let mut access = access.clone();
+        change(&mut access);
+        Etcd::connect(access).unwrap()
+    };
+    let no_ca = short_of(|a| a.ca_pem = None);
+    let no_certificate = short_of(|a| a.identity_pem = None);
+    let no_user = short_of(|a| a.user = None);
+    let wrong_password = short_of(|a| {
+        a.user = Some(("root".into(), "not-the-password".to_string().into()));
+    });
+    for (what, client) in [
+        ("without the CA", no_ca),
+        ("without a client certificate", no_certificate),
+        ("without a user", no_user),
+        ("with a wrong password", wrong_password),
+    ] {
+        let answer = client.get(key).await;
+        assert!(answer.is_err(), "{what}: {answer:?}");
+    }
+}
+
+/// Nodes given etcd's CA, a client certificate and an etcd user join a secured etcd and
+/// decide their records in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_reach_a_secured_etcd_with_a_certificate_and_a_user() {
+    let etcd = EtcdServer::start_secured(300);
+    let secured = etcd.secured.as_ref().unwrap();
+    let (_root, ports, drives, layout) = Cluster::plan(3, 3);
+    let nodes: Vec<TestServer> = (0..3)
+        .map(|i| {
+            let mut options = node_options(ports[i], &drives[i], &layout, EC);
+            let path = |p: &std::path::Path| p.display().to_string();
+            options.extra_args = vec![
+                "--etcd".into(),
+                etcd.endpoint(),
+                "--etcd-ca".into(),
+                path(&secured.ca),
+                "--etcd-cert".into(),
+                path(&secured.client_cert),
+                "--etcd-key".into(),
+                path(&secured.client_key),
+                "--etcd-user".into(),
+                secured.user.clone(),
+            ];
+            (options.env).push(("STRATA_ETCD_PASSWORD".into(), secured.password.clone()));
+            options
+        })
+        .map(TestServer::start_with)
+        .collect();
+    eventually(Duration::from_secs(20), "every node registered", || {
+        node_states(&info(&nodes[0]))
+            .iter()
+            .all(|(_, state)| state == "up")
+    })
+    .await;
+    let client = nodes[1].client();
+    client
+        .create_bucket()
+        .bucket("guarded")
+        .send()
+        .await
+        .unwrap();
+    let etcd_client = strata::cluster::etcd::Etcd::connect(secured_access(&etcd)).unwrap();
+    let record = etcd_client.get("/strata/records/buckets/guarded").await;
+    assert!(record.unwrap().is_some(), "the bucket is decided in etcd");
+}
+
+/// Plain http:// to an etcd beyond this machine is refused at start, before any drive is
+/// touched, unless --etcd-insecure acknowledges it.
+#[tokio::test]
+async fn plaintext_etcd_beyond_loopback_is_refused_unless_acknowledged() {
+    let (_root, ports, drives, layout) = Cluster::plan(3, 3);
+    let mut options = node_options(ports[0], &drives[0], &layout, EC);
+    // TEST-NET-1: nothing answers there, which the acknowledged start below shows it tried.
+    options.extra_args = vec!["--etcd".into(), "http://192.0.2.1:2379".into()];
+    let refused = TestServer::try_start(options.clone())
+        .err()
+        .expect("plaintext beyond loopback is refused");
+    assert!(refused.exited_nonzero());
+    assert!(
+        refused.output.contains("--etcd-insecure") && refused.output.contains("https://"),
+        "the refusal says what to do: {}",
+        refused.output
+    );
+    for drive in &drives[0] {
+        assert!(std::fs::read_dir(drive).unwrap().next().is_none());
+    }
+    // Acknowledged, the node goes on to wait for etcd (nothing answers at 192.0.2.1).
+    let mut node = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["server", "--address", &options.address, "--ec", EC])
+        .args(["--etcd", "http://192.0.2.1:2379", "--etcd-insecure"])
+        .args(&layout)
+        .envs(options.env.iter().map(|(k, v)| (k, v)))
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("strata runs");
+    let stderr = node.stderr.take().unwrap();
+    let (lines, seen) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut output = String::new();
+    let waited = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match seen.recv_timeout(left) {
+            Ok(line) if line.contains("waiting for etcd to answer") => break true,
+            Ok(line) => output.push_str(&(line + "\n")),
+            Err(_) => break false,
+        }
+    };
+    let _ = node.kill();
+    let _ = node.wait();
+    assert!(waited, "acknowledged, it goes on to reach etcd: {output}");
+}

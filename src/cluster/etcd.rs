@@ -6,8 +6,14 @@
 //! Keys and values travel base64-encoded and 64-bit numbers as strings, as the gateway's
 //! JSON mapping of the protobuf messages has it. Each call goes to the endpoint that last
 //! answered and moves on to the next one when an endpoint cannot be reached.
+//!
+//! etcd decides who may do what on the whole deployment, so the client can prove itself the
+//! ways etcd checks ([`EtcdAccess`]): TLS to members whose certificates a given CA signs, a
+//! client certificate, and etcd's own users (a token from `auth/authenticate`, taken again
+//! when etcd lets it expire). Proxies from the environment are never used.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -16,6 +22,7 @@ use futures::StreamExt;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::{json, Value};
+use zeroize::Zeroizing;
 
 /// How long one unary call may take before the next endpoint is tried.
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
@@ -28,6 +35,50 @@ pub enum EtcdError {
     /// An endpoint answered with an error (a lease that expired, a bad request).
     #[error("etcd refused the call: {0}")]
     Refused(String),
+    /// etcd did not take our token (expired, or revoked with its user).
+    #[error("etcd refused our credentials: {0}")]
+    Unauthenticated(String),
+}
+
+/// How a node reaches etcd and proves itself to it.
+#[derive(Clone, Default)]
+pub struct EtcdAccess {
+    /// The members' client URLs, `http://host:port` or `https://host:port`.
+    pub endpoints: Vec<String>,
+    /// PEM certificates of the CA that signs the members' certificates: the only roots
+    /// trusted when given; otherwise the system's.
+    pub ca_pem: Option<Vec<u8>>,
+    /// A PEM client certificate chain and its private key, for members that check client
+    /// certificates (`--client-cert-auth`).
+    pub identity_pem: Option<Zeroizing<Vec<u8>>>,
+    /// An etcd user and its password, for an etcd with authentication enabled.
+    pub user: Option<(String, Zeroizing<String>)>,
+}
+
+impl EtcdAccess {
+    /// Members reached only by plain `http://`, `host:port` included, beyond this machine:
+    /// whoever is on that network reads the control plane and can rewrite it.
+    pub fn plaintext_beyond_loopback(&self) -> Vec<&str> {
+        (self.endpoints.iter())
+            .filter(|e| match reqwest::Url::parse(e) {
+                Ok(url) if url.scheme() == "https" => false,
+                Ok(url) => !url.host_str().is_some_and(is_loopback),
+                Err(_) => true,
+            })
+            .map(String::as_str)
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for EtcdAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdAccess")
+            .field("endpoints", &self.endpoints)
+            .field("ca", &self.ca_pem.is_some())
+            .field("client_certificate", &self.identity_pem.is_some())
+            .field("user", &self.user.as_ref().map(|(name, _)| name))
+            .finish()
+    }
 }
 
 /// A lease: keys put with it go when it expires or is revoked.
@@ -57,10 +108,13 @@ pub enum WatchEvent {
 
 #[derive(Clone)]
 pub struct Etcd {
-    endpoints: std::sync::Arc<Vec<String>>,
+    endpoints: Arc<Vec<String>>,
     /// The endpoint that answered last.
-    current: std::sync::Arc<AtomicUsize>,
+    current: Arc<AtomicUsize>,
     http: reqwest::Client,
+    user: Option<Arc<(String, Zeroizing<String>)>>,
+    /// The token etcd gave `user`, until it refuses it.
+    token: Arc<Mutex<Option<String>>>,
 }
 
 impl std::fmt::Debug for Etcd {
@@ -72,23 +126,52 @@ impl std::fmt::Debug for Etcd {
 }
 
 impl Etcd {
-    /// A client of the etcd members at `endpoints` (`http://host:2379`).
+    /// A client of the etcd members at `endpoints` (`http://host:2379`), with no credentials.
     pub fn new(endpoints: Vec<String>) -> Result<Self, EtcdError> {
-        if endpoints.is_empty() {
+        Self::connect(EtcdAccess {
+            endpoints,
+            ..EtcdAccess::default()
+        })
+    }
+
+    /// A client of the etcd members `access` names, proving itself as it says.
+    pub fn connect(access: EtcdAccess) -> Result<Self, EtcdError> {
+        if access.endpoints.is_empty() {
             return Err(EtcdError::Refused("no etcd endpoint given".into()));
         }
-        let endpoints = endpoints
-            .into_iter()
+        let endpoints = (access.endpoints.iter())
             .map(|e| e.trim_end_matches('/').to_string())
             .collect();
-        let http = reqwest::Client::builder()
+        let refused = |what: &str, e: reqwest::Error| EtcdError::Refused(format!("{what}: {e}"));
+        let mut http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(2))
-            .build()
-            .map_err(|e| EtcdError::Refused(e.to_string()))?;
+            .no_proxy();
+        if let Some(ca) = &access.ca_pem {
+            let roots = reqwest::Certificate::from_pem_bundle(ca)
+                .map_err(|e| refused("the etcd CA certificates", e))?;
+            if roots.is_empty() {
+                return Err(EtcdError::Refused(
+                    "the etcd CA file holds no PEM certificate".into(),
+                ));
+            }
+            http = roots
+                .into_iter()
+                .fold(http.tls_built_in_root_certs(false), |http, root| {
+                    http.add_root_certificate(root)
+                });
+        }
+        if let Some(identity) = &access.identity_pem {
+            let identity = reqwest::Identity::from_pem(identity)
+                .map_err(|e| refused("the etcd client certificate and key", e))?;
+            http = http.identity(identity);
+        }
+        let http = http.build().map_err(|e| refused("the etcd client", e))?;
         Ok(Self {
-            endpoints: std::sync::Arc::new(endpoints),
+            endpoints: Arc::new(endpoints),
             current: Default::default(),
             http,
+            user: access.user.map(Arc::new),
+            token: Default::default(),
         })
     }
 
@@ -279,8 +362,52 @@ impl Etcd {
         serde_json::from_slice(&bytes).map_err(|e| EtcdError::Refused(format!("{path}: {e}")))
     }
 
+    /// Sends `body` to `path` with our token, taking a new one once if etcd refuses it.
     async fn send(
         &self,
+        path: &str,
+        body: &Value,
+        timeout: Option<Duration>,
+    ) -> Result<reqwest::Response, EtcdError> {
+        let Some(user) = &self.user else {
+            return self.send_as(None, path, body, timeout).await;
+        };
+        let held = self.token.lock().expect("not poisoned").clone();
+        let token = match held {
+            Some(token) => token,
+            None => self.authenticate(user).await?,
+        };
+        match self.send_as(Some(&token), path, body, timeout).await {
+            Err(EtcdError::Unauthenticated(_)) => {
+                let token = self.authenticate(user).await?;
+                self.send_as(Some(&token), path, body, timeout).await
+            }
+            answer => answer,
+        }
+    }
+
+    /// A new token for `user`, kept for the calls that follow.
+    async fn authenticate(&self, user: &(String, Zeroizing<String>)) -> Result<String, EtcdError> {
+        #[derive(Deserialize)]
+        struct Answer {
+            token: String,
+        }
+        let (name, password) = user;
+        let request = json!({ "name": name, "password": password.as_str() });
+        let response =
+            (self.send_as(None, "auth/authenticate", &request, Some(CALL_TIMEOUT))).await?;
+        let bytes = (response.bytes().await).map_err(|e| EtcdError::Unreachable(e.to_string()))?;
+        let answer: Answer = serde_json::from_slice(&bytes)
+            .map_err(|e| EtcdError::Refused(format!("auth/authenticate: {e}")))?;
+        *self.token.lock().expect("not poisoned") = Some(answer.token.clone());
+        Ok(answer.token)
+    }
+
+    /// Sends `body` to `path` on every endpoint from the one that answered last, until one
+    /// answers.
+    async fn send_as(
+        &self,
+        token: Option<&str>,
         path: &str,
         body: &Value,
         timeout: Option<Duration>,
@@ -293,6 +420,9 @@ impl Etcd {
             let mut request = (self.http.post(&url))
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body.to_string());
+            if let Some(token) = token {
+                request = request.header(reqwest::header::AUTHORIZATION, token);
+            }
             if let Some(timeout) = timeout {
                 request = request.timeout(timeout);
             }
@@ -308,13 +438,26 @@ impl Etcd {
                 Ok(response) => {
                     let status = response.status();
                     let text = response.text().await.unwrap_or_default();
-                    return Err(EtcdError::Refused(format!("{url}: {status} {text}")));
+                    let message = format!("{url}: {status} {text}");
+                    return Err(match status {
+                        reqwest::StatusCode::UNAUTHORIZED => EtcdError::Unauthenticated(message),
+                        _ => EtcdError::Refused(message),
+                    });
                 }
                 Err(e) => last_error = format!("{url}: {e}"),
             }
         }
         Err(EtcdError::Unreachable(last_error))
     }
+}
+
+/// `localhost`, or an address of this machine's loopback (`[::1]` as URLs write it).
+fn is_loopback(host: &str) -> bool {
+    let address = host.trim_start_matches('[').trim_end_matches(']');
+    host == "localhost"
+        || address
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 fn put_request(key: &str, value: &[u8], lease: Option<LeaseId>) -> Value {
@@ -461,6 +604,32 @@ fn base64_string<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plaintext_is_named_only_beyond_loopback() {
+        let access = EtcdAccess {
+            endpoints: [
+                "http://127.0.0.1:2379",
+                "http://localhost:2379",
+                "http://[::1]:2379",
+                "https://etcd-0.example:2379",
+                "http://10.0.0.5:2379",
+                "http://etcd-1:2379",
+                "http://[fd00::1]:2379",
+            ]
+            .map(String::from)
+            .to_vec(),
+            ..EtcdAccess::default()
+        };
+        assert_eq!(
+            access.plaintext_beyond_loopback(),
+            [
+                "http://10.0.0.5:2379",
+                "http://etcd-1:2379",
+                "http://[fd00::1]:2379"
+            ]
+        );
+    }
 
     #[test]
     fn a_prefix_ends_at_its_last_byte_plus_one() {

@@ -107,9 +107,13 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     };
     raise_open_file_limit();
     // A node whose layout differs from the cluster's is refused before its drives are touched.
-    let control = match config.cluster.as_ref().filter(|c| !c.etcd.is_empty()) {
+    let control = match config
+        .cluster
+        .as_ref()
+        .filter(|c| !c.etcd.endpoints.is_empty())
+    {
         Some(cluster) => {
-            let etcd = Etcd::new(cluster.etcd.clone())?;
+            let etcd = Etcd::connect(cluster.etcd.clone())?;
             Some(ControlPlane::join(etcd, &cluster.layout, &cluster.this_node).await?)
         }
         None => None,

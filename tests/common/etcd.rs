@@ -1,6 +1,8 @@
 //! etcd on loopback for cluster tests, one member or three: Debian's `etcd-server` package,
 //! which the project's test command installs. Members are stopped and started again on their
-//! data folders to test what nodes do while etcd, or part of it, is away.
+//! data folders to test what nodes do while etcd, or part of it, is away. A secured etcd
+//! ([`EtcdServer::start_secured`]) serves TLS, checks client certificates and has its
+//! authentication on, as a production etcd should.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -11,13 +13,32 @@ pub struct EtcdServer {
     members: Vec<Member>,
     /// `name=peer-url,...`: every member, as each is started with.
     initial_cluster: String,
+    /// TLS and authentication, when secured.
+    pub secured: Option<Secured>,
+    token_ttl: Option<u32>,
     _data: tempfile::TempDir,
+}
+
+/// What a secured etcd checks, as files a node is given.
+pub struct Secured {
+    /// The CA that signs the members' and the clients' certificates.
+    pub ca: std::path::PathBuf,
+    /// A client certificate the CA signed, and its key.
+    pub client_cert: std::path::PathBuf,
+    pub client_key: std::path::PathBuf,
+    server_cert: std::path::PathBuf,
+    server_key: std::path::PathBuf,
+    /// The etcd user with every right (`root`) and its password.
+    pub user: String,
+    pub password: String,
 }
 
 struct Member {
     name: String,
     client_port: u16,
     peer_port: u16,
+    /// Plain http: `/health` of a secured member.
+    metrics_port: u16,
     data: std::path::PathBuf,
     child: Mutex<Option<Child>>,
 }
@@ -30,6 +51,62 @@ impl EtcdServer {
 
     /// `count` members forming one etcd cluster, up and answering.
     pub fn start_members(count: usize) -> EtcdServer {
+        Self::start_with(count, None)
+    }
+
+    /// One member serving TLS only to clients with a certificate its CA signed, with
+    /// authentication on (user `root`) and tokens that lapse after `token_ttl_secs` unused.
+    pub fn start_secured(token_ttl_secs: u32) -> EtcdServer {
+        let files = tempfile::Builder::new()
+            .prefix("strata-etcd-tls-")
+            .tempdir()
+            .expect("temp dir")
+            .keep();
+        let ca = super::Ca::new("etcd test CA");
+        let (server_pem, server_key, _) = ca.server_cert("etcd");
+        let (client_pem, client_key) = ca.nameless_client_cert();
+        let write = |name: &str, pem: &str| {
+            let path = files.join(name);
+            std::fs::write(&path, pem).expect("write a PEM file");
+            path
+        };
+        let secured = Secured {
+            ca: write("ca.pem", &ca.pem),
+            client_cert: write("client.pem", &client_pem),
+            client_key: write("client-key.pem", &client_key),
+            server_cert: write("server.pem", &server_pem),
+            server_key: write("server-key.pem", &server_key),
+            user: "root".into(),
+            password: "etcd-root-password".into(),
+        };
+        let server = Self::start_with(1, Some((secured, token_ttl_secs)));
+        let secured = server.secured.as_ref().expect("secured");
+        for command in [
+            vec![
+                "user".to_string(),
+                "add".into(),
+                format!("{}:{}", secured.user, secured.password),
+            ],
+            vec!["auth".into(), "enable".into()],
+        ] {
+            let done = Command::new("etcdctl")
+                .env("ETCDCTL_API", "3")
+                .args(["--endpoints", &server.members[0].client_url(&server)])
+                .arg("--cacert")
+                .arg(&secured.ca)
+                .arg("--cert")
+                .arg(&secured.client_cert)
+                .arg("--key")
+                .arg(&secured.client_key)
+                .args(&command)
+                .output()
+                .expect("etcdctl runs");
+            assert!(done.status.success(), "etcdctl {command:?}: {done:?}");
+        }
+        server
+    }
+
+    fn start_with(count: usize, secured: Option<(Secured, u32)>) -> EtcdServer {
         let data = tempfile::Builder::new()
             .prefix("strata-etcd-")
             .tempdir()
@@ -39,6 +116,7 @@ impl EtcdServer {
                 name: format!("m{i}"),
                 client_port: free_port(),
                 peer_port: free_port(),
+                metrics_port: free_port(),
                 data: data.path().join(format!("m{i}")),
                 child: Mutex::new(None),
             })
@@ -47,9 +125,15 @@ impl EtcdServer {
             .map(|m| format!("{}={}", m.name, m.peer_url()))
             .collect::<Vec<_>>()
             .join(",");
+        let (secured, token_ttl) = match secured {
+            Some((secured, ttl)) => (Some(secured), Some(ttl)),
+            None => (None, None),
+        };
         let server = EtcdServer {
             members,
             initial_cluster,
+            secured,
+            token_ttl,
             _data: data,
         };
         // All members at once: none has a leader before a majority runs.
@@ -65,7 +149,7 @@ impl EtcdServer {
     /// Every member's client URL, comma-separated, as `--etcd` takes them.
     pub fn endpoint(&self) -> String {
         (self.members.iter())
-            .map(Member::client_url)
+            .map(|m| m.client_url(self))
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -74,7 +158,7 @@ impl EtcdServer {
     pub async fn get(&self, key: &str) -> Option<Vec<u8>> {
         use base64::Engine;
         let b64 = base64::engine::general_purpose::STANDARD;
-        let url = format!("{}/v3/kv/range", self.members[0].client_url());
+        let url = format!("{}/v3/kv/range", self.members[0].client_url(self));
         let request = serde_json::json!({ "key": b64.encode(key) });
         let answer = reqwest::Client::new()
             .post(url)
@@ -95,7 +179,7 @@ impl EtcdServer {
             .env("ETCDCTL_API", "3")
             .args([
                 "--endpoints",
-                &self.members[0].client_url(),
+                &self.members[0].client_url(self),
                 "snapshot",
                 "save",
             ])
@@ -137,7 +221,7 @@ impl EtcdServer {
         let b64 = base64::engine::general_purpose::STANDARD;
         let mut end = prefix.as_bytes().to_vec();
         *end.last_mut().expect("a prefix") += 1;
-        let url = format!("{}/v3/kv/deleterange", self.members[0].client_url());
+        let url = format!("{}/v3/kv/deleterange", self.members[0].client_url(self));
         let request =
             serde_json::json!({ "key": b64.encode(prefix), "range_end": b64.encode(end) });
         let answer = (reqwest::Client::new().post(url).body(request.to_string()))
@@ -175,12 +259,26 @@ impl EtcdServer {
 
     fn spawn(&self, index: usize) {
         let member = &self.members[index];
-        let child = Command::new("etcd")
+        let mut etcd = Command::new("etcd");
+        if let Some(secured) = &self.secured {
+            etcd.arg("--cert-file")
+                .arg(&secured.server_cert)
+                .arg("--key-file")
+                .arg(&secured.server_key)
+                .arg("--trusted-ca-file")
+                .arg(&secured.ca)
+                .arg("--client-cert-auth");
+        }
+        if let Some(ttl) = self.token_ttl {
+            etcd.args(["--auth-token-ttl", &ttl.to_string()]);
+        }
+        let child = etcd
             .args(["--name", &member.name])
             .arg("--data-dir")
             .arg(&member.data)
-            .args(["--listen-client-urls", &member.client_url()])
-            .args(["--advertise-client-urls", &member.client_url()])
+            .args(["--listen-client-urls", &member.client_url(self)])
+            .args(["--advertise-client-urls", &member.client_url(self)])
+            .args(["--listen-metrics-urls", &member.metrics_url()])
             .args(["--listen-peer-urls", &member.peer_url()])
             .args(["--initial-advertise-peer-urls", &member.peer_url()])
             .args(["--initial-cluster", &self.initial_cluster])
@@ -201,7 +299,7 @@ impl EtcdServer {
             assert!(
                 Instant::now() < deadline,
                 "etcd did not come up on {}",
-                member.client_url()
+                member.client_url(self)
             );
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -209,8 +307,16 @@ impl EtcdServer {
 }
 
 impl Member {
-    fn client_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+    fn client_url(&self, server: &EtcdServer) -> String {
+        let scheme = match server.secured {
+            Some(_) => "https",
+            None => "http",
+        };
+        format!("{scheme}://127.0.0.1:{}", self.client_port)
+    }
+
+    fn metrics_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.metrics_port)
     }
 
     fn peer_url(&self) -> String {
@@ -220,7 +326,7 @@ impl Member {
     /// Whether `GET /health` answers 200 (the member sees a leader).
     fn healthy(&self) -> bool {
         use std::io::{Read, Write};
-        let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", self.client_port)) else {
+        let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", self.metrics_port)) else {
             return false;
         };
         let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
