@@ -10,7 +10,8 @@
 //! etcd decides who may do what on the whole deployment, so the client can prove itself the
 //! ways etcd checks ([`EtcdAccess`]): TLS to members whose certificates a given CA signs, a
 //! client certificate, and etcd's own users (a token from `auth/authenticate`, taken again
-//! when etcd lets it expire). Proxies from the environment are never used.
+//! when etcd lets it expire). `HTTP_PROXY`/`HTTPS_PROXY` are followed as by most clients
+//! (over https a proxy only relays the TLS it cannot read).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -143,9 +144,7 @@ impl Etcd {
             .map(|e| e.trim_end_matches('/').to_string())
             .collect();
         let refused = |what: &str, e: reqwest::Error| EtcdError::Refused(format!("{what}: {e}"));
-        let mut http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(2))
-            .no_proxy();
+        let mut http = reqwest::Client::builder().connect_timeout(Duration::from_secs(2));
         if let Some(ca) = &access.ca_pem {
             let roots = reqwest::Certificate::from_pem_bundle(ca)
                 .map_err(|e| refused("the etcd CA certificates", e))?;
