@@ -190,21 +190,10 @@ impl EtcdArgs {
             }
             _ => None,
         };
-        let password = match std::env::var("STRATA_ETCD_PASSWORD_FILE") {
-            Ok(path) if !path.is_empty() => Some(Zeroizing::new(
-                String::from_utf8(
-                    std::fs::read(&path)
-                        .with_context(|| format!("reading STRATA_ETCD_PASSWORD_FILE {path}"))?,
-                )
-                .context("STRATA_ETCD_PASSWORD_FILE holds text")?
-                .trim_end_matches(['\r', '\n'])
-                .to_string(),
-            )),
-            _ => std::env::var("STRATA_ETCD_PASSWORD")
-                .ok()
-                .filter(|p| !p.is_empty())
-                .map(Zeroizing::new),
-        };
+        let password = secret_from_env("STRATA_ETCD_PASSWORD")?
+            .map(|bytes| String::from_utf8(bytes.to_vec()).map(Zeroizing::new))
+            .transpose()
+            .context("the etcd password is text")?;
         let user = match (&self.user, password) {
             (Some(user), Some(password)) => Some((user.clone(), password)),
             (None, None) => None,
@@ -321,6 +310,19 @@ fn server_config(
     })
 }
 
+/// A secret from the environment: the file `NAME_FILE` names (its surrounding whitespace
+/// dropped), or `NAME` itself; `None` when neither is set.
+fn secret_from_env(name: &str) -> anyhow::Result<Option<Zeroizing<Vec<u8>>>> {
+    let file = format!("{name}_FILE");
+    if let Some(path) = std::env::var_os(&file).filter(|p| !p.is_empty()) {
+        let bytes = std::fs::read(&path)
+            .with_context(|| format!("reading {file} {}", path.to_string_lossy()))?;
+        return Ok(Some(Zeroizing::new(bytes.trim_ascii().to_vec())));
+    }
+    let value = std::env::var(name).ok().filter(|v| !v.is_empty());
+    Ok(value.map(|v| Zeroizing::new(v.into_bytes())))
+}
+
 /// Distributed mode: the layout every node is started with, which node this is, and the
 /// secret the nodes share.
 fn cluster_config(
@@ -335,15 +337,7 @@ fn cluster_config(
         &plan,
         arguments.node.as_deref().unwrap_or(&address.to_string()),
     )?;
-    let secret = match std::env::var("STRATA_CLUSTER_SECRET_FILE") {
-        Ok(path) if !path.is_empty() => std::fs::read(&path)
-            .with_context(|| format!("reading STRATA_CLUSTER_SECRET_FILE {path}"))?
-            .trim_ascii()
-            .to_vec(),
-        _ => std::env::var("STRATA_CLUSTER_SECRET")
-            .unwrap_or_default()
-            .into_bytes(),
-    };
+    let secret = secret_from_env("STRATA_CLUSTER_SECRET")?.unwrap_or_default();
     if secret.len() < 32 {
         anyhow::bail!(
             "several nodes need a shared secret of at least 32 bytes in STRATA_CLUSTER_SECRET \
@@ -354,7 +348,7 @@ fn cluster_config(
     Ok(config::ClusterConfig {
         layout: plan,
         this_node,
-        secret: secret.into(),
+        secret,
         etcd: arguments.etcd.access()?,
     })
 }

@@ -31,6 +31,8 @@ pub struct Secured {
     /// The etcd user with every right (`root`) and its password.
     pub user: String,
     pub password: String,
+    /// Holds the files above; removed with the server.
+    _folder: tempfile::TempDir,
 }
 
 struct Member {
@@ -57,11 +59,11 @@ impl EtcdServer {
     /// One member serving TLS only to clients with a certificate its CA signed, with
     /// authentication on (user `root`) and tokens that lapse after `token_ttl_secs` unused.
     pub fn start_secured(token_ttl_secs: u32) -> EtcdServer {
-        let files = tempfile::Builder::new()
+        let folder = tempfile::Builder::new()
             .prefix("strata-etcd-tls-")
             .tempdir()
-            .expect("temp dir")
-            .keep();
+            .expect("temp dir");
+        let files = folder.path().to_path_buf();
         let ca = super::Ca::new("etcd test CA");
         let (server_pem, server_key, _) = ca.server_cert("etcd");
         let (client_pem, client_key) = ca.nameless_client_cert();
@@ -78,6 +80,7 @@ impl EtcdServer {
             server_key: write("server-key.pem", &server_key),
             user: "root".into(),
             password: "etcd-root-password".into(),
+            _folder: folder,
         };
         let server = Self::start_with(1, Some((secured, token_ttl_secs)));
         let secured = server.secured.as_ref().expect("secured");
