@@ -25,6 +25,11 @@ if [[ "${CI:-}" == "true" ]]; then
     export CARGO_INCREMENTAL=0
 fi
 
+# The build and the suites' data share one disk; say how much it had when something fails.
+disk_report() {
+    df -h "$PWD" "${TMPDIR:-/tmp}" | awk 'NR == 1 || !seen[$0]++'
+}
+
 section "toolchain"
 cargo --version
 rustc --version
@@ -46,6 +51,8 @@ if ! command -v etcd >/dev/null 2>&1 || ! command -v etcdctl >/dev/null 2>&1; th
 fi
 etcd --version | head -1
 
+disk_report
+
 section "cargo fmt --check"
 cargo fmt --check
 
@@ -59,6 +66,7 @@ section "cargo build --release --bin strata"
 cargo build --release --bin strata
 
 section "s3-compat-tests (boto3, minio, aws CLI)"
+disk_report
 # The suites test the binary just built, wherever cargo put it.
 target_dir="${CARGO_TARGET_DIR:-target}"
 [[ "$target_dir" == /* ]] || target_dir="$PWD/$target_dir"
