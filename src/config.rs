@@ -54,6 +54,9 @@ pub struct ClusterConfig {
     /// The etcd members holding the control plane (`--etcd`) and how to prove this node to
     /// them; no endpoints: nodes go without one.
     pub etcd: crate::cluster::etcd::EtcdAccess,
+    /// The interface the drive service listens on (`--drive-address`); `None`: the S3
+    /// address's.
+    pub drive_ip: Option<std::net::IpAddr>,
 }
 
 impl ClusterConfig {
@@ -72,6 +75,7 @@ impl std::fmt::Debug for ClusterConfig {
             .field("layout", &self.layout)
             .field("this_node", &self.this_node)
             .field("etcd", &self.etcd)
+            .field("drive_ip", &self.drive_ip)
             .finish_non_exhaustive()
     }
 }

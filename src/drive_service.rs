@@ -2,9 +2,10 @@
 //! drive RPC (`crate::storage::remote` defines the protocol and its authentication).
 //!
 //! It answers drive calls and nothing else: no call returns configuration, environment or
-//! secrets. Every request is authenticated before its arguments are decoded; arguments are
-//! read up to [`wire::MAX_ARGS`]; a shard stream is written frame by frame as it arrives,
-//! never buffered whole. Meant for an internal listener that only the cluster's nodes reach.
+//! secrets. Every request is authenticated before a byte of its body is read (its signature
+//! covers the digest of its arguments, which the body must then match); arguments are read
+//! up to [`wire::MAX_ARGS`]; a shard stream is written frame by frame as it arrives, never
+//! buffered whole. Meant for an internal listener that only the cluster's nodes reach.
 //!
 //! [`RemoteDrive`]: crate::storage::RemoteDrive
 
@@ -27,7 +28,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::storage::remote::auth::{AuthError, Claim, ClusterAuth, NonceCache, NONCE_CAPACITY};
+use crate::storage::remote::auth::{
+    self, ArgsDigest, AuthError, Claim, ClusterAuth, NonceCache, NONCE_CAPACITY,
+};
 use crate::storage::remote::frame::{Frame, FrameDecoder};
 use crate::storage::remote::protocol::{self as wire, Blob, Call, Envelope, WireError};
 use crate::storage::{Drive, DriveError};
@@ -39,6 +42,7 @@ pub fn drive_service(drives: HashMap<String, Arc<dyn Drive>>, auth: ClusterAuth)
         drives,
         auth,
         seen: NonceCache::new(NONCE_CAPACITY),
+        refusals: RefusalLog::default(),
     });
     Router::new()
         .route(&format!("{}{{call}}", wire::RPC_PREFIX), post(handle))
@@ -50,6 +54,7 @@ struct DriveService {
     auth: ClusterAuth,
     /// The requests accepted within the signature window, so none is accepted twice.
     seen: NonceCache,
+    refusals: RefusalLog,
 }
 
 async fn handle(
@@ -69,14 +74,14 @@ async fn handle(
         header(wire::SIGNATURE_HEADER),
     ) {
         Ok(claim) => claim,
-        Err(e) => return unauthenticated(call, e),
+        Err(e) => return service.unauthenticated(call, e),
     };
     if let Err(e) = service.auth.check_time(&claim, now) {
-        return unauthenticated(call, e);
+        return service.unauthenticated(call, e);
     }
-    let verify = |args: &[u8]| {
+    let verify = |args_digest: &ArgsDigest| {
         let (method, path) = (parts.method.as_str(), parts.uri.path());
-        (service.auth).verify(&claim, method, path, args, now, &service.seen)
+        (service.auth).verify(&claim, method, path, args_digest, now, &service.seen)
     };
     match call {
         // The shard stream's arguments are a header: its body is the shard.
@@ -84,17 +89,28 @@ async fn handle(
             let Some(Ok(args)) = header(wire::ARGS_HEADER).map(|a| BASE64.decode(a)) else {
                 return refuse(StatusCode::BAD_REQUEST, "missing or malformed arguments");
             };
-            match verify(&args) {
+            match verify(&auth::args_digest(&args)) {
                 Ok(()) => service.receive_shard(&args, body).await,
-                Err(e) => unauthenticated(call, e),
+                Err(e) => service.unauthenticated(call, e),
             }
         }
         _ => {
+            // Checked before the body is read: one who cannot sign costs no memory.
+            let signed_digest = match auth::parse_args_digest(header(wire::ARGS_DIGEST_HEADER)) {
+                Ok(digest) => digest,
+                Err(e) => return service.unauthenticated(call, e),
+            };
+            if let Err(e) = verify(&signed_digest) {
+                return service.unauthenticated(call, e);
+            }
             let Ok(args) = axum::body::to_bytes(body, wire::MAX_ARGS).await else {
                 return refuse(StatusCode::BAD_REQUEST, "arguments too large or cut short");
             };
-            if let Err(e) = verify(&args) {
-                return unauthenticated(call, e);
+            if auth::args_digest(&args) != signed_digest {
+                return refuse(
+                    StatusCode::BAD_REQUEST,
+                    "arguments differ from their digest",
+                );
             }
             let time_left = (header(wire::DEADLINE_HEADER))
                 .and_then(|ms| ms.parse().ok())
@@ -112,6 +128,16 @@ async fn handle(
 }
 
 impl DriveService {
+    /// The answer to a request that failed authentication.
+    fn unauthenticated(&self, call: Call, err: AuthError) -> Response {
+        self.refusals.note(call, &err);
+        match err {
+            AuthError::Stale => refuse(StatusCode::UNAUTHORIZED, "request time outside the window"),
+            AuthError::Replayed => refuse(StatusCode::UNAUTHORIZED, "request replayed"),
+            _ => refuse(StatusCode::UNAUTHORIZED, "bad signature"),
+        }
+    }
+
     /// Runs one call whose arguments have been read and verified.
     async fn unary(&self, call: Call, args: &[u8]) -> Response {
         match call {
@@ -391,12 +417,12 @@ fn drive_error(err: &DriveError) -> Response {
     response
 }
 
-/// The service refusing a request itself, with a short reason.
 /// The answer to a call whose caller's deadline passed before it was done.
 fn too_late() -> Response {
     drive_error(&DriveError::Offline("the caller's deadline passed".into()))
 }
 
+/// The service refusing a request itself, with a short reason.
 fn refuse(status: StatusCode, reason: &'static str) -> Response {
     let mut response = Response::new(Body::from(reason));
     *response.status_mut() = status;
@@ -407,13 +433,31 @@ fn refuse(status: StatusCode, reason: &'static str) -> Response {
     response
 }
 
-fn unauthenticated(call: Call, err: AuthError) -> Response {
-    // A peer with another secret or a skewed clock is a setup error the operator must see.
-    tracing::warn!(call = call.name(), error = %err, "drive RPC request refused");
-    match err {
-        AuthError::Busy => refuse(StatusCode::SERVICE_UNAVAILABLE, "too many requests"),
-        AuthError::Stale => refuse(StatusCode::UNAUTHORIZED, "request time outside the window"),
-        AuthError::Replayed => refuse(StatusCode::UNAUTHORIZED, "request replayed"),
-        _ => refuse(StatusCode::UNAUTHORIZED, "bad signature"),
+/// Warnings of refused requests: a peer with another secret or a skewed clock is a setup error
+/// the operator must see, but one line in [`RefusalLog::EVERY`] says so, counting the rest,
+/// so that whoever reaches the port cannot fill the log's disk.
+#[derive(Default)]
+struct RefusalLog {
+    /// When a refusal was last logged, and how many since went unlogged.
+    state: std::sync::Mutex<(Option<std::time::Instant>, u64)>,
+}
+
+impl RefusalLog {
+    const EVERY: Duration = Duration::from_secs(10);
+
+    fn note(&self, call: Call, err: &AuthError) {
+        let mut state = self.state.lock().expect("not poisoned");
+        let (last, unlogged) = &mut *state;
+        if last.is_some_and(|at| at.elapsed() < Self::EVERY) {
+            *unlogged += 1;
+            return;
+        }
+        tracing::warn!(
+            call = call.name(),
+            error = %err,
+            refused_since_last_warning = *unlogged,
+            "drive RPC request refused"
+        );
+        *state = (Some(std::time::Instant::now()), 0);
     }
 }

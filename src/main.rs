@@ -58,6 +58,10 @@ enum Command {
         /// `--address` cannot tell (every node listening on 0.0.0.0:9000, say).
         #[arg(long, env = "STRATA_NODE", value_name = "HOST:PORT")]
         node: Option<String>,
+        /// Several nodes: the interface the drive service listens on (a private network the
+        /// nodes share, say), on the S3 port + 100. Default: `--address`'s.
+        #[arg(long, env = "STRATA_DRIVE_ADDRESS", value_name = "IP")]
+        drive_address: Option<std::net::IpAddr>,
         #[command(flatten)]
         etcd: EtcdArgs,
         /// Drive folders; `/data/d{1...9}` expands. Default: ./data/d1 … ./data/d9. Several
@@ -88,6 +92,7 @@ fn main() -> std::process::ExitCode {
             tiers,
             allow_node_loss_risk,
             node,
+            drive_address,
             etcd,
             drives,
         } => {
@@ -96,6 +101,7 @@ fn main() -> std::process::ExitCode {
                 drives,
                 allow_node_loss_risk,
                 node,
+                drive_address,
                 etcd,
             };
             match server_config(address, &ec, block_size, domain, layout).and_then(|mut config| {
@@ -119,6 +125,7 @@ struct Layout {
     drives: Vec<String>,
     allow_node_loss_risk: bool,
     node: Option<String>,
+    drive_address: Option<std::net::IpAddr>,
     etcd: EtcdArgs,
 }
 
@@ -246,10 +253,10 @@ fn server_config(
             .map(|drive| PathBuf::from(&drive.path))
             .collect();
         (here, Some(cluster))
-    } else if !layout.etcd.is_empty() || layout.node.is_some() {
+    } else if !layout.etcd.is_empty() || layout.node.is_some() || layout.drive_address.is_some() {
         anyhow::bail!(
-            "--etcd and --node are for several nodes, whose drives are URLs \
-             (http://node{{1...4}}:9000/mnt/disk{{1...9}}); one node needs neither"
+            "--etcd, --node and --drive-address are for several nodes, whose drives are URLs \
+             (http://node{{1...4}}:9000/mnt/disk{{1...9}}); one node needs none of them"
         );
     } else if layout.drives.is_empty() {
         let defaults = (1..=data_shards + parity_shards)
@@ -350,6 +357,7 @@ fn cluster_config(
         this_node,
         secret,
         etcd: arguments.etcd.access()?,
+        drive_ip: arguments.drive_address,
     })
 }
 

@@ -172,6 +172,65 @@ async fn the_drive_service_admits_only_nodes_holding_the_secret() {
     assert_eq!(forged.status(), 401, "a forged drive call is refused");
 }
 
+/// The drive port listens on `--drive-address` and keeps the S3 listener's deadlines: a
+/// connection that sends no request in time is closed (before, one that never finished its
+/// request head held a socket forever).
+#[tokio::test]
+async fn the_drive_port_listens_where_told_and_closes_idle_connections() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let plan = Cluster::plan(3, 3);
+    let ports = plan.1.clone();
+    // Node 1 serves S3 on 127.0.0.2 only, and its drives on 127.0.0.1, where the layout
+    // (127.0.0.1:port) sends its peers.
+    let cluster = Cluster::start_planned(plan, EC, |i, options| {
+        options
+            .env
+            .push(("STRATA_HEADER_TIMEOUT_SECS".into(), "1".into()));
+        if i == 0 {
+            options.address = format!("127.0.0.2:{}", ports[0]);
+            options.extra_args = vec![
+                "--node".into(),
+                format!("127.0.0.1:{}", ports[0]),
+                "--drive-address".into(),
+                "127.0.0.1".into(),
+            ];
+        }
+    });
+    let drive_port = ports[0] + 100;
+    assert!(
+        tokio::net::TcpStream::connect(("127.0.0.2", drive_port))
+            .await
+            .is_err(),
+        "the drive service is not on the S3 address"
+    );
+    let unsigned = reqwest::Client::new()
+        .post(format!(
+            "http://127.0.0.1:{drive_port}/_strata/rpc/v1/meta_scan"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unsigned.status(), 401);
+
+    // The set spans all three nodes: a write through node 1 and a read through node 2.
+    let client = cluster.nodes[0].client();
+    create_bucket(&client, BUCKET).await;
+    put(&client, BUCKET, "k", b"across nodes").await;
+    read_on_every_node(&cluster, &[1, 2], "k", b"across nodes").await;
+
+    // Half a request head, then nothing: closed once the header timeout passes.
+    let mut socket = tokio::net::TcpStream::connect(("127.0.0.1", drive_port))
+        .await
+        .unwrap();
+    socket.write_all(b"POST /_strata/rpc/v1/").await.unwrap();
+    let mut buffer = [0u8; 256];
+    let closed = tokio::time::timeout(Duration::from_secs(10), socket.read(&mut buffer)).await;
+    assert!(
+        matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
+        "the connection was not closed: {closed:?}"
+    );
+}
+
 /// `/health/ready` of one node, unauthenticated as a load balancer asks.
 async fn ready(node: &TestServer) -> (u16, String) {
     let response = reqwest::get(node.url("/health/ready")).await.unwrap();
@@ -338,15 +397,16 @@ async fn with_certificates_nodes_speak_tls_to_each_other() {
     // Six of each object's nine shards went to the other nodes' drives, over TLS.
     assert_eq!(shard_count(&drives[1]) + shard_count(&drives[2]), 6);
 
-    // The drive port speaks only TLS: a plain HTTP call gets no HTTP answer.
+    // The drive port speaks only TLS: a plain HTTP call is told so, and served nothing.
     let drive_port = ports[1] + 100;
     let plain = reqwest::Client::new()
         .post(format!("http://127.0.0.1:{drive_port}/_strata/rpc/v1/ping"))
         .timeout(Duration::from_secs(5))
         .send()
         .await;
-    assert!(
-        plain.is_err(),
-        "plain HTTP answered on the drive port: {plain:?}"
-    );
+    if let Ok(answer) = plain {
+        assert_eq!(answer.status(), 400);
+        let text = answer.text().await.unwrap();
+        assert!(text.contains("HTTP request to an HTTPS server"), "{text}");
+    }
 }

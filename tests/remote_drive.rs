@@ -682,6 +682,7 @@ async fn raw_call(
         .header(wire::TIME_HEADER, signed.time)
         .header(wire::NONCE_HEADER, signed.nonce)
         .header(wire::SIGNATURE_HEADER, signed.signature)
+        .header(wire::ARGS_DIGEST_HEADER, signed.args_digest)
         .body(args.clone());
     (request, args)
 }
@@ -731,17 +732,30 @@ async fn requests_with_a_wrong_secret_a_replay_or_a_stale_time_are_refused() {
 
     // Arguments past the limit are not read whole, signed or not.
     let path = Call::MetaApply.path();
-    let signed = auth().sign("POST", &path, b"", SystemTime::now());
+    let too_large = vec![0u8; wire::MAX_ARGS + 1];
+    let signed = auth().sign("POST", &path, &too_large, SystemTime::now());
     let answer = http_client()
         .post(format!("{}{path}", served.url))
         .header(wire::TIME_HEADER, signed.time)
         .header(wire::NONCE_HEADER, signed.nonce)
         .header(wire::SIGNATURE_HEADER, signed.signature)
-        .body(vec![0u8; wire::MAX_ARGS + 1])
+        .header(wire::ARGS_DIGEST_HEADER, signed.args_digest)
+        .body(too_large)
         .send()
         .await
         .unwrap();
     assert_eq!(answer.status(), reqwest::StatusCode::BAD_REQUEST);
+
+    // A body other than the one whose digest was signed is refused.
+    let (request, _) = raw_call(&served.url, &id, &auth(), SystemTime::now()).await;
+    let mut request = request.build().unwrap();
+    *request.body_mut() = Some(b"other arguments".to_vec().into());
+    let answer = http_client().execute(request).await.unwrap();
+    assert_eq!(answer.status(), reqwest::StatusCode::BAD_REQUEST);
+    assert_eq!(
+        answer.text().await.unwrap(),
+        "arguments differ from their digest"
+    );
 
     // Unsigned, or to a call that does not exist.
     let unsigned = http_client()
@@ -756,6 +770,45 @@ async fn requests_with_a_wrong_secret_a_replay_or_a_stale_time_are_refused() {
         .await
         .unwrap();
     assert_eq!(unknown.status(), reqwest::StatusCode::NOT_FOUND);
+    served.stop().await;
+}
+
+/// One who cannot sign costs the service no memory: the signature is checked before a byte of
+/// the body is read, so a request announcing 4 MiB that never come is answered at once.
+/// Before, every such request held 4 MiB of buffer (and its socket) until its body ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_cannot_sign_is_refused_before_its_body_is_read() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (_root, _local, served, _id) = one_served_drive().await;
+    let address = served.url.trim_start_matches("http://");
+    let now_ms = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    let head = format!(
+        "POST {} HTTP/1.1\r\nHost: {address}\r\n{}: {now_ms}\r\n{}: {}\r\n{}: {}\r\n{}: {}\r\n\
+         Content-Length: {}\r\n\r\n",
+        Call::MetaGet.path(),
+        wire::TIME_HEADER,
+        wire::NONCE_HEADER,
+        "7".repeat(32),
+        wire::SIGNATURE_HEADER,
+        "0".repeat(64),
+        wire::ARGS_DIGEST_HEADER,
+        "0".repeat(64),
+        wire::MAX_ARGS,
+    );
+    let mut socket = tokio::net::TcpStream::connect(address).await.unwrap();
+    socket.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = vec![0u8; 1024];
+    let read = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut answer))
+        .await
+        .expect("answered without waiting for the body")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer[..read]);
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    assert!(answer.ends_with("bad signature"), "{answer}");
+    drop(socket);
     served.stop().await;
 }
 

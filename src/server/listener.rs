@@ -245,47 +245,6 @@ async fn serve_connection(
     }
 }
 
-/// Serves the internal drive service over TLS. Its callers are the other nodes, each call
-/// authenticated on its own, so none of the client-facing limits apply; a node that stops
-/// fails the calls in flight, and its peers serve around it.
-pub(super) async fn serve_internal_tls(
-    listener: TcpListener,
-    router: axum::Router,
-    certificates: Arc<tls::Certificates>,
-) -> anyhow::Result<()> {
-    use tower::ServiceExt;
-    let acceptor = TlsAcceptor::from(certificates.server_config()?);
-    loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                tracing::warn!("accepting a node's connection: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let (acceptor, router) = (acceptor.clone(), router.clone());
-        tokio::spawn(async move {
-            let _ = stream.set_nodelay(true);
-            let handshake = tokio::time::timeout(INTERNAL_HANDSHAKE, acceptor.accept(stream));
-            let Ok(Ok(stream)) = handshake.await else {
-                return;
-            };
-            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-                router.clone().oneshot(request.map(axum::body::Body::new))
-            });
-            let connection = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service);
-            if let Err(e) = connection.await {
-                tracing::debug!("a node's connection ended: {e}");
-            }
-        });
-    }
-}
-
-/// How long a node's TLS handshake may take.
-const INTERNAL_HANDSHAKE: Duration = Duration::from_secs(10);
-
 /// Any byte stream a connection is served over (TCP, TLS over TCP).
 trait ByteStream: AsyncRead + AsyncWrite + Send + Unpin {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin> ByteStream for T {}

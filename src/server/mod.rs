@@ -36,7 +36,8 @@ const IAM_REFRESH: std::time::Duration = std::time::Duration::from_secs(30);
 const CLUSTER_IAM_REFRESH: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Serves this node's drives to the other nodes of its cluster, on its port plus
-/// [`config::DRIVE_PORT_OFFSET`], each call authenticated with the cluster secret.
+/// [`config::DRIVE_PORT_OFFSET`] (on `--drive-address` if given), each call authenticated
+/// with the cluster secret.
 async fn serve_drives(
     config: &ServerConfig,
     cluster: &crate::config::ClusterConfig,
@@ -52,6 +53,9 @@ async fn serve_drives(
         })
         .collect();
     let mut address = config.address;
+    if let Some(ip) = cluster.drive_ip {
+        address.set_ip(ip);
+    }
     address.set_port(
         (address.port().checked_add(crate::config::DRIVE_PORT_OFFSET))
             .context("the S3 port is too high for a drive service port above it")?,
@@ -66,14 +70,18 @@ async fn serve_drives(
     };
     tracing::info!(node = %cluster.this_node, drives = drives.len(), "serving this node's drives to the others on {scheme}://{address}");
     let service = crate::drive_service::drive_service(drives, auth);
+    // The S3 listener's deadlines and connection cap hold here too, against whoever reaches
+    // the port without the secret. Not the per-client cap (a peer is one client holding many
+    // connections) nor the least upload rate (a shard arrives at a fraction of its upload's).
+    let limits = crate::config::ListenerConfig {
+        max_connections_per_client: config.listener.max_connections,
+        min_upload_rate: 0,
+        ..config.listener.clone()
+    };
     tokio::spawn(async move {
-        let served = match certificates {
-            Some(certificates) => {
-                listener::serve_internal_tls(listener, service, certificates).await
-            }
-            None => axum::serve(listener, service).await.map_err(Into::into),
-        };
-        if let Err(e) = served {
+        // Serves until the process ends: peers read this node's drives while it drains.
+        let never = std::future::pending();
+        if let Err(e) = listener::serve(listener, service, certificates, limits, never).await {
             tracing::error!(error = %e, "the drive service stopped");
         }
     });

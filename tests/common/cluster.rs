@@ -87,7 +87,7 @@ impl Cluster {
     }
 
     /// Starts the nodes of a plan, node `i`'s options adjusted by `adjust(i, ..)`.
-    fn start_planned(
+    pub fn start_planned(
         (root, ports, drives, layout): (
             tempfile::TempDir,
             Vec<u16>,

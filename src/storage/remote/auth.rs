@@ -4,12 +4,14 @@
 //! The signature is HMAC-SHA256, keyed by the secret, over the method, the path, the
 //! deployment id, the request's time and nonce, and the SHA-256 of its arguments (for the
 //! shard stream, its arguments header: the shard's bytes are covered by their bitrot
-//! checksums end to end instead). Each field is length-prefixed, so no two different requests
-//! sign the same bytes. The receiving node refuses a request signed more than
-//! [`MAX_SKEW`] from its clock, and one whose (time, nonce) it has seen: a captured request
-//! cannot be sent again. Pure functions of their inputs, `now` included.
+//! checksums). Each field is length-prefixed, so no two different requests sign the same
+//! bytes. The digest of the arguments travels in a header too, so the receiver checks the
+//! signature before it reads a byte of the body, then the body against the digest. The
+//! receiving node refuses a request signed more than [`MAX_SKEW`] from its clock, and one
+//! whose (time, nonce) it has seen: a captured request cannot be sent again. Pure functions
+//! of their inputs, `now` included.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -22,9 +24,10 @@ use zeroize::Zeroizing;
 pub const MIN_SECRET_LEN: usize = 32;
 /// How far a request's time may be from the receiver's clock, either way.
 pub const MAX_SKEW: Duration = Duration::from_secs(60);
-/// Nonces remembered at most. Each is kept for at most 2 × [`MAX_SKEW`]; past this many
-/// requests in that time the service refuses new ones (as busy) rather than forget a nonce
-/// it may be shown again.
+/// Nonces remembered at most (some 32 MiB). Each is kept while its request could still be
+/// accepted; past this many, the oldest second of them is forgotten and requests signed in it
+/// or before are refused as stale: under a load beyond it the window narrows (less clock skew
+/// is tolerated) instead of every request being refused.
 pub const NONCE_CAPACITY: usize = 1 << 20;
 
 /// Separates this signature from any other use of the secret.
@@ -43,9 +46,6 @@ pub enum AuthError {
     BadSignature,
     #[error("request replayed")]
     Replayed,
-    /// Too many requests within the window to remember them all.
-    #[error("too many requests")]
-    Busy,
 }
 
 /// The cluster secret and the deployment it signs for. Cloning shares the key.
@@ -63,7 +63,7 @@ impl std::fmt::Debug for ClusterAuth {
     }
 }
 
-/// The three signature headers of a request, as sent.
+/// The signature headers of a request, as sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignedHeaders {
     /// Milliseconds since the Unix epoch.
@@ -72,6 +72,24 @@ pub struct SignedHeaders {
     pub nonce: String,
     /// 64 hex digits.
     pub signature: String,
+    /// The SHA-256 of the arguments, 64 hex digits.
+    pub args_digest: String,
+}
+
+/// The SHA-256 of a request's arguments, which its signature covers.
+pub type ArgsDigest = [u8; 32];
+
+pub fn args_digest(args: &[u8]) -> ArgsDigest {
+    Sha256::digest(args).into()
+}
+
+/// Parses the hex digest a request names its arguments by (`None`: absent).
+pub fn parse_args_digest(hex_digest: Option<&str>) -> Result<ArgsDigest, AuthError> {
+    let mut digest = [0u8; 32];
+    hex_digest
+        .and_then(|d| hex::decode_to_slice(d, &mut digest).ok())
+        .ok_or(AuthError::Malformed("arguments digest"))?;
+    Ok(digest)
 }
 
 /// A request's signature headers, parsed: what it claims before its signature is checked.
@@ -137,11 +155,13 @@ impl ClusterAuth {
         time_ms: u64,
         nonce: u128,
     ) -> SignedHeaders {
-        let mac = self.mac(method, path, args, time_ms, nonce);
+        let digest = args_digest(args);
+        let mac = self.mac(method, path, &digest, time_ms, nonce);
         SignedHeaders {
             time: time_ms.to_string(),
             nonce: format!("{nonce:032x}"),
             signature: hex::encode(mac.finalize().into_bytes()),
+            args_digest: hex::encode(digest),
         }
     }
 
@@ -155,19 +175,20 @@ impl ClusterAuth {
     }
 
     /// Accepts a request: fresh, signed with this secret for this deployment over exactly
-    /// these method, path and arguments, and never seen before. Only a request that passes
-    /// every check is remembered.
+    /// these method, path and arguments (named by their digest, which the caller checks the
+    /// arguments against), and never seen before. Only a request that passes every check is
+    /// remembered.
     pub fn verify(
         &self,
         claim: &Claim,
         method: &str,
         path: &str,
-        args: &[u8],
+        args_digest: &ArgsDigest,
         now: SystemTime,
         seen: &NonceCache,
     ) -> Result<(), AuthError> {
         self.check_time(claim, now)?;
-        self.mac(method, path, args, claim.time_ms, claim.nonce)
+        self.mac(method, path, args_digest, claim.time_ms, claim.nonce)
             .verify_slice(&claim.signature)
             .map_err(|_| AuthError::BadSignature)?;
         seen.remember(claim.time_ms, claim.nonce, millis(now))
@@ -177,13 +198,12 @@ impl ClusterAuth {
         &self,
         method: &str,
         path: &str,
-        args: &[u8],
+        args_digest: &ArgsDigest,
         time_ms: u64,
         nonce: u128,
     ) -> Hmac<Sha256> {
         let mut mac =
             Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes keys of any length");
-        let args_digest = Sha256::digest(args);
         let fields: [&[u8]; 7] = [
             SCHEME,
             method.as_bytes(),
@@ -191,7 +211,7 @@ impl ClusterAuth {
             self.deployment_id.as_bytes(),
             &time_ms.to_be_bytes(),
             &nonce.to_be_bytes(),
-            &args_digest,
+            args_digest,
         ];
         for field in fields {
             mac.update(&(field.len() as u64).to_be_bytes());
@@ -209,10 +229,12 @@ fn millis(time: SystemTime) -> u64 {
 /// The (time, nonce) of the requests accepted within the window, so none is accepted twice.
 ///
 /// A request is accepted only while its time is within [`MAX_SKEW`] of the clock, so its
-/// nonce need be kept only that long; entries older than that are dropped as time passes.
-/// The drop line follows the latest clock reading seen, never going back: were the clock set
-/// back, requests older than the line are refused as stale rather than checked against
-/// nonces already forgotten.
+/// nonce need be kept only that long. Nonces are kept by the second their request was signed
+/// in, and forgotten a whole second at a time. Requests signed before the oldest second kept
+/// are refused as stale, so a nonce is never forgotten while its request could still pass.
+/// That line follows the latest clock reading seen, never going back (were the clock set
+/// back, older requests are refused rather than checked against forgotten nonces), and moves
+/// ahead of it when more than the capacity would be kept.
 pub struct NonceCache {
     capacity: usize,
     state: Mutex<Seen>,
@@ -220,44 +242,61 @@ pub struct NonceCache {
 
 #[derive(Default)]
 struct Seen {
-    /// Ordered by time first, so the expired ones are at the front.
-    entries: BTreeSet<(u64, u128)>,
-    latest_now_ms: u64,
+    /// Nonces by the second (since the epoch) their request was signed in.
+    by_second: BTreeMap<u64, HashSet<u128>>,
+    len: usize,
+    /// Requests signed before this millisecond are refused as stale.
+    line_ms: u64,
+}
+
+impl Seen {
+    /// Forgets the oldest second kept, and every request signed in it or before.
+    fn forget_oldest_second(&mut self) {
+        if let Some((second, nonces)) = self.by_second.pop_first() {
+            self.len -= nonces.len();
+            self.line_ms = self.line_ms.max((second + 1) * 1000);
+        }
+    }
 }
 
 impl NonceCache {
     pub fn new(capacity: usize) -> Self {
         Self {
-            capacity,
+            capacity: capacity.max(1),
             state: Mutex::new(Seen::default()),
         }
     }
 
-    /// Records a request's (time, nonce); refuses one already recorded, one older than what
-    /// is remembered, and any when full.
+    /// Records a request's (time, nonce); refuses one already recorded, and one signed
+    /// before what is remembered.
     fn remember(&self, time_ms: u64, nonce: u128, now_ms: u64) -> Result<(), AuthError> {
         let mut seen = self.state.lock().expect("not poisoned");
-        seen.latest_now_ms = seen.latest_now_ms.max(now_ms);
-        let oldest_kept = seen
-            .latest_now_ms
-            .saturating_sub(MAX_SKEW.as_millis() as u64);
-        while seen
-            .entries
-            .first()
-            .is_some_and(|&(time, _)| time < oldest_kept)
+        let window_start = now_ms.saturating_sub(MAX_SKEW.as_millis() as u64);
+        seen.line_ms = seen.line_ms.max(window_start);
+        while (seen.by_second.first_key_value())
+            .is_some_and(|(&second, _)| (second + 1) * 1000 <= seen.line_ms)
         {
-            seen.entries.pop_first();
+            seen.forget_oldest_second();
         }
-        if time_ms < oldest_kept {
+        if time_ms < seen.line_ms {
             return Err(AuthError::Stale);
         }
-        if seen.entries.contains(&(time_ms, nonce)) {
+        let second = time_ms / 1000;
+        if seen
+            .by_second
+            .get(&second)
+            .is_some_and(|n| n.contains(&nonce))
+        {
             return Err(AuthError::Replayed);
         }
-        if seen.entries.len() >= self.capacity {
-            return Err(AuthError::Busy);
+        while seen.len >= self.capacity {
+            seen.forget_oldest_second();
         }
-        seen.entries.insert((time_ms, nonce));
+        if time_ms < seen.line_ms {
+            return Err(AuthError::Stale);
+        }
+        seen.by_second.entry(second).or_default().insert(nonce);
+        seen.len += 1;
         Ok(())
     }
 }
@@ -374,14 +413,28 @@ mod tests {
         ];
         for (what, headers, path, args, expected) in cases {
             let seen = NonceCache::new(16);
-            let got = auth.verify(&claim(&headers), "POST", path, args, at(now), &seen);
+            let got = auth.verify(
+                &claim(&headers),
+                "POST",
+                path,
+                &args_digest(args),
+                at(now),
+                &seen,
+            );
             assert_eq!(got, expected, "{what}");
         }
         let headers = sign(&auth, now);
         let mut tampered = claim(&headers);
         tampered.time_ms += 1;
         let seen = NonceCache::new(16);
-        let got = auth.verify(&tampered, "POST", "/p", b"args", at(now), &seen);
+        let got = auth.verify(
+            &tampered,
+            "POST",
+            "/p",
+            &args_digest(b"args"),
+            at(now),
+            &seen,
+        );
         assert_eq!(got, Err(AuthError::BadSignature), "time changed");
     }
 
@@ -390,7 +443,9 @@ mod tests {
         let auth = ClusterAuth::new(SECRET, "dep").unwrap();
         let seen = NonceCache::new(16);
         let headers = auth.sign("POST", "/p", b"", at(5_000_000));
-        let verify = |now| auth.verify(&claim(&headers), "POST", "/p", b"", at(now), &seen);
+        let digest = parse_args_digest(Some(&headers.args_digest)).unwrap();
+        assert_eq!(digest, args_digest(b""));
+        let verify = |now| auth.verify(&claim(&headers), "POST", "/p", &digest, at(now), &seen);
         assert_eq!(verify(5_000_000), Ok(()));
         assert_eq!(verify(5_000_001), Err(AuthError::Replayed));
         assert_eq!(verify(5_059_000), Err(AuthError::Replayed));
@@ -399,18 +454,58 @@ mod tests {
     }
 
     #[test]
-    fn the_cache_forgets_expired_nonces_and_refuses_when_full() {
-        let seen = NonceCache::new(2);
+    fn the_cache_forgets_expired_nonces() {
+        let seen = NonceCache::new(16);
         assert_eq!(seen.remember(1_000_000, 1, 1_000_000), Ok(()));
-        assert_eq!(seen.remember(1_000_000, 2, 1_000_000), Ok(()));
-        assert_eq!(seen.remember(1_000_000, 3, 1_000_000), Err(AuthError::Busy));
-        // A minute on, the first two have expired and make room.
-        assert_eq!(seen.remember(1_060_001, 3, 1_060_001), Ok(()));
+        assert_eq!(seen.remember(1_000_500, 2, 1_000_500), Ok(()));
+        assert_eq!(
+            seen.remember(1_000_500, 2, 1_000_600),
+            Err(AuthError::Replayed)
+        );
+        // A minute on, both have expired.
+        assert_eq!(seen.remember(1_061_001, 3, 1_061_001), Ok(()));
+        assert_eq!(seen.state.lock().unwrap().len, 1);
         // The clock set back does not bring forgotten nonces back into the window.
         assert_eq!(
             seen.remember(1_000_000, 1, 1_000_000),
             Err(AuthError::Stale)
         );
+    }
+
+    /// More requests within the window than the cache holds: the oldest second is forgotten
+    /// and requests signed in it become stale, while fresh ones are still accepted (before,
+    /// every request past the capacity was refused for up to two minutes).
+    #[test]
+    fn a_full_cache_narrows_the_window_instead_of_refusing_fresh_requests() {
+        let seen = NonceCache::new(1000);
+        let now = 10_000_000;
+        // 500 requests signed 30 s ago, 500 signed 10 s ago: full.
+        for nonce in 0..500 {
+            assert_eq!(seen.remember(now - 30_000, nonce, now), Ok(()));
+            assert_eq!(seen.remember(now - 10_000, 1000 + nonce, now), Ok(()));
+        }
+        // Fresh requests keep being accepted, far past the capacity: 500 a second for 10 s.
+        let mut clock = now;
+        for nonce in 0..5000 {
+            clock = now + 2 * nonce as u64;
+            assert_eq!(
+                seen.remember(clock, 10_000 + nonce, clock),
+                Ok(()),
+                "{nonce}"
+            );
+        }
+        // Each is still refused a second time while it is remembered.
+        assert_eq!(
+            seen.remember(clock, 14_999, clock),
+            Err(AuthError::Replayed)
+        );
+        // The seconds forgotten to make room are stale now, though within MAX_SKEW.
+        assert_eq!(seen.remember(now - 30_000, 0, clock), Err(AuthError::Stale));
+        assert_eq!(
+            seen.remember(now - 10_000, 1000, clock),
+            Err(AuthError::Stale)
+        );
+        assert!(seen.state.lock().unwrap().len <= 1000);
     }
 
     #[test]

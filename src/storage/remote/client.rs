@@ -149,7 +149,8 @@ impl Peer {
             .post(url)
             .header(wire::TIME_HEADER, signed.time)
             .header(wire::NONCE_HEADER, signed.nonce)
-            .header(wire::SIGNATURE_HEADER, signed.signature);
+            .header(wire::SIGNATURE_HEADER, signed.signature)
+            .header(wire::ARGS_DIGEST_HEADER, signed.args_digest);
         if let Some(left) = crate::storage::time_left() {
             request = request.header(wire::DEADLINE_HEADER, left.as_millis().to_string());
         }

@@ -28,6 +28,9 @@ pub const TIME_HEADER: &str = "x-strata-time";
 pub const NONCE_HEADER: &str = "x-strata-nonce";
 /// HMAC-SHA256, hex, over what [`super::auth`] says a request's signature covers.
 pub const SIGNATURE_HEADER: &str = "x-strata-signature";
+/// The SHA-256 of a call's arguments, hex: signed, so the signature is checked before the
+/// body is read.
+pub const ARGS_DIGEST_HEADER: &str = "x-strata-args-sha256";
 /// The arguments of a streaming call (its body being the stream): msgpack, base64url.
 pub const ARGS_HEADER: &str = "x-strata-args";
 /// What is left of the caller's deadline for the call, in milliseconds (see
