@@ -75,10 +75,69 @@ impl<W: Worker> Worker for Elected<W> {
         self.worker.interval()
     }
 
+    /// A pass stops where it is when this node loses the election (its commits are
+    /// conditional and crash-safe, so an end at any await is as safe as a crash), rather than
+    /// run on for hours beside the new holder's.
     async fn run_once(&mut self) -> anyhow::Result<String> {
-        if !*self.held.borrow() {
+        if !*self.held.borrow_and_update() {
             return Ok("another node holds this job".into());
         }
-        self.worker.run_once().await
+        let mut held = self.held.clone();
+        tokio::select! {
+            outcome = self.worker.run_once() => outcome,
+            _ = held.wait_for(|held| !held) => {
+                Ok("stopped: this node no longer holds this job".into())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pass that never ends by itself, like a scrub of a large deployment.
+    struct Endless;
+
+    #[async_trait]
+    impl Worker for Endless {
+        fn name(&self) -> &'static str {
+            "endless"
+        }
+
+        fn interval(&self) -> Duration {
+            Duration::from_secs(1)
+        }
+
+        async fn run_once(&mut self) -> anyhow::Result<String> {
+            std::future::pending().await
+        }
+    }
+
+    /// Before, a pass started while elected ran to its end whoever held the job by then.
+    #[tokio::test]
+    async fn a_pass_stops_when_its_node_loses_the_election() {
+        let (held_tx, held) = tokio::sync::watch::channel(false);
+        let mut elected = Elected {
+            worker: Endless,
+            held,
+        };
+        assert_eq!(
+            elected.run_once().await.unwrap(),
+            "another node holds this job"
+        );
+        held_tx.send_replace(true);
+        let pass = tokio::spawn(async move { elected.run_once().await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!pass.is_finished(), "the pass runs while the job is held");
+        held_tx.send_replace(false);
+        let outcome = tokio::time::timeout(Duration::from_secs(5), pass)
+            .await
+            .expect("the pass stopped")
+            .unwrap();
+        assert_eq!(
+            outcome.unwrap(),
+            "stopped: this node no longer holds this job"
+        );
     }
 }

@@ -112,6 +112,56 @@ async fn nodes_register_and_each_job_runs_on_one_elected_node() {
     assert!(table.contains("lifecycle runs on"), "{table}");
 }
 
+/// When this node's log says it started or stopped holding `job` (`held`): the line's
+/// timestamp (RFC 3339, UTC, fixed width, so timestamps compare as text).
+fn election_logged(node: &TestServer, job: &str, held: bool) -> Option<String> {
+    let wanted = format!("election job=\"{job}\" held={held}");
+    (node.run_log().lines())
+        .find(|line| line.contains(&wanted))
+        .and_then(|line| line.split_whitespace().next().map(str::to_string))
+}
+
+/// A node that etcd stops answering gives its jobs up before its lease can lapse, so no two
+/// nodes hold a job at once: the renewal hangs on the silent etcd for its timeout, and the
+/// jobs went only after it returned, a second past the lease (the next holder had it by
+/// then).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_etcd_stops_answering_gives_its_jobs_up_before_another_takes_them() {
+    let etcd = EtcdServer::start();
+    let (cluster, network) = Cluster::start_partitionable(3, 3, EC, Some(&etcd));
+    let names: Vec<String> = cluster.nodes.iter().map(node_name).collect();
+    let mut owner = None;
+    eventually(Duration::from_secs(20), "the lifecycle job held", || {
+        owner = holder(&info(&cluster.nodes[0]), "lifecycle");
+        owner.is_some()
+    })
+    .await;
+    let owner = names
+        .iter()
+        .position(|n| Some(n) == owner.as_ref())
+        .unwrap();
+
+    network.cut_from_etcd(owner);
+    let mut taken = None;
+    eventually(
+        Duration::from_secs(40),
+        "another node takes the job",
+        || {
+            taken = (0..3)
+                .filter(|&i| i != owner)
+                .find_map(|i| election_logged(&cluster.nodes[i], "lifecycle", true));
+            taken.is_some()
+        },
+    )
+    .await;
+    let given_up = election_logged(&cluster.nodes[owner], "lifecycle", false)
+        .expect("the cut-off node gave the job up");
+    assert!(
+        given_up < taken.clone().unwrap(),
+        "the cut-off node held the job until {given_up}, after another took it at {taken:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_user_changed_on_one_node_is_in_force_on_the_others_at_once() {
     let etcd = EtcdServer::start();

@@ -37,6 +37,8 @@ const ROOT: &str = "/strata/";
 pub const LEASE_TTL: Duration = Duration::from_secs(10);
 /// How often a node renews its lease (and stands for the jobs it wants).
 const RENEW_EVERY: Duration = Duration::from_millis(LEASE_TTL.as_millis() as u64 / 4);
+/// How often a node checks that its lease surely lives, apart from renewing it.
+const LAPSE_CHECK_EVERY: Duration = Duration::from_millis(250);
 /// How long a starting node waits between attempts to reach etcd.
 const JOIN_RETRY: Duration = Duration::from_secs(2);
 /// How long a broken watch waits before it watches again.
@@ -187,6 +189,9 @@ impl ControlPlane {
     }
 
     /// Keeps the lease alive (and stands for the jobs asked for) until the server stops.
+    /// Apart from it, a watch gives the jobs up before the lease can lapse: a renewal that
+    /// hangs on an etcd gone silent (each endpoint tried for its timeout) must not hold them
+    /// past that.
     pub fn spawn_renewal(self: &Arc<Self>) {
         let control = Arc::downgrade(self);
         tokio::spawn(async move {
@@ -198,6 +203,15 @@ impl ControlPlane {
                 if let Err(e) = control.renew().await {
                     tracing::warn!(error = %e, "could not renew this node's lease in etcd");
                 }
+            }
+        });
+        let control = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(LAPSE_CHECK_EVERY).await;
+                let Some(control) = control.upgrade() else {
+                    break;
+                };
                 control.drop_lapsed_elections();
             }
         });
