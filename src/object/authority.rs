@@ -58,6 +58,11 @@ pub(crate) const DELETED: &[u8] = b"deleted";
 /// change it copied (decimal). Not a record the authority decides.
 pub(crate) const RECORDS_REVISION: &[u8] = b"records-revision";
 
+/// How many times a record's copy is written before heal is left to finish it, and the pause
+/// between two writes of a set that missed its write quorum.
+const COPY_ATTEMPTS: usize = 3;
+const COPY_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// The tables whose records the authority decides, and the prefix of their keys there.
 const DECIDED: [(MetaTable, &str); 2] = [
     (MetaTable::Buckets, "buckets/"),
@@ -206,13 +211,46 @@ impl ObjectStore {
         if !swapped {
             return Err(ObjectError::Conflict);
         }
-        self.copy_to_drives(table, key, value, revision + 1).await;
+        self.copy_to_drives(authority, (table, key), value, revision + 1)
+            .await;
         Ok(())
     }
 
-    /// Writes a decided record's copy, and the revision that decided it, on every drive of
-    /// every set (best effort: heal puts back what a drive misses).
+    /// Writes a decided record's copy, and the records revision, on every drive of every
+    /// set, until the drives hold what the authority holds: a later change decided by
+    /// another server may have copied its value first, which this copy, arriving late, would
+    /// otherwise replace with an older one. So after each write the authority is read again,
+    /// and its value now, with its revision now, is what the next write takes; the last
+    /// writer of a record thus always ends on the decided value. Each set is written again
+    /// while fewer than its write quorum took the copy (a few times; heal puts back what a
+    /// drive still misses, and a failed read of the authority leaves the rest to heal too).
     async fn copy_to_drives(
+        &self,
+        authority: &Arc<dyn RecordAuthority>,
+        (table, key): (MetaTable, &[u8]),
+        mut value: Option<Vec<u8>>,
+        mut revision: u64,
+    ) {
+        let name = authority_key(table, key);
+        for _ in 0..COPY_ATTEMPTS {
+            self.write_copies(table, key, value.clone(), revision).await;
+            let (Ok(now), Ok(now_revision)) =
+                (authority.get(&name).await, authority.revision().await)
+            else {
+                return;
+            };
+            let now = now.filter(|held| held != DELETED);
+            if now == value {
+                return;
+            }
+            (value, revision) = (now, now_revision.max(revision));
+        }
+        tracing::warn!(record = %name, "the drives' copies of a record changed faster than they could be written; heal brings them in line");
+    }
+
+    /// One write of a record's copy and the records revision on every drive of every set,
+    /// again on a set whose write quorum did not take it.
+    async fn write_copies(
         &self,
         table: MetaTable,
         key: &[u8],
@@ -235,9 +273,20 @@ impl ObjectStore {
             key: RECORDS_REVISION.to_vec(),
             value: revision.to_string().into_bytes(),
         };
-        futures::future::join_all(
-            (self.sets.iter()).map(|set| set.meta_apply_all(vec![op.clone(), copied.clone()])),
-        )
+        let ops = vec![op, copied];
+        futures::future::join_all(self.sets.iter().map(|set| async {
+            for _ in 0..COPY_ATTEMPTS {
+                let answers = set.meta_apply_all(ops.clone()).await;
+                if answers.iter().filter(|a| a.is_ok()).count() >= set.write_quorum() {
+                    return;
+                }
+                tokio::time::sleep(COPY_RETRY).await;
+            }
+            tracing::warn!(
+                set = set.index(),
+                "fewer drives than the write quorum took a record's copy; heal puts it back"
+            );
+        }))
         .await;
     }
 
@@ -555,11 +604,13 @@ mod tests {
     type Meddle = Box<dyn FnOnce(&mut Records) + Send>;
 
     /// An authority in memory; `meddle` runs once, between a change's read and its swap (a
-    /// change made meanwhile by another server).
+    /// change made meanwhile by another server); `after_swap` once, right after a swap (a
+    /// later change by another server, decided before this one's copy is written).
     #[derive(Default)]
     struct Memory {
         records: Mutex<Records>,
         meddle: Mutex<Option<Meddle>>,
+        after_swap: Mutex<Option<Meddle>>,
         swaps: Mutex<u32>,
         revision: Mutex<u64>,
     }
@@ -597,6 +648,10 @@ mod tests {
             }
             records.insert(key.to_string(), value.to_vec());
             *held += 1;
+            if let Some(later_change) = self.after_swap.lock().unwrap().take() {
+                later_change(&mut records);
+                *held += 1;
+            }
             Ok(true)
         }
         async fn raise_revision(&self, from: u64, to: u64) -> Result<bool, ObjectError> {
@@ -654,6 +709,46 @@ mod tests {
         assert!(held
             .iter()
             .all(|h| h.as_ref().ok() == Some(&Some(decided_bytes.clone()))));
+    }
+
+    /// Another server decides a later change of the record, and writes its copy, before this
+    /// server's copy of its own change lands: the drives end on the later change, not on this
+    /// one (before, the late copy was written last and the drives kept the older value, so a
+    /// node cut off from etcd served it: a detached policy still in force, say).
+    #[tokio::test]
+    async fn a_copy_that_lands_after_a_later_change_leaves_the_drives_on_the_later_one() {
+        let (store, memory) = (store(), Arc::new(Memory::default()));
+        store.set_record_authority(memory.clone());
+        let bucket = BucketName::parse("decided").unwrap();
+        store.create_bucket(&bucket).await.unwrap();
+        *memory.after_swap.lock().unwrap() = Some(Box::new(|records| {
+            let key = "buckets/decided".to_string();
+            let mut record: BucketRecord = record::decode(&records[&key]).unwrap();
+            record.settings.tags = Some(vec![("by".into(), "a later change".into())]);
+            record.revision += 1;
+            records.insert(key, record::encode(&record));
+        }));
+        store
+            .set_versioning(&bucket, Versioning::Enabled)
+            .await
+            .unwrap();
+
+        let decided_bytes = memory.records.lock().unwrap()["buckets/decided"].clone();
+        let decided: BucketRecord = record::decode(&decided_bytes).unwrap();
+        assert_eq!(
+            decided.settings.tags,
+            Some(vec![("by".into(), "a later change".into())])
+        );
+        let held = store.sets[0]
+            .meta_get_all(MetaTable::Buckets, b"decided")
+            .await;
+        assert!(
+            held.iter()
+                .all(|h| h.as_ref().ok() == Some(&Some(decided_bytes.clone()))),
+            "every drive holds the later change"
+        );
+        let revision = *memory.revision.lock().unwrap();
+        assert_eq!(store.drives_revision().await, revision);
     }
 
     #[tokio::test]
