@@ -3,9 +3,11 @@
 //!
 //! It answers drive calls and nothing else: no call returns configuration, environment or
 //! secrets. Every request is authenticated before a byte of its body is read (its signature
-//! covers the digest of its arguments, which the body must then match); arguments are read
-//! up to [`wire::MAX_ARGS`]; a shard stream is written frame by frame as it arrives, never
-//! buffered whole. Meant for an internal listener that only the cluster's nodes reach.
+//! covers the digest of its arguments, which the body must then match, and names this node);
+//! arguments are read up to [`wire::MAX_ARGS`]; a shard stream is written frame by frame as
+//! it arrives, never buffered whole, and finished only if its finish frame signs every byte;
+//! every answer to an authenticated request is signed for it. Meant for an internal listener
+//! that only the cluster's nodes reach.
 //!
 //! [`RemoteDrive`]: crate::storage::RemoteDrive
 
@@ -29,18 +31,24 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::storage::remote::auth::{
-    self, ArgsDigest, AuthError, Claim, ClusterAuth, NonceCache, NONCE_CAPACITY,
+    self, Answer, ArgsDigest, AuthError, Claim, ClusterAuth, NonceCache, Signable, NONCE_CAPACITY,
 };
 use crate::storage::remote::frame::{Frame, FrameDecoder};
 use crate::storage::remote::protocol::{self as wire, Blob, Call, Envelope, WireError};
 use crate::storage::{Drive, DriveError};
 
 /// The routes that serve `drives` (keyed by the id peers name them by: their path here) to
-/// peers holding the cluster secret of `auth`.
-pub fn drive_service(drives: HashMap<String, Arc<dyn Drive>>, auth: ClusterAuth) -> Router {
+/// peers holding the cluster secret of `auth`, for calls signed for `target` (this drive
+/// service's `host:port` as the layout names it).
+pub fn drive_service(
+    drives: HashMap<String, Arc<dyn Drive>>,
+    auth: ClusterAuth,
+    target: String,
+) -> Router {
     let service = Arc::new(DriveService {
         drives,
         auth,
+        target,
         seen: NonceCache::new(NONCE_CAPACITY),
         refusals: RefusalLog::default(),
     });
@@ -52,6 +60,8 @@ pub fn drive_service(drives: HashMap<String, Arc<dyn Drive>>, auth: ClusterAuth)
 struct DriveService {
     drives: HashMap<String, Arc<dyn Drive>>,
     auth: ClusterAuth,
+    /// The node calls must be signed for.
+    target: String,
     /// The requests accepted within the signature window, so none is accepted twice.
     seen: NonceCache,
     refusals: RefusalLog,
@@ -79,20 +89,28 @@ async fn handle(
     if let Err(e) = service.auth.check_time(&claim, now) {
         return service.unauthenticated(call, e);
     }
+    let deadline = header(wire::DEADLINE_HEADER).unwrap_or_default();
     let verify = |args_digest: &ArgsDigest| {
-        let (method, path) = (parts.method.as_str(), parts.uri.path());
-        (service.auth).verify(&claim, method, path, args_digest, now, &service.seen)
+        let signed = Signable {
+            method: parts.method.as_str(),
+            path: parts.uri.path(),
+            target: &service.target,
+            args_digest,
+            deadline,
+        };
+        (service.auth).verify(&claim, &signed, now, &service.seen)
     };
-    match call {
+    let answer = match call {
         // The shard stream's arguments are a header: its body is the shard.
         Call::CreateStagedFile => {
             let Some(Ok(args)) = header(wire::ARGS_HEADER).map(|a| BASE64.decode(a)) else {
                 return refuse(StatusCode::BAD_REQUEST, "missing or malformed arguments");
             };
-            match verify(&auth::args_digest(&args)) {
-                Ok(()) => service.receive_shard(&args, body).await,
-                Err(e) => service.unauthenticated(call, e),
+            let digest = auth::args_digest(&args);
+            if let Err(e) = verify(&digest) {
+                return service.unauthenticated(call, e);
             }
+            service.receive_shard(&args, &digest, body).await
         }
         _ => {
             // Checked before the body is read: one who cannot sign costs no memory.
@@ -112,7 +130,8 @@ async fn handle(
                     "arguments differ from their digest",
                 );
             }
-            let time_left = (header(wire::DEADLINE_HEADER))
+            let time_left = Some(deadline)
+                .filter(|ms| !ms.is_empty())
                 .and_then(|ms| ms.parse().ok())
                 .map(Duration::from_millis);
             match time_left {
@@ -124,10 +143,37 @@ async fn handle(
                     .unwrap_or_else(|_| too_late()),
             }
         }
-    }
+    };
+    service.sign_answer(claim.nonce(), answer).await
 }
 
 impl DriveService {
+    /// Signs an answer for the request whose nonce is `nonce` (every answer is built whole in
+    /// memory, so reading its body back costs no wait).
+    async fn sign_answer(&self, nonce: u128, answer: Response) -> Response {
+        let (mut parts, body) = answer.into_parts();
+        let Ok(body) = axum::body::to_bytes(body, usize::MAX).await else {
+            return refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "an answer could not be read",
+            );
+        };
+        let header = |name| (parts.headers.get(name)).and_then(|v| v.to_str().ok());
+        let signature = self.auth.sign_answer(
+            nonce,
+            &Answer {
+                status: parts.status.as_u16(),
+                unhealed: header(wire::UNHEALED_HEADER).unwrap_or_default(),
+                drive_error: parts.headers.contains_key(wire::DRIVE_ERROR_HEADER),
+                body: &body,
+            },
+        );
+        if let Ok(value) = HeaderValue::from_str(&signature) {
+            parts.headers.insert(wire::ANSWER_SIGNATURE_HEADER, value);
+        }
+        Response::from_parts(parts, Body::from(body))
+    }
+
     /// The answer to a request that failed authentication.
     fn unauthenticated(&self, call: Call, err: AuthError) -> Response {
         self.refusals.note(call, &err);
@@ -316,11 +362,12 @@ impl DriveService {
     }
 
     /// Writes a shard file from its stream, one frame at a time, and runs `finish` only on
-    /// the finish frame: a stream cut short leaves an unfinished staged file, never a
+    /// the finish frame, and only if it carries the signature of every byte written: a
+    /// stream cut short or changed on the way leaves an unfinished staged file, never a
     /// finished one. A drive error ends the writing but not the reading: the rest of the
     /// stream is read and dropped, so that the writer, still sending, gets the error as the
     /// answer to its finish rather than a connection reset.
-    async fn receive_shard(&self, args: &[u8], body: Body) -> Response {
+    async fn receive_shard(&self, args: &[u8], args_digest: &ArgsDigest, body: Body) -> Response {
         let (drive, create) = match self.open::<wire::CreateArgs>(args) {
             Ok(found) => found,
             Err(unopened) => return unopened.answer(),
@@ -330,18 +377,26 @@ impl DriveService {
             drive.create_staged_file(create.staging, name).await
         };
         let mut writer = created.await;
+        let mut mac = self.auth.stream_mac(args_digest);
         let mut frames = FrameDecoder::default();
         let mut body = body.into_data_stream();
         loop {
             match frames.next_frame() {
                 Ok(Some(Frame::Write(pieces))) => {
+                    pieces.iter().for_each(|piece| mac.update(piece));
                     if let Ok(open) = &mut writer {
                         if let Err(e) = open.write(pieces).await {
                             writer = Err(e);
                         }
                     }
                 }
-                Ok(Some(Frame::Finish)) => {
+                Ok(Some(Frame::Finish(tag))) => {
+                    if !mac.verify(&tag) {
+                        return refuse(
+                            StatusCode::BAD_REQUEST,
+                            "shard stream differs from its signature",
+                        );
+                    }
                     let finished = match &mut writer {
                         Ok(open) => open.finish().await,
                         Err(e) => Err(e.copied()),

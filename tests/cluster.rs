@@ -148,7 +148,7 @@ async fn the_drive_service_admits_only_nodes_holding_the_secret() {
     let address = cluster.nodes[0].addr();
     let (host, port) = address.rsplit_once(':').unwrap();
     let drive_port: u16 = port.parse::<u16>().unwrap() + 100;
-    let url = format!("http://{host}:{drive_port}/_strata/rpc/v1/meta_scan");
+    let url = format!("http://{host}:{drive_port}/_strata/rpc/v2/meta_scan");
     let client = reqwest::Client::new();
     let unsigned = client.post(&url).body("anything").send().await.unwrap();
     assert_eq!(unsigned.status(), 401, "an unsigned drive call is refused");
@@ -205,7 +205,7 @@ async fn the_drive_port_listens_where_told_and_closes_idle_connections() {
     );
     let unsigned = reqwest::Client::new()
         .post(format!(
-            "http://127.0.0.1:{drive_port}/_strata/rpc/v1/meta_scan"
+            "http://127.0.0.1:{drive_port}/_strata/rpc/v2/meta_scan"
         ))
         .send()
         .await
@@ -222,7 +222,7 @@ async fn the_drive_port_listens_where_told_and_closes_idle_connections() {
     let mut socket = tokio::net::TcpStream::connect(("127.0.0.1", drive_port))
         .await
         .unwrap();
-    socket.write_all(b"POST /_strata/rpc/v1/").await.unwrap();
+    socket.write_all(b"POST /_strata/rpc/v2/").await.unwrap();
     let mut buffer = [0u8; 256];
     let closed = tokio::time::timeout(Duration::from_secs(10), socket.read(&mut buffer)).await;
     assert!(
@@ -400,7 +400,7 @@ async fn with_certificates_nodes_speak_tls_to_each_other() {
     // The drive port speaks only TLS: a plain HTTP call is told so, and served nothing.
     let drive_port = ports[1] + 100;
     let plain = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{drive_port}/_strata/rpc/v1/ping"))
+        .post(format!("http://127.0.0.1:{drive_port}/_strata/rpc/v2/ping"))
         .timeout(Duration::from_secs(5))
         .send()
         .await;

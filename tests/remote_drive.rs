@@ -18,6 +18,7 @@ use strata::body::ByteStream;
 use strata::drive_service::drive_service;
 use strata::erasure::ErasureSet;
 use strata::object::{BucketName, GetOptions, ObjectKey, ObjectStore, PutOptions};
+use strata::storage::remote::auth::{args_digest, Signable, SignedHeaders};
 use strata::storage::remote::protocol::{self as wire, Call, Envelope};
 use strata::storage::remote::ClusterAuth;
 use strata::storage::{
@@ -67,9 +68,20 @@ struct Served {
 impl Served {
     async fn start(drives: HashMap<String, Arc<dyn Drive>>) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let target = listener.local_addr().unwrap().to_string();
+        Self::start_on(listener, drives, target).await
+    }
+
+    /// Serving on `listener` calls signed for `target` (the address its peers call: a proxy's,
+    /// say).
+    async fn start_on(
+        listener: tokio::net::TcpListener,
+        drives: HashMap<String, Arc<dyn Drive>>,
+        target: String,
+    ) -> Self {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
-        let router = drive_service(drives, auth());
+        let router = drive_service(drives, auth(), target);
         let task = tokio::spawn(async move {
             axum::serve(listener, router)
                 .with_graceful_shutdown(async move {
@@ -663,6 +675,25 @@ fn has_data_files(dir: &Path) -> bool {
     })
 }
 
+/// The signature headers of a call to `path` of the drive service at `target`.
+fn sign(
+    signer: &ClusterAuth,
+    path: &str,
+    target: &str,
+    args: &[u8],
+    at: SystemTime,
+) -> SignedHeaders {
+    let digest = args_digest(args);
+    let signable = Signable {
+        method: "POST",
+        path,
+        target,
+        args_digest: &digest,
+        deadline: "",
+    };
+    signer.sign(&signable, at)
+}
+
 /// A raw, signed `disk_info` call, to replay and tamper with.
 async fn raw_call(
     url: &str,
@@ -676,7 +707,8 @@ async fn raw_call(
         args: (),
     })
     .unwrap();
-    let signed = signer.sign("POST", &path, &args, signed_at);
+    let target = url.trim_start_matches("http://");
+    let signed = sign(signer, &path, target, &args, signed_at);
     let request = http_client()
         .post(format!("{url}{path}"))
         .header(wire::TIME_HEADER, signed.time)
@@ -720,6 +752,27 @@ async fn requests_with_a_wrong_secret_a_replay_or_a_stale_time_are_refused() {
     assert_eq!(answer.status(), reqwest::StatusCode::UNAUTHORIZED);
     assert_eq!(answer.text().await.unwrap(), "request replayed");
 
+    // Signed for another node (captured on its way there): refused here.
+    let args = wire::encode(&Envelope {
+        drive: id.clone(),
+        args: (),
+    })
+    .unwrap();
+    let path = Call::DiskInfo.path();
+    let elsewhere = sign(&auth(), &path, "127.0.0.1:1", &args, SystemTime::now());
+    let answer = http_client()
+        .post(format!("{}{path}", served.url))
+        .header(wire::TIME_HEADER, elsewhere.time)
+        .header(wire::NONCE_HEADER, elsewhere.nonce)
+        .header(wire::SIGNATURE_HEADER, elsewhere.signature)
+        .header(wire::ARGS_DIGEST_HEADER, elsewhere.args_digest)
+        .body(args)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), reqwest::StatusCode::UNAUTHORIZED);
+    assert_eq!(answer.text().await.unwrap(), "bad signature");
+
     // Signed two minutes ago (or captured then): refused.
     let two_minutes_ago = SystemTime::now() - Duration::from_secs(120);
     let (request, _) = raw_call(&served.url, &id, &auth(), two_minutes_ago).await;
@@ -733,7 +786,8 @@ async fn requests_with_a_wrong_secret_a_replay_or_a_stale_time_are_refused() {
     // Arguments past the limit are not read whole, signed or not.
     let path = Call::MetaApply.path();
     let too_large = vec![0u8; wire::MAX_ARGS + 1];
-    let signed = auth().sign("POST", &path, &too_large, SystemTime::now());
+    let target = served.url.trim_start_matches("http://");
+    let signed = sign(&auth(), &path, target, &too_large, SystemTime::now());
     let answer = http_client()
         .post(format!("{}{path}", served.url))
         .header(wire::TIME_HEADER, signed.time)
@@ -771,6 +825,159 @@ async fn requests_with_a_wrong_secret_a_replay_or_a_stale_time_are_refused() {
         .unwrap();
     assert_eq!(unknown.status(), reqwest::StatusCode::NOT_FOUND);
     served.stop().await;
+}
+
+/// How a man in the middle changes what passes: the call's path and the request body, or the
+/// answer's.
+type Rewrite = fn(&str, Bytes) -> Bytes;
+
+/// A drive service behind a man in the middle without the secret: every request and answer
+/// passes through `rewrite_request` and `rewrite_answer`. The service takes calls signed for
+/// the proxy's address, as a node does for the address its peers call.
+async fn served_behind(
+    drives: HashMap<String, Arc<dyn Drive>>,
+    rewrite_request: Rewrite,
+    rewrite_answer: Rewrite,
+) -> (Served, String) {
+    let front = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy_url = format!("http://{}", front.local_addr().unwrap());
+    let back = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let served = Served::start_on(back, drives, front.local_addr().unwrap().to_string()).await;
+    let to = served.url.clone();
+    let relay = move |request: axum::extract::Request| {
+        let to = to.clone();
+        async move {
+            let (parts, body) = request.into_parts();
+            let path = parts.uri.path().to_string();
+            let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+            let mut forwarded = http_client()
+                .post(format!("{to}{path}"))
+                .body(rewrite_request(&path, body));
+            for (name, value) in &parts.headers {
+                if name != "host" && name != "content-length" {
+                    forwarded = forwarded.header(name, value);
+                }
+            }
+            let answer = forwarded.send().await.unwrap();
+            let mut relayed = axum::http::Response::builder().status(answer.status());
+            for (name, value) in answer.headers() {
+                if name != "content-length" {
+                    relayed = relayed.header(name, value);
+                }
+            }
+            let body = rewrite_answer(&path, answer.bytes().await.unwrap());
+            relayed.body(axum::body::Body::from(body)).unwrap()
+        }
+    };
+    tokio::spawn(async move {
+        axum::serve(front, axum::Router::new().fallback(relay))
+            .await
+            .unwrap();
+    });
+    (served, proxy_url)
+}
+
+fn untouched(_: &str, body: Bytes) -> Bytes {
+    body
+}
+
+/// Flips the last byte of `body` when `path` is `call`'s.
+fn flip_last_byte_of(call: Call, path: &str, body: Bytes) -> Bytes {
+    let mut body = body.to_vec();
+    if path == call.path() {
+        if let Some(last) = body.last_mut() {
+            *last ^= 1;
+        }
+    }
+    body.into()
+}
+
+/// Forged answers are refused: shard bytes read through a man in the middle that changes them
+/// (here without even recomputing a checksum) fail instead of reading back wrong, and so do
+/// changed metadata answers. Before, any 200 body was taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_changed_on_the_way_are_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let local = local_drive(root.path(), 0);
+    let id = root.path().display().to_string();
+    let dir = DataDir {
+        bucket_id: "bucket".into(),
+        data_id: Uuid::new_v4(),
+    };
+    let staging = Uuid::new_v4();
+    let mut writer = local.create_staged_file(staging, "part.1").await.unwrap();
+    writer
+        .write(vec![Bytes::from_static(b"shard bytes")])
+        .await
+        .unwrap();
+    writer.finish().await.unwrap();
+    local.commit_staged(staging, &dir).await.unwrap();
+    let drives = HashMap::from([(id.clone(), local.clone() as Arc<dyn Drive>)]);
+
+    let flip_reads: Rewrite = |path, body| flip_last_byte_of(Call::ReadShard, path, body);
+    let (served, proxy) = served_behind(drives.clone(), untouched, flip_reads).await;
+    let remote = RemoteDrive::new(proxy, id.clone(), auth(), http_client());
+    let reader = remote.open_shard(&dir, "part.1").await.unwrap();
+    let forged = reader.read_at(0, 11).await;
+    assert!(
+        matches!(&forged, Err(DriveError::Io(e)) if e.kind() == std::io::ErrorKind::InvalidData),
+        "{forged:?}"
+    );
+    served.stop().await;
+
+    let flip_metadata: Rewrite = |path, body| flip_last_byte_of(Call::DiskInfo, path, body);
+    let (served, proxy) = served_behind(drives.clone(), untouched, flip_metadata).await;
+    let remote = RemoteDrive::new(proxy, id.clone(), auth(), http_client());
+    let forged = remote.disk_info().await;
+    assert!(matches!(&forged, Err(DriveError::Io(_))), "{forged:?}");
+    // The same proxy passes what it leaves alone.
+    let reader = remote.open_shard(&dir, "part.1").await.unwrap();
+    assert_eq!(&reader.read_at(0, 11).await.unwrap()[..], b"shard bytes");
+    served.stop().await;
+}
+
+/// A shard stream changed on the way is never finished: the serving node checks the finish
+/// frame's signature of every byte before it runs `finish`, and the writer is told, so the
+/// drive does not count as holding its shard and its staged file is never committed. Before,
+/// a forger recomputing the (unkeyed) bitrot checksums got chosen bytes stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_stream_changed_on_the_way_is_never_finished() {
+    let root = tempfile::tempdir().unwrap();
+    let local = local_drive(root.path(), 0);
+    let id = root.path().display().to_string();
+    let drives = HashMap::from([(id.clone(), local.clone() as Arc<dyn Drive>)]);
+    // The first write frame's first payload byte: after its 5-byte header.
+    let change_the_shard: Rewrite = |path, body| {
+        let mut body = body.to_vec();
+        if path == Call::CreateStagedFile.path() && body.len() > 5 {
+            body[5] ^= 1;
+        }
+        body.into()
+    };
+    for (rewrite, changed) in [(untouched as Rewrite, false), (change_the_shard, true)] {
+        let (served, proxy) = served_behind(drives.clone(), rewrite, untouched).await;
+        let remote = RemoteDrive::new(proxy, id.clone(), auth(), http_client());
+        let mut writer = remote
+            .create_staged_file(Uuid::new_v4(), "part.1")
+            .await
+            .unwrap();
+        writer
+            .write(vec![
+                Bytes::from_static(b"shard "),
+                Bytes::from_static(b"bytes"),
+            ])
+            .await
+            .unwrap();
+        let finished = writer.finish().await;
+        match changed {
+            false => assert!(finished.is_ok(), "{finished:?}"),
+            true => assert!(
+                matches!(&finished, Err(DriveError::Io(e)) if e.to_string().contains("differs from its signature")),
+                "{finished:?}"
+            ),
+        }
+        served.stop().await;
+    }
 }
 
 /// One who cannot sign costs the service no memory: the signature is checked before a byte of

@@ -69,7 +69,9 @@ async fn serve_drives(
         "http"
     };
     tracing::info!(node = %cluster.this_node, drives = drives.len(), "serving this node's drives to the others on {scheme}://{address}");
-    let service = crate::drive_service::drive_service(drives, auth);
+    // Peers sign each call for this node as the layout names it.
+    let target = crate::config::drive_service_address(&cluster.this_node)?;
+    let service = crate::drive_service::drive_service(drives, auth, target);
     // The S3 listener's deadlines and connection cap hold here too, against whoever reaches
     // the port without the secret. Not the per-client cap (a peer is one client holding many
     // connections) nor the least upload rate (a shard arrives at a fraction of its upload's).

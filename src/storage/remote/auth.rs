@@ -1,15 +1,19 @@
 //! Authentication of the drive RPC: every request is signed with a secret the cluster's nodes
-//! share, and a signed request is accepted once, within a minute of its signing.
+//! share and accepted once, within a minute of its signing, by the node it was made to; every
+//! answer is signed for its request; a shard stream's content is signed in its finish frame.
 //!
-//! The signature is HMAC-SHA256, keyed by the secret, over the method, the path, the
-//! deployment id, the request's time and nonce, and the SHA-256 of its arguments (for the
-//! shard stream, its arguments header: the shard's bytes are covered by their bitrot
-//! checksums). Each field is length-prefixed, so no two different requests sign the same
-//! bytes. The digest of the arguments travels in a header too, so the receiver checks the
-//! signature before it reads a byte of the body, then the body against the digest. The
-//! receiving node refuses a request signed more than [`MAX_SKEW`] from its clock, and one
-//! whose (time, nonce) it has seen: a captured request cannot be sent again. Pure functions
-//! of their inputs, `now` included.
+//! Signatures are HMAC-SHA256, keyed by the secret, over length-prefixed fields (no two
+//! different messages sign the same bytes). A request's covers the method, the path, the
+//! node called (its drive service's `host:port`), the deployment id, the time and nonce, the
+//! SHA-256 of its arguments (for the shard stream, its arguments header) and its deadline.
+//! The digest of the arguments travels in a header too, so the receiver checks the signature
+//! before it reads a byte of the body, then the body against the digest. The receiving node
+//! refuses a request signed more than [`MAX_SKEW`] from its clock, and one whose (time,
+//! nonce) it has seen: a captured request cannot be sent again. An answer's covers the
+//! request's nonce, its status, its unhealed and drive-error marks and the SHA-256 of its
+//! body; a stream's, every byte written. So one on the network without the secret can
+//! neither forge nor replay a call, an answer, or a shard's bytes (the bitrot checksums are
+//! not keyed). Pure functions of their inputs, `now` included.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -30,11 +34,12 @@ pub const MAX_SKEW: Duration = Duration::from_secs(60);
 /// is tolerated) instead of every request being refused.
 pub const NONCE_CAPACITY: usize = 1 << 20;
 
-/// Separates this signature from any other use of the secret.
-const SCHEME: &[u8] = b"strata-drive-rpc-v1";
+/// Separates these signatures from any other use of the secret (and each kind from the others
+/// by a second field: request, answer, stream).
+const SCHEME: &[u8] = b"strata-drive-rpc-v2";
 
 /// Why a request, or a secret, was refused. Messages are short and say nothing of the secret.
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
 pub enum AuthError {
     #[error("cluster secret must be at least {MIN_SECRET_LEN} bytes, got {0}")]
     SecretTooShort(usize),
@@ -70,6 +75,8 @@ pub struct SignedHeaders {
     pub time: String,
     /// 32 hex digits.
     pub nonce: String,
+    /// The nonce itself, which the answer's signature names.
+    pub nonce_value: u128,
     /// 64 hex digits.
     pub signature: String,
     /// The SHA-256 of the arguments, 64 hex digits.
@@ -124,6 +131,11 @@ impl Claim {
             signature: bytes,
         })
     }
+
+    /// The request's nonce, which its answer's signature names.
+    pub fn nonce(&self) -> u128 {
+        self.nonce
+    }
 }
 
 impl ClusterAuth {
@@ -143,25 +155,18 @@ impl ClusterAuth {
     }
 
     /// Signs a request at `now` with a fresh random nonce.
-    pub fn sign(&self, method: &str, path: &str, args: &[u8], now: SystemTime) -> SignedHeaders {
-        self.sign_with_nonce(method, path, args, millis(now), rand::random())
+    pub fn sign(&self, request: &Signable<'_>, now: SystemTime) -> SignedHeaders {
+        self.sign_with_nonce(request, millis(now), rand::random())
     }
 
-    fn sign_with_nonce(
-        &self,
-        method: &str,
-        path: &str,
-        args: &[u8],
-        time_ms: u64,
-        nonce: u128,
-    ) -> SignedHeaders {
-        let digest = args_digest(args);
-        let mac = self.mac(method, path, &digest, time_ms, nonce);
+    fn sign_with_nonce(&self, request: &Signable<'_>, time_ms: u64, nonce: u128) -> SignedHeaders {
+        let mac = self.request_mac(request, time_ms, nonce);
         SignedHeaders {
             time: time_ms.to_string(),
             nonce: format!("{nonce:032x}"),
+            nonce_value: nonce,
             signature: hex::encode(mac.finalize().into_bytes()),
-            args_digest: hex::encode(digest),
+            args_digest: hex::encode(request.args_digest),
         }
     }
 
@@ -175,49 +180,140 @@ impl ClusterAuth {
     }
 
     /// Accepts a request: fresh, signed with this secret for this deployment over exactly
-    /// these method, path and arguments (named by their digest, which the caller checks the
+    /// this request (its arguments named by their digest, which the caller checks the
     /// arguments against), and never seen before. Only a request that passes every check is
     /// remembered.
     pub fn verify(
         &self,
         claim: &Claim,
-        method: &str,
-        path: &str,
-        args_digest: &ArgsDigest,
+        request: &Signable<'_>,
         now: SystemTime,
         seen: &NonceCache,
     ) -> Result<(), AuthError> {
         self.check_time(claim, now)?;
-        self.mac(method, path, args_digest, claim.time_ms, claim.nonce)
+        self.request_mac(request, claim.time_ms, claim.nonce)
             .verify_slice(&claim.signature)
             .map_err(|_| AuthError::BadSignature)?;
         seen.remember(claim.time_ms, claim.nonce, millis(now))
     }
 
-    fn mac(
+    /// The signature of the answer to the request whose nonce is `nonce`, hex.
+    pub fn sign_answer(&self, nonce: u128, answer: &Answer<'_>) -> String {
+        hex::encode(self.answer_mac(nonce, answer).finalize().into_bytes())
+    }
+
+    /// Accepts an answer signed for the request whose nonce is `nonce`, and for nothing else.
+    pub fn verify_answer(
         &self,
-        method: &str,
-        path: &str,
-        args_digest: &ArgsDigest,
-        time_ms: u64,
         nonce: u128,
-    ) -> Hmac<Sha256> {
-        let mut mac =
-            Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes keys of any length");
-        let fields: [&[u8]; 7] = [
+        answer: &Answer<'_>,
+        signature: Option<&str>,
+    ) -> Result<(), AuthError> {
+        let mut bytes = [0u8; 32];
+        signature
+            .and_then(|s| hex::decode_to_slice(s, &mut bytes).ok())
+            .ok_or(AuthError::Malformed("answer signature"))?;
+        (self.answer_mac(nonce, answer))
+            .verify_slice(&bytes)
+            .map_err(|_| AuthError::BadSignature)
+    }
+
+    /// The signature of a shard stream's content, which its finish frame carries: it covers
+    /// every byte written, in order, for the stream's request (named by its arguments, which
+    /// name the staged file: one request per file).
+    pub fn stream_mac(&self, args_digest: &ArgsDigest) -> StreamMac {
+        let fields: [&[u8]; 4] = [
             SCHEME,
-            method.as_bytes(),
-            path.as_bytes(),
+            b"stream",
+            self.deployment_id.as_bytes(),
+            args_digest,
+        ];
+        StreamMac(self.keyed(&fields))
+    }
+
+    fn request_mac(&self, request: &Signable<'_>, time_ms: u64, nonce: u128) -> Hmac<Sha256> {
+        let fields: [&[u8]; 10] = [
+            SCHEME,
+            b"request",
+            request.method.as_bytes(),
+            request.path.as_bytes(),
+            request.target.as_bytes(),
             self.deployment_id.as_bytes(),
             &time_ms.to_be_bytes(),
             &nonce.to_be_bytes(),
-            args_digest,
+            request.args_digest,
+            request.deadline.as_bytes(),
         ];
+        self.keyed(&fields)
+    }
+
+    fn answer_mac(&self, nonce: u128, answer: &Answer<'_>) -> Hmac<Sha256> {
+        let body_digest = args_digest(answer.body);
+        let fields: [&[u8]; 8] = [
+            SCHEME,
+            b"answer",
+            self.deployment_id.as_bytes(),
+            &nonce.to_be_bytes(),
+            &answer.status.to_be_bytes(),
+            answer.unhealed.as_bytes(),
+            &[u8::from(answer.drive_error)],
+            &body_digest,
+        ];
+        self.keyed(&fields)
+    }
+
+    /// HMAC-SHA256 under the secret over length-prefixed fields.
+    fn keyed(&self, fields: &[&[u8]]) -> Hmac<Sha256> {
+        let mut mac =
+            Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes keys of any length");
         for field in fields {
             mac.update(&(field.len() as u64).to_be_bytes());
             mac.update(field);
         }
         mac
+    }
+}
+
+/// What a request's signature covers besides its time and nonce.
+#[derive(Debug, Clone, Copy)]
+pub struct Signable<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    /// The drive service called, `host:port` as the layout names it: a call signed for one
+    /// node is refused by every other.
+    pub target: &'a str,
+    pub args_digest: &'a ArgsDigest,
+    /// The deadline header's value ("" when absent): signed, so it cannot be raised on the
+    /// way.
+    pub deadline: &'a str,
+}
+
+/// What an answer's signature covers besides its request's nonce.
+#[derive(Debug, Clone, Copy)]
+pub struct Answer<'a> {
+    pub status: u16,
+    /// The unhealed header's value ("" when absent).
+    pub unhealed: &'a str,
+    /// Whether the answer is marked as a drive's error.
+    pub drive_error: bool,
+    pub body: &'a [u8],
+}
+
+/// The running signature of a shard stream's content (see [`ClusterAuth::stream_mac`]).
+pub struct StreamMac(Hmac<Sha256>);
+
+impl StreamMac {
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    pub fn finish(self) -> [u8; 32] {
+        self.0.finalize().into_bytes().into()
+    }
+
+    /// Whether `tag` is the signature of what was streamed.
+    pub fn verify(self, tag: &[u8]) -> bool {
+        self.0.verify_slice(tag).is_ok()
     }
 }
 
@@ -331,121 +427,221 @@ mod tests {
         assert!(!debug.contains("0123"), "{debug}");
     }
 
-    /// The signature is pinned (the value was computed independently, with Python's `hmac`
-    /// over the length-prefixed fields): a change to what it covers is a new protocol version.
+    fn digest_of_args() -> ArgsDigest {
+        args_digest(b"args")
+    }
+
+    fn request<'a>(path: &'a str, target: &'a str, digest: &'a ArgsDigest) -> Signable<'a> {
+        Signable {
+            method: "POST",
+            path,
+            target,
+            args_digest: digest,
+            deadline: "",
+        }
+    }
+
+    /// The signatures are pinned (the values were computed independently, with Python's
+    /// `hmac` over the length-prefixed fields): a change to what they cover is a new protocol
+    /// version.
     #[test]
-    fn the_signature_is_stable() {
+    fn the_signatures_are_stable() {
         let auth = ClusterAuth::new(SECRET, "dep").unwrap();
-        let path = "/_strata/rpc/v1/meta_get";
-        let headers = auth.sign_with_nonce("POST", path, b"args", 1_700_000_000_000, 7);
+        let digest = digest_of_args();
+        let call = request("/_strata/rpc/v2/meta_get", "node1:9100", &digest);
+        let headers = auth.sign_with_nonce(&call, 1_700_000_000_000, 7);
         assert_eq!(headers.time, "1700000000000");
         assert_eq!(headers.nonce, "00000000000000000000000000000007");
         assert_eq!(
             headers.signature,
-            "a3f03b32d9a47759809c0faf50fe393a1f4c8dcf61e202863a15371f9fad569d"
+            "21ecf7e78c5e753364b4e97edf7e5db87af336912bfe77abc8e8a32a3cb70841"
+        );
+        let answer = Answer {
+            status: 200,
+            unhealed: "0",
+            drive_error: false,
+            body: b"value",
+        };
+        assert_eq!(
+            auth.sign_answer(7, &answer),
+            "f5caa0e11df593ae3eff8a122bcf84c5fad2e0989c2b7903bb8e3b5c35e275d4"
         );
     }
-
-    /// What is signed, the path and arguments the receiver sees, what it decides.
-    type Case<'a> = (
-        &'a str,
-        SignedHeaders,
-        &'a str,
-        &'a [u8],
-        Result<(), AuthError>,
-    );
 
     /// Each row changes one thing the receiver checks; only the unchanged request passes.
     #[test]
     fn verification_table() {
         let auth = ClusterAuth::new(SECRET, "dep").unwrap();
         let now = 1_000_000_000;
-        let sign = |auth: &ClusterAuth, time| {
-            auth.sign_with_nonce("POST", "/p", b"args", time, rand::random())
-        };
+        let (digest, other_digest) = (digest_of_args(), args_digest(b"argz"));
+        let signed = request("/p", "node1:9100", &digest);
+        let sign = |auth: &ClusterAuth, time| auth.sign_with_nonce(&signed, time, rand::random());
         let other_secret = ClusterAuth::new(&[b'x'; 32], "dep").unwrap();
         let other_deployment = ClusterAuth::new(SECRET, "other").unwrap();
-        let cases: [Case; 8] = [
-            ("as signed", sign(&auth, now), "/p", b"args", Ok(())),
+        let bad = Err(AuthError::BadSignature);
+        let later_deadline = Signable {
+            deadline: "60000",
+            ..signed
+        };
+        let cases = [
+            ("as signed", sign(&auth, now), signed, Ok(())),
             (
                 "other path",
                 sign(&auth, now),
-                "/q",
-                b"args",
-                Err(AuthError::BadSignature),
+                request("/q", "node1:9100", &digest),
+                bad.clone(),
+            ),
+            (
+                "another node",
+                sign(&auth, now),
+                request("/p", "node2:9100", &digest),
+                bad.clone(),
             ),
             (
                 "other args",
                 sign(&auth, now),
-                "/p",
-                b"argz",
-                Err(AuthError::BadSignature),
+                request("/p", "node1:9100", &other_digest),
+                bad.clone(),
+            ),
+            (
+                "a deadline added",
+                sign(&auth, now),
+                later_deadline,
+                bad.clone(),
             ),
             (
                 "other secret",
                 sign(&other_secret, now),
-                "/p",
-                b"args",
-                Err(AuthError::BadSignature),
+                signed,
+                bad.clone(),
             ),
             (
                 "other deployment",
                 sign(&other_deployment, now),
-                "/p",
-                b"args",
-                Err(AuthError::BadSignature),
+                signed,
+                bad.clone(),
             ),
             (
                 "61 s old",
                 sign(&auth, now - 61_000),
-                "/p",
-                b"args",
+                signed,
                 Err(AuthError::Stale),
             ),
             (
                 "61 s ahead",
                 sign(&auth, now + 61_000),
-                "/p",
-                b"args",
+                signed,
                 Err(AuthError::Stale),
             ),
-            ("59 s old", sign(&auth, now - 59_000), "/p", b"args", Ok(())),
+            ("59 s old", sign(&auth, now - 59_000), signed, Ok(())),
         ];
-        for (what, headers, path, args, expected) in cases {
+        for (what, headers, received, expected) in cases {
             let seen = NonceCache::new(16);
-            let got = auth.verify(
-                &claim(&headers),
-                "POST",
-                path,
-                &args_digest(args),
-                at(now),
-                &seen,
-            );
+            let got = auth.verify(&claim(&headers), &received, at(now), &seen);
             assert_eq!(got, expected, "{what}");
         }
         let headers = sign(&auth, now);
         let mut tampered = claim(&headers);
         tampered.time_ms += 1;
         let seen = NonceCache::new(16);
-        let got = auth.verify(
-            &tampered,
-            "POST",
-            "/p",
-            &args_digest(b"args"),
-            at(now),
-            &seen,
-        );
+        let got = auth.verify(&tampered, &signed, at(now), &seen);
         assert_eq!(got, Err(AuthError::BadSignature), "time changed");
+    }
+
+    /// An answer passes only for the request it was signed for, exactly as signed.
+    #[test]
+    fn answers_verify_only_as_signed_for_their_request() {
+        let auth = ClusterAuth::new(SECRET, "dep").unwrap();
+        let answer = Answer {
+            status: 200,
+            unhealed: "0",
+            drive_error: false,
+            body: b"value",
+        };
+        let signature = auth.sign_answer(7, &answer);
+        assert_eq!(auth.verify_answer(7, &answer, Some(&signature)), Ok(()));
+        let bad = Err(AuthError::BadSignature);
+        let changed = [
+            ("another request's", 8, answer),
+            (
+                "other bytes",
+                7,
+                Answer {
+                    body: b"forged",
+                    ..answer
+                },
+            ),
+            (
+                "another status",
+                7,
+                Answer {
+                    status: 500,
+                    ..answer
+                },
+            ),
+            (
+                "marked unhealed",
+                7,
+                Answer {
+                    unhealed: "1",
+                    ..answer
+                },
+            ),
+            (
+                "marked a drive error",
+                7,
+                Answer {
+                    drive_error: true,
+                    ..answer
+                },
+            ),
+        ];
+        for (what, nonce, received) in changed {
+            let got = auth.verify_answer(nonce, &received, Some(&signature));
+            assert_eq!(got, bad, "{what}");
+        }
+        let other_secret = ClusterAuth::new(&[b'x'; 32], "dep").unwrap();
+        let forged = other_secret.sign_answer(7, &answer);
+        assert_eq!(auth.verify_answer(7, &answer, Some(&forged)), bad);
+        assert_eq!(
+            auth.verify_answer(7, &answer, None),
+            Err(AuthError::Malformed("answer signature"))
+        );
+    }
+
+    /// A stream's tag covers every byte in order, for the one request it was made for.
+    #[test]
+    fn a_stream_verifies_only_with_its_bytes() {
+        let auth = ClusterAuth::new(SECRET, "dep").unwrap();
+        let digest = digest_of_args();
+        let tag_of = |chunks: &[&[u8]], digest: &ArgsDigest| {
+            let mut mac = auth.stream_mac(digest);
+            chunks.iter().for_each(|c| mac.update(c));
+            mac.finish()
+        };
+        let tag = tag_of(&[b"shard ", b"bytes"], &digest);
+        // Cut differently, the same bytes: the same tag.
+        assert_eq!(tag, tag_of(&[b"shard bytes"], &digest));
+        let verifies = |chunks: &[&[u8]], digest: &ArgsDigest| {
+            let mut mac = auth.stream_mac(digest);
+            chunks.iter().for_each(|c| mac.update(c));
+            mac.verify(&tag)
+        };
+        assert!(verifies(&[b"shard bytes"], &digest));
+        assert!(!verifies(&[b"shard bytez"], &digest));
+        assert!(!verifies(&[b"shard byte"], &digest));
+        assert!(!verifies(&[b"shard bytes"], &args_digest(b"another file")));
     }
 
     #[test]
     fn a_request_is_accepted_once() {
         let auth = ClusterAuth::new(SECRET, "dep").unwrap();
         let seen = NonceCache::new(16);
-        let headers = auth.sign("POST", "/p", b"", at(5_000_000));
-        let digest = parse_args_digest(Some(&headers.args_digest)).unwrap();
-        assert_eq!(digest, args_digest(b""));
-        let verify = |now| auth.verify(&claim(&headers), "POST", "/p", &digest, at(now), &seen);
+        let digest = args_digest(b"");
+        let call = request("/p", "node1:9100", &digest);
+        let headers = auth.sign(&call, at(5_000_000));
+        assert_eq!(parse_args_digest(Some(&headers.args_digest)), Ok(digest));
+        let verify = |now| auth.verify(&claim(&headers), &call, at(now), &seen);
         assert_eq!(verify(5_000_000), Ok(()));
         assert_eq!(verify(5_000_001), Err(AuthError::Replayed));
         assert_eq!(verify(5_059_000), Err(AuthError::Replayed));

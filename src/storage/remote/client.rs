@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use super::auth::ClusterAuth;
+use super::auth::{self, Answer, ClusterAuth, Signable, StreamMac};
 use super::frame;
 use super::liveness::NodeLiveness;
 use super::protocol::{self as wire, Blob, Call, Envelope, WireDataDir, WireError};
@@ -55,6 +55,8 @@ pub struct RemoteDrive {
 struct Peer {
     /// `scheme://host:port`, no trailing slash.
     base_url: String,
+    /// `host:port`: the node every call is signed for.
+    target: String,
     drive_id: String,
     label: String,
     auth: ClusterAuth,
@@ -78,9 +80,13 @@ impl RemoteDrive {
             true => format!("{base_url}{drive_id}"),
             false => format!("{base_url}/{drive_id}"),
         };
+        let target = (base_url.split_once("://"))
+            .map_or(base_url.as_str(), |(_, authority)| authority)
+            .to_string();
         Self {
             peer: Arc::new(Peer {
                 base_url,
+                target,
                 drive_id,
                 label,
                 auth,
@@ -124,13 +130,14 @@ impl Peer {
         }
     }
 
-    /// Sends one signed call; `args` are signed, and are the body unless `stream` is.
+    /// Sends one signed call; `args` are signed, and are the body unless `stream` is. The
+    /// answer comes with the nonce its signature must name.
     async fn send(
         &self,
         call: Call,
         args: Vec<u8>,
         stream: Option<reqwest::Body>,
-    ) -> Result<Response, DriveError> {
+    ) -> Result<(Response, u128), DriveError> {
         if args.len() > wire::MAX_ARGS {
             return Err(DriveError::Io(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -143,16 +150,27 @@ impl Peer {
         }
         let url = Url::parse(&format!("{}{}", self.base_url, call.path()))
             .map_err(|e| DriveError::Io(io::Error::new(io::ErrorKind::InvalidInput, e)))?;
-        let signed = self.auth.sign("POST", url.path(), &args, SystemTime::now());
+        let deadline = crate::storage::time_left()
+            .map(|left| left.as_millis().to_string())
+            .unwrap_or_default();
+        let digest = auth::args_digest(&args);
+        let signable = Signable {
+            method: "POST",
+            path: url.path(),
+            target: &self.target,
+            args_digest: &digest,
+            deadline: &deadline,
+        };
+        let signed = self.auth.sign(&signable, SystemTime::now());
         let mut request = self
             .client
-            .post(url)
+            .post(url.clone())
             .header(wire::TIME_HEADER, signed.time)
             .header(wire::NONCE_HEADER, signed.nonce)
             .header(wire::SIGNATURE_HEADER, signed.signature)
             .header(wire::ARGS_DIGEST_HEADER, signed.args_digest);
-        if let Some(left) = crate::storage::time_left() {
-            request = request.header(wire::DEADLINE_HEADER, left.as_millis().to_string());
+        if !deadline.is_empty() {
+            request = request.header(wire::DEADLINE_HEADER, deadline);
         }
         let request = match stream {
             Some(body) => request
@@ -163,38 +181,66 @@ impl Peer {
                 .header(CONTENT_TYPE, "application/msgpack")
                 .body(args),
         };
-        request.send().await.map_err(|e| self.transport_error(e))
+        let response = request.send().await.map_err(|e| self.transport_error(e))?;
+        Ok((response, signed.nonce_value))
     }
 
-    /// The body of a successful answer; a failed one as the drive error it carries.
-    async fn answer(&self, mut response: Response) -> Result<Bytes, DriveError> {
-        if let Some(flag) = response.headers().get(wire::UNHEALED_HEADER) {
-            self.unhealed.store(flag == "1", Ordering::SeqCst);
-        }
+    /// The body of a successful answer; a failed one as the drive error it carries. Either is
+    /// taken only signed for the request (`nonce`): an answer forged or replayed on the way
+    /// is an error.
+    async fn answer(&self, (mut response, nonce): (Response, u128)) -> Result<Bytes, DriveError> {
         let status = response.status();
-        if status == StatusCode::OK {
-            return self.read_capped(&mut response, MAX_ANSWER).await;
-        }
         let drive_error = response.headers().contains_key(wire::DRIVE_ERROR_HEADER);
-        let body = self.read_capped(&mut response, MAX_ERROR_ANSWER).await?;
-        if drive_error {
-            return Err(match DriveError::from(wire::decode::<WireError>(&body)?) {
-                // The serving node names the drive by its path; here it is this drive.
-                DriveError::Offline(_) => self.offline(),
-                DriveError::Unhealed(_) => DriveError::Unhealed(self.label.clone()),
-                other => other,
-            });
+        if status != StatusCode::OK && !drive_error {
+            // The service refused the request itself: authentication, or a malformed request.
+            let body = self.read_capped(&mut response, MAX_ERROR_ANSWER).await?;
+            let text = String::from_utf8_lossy(&body);
+            let kind = match status {
+                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => io::ErrorKind::PermissionDenied,
+                _ => io::ErrorKind::Other,
+            };
+            return Err(DriveError::Io(io::Error::new(
+                kind,
+                format!("{} answered {status}: {}", self.label, text.trim()),
+            )));
         }
-        // The service refused the request itself: authentication, or a malformed request.
-        let text = String::from_utf8_lossy(&body);
-        let kind = match status {
-            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => io::ErrorKind::PermissionDenied,
-            _ => io::ErrorKind::Other,
+        let header = |name| (response.headers().get(name)).and_then(|v| v.to_str().ok());
+        let unhealed = header(wire::UNHEALED_HEADER)
+            .unwrap_or_default()
+            .to_string();
+        let signature = header(wire::ANSWER_SIGNATURE_HEADER).map(str::to_string);
+        let cap = match drive_error {
+            false => MAX_ANSWER,
+            true => MAX_ERROR_ANSWER,
         };
-        Err(DriveError::Io(io::Error::new(
-            kind,
-            format!("{} answered {status}: {}", self.label, text.trim()),
-        )))
+        let body = self.read_capped(&mut response, cap).await?;
+        let answer = Answer {
+            status: status.as_u16(),
+            unhealed: &unhealed,
+            drive_error,
+            body: &body,
+        };
+        if let Err(e) = self
+            .auth
+            .verify_answer(nonce, &answer, signature.as_deref())
+        {
+            return Err(DriveError::Io(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} sent an answer that is not its own: {e}", self.label),
+            )));
+        }
+        if !unhealed.is_empty() {
+            self.unhealed.store(unhealed == "1", Ordering::SeqCst);
+        }
+        if !drive_error {
+            return Ok(body);
+        }
+        Err(match DriveError::from(wire::decode::<WireError>(&body)?) {
+            // The serving node names the drive by its path; here it is this drive.
+            DriveError::Offline(_) => self.offline(),
+            DriveError::Unhealed(_) => DriveError::Unhealed(self.label.clone()),
+            other => other,
+        })
     }
 
     async fn read_capped(&self, response: &mut Response, cap: usize) -> Result<Bytes, DriveError> {
@@ -297,6 +343,7 @@ impl Drive for RemoteDrive {
             staging,
             name: name.to_string(),
         })?;
+        let mac = self.peer.auth.stream_mac(&auth::args_digest(&args));
         let (frames, queued) = mpsc::channel::<Vec<Bytes>>(STREAM_DEPTH);
         let body = futures::stream::unfold(queued, |mut queued| async move {
             queued.recv().await.map(|frame| (frame, queued))
@@ -317,6 +364,7 @@ impl Drive for RemoteDrive {
         Ok(Box::new(RemoteShardWriter {
             frames: Some(frames),
             answer: Some(answer),
+            mac: Some(mac),
         }))
     }
 
@@ -444,6 +492,8 @@ struct RemoteShardWriter {
     frames: Option<mpsc::Sender<Vec<Bytes>>>,
     /// The request; `None` once its answer was taken.
     answer: Option<JoinHandle<Result<(), DriveError>>>,
+    /// The signature of what was written so far; `None` once the finish frame carried it.
+    mac: Option<StreamMac>,
 }
 
 impl RemoteShardWriter {
@@ -486,6 +536,8 @@ fn early_answer(answer: Result<Result<(), DriveError>, tokio::task::JoinError>) 
 #[async_trait]
 impl ShardWriter for RemoteShardWriter {
     async fn write(&mut self, pieces: Vec<Bytes>) -> Result<(), DriveError> {
+        let mac = self.mac.as_mut().ok_or_else(stream_closed)?;
+        pieces.iter().for_each(|piece| mac.update(piece));
         for frame in frame::encode_write(pieces) {
             self.send(frame).await?;
         }
@@ -493,7 +545,8 @@ impl ShardWriter for RemoteShardWriter {
     }
 
     async fn finish(&mut self) -> Result<(), DriveError> {
-        self.send(vec![frame::encode_finish()]).await?;
+        let tag = self.mac.take().ok_or_else(stream_closed)?.finish();
+        self.send(vec![frame::encode_finish(tag)]).await?;
         // Closing the queue ends the body; the answer comes after the remote fdatasync.
         self.frames = None;
         let answer = self.answer.take().ok_or_else(stream_closed)?;

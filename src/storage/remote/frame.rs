@@ -4,14 +4,18 @@
 //! A frame is a tag byte, a big-endian `u32` payload length and the payload. The finish frame
 //! is explicit, so that a body cut short for any reason (the writer dropped, the connection
 //! lost, a proxy ending the request) can never pass for a complete file: the serving node
-//! runs `finish` (fdatasync) only when it reads the finish frame.
+//! runs `finish` (fdatasync) only when it reads the finish frame, whose payload is the
+//! signature of every byte written (see [`super::auth::ClusterAuth::stream_mac`]), checked
+//! first.
 
 use bytes::Bytes;
 
 /// A write: the payload is appended to the file.
 const WRITE: u8 = 1;
-/// The end: the file is complete; no payload.
+/// The end: the file is complete; the payload is the stream's signature.
 const FINISH: u8 = 2;
+/// The length of a finish frame's payload.
+pub const TAG_LEN: usize = 32;
 const HEADER_LEN: usize = 5;
 
 /// Largest payload of one frame. A larger write goes as several frames (appends in order
@@ -23,7 +27,8 @@ pub const MAX_FRAME: usize = 16 << 20;
 pub enum Frame {
     /// Bytes to append, as pieces of the received body (not copied).
     Write(Vec<Bytes>),
-    Finish,
+    /// The end, with the stream's signature.
+    Finish([u8; TAG_LEN]),
 }
 
 /// The frames that carry one write: the header, then the pieces themselves (not copied),
@@ -56,9 +61,13 @@ fn seal(mut pieces: Vec<Bytes>, len: usize) -> Vec<Bytes> {
     pieces
 }
 
-/// The finish frame.
-pub fn encode_finish() -> Bytes {
-    Bytes::from_static(&[FINISH, 0, 0, 0, 0])
+/// The finish frame, carrying the stream's signature.
+pub fn encode_finish(tag: [u8; TAG_LEN]) -> Bytes {
+    let mut frame = Vec::with_capacity(HEADER_LEN + TAG_LEN);
+    frame.push(FINISH);
+    frame.extend_from_slice(&(TAG_LEN as u32).to_be_bytes());
+    frame.extend_from_slice(&tag);
+    frame.into()
 }
 
 /// The body did not hold well-formed frames.
@@ -91,8 +100,8 @@ impl FrameDecoder {
         match header[0] {
             WRITE if len > MAX_FRAME => return Err(MalformedFrame("frame too large")),
             WRITE => {}
-            FINISH if len == 0 => {}
-            FINISH => return Err(MalformedFrame("finish frame with a payload")),
+            FINISH if len == TAG_LEN => {}
+            FINISH => return Err(MalformedFrame("finish frame without its signature")),
             _ => return Err(MalformedFrame("unknown frame")),
         }
         if self.buffered < HEADER_LEN + len {
@@ -101,7 +110,12 @@ impl FrameDecoder {
         self.take(HEADER_LEN);
         Ok(Some(match header[0] {
             WRITE => Frame::Write(self.take(len)),
-            _ => Frame::Finish,
+            _ => {
+                let mut tag = [0u8; TAG_LEN];
+                self.peek(&mut tag);
+                self.take(TAG_LEN);
+                Frame::Finish(tag)
+            }
         }))
     }
 
@@ -162,7 +176,7 @@ mod tests {
                 body.extend(concat(&frame));
             }
         }
-        body.extend_from_slice(&encode_finish());
+        body.extend_from_slice(&encode_finish([7; TAG_LEN]));
         for chunk_len in 1..=body.len() {
             let mut decoder = FrameDecoder::default();
             let mut appended = Vec::new();
@@ -173,7 +187,10 @@ mod tests {
                     assert!(!finished, "nothing follows the finish");
                     match frame {
                         Frame::Write(pieces) => appended.extend(concat(&pieces)),
-                        Frame::Finish => finished = true,
+                        Frame::Finish(tag) => {
+                            assert_eq!(tag, [7; TAG_LEN]);
+                            finished = true;
+                        }
                     }
                 }
             }
@@ -187,12 +204,12 @@ mod tests {
     #[test]
     fn a_cut_stream_never_finishes() {
         let mut body = concat(&encode_write(vec![Bytes::from_static(b"data")])[0]);
-        body.extend_from_slice(&encode_finish());
+        body.extend_from_slice(&encode_finish([7; TAG_LEN]));
         for cut in 0..body.len() {
             let mut decoder = FrameDecoder::default();
             decoder.push(Bytes::copy_from_slice(&body[..cut]));
             while let Some(frame) = decoder.next_frame().unwrap() {
-                assert_ne!(frame, Frame::Finish, "cut at {cut}");
+                assert!(matches!(frame, Frame::Write(_)), "cut at {cut}");
             }
         }
     }
@@ -220,7 +237,7 @@ mod tests {
     fn malformed_frames_are_refused() {
         let cases: [(&[u8], &str); 3] = [
             (&[9, 0, 0, 0, 0], "unknown frame"),
-            (&[FINISH, 0, 0, 0, 1, 0], "finish frame with a payload"),
+            (&[FINISH, 0, 0, 0, 0], "finish frame without its signature"),
             (&[WRITE, 0xff, 0xff, 0xff, 0xff], "frame too large"),
         ];
         for (body, why) in cases {

@@ -2,7 +2,7 @@
 //! of arguments, answers and errors. Both sides take these definitions from here, so a change
 //! to one is a change to both; a change that old peers cannot read takes a new path version.
 //!
-//! Every call is a POST to `/_strata/rpc/v1/<call>`. Its arguments are one msgpack value
+//! Every call is a POST to `/_strata/rpc/v2/<call>`. Its arguments are one msgpack value
 //! (maps with named fields, so fields can be added), an [`Envelope`] naming the drive: the
 //! request body, except for [`Call::CreateStagedFile`], whose arguments travel base64 in the
 //! [`ARGS_HEADER`] because its body is the shard's bytes (see [`super::frame`]). A 200 answer
@@ -20,7 +20,7 @@ use uuid::Uuid;
 use crate::storage::{DataDir, DriveError, MetaOp, MetaTable, Replaced, ScanPage};
 
 /// The path every call's name is appended to; the version changes with incompatible shapes.
-pub const RPC_PREFIX: &str = "/_strata/rpc/v1/";
+pub const RPC_PREFIX: &str = "/_strata/rpc/v2/";
 
 /// Milliseconds since the Unix epoch when the request was signed.
 pub const TIME_HEADER: &str = "x-strata-time";
@@ -35,11 +35,13 @@ pub const ARGS_DIGEST_HEADER: &str = "x-strata-args-sha256";
 pub const ARGS_HEADER: &str = "x-strata-args";
 /// What is left of the caller's deadline for the call, in milliseconds (see
 /// [`crate::storage::answer_by`]): the serving node does not start a call that comes with
-/// none left, and gives up on one when it runs out. Unsigned: changing it in transit does no
-/// more than dropping the request would.
+/// none left, and gives up on one when it runs out. Signed, so it cannot be raised on the way.
 pub const DEADLINE_HEADER: &str = "x-strata-deadline-ms";
 /// On an answer: `1` when the drive answered a drive error, whose [`WireError`] is the body.
 pub const DRIVE_ERROR_HEADER: &str = "x-strata-drive-error";
+/// On every answer to an authenticated request: its signature for that request (hex; see
+/// [`super::auth::ClusterAuth::sign_answer`]).
+pub const ANSWER_SIGNATURE_HEADER: &str = "x-strata-answer-signature";
 /// On every answer about a drive: whether it is unhealed (`1`) or not (`0`) after the call.
 pub const UNHEALED_HEADER: &str = "x-strata-unhealed";
 
@@ -120,7 +122,7 @@ impl Call {
         Call::ALL.into_iter().find(|call| call.name() == name)
     }
 
-    /// `/_strata/rpc/v1/<name>`.
+    /// `/_strata/rpc/v2/<name>`.
     pub fn path(self) -> String {
         format!("{RPC_PREFIX}{}", self.name())
     }
@@ -572,12 +574,12 @@ mod tests {
     fn call_names_parse_back_and_are_distinct() {
         for call in Call::ALL {
             assert_eq!(Call::parse(call.name()), Some(call));
-            assert!(call.path().starts_with("/_strata/rpc/v1/"));
+            assert!(call.path().starts_with("/_strata/rpc/v2/"));
         }
         let names: std::collections::HashSet<_> = Call::ALL.iter().map(|c| c.name()).collect();
         assert_eq!(names.len(), Call::ALL.len());
         assert_eq!(Call::parse("config"), None);
-        assert_eq!(Call::MetaGet.path(), "/_strata/rpc/v1/meta_get");
+        assert_eq!(Call::MetaGet.path(), "/_strata/rpc/v2/meta_get");
     }
 
     /// Every drive error comes back as the variant, label, message and I/O kind it left as.
