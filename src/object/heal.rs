@@ -107,9 +107,9 @@ impl ObjectStore {
         for set in self.sets_in(scope) {
             let mut start = Bound::Unbounded;
             loop {
-                let (keys, next) = scan_keys(set, &OBJECT_TABLES, start, &scan_prefix).await;
-                count += keys.len() as u64;
-                match next {
+                let page = scan_keys(set, &OBJECT_TABLES, start, &scan_prefix).await;
+                count += page.keys.len() as u64;
+                match page.next {
                     Some(after) => start = Bound::Excluded(after),
                     None => break,
                 }
@@ -126,11 +126,15 @@ impl ObjectStore {
         for set in &self.sets {
             let mut start = Bound::Unbounded;
             loop {
-                let (keys, next) = scan_keys(set, &OBJECT_TABLES, start, &prefix).await;
-                for db_key in keys {
-                    total.add(&remove_leftover(set, &db_key).await);
+                let page = scan_keys(set, &OBJECT_TABLES, start, &prefix).await;
+                // Too few drives answered to see every leftover a quorum committed.
+                if !page.holds_every_committed_key(set) {
+                    return Err(ObjectError::Erasure(ErasureError::ReadQuorum));
                 }
-                match next {
+                for db_key in &page.keys {
+                    total.add(&remove_leftover(set, db_key).await);
+                }
+                match page.next {
                     Some(after) => start = Bound::Excluded(after),
                     None => break,
                 }
@@ -458,8 +462,11 @@ impl ObjectStore {
         for set in self.sets_in(scope) {
             let mut start = Bound::Unbounded;
             loop {
-                let (keys, next) = scan_keys(set, &OBJECT_TABLES, start, &scan_prefix).await;
-                for db_key in keys {
+                let page = scan_keys(set, &OBJECT_TABLES, start, &scan_prefix).await;
+                // What a drive that did not answer holds was not seen: not settled.
+                total.unresolved += page.unanswered as u64;
+                let next = page.next;
+                for db_key in page.keys {
                     let Some((bucket, key)) = split_object_key(&db_key) else {
                         continue;
                     };
@@ -765,23 +772,49 @@ pub(super) async fn remove_leftover(set: &ErasureSet, db_key: &[u8]) -> HealRepo
 /// version is a delete marker have only a versions record.
 pub(super) const OBJECT_TABLES: [MetaTable; 2] = [MetaTable::Objects, MetaTable::Versions];
 
+/// One page of the keys the drives of a set hold in some tables under a prefix (see
+/// [`scan_keys`]).
+pub(super) struct KeyPage {
+    /// In order, each once.
+    pub keys: Vec<Vec<u8>>,
+    /// Where the next page starts (after this key); `None`: this was the last.
+    pub next: Option<Vec<u8>>,
+    /// Drives whose scan failed: what they hold is not in the page, so a pass that must see
+    /// every drive's keys is not complete, and one that needs a read quorum's may not be.
+    pub unanswered: usize,
+}
+
+impl KeyPage {
+    /// Whether enough drives answered for every key a write quorum committed to be in the
+    /// page (such a key is on all but at most `drives - write quorum` of them).
+    pub fn holds_every_committed_key(&self, set: &ErasureSet) -> bool {
+        self.unanswered <= set.width() - set.write_quorum()
+    }
+}
+
 /// One page of the keys any drive of a set holds in `tables` under `prefix`, in order, and
 /// where the next page starts. A key is in the page only if every drive that returned a
-/// full page has scanned past it, so no drive's keys are skipped.
+/// full page has scanned past it, so no answering drive's keys are skipped; the drives that
+/// did not answer are counted.
 pub(super) async fn scan_keys(
     set: &ErasureSet,
     tables: &[MetaTable],
     start: Bound<Vec<u8>>,
     prefix: &[u8],
-) -> (Vec<Vec<u8>>, Option<Vec<u8>>) {
+) -> KeyPage {
     let scans: Vec<_> = join_all(
         (tables.iter()).map(|&table| set.meta_scan_all(table, start.clone(), prefix, SCAN_PAGE)),
     )
-    .await
-    .into_iter()
-    .flatten()
-    .collect();
-    let cutoff = scans
+    .await;
+    // A drive is unanswered if any of its tables' scans failed.
+    let mut failed = vec![false; set.width()];
+    for scan in &scans {
+        for (drive, answer) in scan.iter().enumerate() {
+            failed[drive] |= answer.is_err();
+        }
+    }
+    let scans: Vec<_> = scans.into_iter().flatten().collect();
+    let next = scans
         .iter()
         .flatten()
         .filter(|entries| entries.len() == SCAN_PAGE)
@@ -791,11 +824,15 @@ pub(super) async fn scan_keys(
         .into_iter()
         .flatten()
         .flat_map(|entries| entries.into_iter().map(|(k, _)| k))
-        .filter(|k| cutoff.as_ref().is_none_or(|c| k <= c))
+        .filter(|k| next.as_ref().is_none_or(|c| k <= c))
         .collect();
     keys.sort();
     keys.dedup();
-    (keys, cutoff)
+    KeyPage {
+        keys,
+        next,
+        unanswered: failed.iter().filter(|&&f| f).count(),
+    }
 }
 
 /// A record replicated whole on every drive and changed in place: a bucket record or a

@@ -34,8 +34,11 @@ impl ObjectStore {
         for set in self.sets_in(scope) {
             let mut start = Bound::Unbounded;
             loop {
-                let (keys, next) = scan_keys(set, &[MetaTable::Uploads], start, &scan_prefix).await;
-                for db_key in keys {
+                let page = scan_keys(set, &[MetaTable::Uploads], start, &scan_prefix).await;
+                // What a drive that did not answer holds was not seen: not settled.
+                total.unresolved += page.unanswered as u64;
+                let next = page.next;
+                for db_key in page.keys {
                     let Some((bucket, key, upload_id)) = split_upload_key(&db_key) else {
                         continue;
                     };
