@@ -463,8 +463,11 @@ impl ObjectStore {
             let mut start = Bound::Unbounded;
             loop {
                 let page = scan_keys(set, &OBJECT_TABLES, start, &scan_prefix).await;
-                // What a drive that did not answer holds was not seen: not settled.
-                total.unresolved += page.unanswered as u64;
+                // With a write quorum of drives unanswered, a key a write quorum committed may
+                // be on none that answered: the pass is not settled.
+                if !page.holds_every_committed_key(set) {
+                    total.unresolved += page.unanswered as u64;
+                }
                 let next = page.next;
                 for db_key in page.keys {
                     let Some((bucket, key)) = split_object_key(&db_key) else {
@@ -779,16 +782,16 @@ pub(super) struct KeyPage {
     pub keys: Vec<Vec<u8>>,
     /// Where the next page starts (after this key); `None`: this was the last.
     pub next: Option<Vec<u8>>,
-    /// Drives whose scan failed: what they hold is not in the page, so a pass that must see
-    /// every drive's keys is not complete, and one that needs a read quorum's may not be.
+    /// Drives whose scan failed: what they hold is not in the page.
     pub unanswered: usize,
 }
 
 impl KeyPage {
     /// Whether enough drives answered for every key a write quorum committed to be in the
-    /// page (such a key is on all but at most `drives - write quorum` of them).
+    /// page: such a key is on a write quorum of drives, so on one that answered unless at
+    /// least a write quorum did not.
     pub fn holds_every_committed_key(&self, set: &ErasureSet) -> bool {
-        self.unanswered <= set.width() - set.write_quorum()
+        self.unanswered < set.write_quorum()
     }
 }
 

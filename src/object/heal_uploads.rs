@@ -35,8 +35,11 @@ impl ObjectStore {
             let mut start = Bound::Unbounded;
             loop {
                 let page = scan_keys(set, &[MetaTable::Uploads], start, &scan_prefix).await;
-                // What a drive that did not answer holds was not seen: not settled.
-                total.unresolved += page.unanswered as u64;
+                // With a write quorum of drives unanswered, a key a write quorum committed may
+                // be on none that answered: the pass is not settled.
+                if !page.holds_every_committed_key(set) {
+                    total.unresolved += page.unanswered as u64;
+                }
                 let next = page.next;
                 for db_key in page.keys {
                     let Some((bucket, key, upload_id)) = split_upload_key(&db_key) else {
