@@ -452,11 +452,62 @@ async fn keys_made_and_disabled_on_one_node_are_in_force_on_the_others() {
     }
 }
 
+/// A record value as etcd holds it, without its seal (3 bytes of marker, a 32-byte tag):
+/// the bytes the drives hold.
+fn unsealed(stored: &[u8]) -> &[u8] {
+    assert!(stored.starts_with(b"\xffS1"), "a sealed record");
+    &stored[35..]
+}
+
 /// A bucket record as etcd holds it: the bytes the drives hold too (a format version byte,
-/// then MessagePack).
+/// then MessagePack), sealed.
 async fn bucket_in_etcd(etcd: &EtcdServer, name: &str) -> Option<Value> {
     let value = etcd.get(&format!("/strata/records/buckets/{name}")).await?;
-    Some(rmp_serde::from_slice(&value[1..]).expect("a bucket record"))
+    Some(rmp_serde::from_slice(&unsealed(&value)[1..]).expect("a bucket record"))
+}
+
+/// Whoever can write to etcd without the cluster secret cannot make a node believe a record:
+/// a bucket record copied under another name is no bucket, and a record without the seal (a
+/// value from before records were sealed, or forged) is replaced by the drives' copy. Before,
+/// etcd's word was taken as it stood: the copy answered as a bucket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_written_to_etcd_without_the_secret_is_not_believed() {
+    let etcd = EtcdServer::start();
+    let cluster = Cluster::start_with_etcd(3, 3, EC, &etcd);
+    let client = cluster.nodes[0].client();
+    create_bucket(&client, "real").await;
+    put(&client, "real", "k", b"kept").await;
+    let sealed = etcd.get("/strata/records/buckets/real").await.unwrap();
+
+    // The real bucket's record, copied under another name.
+    etcd.put("/strata/records/buckets/forged", &sealed).await;
+    let forged = cluster.nodes[1]
+        .client()
+        .head_bucket()
+        .bucket("forged")
+        .send()
+        .await;
+    assert_s3_status(forged, 404, "a bucket record moved to another name");
+
+    // The record without its seal, as before records were sealed (or a forger's): the drives'
+    // copy goes in its place, and the bucket serves on.
+    etcd.put("/strata/records/buckets/real", unsealed(&sealed))
+        .await;
+    let other = cluster.nodes[2].client();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let _ = other.head_bucket().bucket("real").send().await;
+        let held = etcd.get("/strata/records/buckets/real").await.unwrap();
+        if held == sealed {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the drives' copy was not put back"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_object(&other, "real", "k", b"kept").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -577,7 +628,7 @@ async fn records_are_decided_in_etcd_which_a_new_etcd_takes_from_the_drives() {
         "delete a bucket",
     );
     let tombstone = etcd.get("/strata/records/buckets/made-in-etcd").await;
-    assert_eq!(tombstone.as_deref(), Some(&b"deleted"[..]));
+    assert_eq!(tombstone.as_deref().map(unsealed), Some(&b"deleted"[..]));
     let gone = nodes[2]
         .client()
         .head_bucket()

@@ -29,6 +29,7 @@ use tokio::sync::watch;
 
 use super::etcd::{Etcd, EtcdError, LeaseId, WatchEvent};
 use super::layout::ClusterLayout;
+use super::seal::RecordSeal;
 use crate::object::{ChangeFeed, ObjectError, ObjectStore, RecordAuthority, RecordChange};
 
 const ROOT: &str = "/strata/";
@@ -75,6 +76,8 @@ pub struct ControlPlane {
     elections: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// Whether this node's records are decided in etcd yet.
     adopted: watch::Sender<bool>,
+    /// Seals the record values this node writes to etcd, and opens those it reads.
+    seal: RecordSeal,
 }
 
 #[derive(Default)]
@@ -88,7 +91,12 @@ struct LeaseState {
 impl ControlPlane {
     /// Joins the cluster: checks this node's layout against the one in etcd (the first node
     /// writes it) and registers the node. Fails with what differs when the layouts do.
-    pub async fn join(etcd: Etcd, layout: &ClusterLayout, node: &str) -> anyhow::Result<Arc<Self>> {
+    pub async fn join(
+        etcd: Etcd,
+        layout: &ClusterLayout,
+        node: &str,
+        seal: RecordSeal,
+    ) -> anyhow::Result<Arc<Self>> {
         let ours = LayoutRecord {
             deployment_id: layout.deployment_id(),
             layout: layout.clone(),
@@ -144,6 +152,7 @@ impl ControlPlane {
             state: Mutex::default(),
             elections: Mutex::default(),
             adopted: watch::Sender::new(false),
+            seal,
         });
         control
             .renew()
@@ -516,8 +525,23 @@ fn unavailable(error: EtcdError) -> ObjectError {
     ObjectError::ControlPlaneUnavailable
 }
 
+impl ControlPlane {
+    /// A record's value as etcd holds it, if it carries this cluster's seal for its key. One
+    /// without (forged, moved from another key, or written before records were sealed) is
+    /// taken for absent, which decides nothing: reads put the drives' copy in its place.
+    fn opened(&self, key: &str, stored: &[u8]) -> Option<Vec<u8>> {
+        let opened = self.seal.open(key, stored).map(<[u8]>::to_vec);
+        if opened.is_none() {
+            tracing::warn!(record = key, "a record in etcd without this cluster's seal (forged, or written before records were sealed): taken for absent; the drives' copy goes in its place");
+        }
+        opened
+    }
+}
+
 /// Reads of records while etcd has not answered this node for a lease's time go straight to
-/// the drives' copy, rather than each waiting for etcd to time out.
+/// the drives' copy, rather than each waiting for etcd to time out. Record values are sealed
+/// (see [`super::seal`]); the records' revision is not (lowered, it makes nodes fill etcd from
+/// the drives again; raised, it only makes the drives look behind).
 #[async_trait]
 impl RecordAuthority for ControlPlane {
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, ObjectError> {
@@ -525,7 +549,7 @@ impl RecordAuthority for ControlPlane {
             return Err(ObjectError::ControlPlaneUnavailable);
         }
         let kv = self.etcd.get(&record_key(key)).await.map_err(unavailable)?;
-        Ok(kv.map(|kv| kv.value))
+        Ok(kv.and_then(|kv| self.opened(key, &kv.value)))
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, ObjectError> {
@@ -539,7 +563,11 @@ impl RecordAuthority for ControlPlane {
             .await
             .map_err(unavailable)?;
         Ok((kvs.into_iter())
-            .map(|kv| (kv.key[root.len()..].to_string(), kv.value))
+            .filter_map(|kv| {
+                let key = kv.key[root.len()..].to_string();
+                let value = self.opened(&key, &kv.value)?;
+                Some((key, value))
+            })
             .collect())
     }
 
@@ -558,11 +586,28 @@ impl RecordAuthority for ControlPlane {
         value: &[u8],
         revision: u64,
     ) -> Result<bool, ObjectError> {
-        let (key, counter) = (record_key(key), record_key(REVISION_KEY));
+        let name = record_key(key);
+        // Sealing is deterministic: the value decided on seals to the bytes etcd holds. Held
+        // for absent, a value without the seal is what the swap compares.
+        let expected = match expected {
+            Some(value) => Some(self.seal.seal(key, value)),
+            None => match self.etcd.get(&name).await.map_err(unavailable)? {
+                Some(kv) if self.seal.open(key, &kv.value).is_none() => Some(kv.value),
+                _ => None,
+            },
+        };
+        let value = self.seal.seal(key, value);
+        let counter = record_key(REVISION_KEY);
         let (held, next) = (revision.to_string(), (revision + 1).to_string());
         let held = (revision > 0).then_some(held.as_bytes());
-        let expect = [(key.as_str(), expected), (counter.as_str(), held)];
-        let puts = [(key.as_str(), value), (counter.as_str(), next.as_bytes())];
+        let expect = [
+            (name.as_str(), expected.as_deref()),
+            (counter.as_str(), held),
+        ];
+        let puts = [
+            (name.as_str(), value.as_slice()),
+            (counter.as_str(), next.as_bytes()),
+        ];
         (self.etcd.put_if(&expect, &puts).await).map_err(unavailable)
     }
 

@@ -18,6 +18,7 @@ use crate::api::{auth, S3State};
 use crate::background;
 use crate::cluster::control::ControlPlane;
 use crate::cluster::etcd::Etcd;
+use crate::cluster::seal::RecordSeal;
 use crate::config::ServerConfig;
 use crate::deployment::{self, Deployment};
 use crate::healing::{DriveMonitor, Healer, Scrubber};
@@ -124,7 +125,8 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     {
         Some(cluster) => {
             let etcd = Etcd::connect(cluster.etcd.clone())?;
-            Some(ControlPlane::join(etcd, &cluster.layout, &cluster.this_node).await?)
+            let seal = RecordSeal::new(&cluster.secret, &cluster.layout.deployment_id());
+            Some(ControlPlane::join(etcd, &cluster.layout, &cluster.this_node, seal).await?)
         }
         None => None,
     };

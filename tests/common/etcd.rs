@@ -218,6 +218,19 @@ impl EtcdServer {
         self.wait_healthy(0);
     }
 
+    /// Sets `key` to `value` (through the JSON gateway), as anyone who reaches etcd can.
+    pub async fn put(&self, key: &str, value: &[u8]) {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let url = format!("{}/v3/kv/put", self.members[0].client_url(self));
+        let request = serde_json::json!({ "key": b64.encode(key), "value": b64.encode(value) });
+        let answer = (reqwest::Client::new().post(url).body(request.to_string()))
+            .send()
+            .await
+            .expect("etcd answers");
+        assert!(answer.status().is_success(), "put: {answer:?}");
+    }
+
     /// Deletes every key under `prefix` (through the JSON gateway).
     pub async fn delete_prefix(&self, prefix: &str) {
         use base64::Engine;
