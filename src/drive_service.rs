@@ -49,7 +49,7 @@ pub fn drive_service(
         drives,
         auth,
         target,
-        seen: NonceCache::new(NONCE_CAPACITY),
+        seen: NonceCache::starting_at(NONCE_CAPACITY, SystemTime::now()),
         refusals: RefusalLog::default(),
     });
     Router::new()

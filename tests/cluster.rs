@@ -172,9 +172,10 @@ async fn the_drive_service_admits_only_nodes_holding_the_secret() {
     assert_eq!(forged.status(), 401, "a forged drive call is refused");
 }
 
-/// The drive port listens on `--drive-address` and keeps the S3 listener's deadlines: a
-/// connection that sends no request in time is closed (before, one that never finished its
-/// request head held a socket forever).
+/// The drive port listens on `--drive-address` and keeps the S3 listener's limits: past the
+/// connection cap a connection is closed at once, and one that sends no request in time is
+/// closed (before, there was no cap, and one that never finished its request head held a
+/// socket forever). 300 idle connections against a cap of 200 stand in for thousands.
 #[tokio::test]
 async fn the_drive_port_listens_where_told_and_closes_idle_connections() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -187,6 +188,7 @@ async fn the_drive_port_listens_where_told_and_closes_idle_connections() {
             .env
             .push(("STRATA_HEADER_TIMEOUT_SECS".into(), "1".into()));
         if i == 0 {
+            (options.env).push(("STRATA_MAX_CONNECTIONS".into(), "200".into()));
             options.address = format!("127.0.0.2:{}", ports[0]);
             options.extra_args = vec![
                 "--node".into(),
@@ -218,6 +220,27 @@ async fn the_drive_port_listens_where_told_and_closes_idle_connections() {
     put(&client, BUCKET, "k", b"across nodes").await;
     read_on_every_node(&cluster, &[1, 2], "k", b"across nodes").await;
 
+    // 300 connections that send nothing: those past the cap are closed at once, the rest
+    // once the header timeout passes.
+    let mut idle = Vec::new();
+    for _ in 0..300 {
+        let socket = tokio::net::TcpStream::connect(("127.0.0.1", drive_port)).await;
+        idle.push(socket.unwrap());
+    }
+    // Looked at all together, well within the header timeout (1 s).
+    let looks = (idle.iter_mut()).map(|socket| closed_within(socket, Duration::from_millis(300)));
+    let closed_at_once = (futures::future::join_all(looks).await.into_iter())
+        .filter(|&closed| closed)
+        .count();
+    assert!(
+        (100..300).contains(&closed_at_once),
+        "{closed_at_once} of 300 closed at once, over a cap of 200"
+    );
+    for socket in &mut idle {
+        assert!(closed_within(socket, Duration::from_secs(10)).await);
+    }
+    drop(idle);
+
     // Half a request head, then nothing: closed once the header timeout passes.
     let mut socket = tokio::net::TcpStream::connect(("127.0.0.1", drive_port))
         .await
@@ -229,6 +252,14 @@ async fn the_drive_port_listens_where_told_and_closes_idle_connections() {
         matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
         "the connection was not closed: {closed:?}"
     );
+}
+
+/// Whether the other end closes `socket` (or resets it) within `limit`.
+async fn closed_within(socket: &mut tokio::net::TcpStream, limit: Duration) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buffer = [0u8; 16];
+    let read = tokio::time::timeout(limit, socket.read(&mut buffer)).await;
+    matches!(read, Ok(Ok(0)) | Ok(Err(_)))
 }
 
 /// `/health/ready` of one node, unauthenticated as a load balancer asks.

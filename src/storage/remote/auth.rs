@@ -363,6 +363,15 @@ impl NonceCache {
         }
     }
 
+    /// A cache that starts at `now`, remembering nothing from before: requests signed before
+    /// it are refused as stale, so a call captured before the service (re)started cannot be
+    /// replayed after. (A peer whose clock is behind by `d` is refused for the first `d`.)
+    pub fn starting_at(capacity: usize, now: SystemTime) -> Self {
+        let cache = Self::new(capacity);
+        cache.state.lock().expect("not poisoned").line_ms = millis(now);
+        cache
+    }
+
     /// Records a request's (time, nonce); refuses one already recorded, and one signed
     /// before what is remembered.
     fn remember(&self, time_ms: u64, nonce: u128, now_ms: u64) -> Result<(), AuthError> {
@@ -647,6 +656,19 @@ mod tests {
         assert_eq!(verify(5_059_000), Err(AuthError::Replayed));
         // Once its time is past the window, it is stale whatever the cache holds.
         assert_eq!(verify(5_061_000), Err(AuthError::Stale));
+    }
+
+    /// Before, a restart emptied the cache and a call captured in the minute before it was
+    /// accepted once more.
+    #[test]
+    fn a_call_signed_before_the_service_started_is_never_accepted() {
+        let seen = NonceCache::starting_at(16, at(5_000_000));
+        assert_eq!(
+            seen.remember(4_999_999, 1, 5_000_000),
+            Err(AuthError::Stale)
+        );
+        assert_eq!(seen.remember(5_000_000, 1, 5_000_000), Ok(()));
+        assert_eq!(seen.remember(5_000_500, 2, 5_000_100), Ok(()));
     }
 
     #[test]
