@@ -467,9 +467,10 @@ async fn bucket_in_etcd(etcd: &EtcdServer, name: &str) -> Option<Value> {
 }
 
 /// Whoever can write to etcd without the cluster secret cannot make a node believe a record:
-/// a bucket record copied under another name is no bucket, and a record without the seal (a
-/// value from before records were sealed, or forged) is replaced by the drives' copy. Before,
-/// etcd's word was taken as it stood: the copy answered as a bucket.
+/// a bucket record copied under another name is no bucket, a record without the seal (a
+/// value from before records were sealed, or forged) is replaced by the drives' copy, and a
+/// public policy forged into a bucket's record is not obeyed. Before, etcd's word was taken
+/// as it stood: the copy answered as a bucket, the policy made the bucket public.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_record_written_to_etcd_without_the_secret_is_not_believed() {
     let etcd = EtcdServer::start();
@@ -508,6 +509,25 @@ async fn a_record_written_to_etcd_without_the_secret_is_not_believed() {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     assert_object(&other, "real", "k", b"kept").await;
+
+    // A public policy forged into the bucket's record is not obeyed: the bucket stays private.
+    let anonymous = |node: &TestServer| reqwest::get(node.url("/real/k"));
+    assert_eq!(anonymous(&cluster.nodes[1]).await.unwrap().status(), 403);
+    let mut record: Value = rmp_serde::from_slice(&unsealed(&sealed)[1..]).unwrap();
+    let policy = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::real/*"}]}"#;
+    record["settings"]["policy"] = Value::String(policy.into());
+    record["revision"] = (record["revision"].as_u64().unwrap() + 1).into();
+    let forged = [&[1u8][..], &rmp_serde::to_vec_named(&record).unwrap()].concat();
+    etcd.put("/strata/records/buckets/real", &forged).await;
+    etcd.put("/strata/changes/bucket", b"bucket\nreal\nsomeone")
+        .await;
+    for _ in 0..12 {
+        for node in &cluster.nodes {
+            let answer = anonymous(node).await.unwrap();
+            assert_eq!(answer.status(), 403, "a forged public policy was obeyed");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
