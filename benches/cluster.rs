@@ -8,6 +8,10 @@
 //! On one machine the cluster cannot be faster: the nodes share the cores and the disk, and
 //! add the RPC's copies and signatures. The goal: a small PUT's p50 within 1.5× of one node.
 //!
+//! With `CLUSTER_BASELINE_BIN=PATH` (a `strata` binary of a previous build), the same cluster
+//! of that binary runs too, in turn with the others, and a column gives this build's figures
+//! over the baseline's: what a change to the path between nodes costs, in one run.
+//!
 //! Run: `cargo bench --bench cluster` (`CLUSTER_OBJECTS=N` small objects per cell, default
 //! 1,000; `CLUSTER_LARGE_MIB=N` the large object, default 1,024).
 
@@ -93,6 +97,11 @@ impl Drop for Etcd {
 
 /// Three nodes of three drives on loopback, each its S3 port and that port + 100 free.
 fn cluster(etcd: &Etcd) -> Deployment {
+    cluster_of(env!("CARGO_BIN_EXE_strata").as_ref(), "3 nodes", etcd)
+}
+
+/// The same cluster of the `strata` binary at `binary`.
+fn cluster_of(binary: &std::path::Path, name: &'static str, etcd: &Etcd) -> Deployment {
     let root = temp_dir("cluster-bench-nodes-");
     let ports = free_port_pairs(3);
     let layout: Vec<String> = (ports.iter().enumerate())
@@ -107,11 +116,12 @@ fn cluster(etcd: &Etcd) -> Deployment {
             let mut args = vec!["--address".to_string(), format!("127.0.0.1:{port}")];
             args.extend(["--etcd".to_string(), etcd.endpoint.clone()]);
             args.extend(layout.iter().cloned());
-            Server::start_with_args(&args, &[("STRATA_CLUSTER_SECRET", SECRET)], print_warnings)
+            let env = [("STRATA_CLUSTER_SECRET", SECRET)];
+            Server::start_binary(binary, &args, &env, print_warnings)
         })
         .collect();
     Deployment {
-        name: "3 nodes",
+        name,
         servers,
         _root: root,
     }
@@ -191,22 +201,42 @@ async fn main() {
     let single = single();
     let etcd = Etcd::start();
     let cluster = cluster(&etcd);
-    let mut figures: [Vec<Figures>; 2] = [Vec::new(), Vec::new()];
+    // The baseline's nodes keep their layout in an etcd of their own.
+    let baseline_bin = std::env::var_os("CLUSTER_BASELINE_BIN").map(PathBuf::from);
+    let baseline_etcd = baseline_bin.as_ref().map(|_| Etcd::start());
+    let baseline = (baseline_bin.as_deref())
+        .zip(baseline_etcd.as_ref())
+        .map(|(bin, etcd)| cluster_of(bin, "baseline", etcd));
+    let mut deployments = vec![&single, &cluster];
+    deployments.extend(baseline.as_ref());
+    let mut figures: Vec<Vec<Figures>> = vec![Vec::new(); deployments.len()];
     for i in 0..runs {
-        figures[0].push(run(&single, count, &large, i).await);
-        figures[1].push(run(&cluster, count, &large, i).await);
+        for (deployment, runs) in deployments.iter().zip(&mut figures) {
+            runs.push(run(deployment, count, &large, i).await);
+        }
     }
     let names: Vec<String> = figures[0][0].iter().map(|(n, _)| n.clone()).collect();
     println!(
         "\n{count} objects of 4 KiB per cell, a {large_mib} MiB object, medians of {runs} runs; requests to the first node\n"
     );
-    println!(
+    print!(
         "{:<28} {:>12} {:>12} {:>14}",
         "", single.name, cluster.name, "cluster/single"
     );
+    match &baseline {
+        Some(baseline) => println!(" {:>12} {:>14}", baseline.name, "this/baseline"),
+        None => println!(),
+    }
     for (index, name) in names.iter().enumerate() {
         let of = |runs: &Vec<Figures>| median(&runs.iter().map(|r| r[index].1).collect::<Vec<_>>());
         let (one, three) = (of(&figures[0]), of(&figures[1]));
-        println!("{name:<28} {one:>12.1} {three:>12.1} {:>14.2}", three / one);
+        print!("{name:<28} {one:>12.1} {three:>12.1} {:>14.2}", three / one);
+        match figures.get(2) {
+            Some(base) => {
+                let base = of(base);
+                println!(" {base:>12.1} {:>14.2}", three / base);
+            }
+            None => println!(),
+        }
     }
 }

@@ -34,9 +34,19 @@ impl Server {
     pub fn start_with_args(
         args: &[String],
         env: &[(&str, &str)],
+        on_line: impl FnMut(&str) + Send + 'static,
+    ) -> Server {
+        Self::start_binary(env!("CARGO_BIN_EXE_strata").as_ref(), args, env, on_line)
+    }
+
+    /// The same with another `strata` binary (a previous build, as a baseline).
+    pub fn start_binary(
+        binary: &std::path::Path,
+        args: &[String],
+        env: &[(&str, &str)],
         mut on_line: impl FnMut(&str) + Send + 'static,
     ) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        let mut child = Command::new(binary)
             .arg("server")
             .args(args)
             .env("STRATA_ROOT_USER", USER)
