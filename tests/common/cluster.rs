@@ -163,20 +163,30 @@ pub fn node_options(port: u16, drives: &[PathBuf], layout: &[String], ec: &str) 
     }
 }
 
-/// `count` ports that are free, each with its port + 100 free too (the drive service).
+/// `count` ports that are free, each with its port + 100 free too (the drive service), below
+/// the ephemeral range: a node restarted on its ports must find them free, and a port the
+/// kernel hands out as the source of any connection meanwhile (another test's, say) would
+/// not be.
 fn free_port_pairs(count: usize) -> Vec<u16> {
+    let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let (low, high) = (10_000, ephemeral_start.saturating_sub(100).max(10_001));
     let mut ports = Vec::new();
     while ports.len() < count {
-        let probe = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = probe.local_addr().expect("address").port();
-        drop(probe);
-        let Some(drive_port) = port.checked_add(100) else {
-            continue;
+        let port: u16 = rand::random_range(low..high);
+        let drive_port = port + 100;
+        let taken = |candidate: u16| {
+            ports
+                .iter()
+                .any(|&p| p == candidate || p + 100 == candidate)
         };
-        if ports.contains(&port) || ports.contains(&drive_port) {
+        if taken(port) || taken(drive_port) {
             continue;
         }
-        if TcpListener::bind(("127.0.0.1", drive_port)).is_ok() {
+        let free = |port| TcpListener::bind(("127.0.0.1", port)).is_ok();
+        if free(port) && free(drive_port) {
             ports.push(port);
         }
     }
