@@ -8,11 +8,9 @@
 //! were sealed is told apart; like a forged one, it is unverified, and nodes take the drives'
 //! copy instead (see `ControlPlane`'s `RecordAuthority`).
 
-use std::sync::Arc;
+use hmac::Mac;
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-use zeroize::Zeroizing;
+use crate::storage::remote::ClusterAuth;
 
 /// Starts every sealed value: never the first byte of a record's encoding or a tombstone.
 const MAGIC: &[u8] = b"\xffS1";
@@ -20,27 +18,16 @@ const TAG_LEN: usize = 32;
 /// Separates this use of the secret from the drive RPC's.
 const SCHEME: &[u8] = b"strata-etcd-record-v1";
 
-/// Seals and opens record values for one deployment. Cloning shares the key.
-#[derive(Clone)]
+/// Seals and opens record values for one deployment, under the cluster secret that signs its
+/// drive calls. Cloning shares the key.
+#[derive(Clone, Debug)]
 pub struct RecordSeal {
-    key: Arc<Zeroizing<Vec<u8>>>,
-    deployment_id: String,
-}
-
-impl std::fmt::Debug for RecordSeal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RecordSeal")
-            .field("deployment_id", &self.deployment_id)
-            .finish_non_exhaustive()
-    }
+    auth: ClusterAuth,
 }
 
 impl RecordSeal {
-    pub fn new(secret: &[u8], deployment_id: &str) -> Self {
-        Self {
-            key: Arc::new(Zeroizing::new(secret.to_vec())),
-            deployment_id: deployment_id.to_string(),
-        }
+    pub fn new(auth: ClusterAuth) -> Self {
+        Self { auth }
     }
 
     /// The value as stored under `key`. The same value always seals to the same bytes, so a
@@ -61,14 +48,10 @@ impl RecordSeal {
         Some(value)
     }
 
-    fn tag(&self, key: &str, value: &[u8]) -> Hmac<Sha256> {
-        let mut mac =
-            Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes keys of any length");
-        for field in [SCHEME, self.deployment_id.as_bytes(), key.as_bytes(), value] {
-            mac.update(&(field.len() as u64).to_be_bytes());
-            mac.update(field);
-        }
-        mac
+    fn tag(&self, key: &str, value: &[u8]) -> hmac::Hmac<sha2::Sha256> {
+        let deployment = self.auth.deployment_id().as_bytes();
+        self.auth
+            .keyed(&[SCHEME, deployment, key.as_bytes(), value])
     }
 }
 
@@ -78,9 +61,13 @@ mod tests {
 
     const SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";
 
+    fn seal_of(secret: &[u8], deployment: &str) -> RecordSeal {
+        RecordSeal::new(ClusterAuth::new(secret, deployment).unwrap())
+    }
+
     #[test]
     fn only_a_value_sealed_for_its_key_opens() {
-        let seal = RecordSeal::new(SECRET, "dep");
+        let seal = seal_of(SECRET, "dep");
         let stored = seal.seal("buckets/a", b"\x01record");
         assert_eq!(
             stored,
@@ -94,9 +81,9 @@ mod tests {
         let mut changed = stored.clone();
         *changed.last_mut().unwrap() ^= 1;
         assert_eq!(seal.open("buckets/a", &changed), None);
-        let other = RecordSeal::new(&[7; 32], "dep").seal("buckets/a", b"\x01record");
+        let other = seal_of(&[7; 32], "dep").seal("buckets/a", b"\x01record");
         assert_eq!(seal.open("buckets/a", &other), None);
-        let elsewhere = RecordSeal::new(SECRET, "other").seal("buckets/a", b"\x01record");
+        let elsewhere = seal_of(SECRET, "other").seal("buckets/a", b"\x01record");
         assert_eq!(seal.open("buckets/a", &elsewhere), None);
         assert_eq!(seal.open("buckets/a", b"\x01record"), None);
         assert_eq!(seal.open("buckets/a", b"deleted"), None);

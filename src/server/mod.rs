@@ -125,7 +125,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     {
         Some(cluster) => {
             let etcd = Etcd::connect(cluster.etcd.clone())?;
-            let seal = RecordSeal::new(&cluster.secret, &cluster.layout.deployment_id());
+            let seal = RecordSeal::new(cluster.auth()?);
             Some(ControlPlane::join(etcd, &cluster.layout, &cluster.this_node, seal).await?)
         }
         None => None,

@@ -262,8 +262,10 @@ impl ClusterAuth {
         self.keyed(&fields)
     }
 
-    /// HMAC-SHA256 under the secret over length-prefixed fields.
-    fn keyed(&self, fields: &[&[u8]]) -> Hmac<Sha256> {
+    /// HMAC-SHA256 under the secret over length-prefixed fields: the one MAC of the cluster
+    /// secret, for the drive RPC here and for other uses that name themselves in their first
+    /// field (the seal of etcd records).
+    pub(crate) fn keyed(&self, fields: &[&[u8]]) -> Hmac<Sha256> {
         let mut mac =
             Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes keys of any length");
         for field in fields {
