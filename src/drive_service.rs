@@ -73,7 +73,7 @@ async fn handle(
     request: Request,
 ) -> Response {
     let Some(call) = Call::parse(&call) else {
-        return refuse(StatusCode::NOT_FOUND, "unknown call");
+        return refuse(StatusCode::NOT_FOUND, "unknown call").unsigned();
     };
     let (parts, body) = request.into_parts();
     let header = |name| parts.headers.get(name).and_then(|v| v.to_str().ok());
@@ -104,7 +104,8 @@ async fn handle(
         // The shard stream's arguments are a header: its body is the shard.
         Call::CreateStagedFile => {
             let Some(Ok(args)) = header(wire::ARGS_HEADER).map(|a| BASE64.decode(a)) else {
-                return refuse(StatusCode::BAD_REQUEST, "missing or malformed arguments");
+                return refuse(StatusCode::BAD_REQUEST, "missing or malformed arguments")
+                    .unsigned();
             };
             let digest = auth::args_digest(&args);
             if let Err(e) = verify(&digest) {
@@ -122,13 +123,15 @@ async fn handle(
                 return service.unauthenticated(call, e);
             }
             let Ok(args) = axum::body::to_bytes(body, wire::MAX_ARGS).await else {
-                return refuse(StatusCode::BAD_REQUEST, "arguments too large or cut short");
+                return refuse(StatusCode::BAD_REQUEST, "arguments too large or cut short")
+                    .unsigned();
             };
             if auth::args_digest(&args) != signed_digest {
                 return refuse(
                     StatusCode::BAD_REQUEST,
                     "arguments differ from their digest",
-                );
+                )
+                .unsigned();
             }
             let time_left = Some(deadline)
                 .filter(|ms| !ms.is_empty())
@@ -144,36 +147,10 @@ async fn handle(
             }
         }
     };
-    service.sign_answer(claim.nonce(), answer).await
+    answer.signed(&service.auth, claim.nonce())
 }
 
 impl DriveService {
-    /// Signs an answer for the request whose nonce is `nonce` (every answer is built whole in
-    /// memory, so reading its body back costs no wait).
-    async fn sign_answer(&self, nonce: u128, answer: Response) -> Response {
-        let (mut parts, body) = answer.into_parts();
-        let Ok(body) = axum::body::to_bytes(body, usize::MAX).await else {
-            return refuse(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "an answer could not be read",
-            );
-        };
-        let header = |name| (parts.headers.get(name)).and_then(|v| v.to_str().ok());
-        let signature = self.auth.sign_answer(
-            nonce,
-            &Answer {
-                status: parts.status.as_u16(),
-                unhealed: header(wire::UNHEALED_HEADER).unwrap_or_default(),
-                drive_error: parts.headers.contains_key(wire::DRIVE_ERROR_HEADER),
-                body: &body,
-            },
-        );
-        if let Ok(value) = HeaderValue::from_str(&signature) {
-            parts.headers.insert(wire::ANSWER_SIGNATURE_HEADER, value);
-        }
-        Response::from_parts(parts, Body::from(body))
-    }
-
     /// The answer to a request that failed authentication.
     fn unauthenticated(&self, call: Call, err: AuthError) -> Response {
         self.refusals.note(call, &err);
@@ -182,10 +159,11 @@ impl DriveService {
             AuthError::Replayed => refuse(StatusCode::UNAUTHORIZED, "request replayed"),
             _ => refuse(StatusCode::UNAUTHORIZED, "bad signature"),
         }
+        .unsigned()
     }
 
     /// Runs one call whose arguments have been read and verified.
-    async fn unary(&self, call: Call, args: &[u8]) -> Response {
+    async fn unary(&self, call: Call, args: &[u8]) -> Reply {
         match call {
             Call::MetaGet => {
                 self.run(args, |drive, a: wire::MetaGetArgs| async move {
@@ -302,14 +280,14 @@ impl DriveService {
             Call::CreateStagedFile => refuse(StatusCode::BAD_REQUEST, "a stream, not a call"),
             // Answered by the runtime alone: a busy disk does not make this node look dead.
             Call::Ping => match wire::encode(&()) {
-                Ok(body) => Response::new(Body::from(body)),
+                Ok(body) => Reply::ok(body.into(), "application/msgpack"),
                 Err(e) => drive_error(&e),
             },
         }
     }
 
     /// Decodes a call's arguments, finds its drive and answers what `work` does with them.
-    async fn run<A, R, F, Fut>(&self, args: &[u8], work: F) -> Response
+    async fn run<A, R, F, Fut>(&self, args: &[u8], work: F) -> Reply
     where
         A: DeserializeOwned,
         R: Serialize,
@@ -338,7 +316,7 @@ impl DriveService {
     }
 
     /// A ranged read of a shard file, answered as the bytes themselves.
-    async fn read_shard(&self, args: &[u8]) -> Response {
+    async fn read_shard(&self, args: &[u8]) -> Reply {
         let (drive, read) = match self.open::<wire::ReadArgs>(args) {
             Ok(found) => found,
             Err(unopened) => return unopened.answer(),
@@ -367,7 +345,7 @@ impl DriveService {
     /// finished one. A drive error ends the writing but not the reading: the rest of the
     /// stream is read and dropped, so that the writer, still sending, gets the error as the
     /// answer to its finish rather than a connection reset.
-    async fn receive_shard(&self, args: &[u8], args_digest: &ArgsDigest, body: Body) -> Response {
+    async fn receive_shard(&self, args: &[u8], args_digest: &ArgsDigest, body: Body) -> Reply {
         let (drive, create) = match self.open::<wire::CreateArgs>(args) {
             Ok(found) => found,
             Err(unopened) => return unopened.answer(),
@@ -425,7 +403,7 @@ enum Unopened {
 }
 
 impl Unopened {
-    fn answer(self) -> Response {
+    fn answer(self) -> Reply {
         match self {
             Unopened::Malformed => refuse(StatusCode::BAD_REQUEST, "malformed arguments"),
             // To the caller, a drive this node does not serve is offline.
@@ -434,58 +412,113 @@ impl Unopened {
     }
 }
 
+/// An answer as built, before it is sent: what its signature covers, and its content type.
+struct Reply {
+    status: StatusCode,
+    /// The drive's unhealed state after the call (`None`: no drive was reached).
+    unhealed: Option<bool>,
+    /// Whether the body is a [`WireError`].
+    drive_error: bool,
+    content_type: &'static str,
+    body: Bytes,
+}
+
+impl Reply {
+    fn ok(body: Bytes, content_type: &'static str) -> Self {
+        Self {
+            status: StatusCode::OK,
+            unhealed: None,
+            drive_error: false,
+            content_type,
+            body,
+        }
+    }
+
+    fn unhealed_mark(&self) -> &'static str {
+        match self.unhealed {
+            Some(true) => "1",
+            Some(false) => "0",
+            None => "",
+        }
+    }
+
+    /// The answer, signed for the request whose nonce is `nonce`.
+    fn signed(self, auth: &ClusterAuth, nonce: u128) -> Response {
+        let signature = auth.sign_answer(
+            nonce,
+            &Answer {
+                status: self.status.as_u16(),
+                unhealed: self.unhealed_mark(),
+                drive_error: self.drive_error,
+                body: &self.body,
+            },
+        );
+        let mut response = self.unsigned();
+        if let Ok(value) = HeaderValue::from_str(&signature) {
+            (response.headers_mut()).insert(wire::ANSWER_SIGNATURE_HEADER, value);
+        }
+        response
+    }
+
+    /// The answer to a request that could not be authenticated, so is not signed.
+    fn unsigned(self) -> Response {
+        let unhealed = self.unhealed_mark();
+        let mut response = Response::new(Body::from(self.body));
+        *response.status_mut() = self.status;
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(self.content_type),
+        );
+        if !unhealed.is_empty() {
+            headers.insert(wire::UNHEALED_HEADER, HeaderValue::from_static(unhealed));
+        }
+        if self.drive_error {
+            headers.insert(wire::DRIVE_ERROR_HEADER, HeaderValue::from_static("1"));
+        }
+        response
+    }
+}
+
 /// A drive's answer: the body on success, the drive error otherwise; either way with the
 /// drive's unhealed state after the call, which is how peers keep theirs current.
-fn answer_for(drive: &dyn Drive, body: Result<(Bytes, &'static str), DriveError>) -> Response {
-    let mut response = match body {
-        Ok((bytes, content_type)) => {
-            let mut ok = Response::new(Body::from(bytes));
-            ok.headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-            ok
-        }
+fn answer_for(drive: &dyn Drive, body: Result<(Bytes, &'static str), DriveError>) -> Reply {
+    let reply = match body {
+        Ok((bytes, content_type)) => Reply::ok(bytes, content_type),
         Err(e) => drive_error(&e),
     };
-    let unhealed = match drive.is_unhealed() {
-        true => HeaderValue::from_static("1"),
-        false => HeaderValue::from_static("0"),
-    };
-    response
-        .headers_mut()
-        .insert(wire::UNHEALED_HEADER, unhealed);
-    response
+    Reply {
+        unhealed: Some(drive.is_unhealed()),
+        ..reply
+    }
 }
 
 /// A drive error: status 500, marked as such, the [`WireError`] in msgpack.
-fn drive_error(err: &DriveError) -> Response {
+fn drive_error(err: &DriveError) -> Reply {
     let Ok(body) = wire::encode(&WireError::from(err)) else {
         return refuse(StatusCode::INTERNAL_SERVER_ERROR, "unencodable drive error");
     };
-    let mut response = Response::new(Body::from(body));
-    *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-    let headers = response.headers_mut();
-    headers.insert(wire::DRIVE_ERROR_HEADER, HeaderValue::from_static("1"));
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/msgpack"),
-    );
-    response
+    Reply {
+        status: StatusCode::INTERNAL_SERVER_ERROR,
+        drive_error: true,
+        ..Reply::ok(body.into(), "application/msgpack")
+    }
 }
 
 /// The answer to a call whose caller's deadline passed before it was done.
-fn too_late() -> Response {
+fn too_late() -> Reply {
     drive_error(&DriveError::Offline("the caller's deadline passed".into()))
 }
 
 /// The service refusing a request itself, with a short reason.
-fn refuse(status: StatusCode, reason: &'static str) -> Response {
-    let mut response = Response::new(Body::from(reason));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
+fn refuse(status: StatusCode, reason: &'static str) -> Reply {
+    Reply {
+        status,
+        ..Reply::ok(
+            Bytes::from_static(reason.as_bytes()),
+            "text/plain; charset=utf-8",
+        )
+    }
 }
 
 /// Warnings of refused requests: a peer with another secret or a skewed clock is a setup error

@@ -711,8 +711,8 @@ async fn raw_call(
     let signed = sign(signer, &path, target, &args, signed_at);
     let request = http_client()
         .post(format!("{url}{path}"))
+        .header(wire::NONCE_HEADER, signed.nonce_hex())
         .header(wire::TIME_HEADER, signed.time)
-        .header(wire::NONCE_HEADER, signed.nonce)
         .header(wire::SIGNATURE_HEADER, signed.signature)
         .header(wire::ARGS_DIGEST_HEADER, signed.args_digest)
         .body(args.clone());
@@ -762,8 +762,8 @@ async fn requests_with_a_wrong_secret_a_replay_or_a_stale_time_are_refused() {
     let elsewhere = sign(&auth(), &path, "127.0.0.1:1", &args, SystemTime::now());
     let answer = http_client()
         .post(format!("{}{path}", served.url))
+        .header(wire::NONCE_HEADER, elsewhere.nonce_hex())
         .header(wire::TIME_HEADER, elsewhere.time)
-        .header(wire::NONCE_HEADER, elsewhere.nonce)
         .header(wire::SIGNATURE_HEADER, elsewhere.signature)
         .header(wire::ARGS_DIGEST_HEADER, elsewhere.args_digest)
         .body(args)
@@ -790,8 +790,8 @@ async fn requests_with_a_wrong_secret_a_replay_or_a_stale_time_are_refused() {
     let signed = sign(&auth(), &path, target, &too_large, SystemTime::now());
     let answer = http_client()
         .post(format!("{}{path}", served.url))
+        .header(wire::NONCE_HEADER, signed.nonce_hex())
         .header(wire::TIME_HEADER, signed.time)
-        .header(wire::NONCE_HEADER, signed.nonce)
         .header(wire::SIGNATURE_HEADER, signed.signature)
         .header(wire::ARGS_DIGEST_HEADER, signed.args_digest)
         .body(too_large)

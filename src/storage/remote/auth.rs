@@ -73,14 +73,19 @@ impl std::fmt::Debug for ClusterAuth {
 pub struct SignedHeaders {
     /// Milliseconds since the Unix epoch.
     pub time: String,
-    /// 32 hex digits.
-    pub nonce: String,
-    /// The nonce itself, which the answer's signature names.
-    pub nonce_value: u128,
+    /// Which the answer's signature names; sent as [`SignedHeaders::nonce_hex`].
+    pub nonce: u128,
     /// 64 hex digits.
     pub signature: String,
     /// The SHA-256 of the arguments, 64 hex digits.
     pub args_digest: String,
+}
+
+impl SignedHeaders {
+    /// The nonce as its header carries it: 32 hex digits.
+    pub fn nonce_hex(&self) -> String {
+        format!("{:032x}", self.nonce)
+    }
 }
 
 /// The SHA-256 of a request's arguments, which its signature covers.
@@ -163,8 +168,7 @@ impl ClusterAuth {
         let mac = self.request_mac(request, time_ms, nonce);
         SignedHeaders {
             time: time_ms.to_string(),
-            nonce: format!("{nonce:032x}"),
-            nonce_value: nonce,
+            nonce,
             signature: hex::encode(mac.finalize().into_bytes()),
             args_digest: hex::encode(request.args_digest),
         }
@@ -421,7 +425,7 @@ mod tests {
     fn claim(headers: &SignedHeaders) -> Claim {
         Claim::parse(
             Some(&headers.time),
-            Some(&headers.nonce),
+            Some(&headers.nonce_hex()),
             Some(&headers.signature),
         )
         .unwrap()
@@ -462,7 +466,7 @@ mod tests {
         let call = request("/_strata/rpc/v2/meta_get", "node1:9100", &digest);
         let headers = auth.sign_with_nonce(&call, 1_700_000_000_000, 7);
         assert_eq!(headers.time, "1700000000000");
-        assert_eq!(headers.nonce, "00000000000000000000000000000007");
+        assert_eq!(headers.nonce_hex(), "00000000000000000000000000000007");
         assert_eq!(
             headers.signature,
             "21ecf7e78c5e753364b4e97edf7e5db87af336912bfe77abc8e8a32a3cb70841"

@@ -165,8 +165,8 @@ impl Peer {
         let mut request = self
             .client
             .post(url.clone())
+            .header(wire::NONCE_HEADER, signed.nonce_hex())
             .header(wire::TIME_HEADER, signed.time)
-            .header(wire::NONCE_HEADER, signed.nonce)
             .header(wire::SIGNATURE_HEADER, signed.signature)
             .header(wire::ARGS_DIGEST_HEADER, signed.args_digest);
         if !deadline.is_empty() {
@@ -182,7 +182,7 @@ impl Peer {
                 .body(args),
         };
         let response = request.send().await.map_err(|e| self.transport_error(e))?;
-        Ok((response, signed.nonce_value))
+        Ok((response, signed.nonce))
     }
 
     /// The body of a successful answer; a failed one as the drive error it carries. Either is
