@@ -49,7 +49,8 @@ if ! command -v etcd >/dev/null 2>&1 || ! command -v etcdctl >/dev/null 2>&1; th
         || { "${sudo_if_needed[@]}" apt-get update && "${sudo_if_needed[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends etcd-server etcd-client; } \
         || { echo "error: could not install etcd-server and etcd-client" >&2; exit 1; }
 fi
-etcd --version | head -1
+# sed reads every line: `head -1` could close the pipe early and fail the run (SIGPIPE).
+etcd --version | sed -n 1p
 
 disk_report
 
