@@ -30,6 +30,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use uuid::Uuid;
 
+use crate::cluster::throttle::Throttle;
 use crate::storage::remote::auth::{
     self, Answer, ArgsDigest, AuthError, Claim, ClusterAuth, NonceCache, Signable, NONCE_CAPACITY,
 };
@@ -50,7 +51,7 @@ pub fn drive_service(
         auth,
         target,
         seen: NonceCache::starting_at(NONCE_CAPACITY, SystemTime::now()),
-        refusals: RefusalLog::default(),
+        refusals: Throttle::default(),
     });
     Router::new()
         .route(&format!("{}{{call}}", wire::RPC_PREFIX), post(handle))
@@ -64,7 +65,8 @@ struct DriveService {
     target: String,
     /// The requests accepted within the signature window, so none is accepted twice.
     seen: NonceCache,
-    refusals: RefusalLog,
+    /// Refusals are warned of, at most once per [`Throttle::EVERY`].
+    refusals: Throttle,
 }
 
 async fn handle(
@@ -153,7 +155,14 @@ async fn handle(
 impl DriveService {
     /// The answer to a request that failed authentication.
     fn unauthenticated(&self, call: Call, err: AuthError) -> Response {
-        self.refusals.note(call, &err);
+        if let Some(held_back) = self.refusals.admit() {
+            tracing::warn!(
+                call = call.name(),
+                error = %err,
+                refused_since_last_warning = held_back,
+                "drive RPC request refused"
+            );
+        }
         match err {
             AuthError::Stale => refuse(StatusCode::UNAUTHORIZED, "request time outside the window"),
             AuthError::Replayed => refuse(StatusCode::UNAUTHORIZED, "request replayed"),
@@ -518,34 +527,5 @@ fn refuse(status: StatusCode, reason: &'static str) -> Reply {
             Bytes::from_static(reason.as_bytes()),
             "text/plain; charset=utf-8",
         )
-    }
-}
-
-/// Warnings of refused requests: a peer with another secret or a skewed clock is a setup error
-/// the operator must see, but one line in [`RefusalLog::EVERY`] says so, counting the rest,
-/// so that whoever reaches the port cannot fill the log's disk.
-#[derive(Default)]
-struct RefusalLog {
-    /// When a refusal was last logged, and how many since went unlogged.
-    state: std::sync::Mutex<(Option<std::time::Instant>, u64)>,
-}
-
-impl RefusalLog {
-    const EVERY: Duration = Duration::from_secs(10);
-
-    fn note(&self, call: Call, err: &AuthError) {
-        let mut state = self.state.lock().expect("not poisoned");
-        let (last, unlogged) = &mut *state;
-        if last.is_some_and(|at| at.elapsed() < Self::EVERY) {
-            *unlogged += 1;
-            return;
-        }
-        tracing::warn!(
-            call = call.name(),
-            error = %err,
-            refused_since_last_warning = *unlogged,
-            "drive RPC request refused"
-        );
-        *state = (Some(std::time::Instant::now()), 0);
     }
 }

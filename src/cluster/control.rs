@@ -30,6 +30,7 @@ use tokio::sync::watch;
 use super::etcd::{Etcd, EtcdError, LeaseId, WatchEvent};
 use super::layout::ClusterLayout;
 use super::seal::RecordSeal;
+use super::throttle::Throttle;
 use crate::object::{ChangeFeed, ObjectError, ObjectStore, RecordAuthority, RecordChange};
 
 const ROOT: &str = "/strata/";
@@ -78,6 +79,8 @@ pub struct ControlPlane {
     adopted: watch::Sender<bool>,
     /// Seals the record values this node writes to etcd, and opens those it reads.
     seal: RecordSeal,
+    /// Unsealed values read are warned of at most once per [`Throttle::EVERY`].
+    unsealed_warnings: Throttle,
 }
 
 #[derive(Default)]
@@ -153,6 +156,7 @@ impl ControlPlane {
             elections: Mutex::default(),
             adopted: watch::Sender::new(false),
             seal,
+            unsealed_warnings: Throttle::default(),
         });
         control
             .renew()
@@ -531,8 +535,8 @@ impl ControlPlane {
     /// taken for absent, which decides nothing: reads put the drives' copy in its place.
     fn opened(&self, key: &str, stored: &[u8]) -> Option<Vec<u8>> {
         let opened = self.seal.open(key, stored).map(<[u8]>::to_vec);
-        if opened.is_none() {
-            tracing::warn!(record = key, "a record in etcd without this cluster's seal (forged, or written before records were sealed): taken for absent; the drives' copy goes in its place");
+        if let (None, Some(held_back)) = (&opened, self.unsealed_warnings.admit()) {
+            tracing::warn!(record = key, unsealed_since_last_warning = held_back, "a record in etcd without this cluster's seal (forged, or written before records were sealed): taken for absent; the drives' copy goes in its place");
         }
         opened
     }

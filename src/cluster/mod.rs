@@ -4,3 +4,4 @@ pub mod control;
 pub mod etcd;
 pub mod layout;
 pub mod seal;
+pub mod throttle;
