@@ -58,10 +58,13 @@ pub(crate) const DELETED: &[u8] = b"deleted";
 /// change it copied (decimal). Not a record the authority decides.
 pub(crate) const RECORDS_REVISION: &[u8] = b"records-revision";
 
-/// How many times a record's copy is written before heal is left to finish it, and the pause
-/// between two writes of a set that missed its write quorum.
-const COPY_ATTEMPTS: usize = 3;
-const COPY_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
+/// How many times a record's copy is written again because the authority's value changed
+/// meanwhile, before heal is left to bring the drives in line.
+const COPY_ROUNDS: usize = 3;
+/// How many times one set is written while fewer than its write quorum took the copy, and the
+/// pause between two writes.
+const SET_WRITES: usize = 3;
+const SET_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The tables whose records the authority decides, and the prefix of their keys there.
 const DECIDED: [(MetaTable, &str); 2] = [
@@ -232,7 +235,7 @@ impl ObjectStore {
         mut revision: u64,
     ) {
         let name = authority_key(table, key);
-        for _ in 0..COPY_ATTEMPTS {
+        for _ in 0..COPY_ROUNDS {
             self.write_copies(table, key, value.clone(), revision).await;
             let (Ok(now), Ok(now_revision)) =
                 (authority.get(&name).await, authority.revision().await)
@@ -275,12 +278,12 @@ impl ObjectStore {
         };
         let ops = vec![op, copied];
         futures::future::join_all(self.sets.iter().map(|set| async {
-            for _ in 0..COPY_ATTEMPTS {
+            for _ in 0..SET_WRITES {
                 let answers = set.meta_apply_all(ops.clone()).await;
                 if answers.iter().filter(|a| a.is_ok()).count() >= set.write_quorum() {
                     return;
                 }
-                tokio::time::sleep(COPY_RETRY).await;
+                tokio::time::sleep(SET_RETRY).await;
             }
             tracing::warn!(
                 set = set.index(),
