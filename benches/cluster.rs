@@ -16,8 +16,11 @@
 //! 1,000; `CLUSTER_LARGE_MIB=N` the large object, default 1,024).
 
 mod common;
+#[path = "../tests/common/ports.rs"]
+#[allow(dead_code)] // free_ports serves the test harness's etcd
+mod ports;
+use ports::free_port_pairs;
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -125,22 +128,6 @@ fn cluster_of(binary: &std::path::Path, name: &'static str, etcd: &Etcd) -> Depl
         servers,
         _root: root,
     }
-}
-
-fn free_port_pairs(count: usize) -> Vec<u16> {
-    let mut ports = Vec::new();
-    while ports.len() < count {
-        let probe = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = probe.local_addr().expect("address").port();
-        drop(probe);
-        let Some(drive_port) = port.checked_add(100) else {
-            continue;
-        };
-        if !ports.contains(&port) && TcpListener::bind(("127.0.0.1", drive_port)).is_ok() {
-            ports.push(port);
-        }
-    }
-    ports
 }
 
 /// One run's figures, by name: objects/s, p50 and p99 ms, MB/s.

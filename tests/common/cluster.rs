@@ -1,7 +1,7 @@
 //! Several `strata` processes on loopback forming one cluster: each node its own port, its
 //! own drive folders and the same layout arguments, as an operator would start them.
 
-use std::net::TcpListener;
+use super::ports::free_port_pairs;
 use std::path::PathBuf;
 
 use super::{Network, ServerOptions, TestServer};
@@ -161,34 +161,4 @@ pub fn node_options(port: u16, drives: &[PathBuf], layout: &[String], ec: &str) 
         ],
         ..ServerOptions::default()
     }
-}
-
-/// `count` ports that are free, each with its port + 100 free too (the drive service), below
-/// the ephemeral range: a node restarted on its ports must find them free, and a port the
-/// kernel hands out as the source of any connection meanwhile (another test's, say) would
-/// not be.
-fn free_port_pairs(count: usize) -> Vec<u16> {
-    let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
-        .unwrap_or(32768);
-    let (low, high) = (10_000, ephemeral_start.saturating_sub(100).max(10_001));
-    let mut ports = Vec::new();
-    while ports.len() < count {
-        let port: u16 = rand::random_range(low..high);
-        let drive_port = port + 100;
-        let taken = |candidate: u16| {
-            ports
-                .iter()
-                .any(|&p| p == candidate || p + 100 == candidate)
-        };
-        if taken(port) || taken(drive_port) {
-            continue;
-        }
-        let free = |port| TcpListener::bind(("127.0.0.1", port)).is_ok();
-        if free(port) && free(drive_port) {
-            ports.push(port);
-        }
-    }
-    ports
 }

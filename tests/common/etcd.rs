@@ -4,7 +4,6 @@
 //! ([`EtcdServer::start_secured`]) serves TLS, checks client certificates and has its
 //! authentication on, as a production etcd should.
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -114,12 +113,13 @@ impl EtcdServer {
             .prefix("strata-etcd-")
             .tempdir()
             .expect("temp dir");
+        let ports = super::ports::free_ports(3 * count);
         let members: Vec<Member> = (0..count)
             .map(|i| Member {
                 name: format!("m{i}"),
-                client_port: free_port(),
-                peer_port: free_port(),
-                metrics_port: free_port(),
+                client_port: ports[3 * i],
+                peer_port: ports[3 * i + 1],
+                metrics_port: ports[3 * i + 2],
                 data: data.path().join(format!("m{i}")),
                 child: Mutex::new(None),
             })
@@ -359,9 +359,4 @@ impl Drop for EtcdServer {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-fn free_port() -> u16 {
-    let probe = TcpListener::bind("127.0.0.1:0").expect("bind");
-    probe.local_addr().expect("address").port()
 }

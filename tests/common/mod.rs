@@ -11,6 +11,7 @@ mod etcd;
 mod multipart;
 mod network;
 mod payload;
+pub mod ports;
 mod raw;
 mod sdk;
 mod tls;
