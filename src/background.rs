@@ -75,21 +75,42 @@ impl<W: Worker> Worker for Elected<W> {
         self.worker.interval()
     }
 
-    /// A pass stops where it is when this node loses the election (its commits are
-    /// conditional and crash-safe, so an end at any await is as safe as a crash), rather than
-    /// run on for hours beside the new holder's.
+    /// A pass stops where it is when this node loses the election ([`while_held`]).
     async fn run_once(&mut self) -> anyhow::Result<String> {
         if !*self.held.borrow_and_update() {
             return Ok("another node holds this job".into());
         }
-        let mut held = self.held.clone();
-        tokio::select! {
-            outcome = self.worker.run_once() => outcome,
-            _ = held.wait_for(|held| !held) => {
-                Ok("stopped: this node no longer holds this job".into())
-            }
-        }
+        let held = [self.held.clone()];
+        (while_held(&held, self.worker.run_once()).await).unwrap_or_else(stopped)
     }
+}
+
+/// Runs `work` while this node holds every election in `held`: `None` if it lost one first
+/// (or the control plane stopped). Elected passes end there, rather than run on for hours
+/// beside the new holder's; their commits are conditional and crash-safe, so an end at any
+/// await is as safe as a crash.
+pub async fn while_held<T>(
+    held: &[tokio::sync::watch::Receiver<bool>],
+    work: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let lost = held.iter().map(|held| {
+        let mut held = held.clone();
+        Box::pin(async move {
+            let _ = held.wait_for(|held| !held).await;
+        })
+    });
+    if held.is_empty() {
+        return Some(work.await);
+    }
+    tokio::select! {
+        outcome = work => Some(outcome),
+        _ = futures::future::select_all(lost) => None,
+    }
+}
+
+/// What a pass stopped by a lost election reports.
+pub fn stopped() -> anyhow::Result<String> {
+    Ok("stopped: this node no longer holds this job".into())
 }
 
 #[cfg(test)]
@@ -139,5 +160,29 @@ mod tests {
             outcome.unwrap(),
             "stopped: this node no longer holds this job"
         );
+    }
+
+    /// Heal passes cover several sets: losing the election of any one of them stops the pass.
+    #[tokio::test]
+    async fn work_stops_when_any_one_of_its_elections_is_lost() {
+        let (first_tx, first) = tokio::sync::watch::channel(true);
+        let (second_tx, second) = tokio::sync::watch::channel(true);
+        let held = [first, second];
+        assert_eq!(while_held(&held, async { 7 }).await, Some(7));
+        assert_eq!(while_held(&[], async { 8 }).await, Some(8));
+        let endless = while_held(&held, std::future::pending::<()>());
+        let losing = async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            second_tx.send_replace(false);
+            std::future::pending::<()>().await
+        };
+        let stopped = tokio::time::timeout(Duration::from_secs(5), async {
+            tokio::select! {
+                outcome = endless => outcome,
+                () = losing => unreachable!(),
+            }
+        });
+        assert_eq!(stopped.await.expect("the work stopped"), None);
+        drop(first_tx);
     }
 }

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 use tokio::sync::watch;
 
-use crate::background::Worker;
+use crate::background::{self, Worker};
 use crate::config::ServerConfig;
 use crate::deployment::Deployment;
 use crate::object::{now_ms, HealDepth, HealReport, HealScope, ObjectStore};
@@ -230,16 +230,21 @@ impl Worker for DriveMonitor {
             });
         }
         let scope = HealScope::of_sets(ours.clone());
-        let pass = self
-            .healer
-            .run_pass(
-                &self.store,
-                "drive returned or replaced",
-                &scope,
-                HealDepth::Quick,
-                None,
-            )
-            .await;
+        let pass = self.healer.run_pass(
+            &self.store,
+            "drive returned or replaced",
+            &scope,
+            HealDepth::Quick,
+            None,
+        );
+        // Stopped when this node loses one of the sets' elections: their new holder heals it.
+        let held: Vec<_> = (self.owned.iter().flatten().enumerate())
+            .filter(|(set, _)| ours.contains(set))
+            .map(|(_, held)| held.clone())
+            .collect();
+        let Some(pass) = background::while_held(&held, pass).await else {
+            return background::stopped();
+        };
         // A pass with anything it could not settle is tried again at the next look, and the
         // unhealed drives stay unhealed: they may lack what it could not settle.
         if pass.error.is_none() && pass.report.unresolved == 0 {

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
-use crate::background::Worker;
+use crate::background::{self, Worker};
 use crate::object::{
     BucketName, ListEntry, ListQuery, ObjectError, ObjectStore, VersionEntry, VersionsQuery,
 };
@@ -185,6 +185,15 @@ impl Worker for UsageScanner {
         if self.elected.as_ref().is_some_and(|held| !*held.borrow()) {
             return self.take_published().await;
         }
+        // Stopped when this node loses the election: the new holder counts.
+        (background::while_held(self.elected.as_slice(), self.count_and_publish()).await)
+            .unwrap_or_else(background::stopped)
+    }
+}
+
+impl UsageScanner {
+    /// Counts every bucket, and publishes the count when elected to.
+    async fn count_and_publish(&self) -> anyhow::Result<String> {
         let started = Instant::now();
         let previous = self.usage.latest().map(|s| s.buckets).unwrap_or_default();
         let mut buckets = BTreeMap::new();
