@@ -27,6 +27,9 @@ const BUCKET: &str = "registers";
 const KEYS: [&str; 3] = ["a", "b", "c"];
 const CLIENTS_PER_NODE: usize = 2;
 const RUN: Duration = Duration::from_secs(14);
+/// The answered operations a run needs to say anything; on a loaded machine the clients go
+/// on after the faults (up to another `RUN`) until they have them.
+const ENOUGH: usize = 100;
 
 type Histories = Arc<Mutex<BTreeMap<String, Vec<Event>>>>;
 
@@ -97,12 +100,23 @@ async fn perform(client: &Client, key: &str, op: Op) -> Outcome {
     }
 }
 
-/// One client: random operations on random keys until `until`, each recorded.
+fn answered(log: &Histories) -> usize {
+    (log.lock().unwrap().values().flatten())
+        .filter(|e| e.outcome != Outcome::Unknown)
+        .count()
+}
+
+/// One client: random operations on random keys until `until` (and past it, up to another
+/// `RUN`, while the clients together have fewer than `ENOUGH` answered), each recorded.
 async fn run_client(id: usize, client: Client, start: Instant, until: Instant, log: Histories) {
     let mut sequence = 0u64;
     // The last value this client saw on each key: what its If-Match writes expect.
     let mut seen: BTreeMap<&str, u64> = BTreeMap::new();
-    while Instant::now() < until {
+    let go_on = || {
+        let now = Instant::now();
+        now < until || (now < until + RUN && answered(&log) < ENOUGH)
+    };
+    while go_on() {
         let key = KEYS[rand::rng().random_range(0..KEYS.len())];
         sequence += 1;
         let value = (id as u64 + 1) * 1_000_000 + sequence;
@@ -228,11 +242,9 @@ async fn linearizable_under(faults: Faults) {
 
     let histories = log.lock().unwrap().clone();
     let total: usize = histories.values().map(Vec::len).sum();
-    let determinate = (histories.values().flatten())
-        .filter(|e| e.outcome != Outcome::Unknown)
-        .count();
+    let determinate = answered(&log);
     assert!(
-        determinate >= 100,
+        determinate >= ENOUGH,
         "too few operations answered to say anything: {determinate} of {total}"
     );
     eprintln!(
