@@ -133,7 +133,55 @@ fn lifecycle_uses_only_the_object_layer() {
 /// Metrics are fed the values they report on; the front door decides what a scrape is.
 #[test]
 fn metrics_know_nothing_of_the_s3_front_door() {
-    assert_no_imports("metrics", &["crate::api", "crate::server", "crate::admin"]);
+    assert_no_imports(
+        "server/metrics",
+        &[
+            "crate::api",
+            "crate::admin",
+            "crate::server::front",
+            "crate::server::listener",
+        ],
+    );
+}
+
+/// The configuration is values that the wings take: it names none of the wings that run
+/// (which would close a cycle through them).
+#[test]
+fn configuration_names_no_running_wing() {
+    assert_no_imports(
+        "config",
+        &[
+            "crate::lifecycle",
+            "crate::background",
+            "crate::deployment",
+            "crate::server",
+            "crate::object",
+        ],
+    );
+}
+
+/// Every file of `src/` belongs to a wing (a folder) but the binary, the library root, the
+/// configuration and a few leaves every wing shares: a new loose file must find its wing.
+#[test]
+fn no_loose_files_at_the_top_of_src() {
+    const SHARED: [&str; 7] = [
+        "lib.rs",
+        "main.rs",
+        "config.rs",
+        "body.rs",
+        "query.rs",
+        "tls.rs",
+        "untrusted_xml.rs",
+    ];
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            path.is_dir() || SHARED.contains(&name.as_str()),
+            "src/{name} lies loose: move it into the folder of the wing it serves"
+        );
+    }
 }
 
 /// The S3 protocol is one service behind the front door (`src/server`): it knows nothing of
@@ -145,8 +193,8 @@ fn the_s3_protocol_knows_nothing_of_the_front_door() {
         &[
             "crate::server",
             "crate::admin",
-            "crate::metrics",
-            "crate::healing",
+            "crate::server::metrics",
+            "crate::background::healing",
             "crate::deployment",
         ],
     );

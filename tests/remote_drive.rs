@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
 use strata::body::ByteStream;
-use strata::drive_service::drive_service;
+use strata::cluster::drive_service::drive_service;
 use strata::erasure::ErasureSet;
 use strata::object::{BucketName, GetOptions, ObjectKey, ObjectStore, PutOptions};
 use strata::storage::remote::auth::{args_digest, Signable, SignedHeaders};

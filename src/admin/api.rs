@@ -33,10 +33,10 @@ use axum::response::Response;
 use serde::{Deserialize, Serialize};
 
 use super::health;
+use crate::background::healing::{HealPass, HealStatus, Healer};
 use crate::body::ByteStream;
 use crate::cluster::control::ControlPlane;
 use crate::deployment::Deployment;
-use crate::healing::{HealPass, HealStatus, Healer};
 use crate::iam::{Iam, IamError, Identity};
 pub use crate::iam::{PolicyInfo, UserInfo};
 use crate::kms::{KeyInfo, KmsError};

@@ -18,7 +18,7 @@ use crate::admin::{api as admin_api, health};
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::{self, auth, router};
 use crate::body::ByteStream;
-use crate::metrics::Metrics;
+use crate::server::metrics::Metrics;
 
 /// The server's one state value: what S3 requests, the admin API and the front door reach.
 pub struct AppState {
@@ -51,14 +51,14 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
         );
     }
     // Prometheus scrapes: unsigned, answered before S3 routing, kept out of the request log.
-    if crate::metrics::may_be_scrape(&request) && addresses_metrics(&state, &request) {
-        let sources = crate::metrics::Sources {
+    if crate::server::metrics::may_be_scrape(&request) && addresses_metrics(&state, &request) {
+        let sources = crate::server::metrics::Sources {
             deployment: &state.admin.deployment,
             healer: &state.admin.healer,
             store: &state.s3.store,
             lifecycle: &state.admin.lifecycle_status,
         };
-        return crate::metrics::answer(&state.metrics, sources, request.headers()).await;
+        return crate::server::metrics::answer(&state.metrics, sources, request.headers()).await;
     }
     // With the public default credentials, any web page the user opens could sign a form
     // or a request to this server: nothing a browser sends is served.
@@ -78,7 +78,7 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
     let request_id = format!("{:016X}", rand::random::<u64>());
     let method = request.method().clone();
     let path = request.uri().path().to_string();
-    let received = crate::metrics::request_bytes(request.headers());
+    let received = crate::server::metrics::request_bytes(request.headers());
     let (bucket, key) =
         router::bucket_and_key(request.uri(), request.headers(), state.s3.domain.as_deref())
             .unwrap_or_default();

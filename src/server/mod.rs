@@ -5,6 +5,7 @@ mod front;
 mod kms;
 pub mod limit;
 mod listener;
+pub mod metrics;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -16,18 +17,18 @@ use tokio::net::TcpListener;
 use crate::admin::api::AdminState;
 use crate::api::{auth, S3State};
 use crate::background;
+use crate::background::healing::{DriveMonitor, Healer, Scrubber};
+use crate::background::usage::{Usage, UsageScanner};
 use crate::cluster::control::ControlPlane;
 use crate::cluster::etcd::Etcd;
 use crate::cluster::seal::RecordSeal;
 use crate::config::ServerConfig;
 use crate::deployment::{self, Deployment};
-use crate::healing::{DriveMonitor, Healer, Scrubber};
 use crate::lifecycle::{LifecycleScanner, LifecycleStatus};
-use crate::metrics::Metrics;
 use crate::object::{ObjectStore, RecordChange};
+use crate::server::metrics::Metrics;
 use crate::storage::Drive;
 use crate::tls;
-use crate::usage::{Usage, UsageScanner};
 use front::AppState;
 
 /// How often users and policies are read again from the drives (changes made through this
@@ -72,7 +73,7 @@ async fn serve_drives(
     tracing::info!(node = %cluster.this_node, drives = drives.len(), "serving this node's drives to the others on {scheme}://{address}");
     // Peers sign each call for this node as the layout names it.
     let target = crate::config::drive_service_address(&cluster.this_node)?;
-    let service = crate::drive_service::drive_service(drives, auth, target);
+    let service = crate::cluster::drive_service::drive_service(drives, auth, target);
     // The S3 listener's deadlines and connection cap hold here too, against whoever reaches
     // the port without the secret. Not the per-client cap (a peer is one client holding many
     // connections) nor the least upload rate (a shard arrives at a fraction of its upload's).

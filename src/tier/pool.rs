@@ -11,12 +11,12 @@ use async_trait::async_trait;
 
 use super::body::exact_size;
 use super::config::PoolConfig;
+use crate::background::healing::{DriveMonitor, Healer, Scrubber};
 use crate::body::ByteStream;
 use crate::config::{
     HealingConfig, LifecycleConfig, LimitsConfig, ListenerConfig, MetricsConfig, ServerConfig,
 };
 use crate::erasure::ErasureError;
-use crate::healing::{DriveMonitor, Healer, Scrubber};
 use crate::object::{
     BucketName, ByteRange, GetOptions, ListEntry, ListQuery, ObjectError, ObjectKey, ObjectStore,
     PutOptions, ReadSpan, Tier, TierError,

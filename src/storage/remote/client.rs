@@ -36,7 +36,7 @@ const MAX_ERROR_ANSWER: usize = 64 << 10;
 /// Frames of a shard stream queued ahead of the network, as a local drive queues writes.
 const STREAM_DEPTH: usize = 2;
 
-/// A drive served by another node's drive service (see `crate::drive_service`).
+/// A drive served by another node's drive service (see `crate::cluster::drive_service`).
 ///
 /// Every call is one signed request; transport failures (refused, reset, timed out) answer
 /// [`DriveError::Offline`]. Deadlines are the caller's: wrap it in a

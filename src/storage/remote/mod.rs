@@ -4,7 +4,7 @@
 //! This module owns the protocol (paths, msgpack shapes, the shard stream's frames, how every
 //! [`DriveError`](super::DriveError) travels), its authentication, and the client side,
 //! [`RemoteDrive`]. Serving drives to peers is the web stack's job and lives above the
-//! layers (`crate::drive_service`), built from these same definitions.
+//! layers (`crate::cluster::drive_service`), built from these same definitions.
 //!
 //! Metadata calls are one request each. A shard file's writes and its finish are one
 //! streaming request, answered only after the serving node's fdatasync. Reads of a shard

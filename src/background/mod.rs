@@ -1,6 +1,9 @@
 //! Background work: each job implements [`Worker`] and runs on its own task, one pass at a
 //! time, with a pause between passes.
 
+pub mod healing;
+pub mod usage;
+
 use std::sync::Arc;
 use std::time::Duration;
 

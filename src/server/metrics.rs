@@ -6,7 +6,7 @@
 //!   latency (until the response headers are ready: the time to first byte of a GET) and the
 //!   bytes they carried in and out.
 //! - Drives, heal and bucket usage: read when scraped, from the deployment, the healer and the
-//!   last count of the usage scanner (`crate::usage`), so a scrape never lists a bucket.
+//!   last count of the usage scanner (`crate::background::usage`), so a scrape never lists a bucket.
 //!
 //! Only an unsigned `GET /metrics` is a scrape: a signed one is an S3 request for a bucket
 //! named `metrics`. Scrapers authenticate with `Authorization: Bearer STRATA_METRICS_TOKEN`,
@@ -29,12 +29,12 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use subtle::ConstantTimeEq;
 
+use crate::background::healing::{HealStatus, Healer};
+use crate::background::usage::{Usage, UsageSnapshot};
 use crate::config::{MetricsAuth, MetricsConfig};
 use crate::deployment::Deployment;
-use crate::healing::{HealStatus, Healer};
 use crate::object::ObjectStore;
 use crate::storage::{DiskInfo, Drive};
-use crate::usage::{Usage, UsageSnapshot};
 
 /// `Content-Type` of the answer: the Prometheus text format, version 0.0.4.
 pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
@@ -686,9 +686,9 @@ pub fn sample_names(exposition: &str) -> BTreeSet<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::healing::HealPass;
+    use crate::background::healing::HealPass;
+    use crate::background::usage::BucketUsage;
     use crate::object::HealReport;
-    use crate::usage::BucketUsage;
     use std::time::SystemTime;
 
     fn metrics(auth: MetricsAuth, token: Option<&str>) -> Metrics {
@@ -933,7 +933,7 @@ mod tests {
     /// The example dashboard is valid JSON and asks only for series the exporter writes.
     #[test]
     fn the_grafana_dashboard_parses_and_uses_only_exported_metrics() {
-        let text = include_str!("../deploy/grafana/strata-dashboard.json");
+        let text = include_str!("../../deploy/grafana/strata-dashboard.json");
         let dashboard: serde_json::Value = serde_json::from_str(text).expect("dashboard JSON");
         let exported = sample_names(&full_exposition());
         let mut exprs = Vec::new();
