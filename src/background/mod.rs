@@ -2,14 +2,12 @@
 //! time, with a pause between passes.
 
 pub mod healing;
+pub mod stale_uploads;
 pub mod usage;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-
-use crate::object::ObjectStore;
 
 /// A background job that the server runs periodically.
 #[async_trait]
@@ -32,33 +30,6 @@ pub fn spawn(mut worker: impl Worker) -> tokio::task::JoinHandle<()> {
             }
         }
     })
-}
-
-/// Aborts multipart uploads nobody completed or aborted, and frees their shards.
-pub struct StaleUploadCleaner {
-    pub store: Arc<ObjectStore>,
-    /// Uploads started longer ago than this are abandoned.
-    pub expiry: Duration,
-    pub interval: Duration,
-}
-
-#[async_trait]
-impl Worker for StaleUploadCleaner {
-    fn name(&self) -> &'static str {
-        "stale-upload-cleaner"
-    }
-
-    fn interval(&self) -> Duration {
-        self.interval
-    }
-
-    async fn run_once(&mut self) -> anyhow::Result<String> {
-        let aborted = self.store.abort_stale_uploads(self.expiry).await?;
-        if aborted > 0 {
-            tracing::info!(aborted, "aborted stale multipart uploads");
-        }
-        Ok(format!("{aborted} stale uploads aborted"))
-    }
 }
 
 /// A worker that must run on one node of a cluster at a time: its passes run only while this

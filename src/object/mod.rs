@@ -20,13 +20,13 @@ mod drive_calls_tests;
 mod hashing;
 mod heal;
 mod heal_uploads;
+mod key_locks;
 mod list;
 mod list_versions;
-mod lock;
-mod locks;
 mod md5_lanes;
 mod multipart;
 mod names;
+mod object_lock;
 mod objects;
 mod purge;
 mod record;
@@ -56,11 +56,11 @@ pub use hashing::ExpectedChecksum;
 pub use heal::{HealDepth, HealReport, HealScope};
 pub use list::{ListEntry, ListPage, ListQuery};
 pub use list_versions::{VersionEntry, VersionsPage, VersionsQuery};
-pub use lock::{
-    DefaultRetention, ObjectLock, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
-};
 pub use multipart::{CompleteOptions, CompletedPart, PartsPage, UploadOptions, MAX_PART_NUMBER};
 pub use names::{BucketName, ObjectKey, VersionId, MAX_KEY_LEN};
+pub use object_lock::{
+    DefaultRetention, ObjectLock, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
+};
 pub use objects::{GetOptions, GetResult, PutOptions, ReadIf, WriteCondition};
 pub use record::{
     BucketRecord, BucketSettings, CorsRule, DefaultEncryption, ObjectRecord, PartRecord,
@@ -71,7 +71,7 @@ pub use tier::{Tier, TierError, Tiers};
 pub use uploads::{UploadEntry, UploadQuery, UploadsPage};
 pub use versioning::Deleted;
 
-use locks::NamespaceLocks;
+use key_locks::NamespaceLocks;
 
 /// Damaged objects that can wait for the healer at once.
 const HEAL_QUEUE_LEN: usize = 10_000;

@@ -27,7 +27,7 @@ use super::checksum::{ChecksumAlgorithm, ChecksumType};
 use super::commit::commit_guarded;
 use super::copies::{Copies, Guard};
 use super::hashing::ExpectedChecksum;
-use super::lock::{self, ObjectLock};
+use super::object_lock::{self, ObjectLock};
 use super::objects::{write_verified, NewVersion, WriteCondition};
 use super::record::{
     self, part_key, parts_prefix, upload_key, BucketRecord, ObjectRecord, PartInfo, PartRecord,
@@ -132,7 +132,7 @@ impl ObjectStore {
         options: UploadOptions,
     ) -> Result<(String, UploadRecord), ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
-        lock::check_allowed(&bucket_record, &options.lock)?;
+        object_lock::check_allowed(&bucket_record, &options.lock)?;
         let checksum_type = match (options.checksum_algorithm, options.checksum_type) {
             (Some(a), Some(ChecksumType::FullObject)) if !a.combinable() => {
                 return Err(ObjectError::InvalidRequest(format!(

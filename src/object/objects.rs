@@ -11,8 +11,8 @@ use super::at_rest::{self, Encryption, Piece};
 use super::commit::{commit_on_records, dropped_inline_chunks};
 use super::copies::Guard;
 use super::hashing::{self, ExpectedChecksum};
-use super::lock::{self, ObjectLock};
 use super::md5_lanes::Md5Lanes;
+use super::object_lock::{self, ObjectLock};
 use super::record::{
     self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, StoredChecksum,
 };
@@ -151,7 +151,7 @@ impl ObjectStore {
         options: PutOptions,
     ) -> Result<ObjectRecord, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
-        lock::check_allowed(&bucket_record, &options.lock)?;
+        object_lock::check_allowed(&bucket_record, &options.lock)?;
         let set = self.set_for(bucket, key);
         let sealing = self
             .new_key(&bucket_record, key, options.encryption.as_ref())

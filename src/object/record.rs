@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::acl::{Acl, ObjectOwnership, PublicAccessBlock};
 use super::checksum::{ChecksumAlgorithm, ChecksumType};
-use super::lock::{ObjectLock, ObjectLockConfig};
+use super::object_lock::{ObjectLock, ObjectLockConfig};
 use super::ObjectError;
 
 /// Format version written in front of every record.

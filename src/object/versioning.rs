@@ -17,7 +17,7 @@ use uuid::Uuid;
 use super::commit::{commit_on_versions, dropped_inline_chunks};
 use super::copies::Copies;
 use super::copies::Guard;
-use super::lock::{self, ObjectLock};
+use super::object_lock::{self, ObjectLock};
 use super::record::{
     self, inline_key, is_valid_version_id, new_version_id, object_key, BucketRecord, ObjectRecord,
     Versioning, VersionsRecord,
@@ -330,7 +330,7 @@ impl ObjectStore {
             condition.check(current.versions.first().filter(|v| !v.delete_marker))?;
         }
         let mut record = version.record.clone();
-        lock::apply_default(bucket, &mut record);
+        object_lock::apply_default(bucket, &mut record);
         let mut versions = vec![record.clone()];
         versions.extend(
             current
@@ -464,7 +464,7 @@ impl ObjectStore {
         if !still(version) {
             return Ok(Deleted::default());
         }
-        lock::check_removable(version, now_ms(), bypass_governance)?;
+        object_lock::check_removable(version, now_ms(), bypass_governance)?;
         let delete_marker = version.delete_marker;
         let versions: Vec<ObjectRecord> = current
             .versions

@@ -189,7 +189,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         control.spawn_adoption(store.clone());
     }
     spawn_singleton(
-        background::StaleUploadCleaner {
+        background::stale_uploads::StaleUploadCleaner {
             store: store.clone(),
             expiry: config.stale_upload_expiry,
             interval: config.stale_upload_scan,
