@@ -42,6 +42,34 @@ pub struct ServerConfig {
     pub cluster: Option<ClusterConfig>,
 }
 
+impl ServerConfig {
+    /// One node on local `drives`, everything else at its default: the deployment a pool
+    /// tier opens, and the tests'. It listens on a port of the system's choosing and takes
+    /// no S3 requests (no credentials).
+    pub fn on_drives(drives: Vec<PathBuf>, data_shards: usize, parity_shards: usize) -> Self {
+        ServerConfig {
+            address: SocketAddr::from(([127, 0, 0, 1], 0)),
+            drives,
+            data_shards,
+            parity_shards,
+            block_size: crate::erasure::DEFAULT_BLOCK_SIZE,
+            root_user: String::new(),
+            root_password: String::new(),
+            default_credentials: false,
+            region: "us-east-1".into(),
+            domain: None,
+            stale_upload_expiry: Duration::from_secs(DEFAULT_STALE_UPLOAD_EXPIRY_SECS),
+            stale_upload_scan: Duration::from_secs(DEFAULT_STALE_UPLOAD_SCAN_SECS),
+            healing: HealingConfig::default(),
+            listener: ListenerConfig::default(),
+            metrics: MetricsConfig::default(),
+            limits: LimitsConfig::default(),
+            lifecycle: LifecycleConfig::default(),
+            cluster: None,
+        }
+    }
+}
+
 /// Where a node of a cluster stands: the layout every node was started with, which node this
 /// is, and how nodes reach and trust each other's drives.
 #[derive(Clone)]
@@ -98,31 +126,6 @@ pub fn drive_service_address(node: &str) -> anyhow::Result<String> {
     Ok(format!("{host}:{port}"))
 }
 
-/// How hard a lifecycle scan may work (`crate::lifecycle::pace` paces by it).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Pace {
-    /// Share of wall-clock time the scan may spend working, in `[0.01, 1]`; 1 never pauses.
-    pub duty: f64,
-    /// Objects evaluated per second at most; `None` for no bound.
-    pub max_objects_per_sec: Option<u64>,
-    /// The longest single pause, so that one slice slowed down by a stalled drive does not
-    /// stop the scan for minutes.
-    pub max_pause: Duration,
-}
-
-impl Default for Pace {
-    /// A tenth of the time, no rate bound, pauses of at most ten seconds. Unpaced, the scanner
-    /// slows small GETs down about threefold while it works (`benches/lifecycle.rs`, two
-    /// cores); at a tenth of the time, few requests meet it working.
-    fn default() -> Self {
-        Pace {
-            duty: 0.1,
-            max_objects_per_sec: None,
-            max_pause: Duration::from_secs(10),
-        }
-    }
-}
-
 /// How the lifecycle engine counts time.
 #[derive(Debug, Clone)]
 pub struct LifecycleConfig {
@@ -131,9 +134,12 @@ pub struct LifecycleConfig {
     pub day: Duration,
     /// The tiers transitions move data to (`--tiers FILE`, see `crate::tier`).
     pub tiers_file: Option<PathBuf>,
-    /// How hard the scanner may work (`STRATA_LIFECYCLE_DUTY`,
-    /// `STRATA_LIFECYCLE_MAX_OBJECTS_PER_SEC`).
-    pub pace: Pace,
+    /// The share of time the scanner may work (`STRATA_LIFECYCLE_DUTY`, in `[0.01, 1]`);
+    /// `None`: the lifecycle's default (`crate::lifecycle::Pace`).
+    pub duty: Option<f64>,
+    /// Objects the scanner evaluates per second at most
+    /// (`STRATA_LIFECYCLE_MAX_OBJECTS_PER_SEC`); `None`: no bound.
+    pub max_objects_per_sec: Option<u64>,
 }
 
 impl Default for LifecycleConfig {
@@ -141,7 +147,8 @@ impl Default for LifecycleConfig {
         Self {
             day: Duration::from_secs(24 * 3600),
             tiers_file: None,
-            pace: Pace::default(),
+            duty: None,
+            max_objects_per_sec: None,
         }
     }
 }

@@ -507,28 +507,30 @@ fn lifecycle_config() -> anyhow::Result<config::LifecycleConfig> {
     if day.is_zero() {
         anyhow::bail!("STRATA_LIFECYCLE_DAY_SECONDS must be at least 1");
     }
-    let mut pace = strata::lifecycle::Pace::default();
+    let mut lifecycle = config::LifecycleConfig {
+        day,
+        ..config::LifecycleConfig::default()
+    };
     if let Ok(duty) = std::env::var("STRATA_LIFECYCLE_DUTY") {
-        pace.duty = duty
-            .parse::<f64>()
-            .ok()
-            .filter(|d| (0.01..=1.0).contains(d))
-            .ok_or_else(|| {
-                anyhow::anyhow!("STRATA_LIFECYCLE_DUTY must be between 0.01 and 1, got {duty:?}")
-            })?;
+        lifecycle.duty = Some(
+            duty.parse::<f64>()
+                .ok()
+                .filter(|d| (0.01..=1.0).contains(d))
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "STRATA_LIFECYCLE_DUTY must be between 0.01 and 1, got {duty:?}"
+                    )
+                })?,
+        );
     }
     if let Ok(rate) = std::env::var("STRATA_LIFECYCLE_MAX_OBJECTS_PER_SEC") {
-        pace.max_objects_per_sec = Some(rate.parse().map_err(|_| {
+        lifecycle.max_objects_per_sec = Some(rate.parse().map_err(|_| {
             anyhow::anyhow!(
                 "STRATA_LIFECYCLE_MAX_OBJECTS_PER_SEC must be a whole number, got {rate:?}"
             )
         })?);
     }
-    Ok(config::LifecycleConfig {
-        day,
-        tiers_file: None,
-        pace,
-    })
+    Ok(lifecycle)
 }
 
 fn seconds_from_env(name: &str, default: u64) -> anyhow::Result<std::time::Duration> {

@@ -18,9 +18,42 @@ const MIN_DUTY: f64 = 0.01;
 /// keep the duty.
 pub const SLICE: Duration = Duration::from_millis(10);
 
-pub use crate::config::Pace;
+/// How hard a lifecycle scan may work.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pace {
+    /// Share of wall-clock time the scan may spend working, in `[0.01, 1]`; 1 never pauses.
+    pub duty: f64,
+    /// Objects evaluated per second at most; `None` for no bound.
+    pub max_objects_per_sec: Option<u64>,
+    /// The longest single pause, so that one slice slowed down by a stalled drive does not
+    /// stop the scan for minutes.
+    pub max_pause: Duration,
+}
+
+impl Default for Pace {
+    /// A tenth of the time, no rate bound, pauses of at most ten seconds. Unpaced, the scanner
+    /// slows small GETs down about threefold while it works (`benches/lifecycle.rs`, two
+    /// cores); at a tenth of the time, few requests meet it working.
+    fn default() -> Self {
+        Pace {
+            duty: 0.1,
+            max_objects_per_sec: None,
+            max_pause: Duration::from_secs(10),
+        }
+    }
+}
 
 impl Pace {
+    /// The default pace with the operator's duty and rate bound, where given.
+    pub fn configured(duty: Option<f64>, max_objects_per_sec: Option<u64>) -> Self {
+        let default = Pace::default();
+        Pace {
+            duty: duty.unwrap_or(default.duty),
+            max_objects_per_sec,
+            ..default
+        }
+    }
+
     /// Never pauses.
     pub fn unpaced() -> Self {
         Pace {

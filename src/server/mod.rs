@@ -24,7 +24,7 @@ use crate::cluster::etcd::Etcd;
 use crate::cluster::seal::RecordSeal;
 use crate::config::ServerConfig;
 use crate::deployment::{self, Deployment};
-use crate::lifecycle::{LifecycleScanner, LifecycleStatus};
+use crate::lifecycle::{LifecycleScanner, LifecycleStatus, Pace};
 use crate::object::{ObjectStore, RecordChange};
 use crate::server::metrics::Metrics;
 use crate::storage::Drive;
@@ -236,7 +236,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             store: store.clone(),
             day: config.lifecycle.day,
             status: lifecycle_status.clone(),
-            pace: config.lifecycle.pace,
+            pace: Pace::configured(config.lifecycle.duty, config.lifecycle.max_objects_per_sec),
         },
         &config,
         control.as_ref(),

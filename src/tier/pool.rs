@@ -1,10 +1,8 @@
 //! A tier on a second pool of local drives: its own deployment (format records, erasure sets,
 //! placement seed) and its own object store, holding every tier object in one bucket.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 use async_trait::async_trait;
@@ -13,9 +11,7 @@ use super::body::exact_size;
 use super::config::PoolConfig;
 use crate::background::healing::{DriveMonitor, Healer, Scrubber};
 use crate::body::ByteStream;
-use crate::config::{
-    HealingConfig, LifecycleConfig, LimitsConfig, ListenerConfig, MetricsConfig, ServerConfig,
-};
+use crate::config::{HealingConfig, ServerConfig};
 use crate::erasure::ErasureError;
 use crate::object::{
     BucketName, ByteRange, GetOptions, ListEntry, ListQuery, ObjectError, ObjectKey, ObjectStore,
@@ -159,24 +155,13 @@ impl PoolTier {
 /// `deployment::open`; the rest are defaults it never reads.
 fn pool_server_config(config: &PoolConfig, healing: &HealingConfig) -> ServerConfig {
     ServerConfig {
-        address: SocketAddr::from(([127, 0, 0, 1], 0)),
-        drives: config.drives.clone(),
-        data_shards: config.data_shards,
-        parity_shards: config.parity_shards,
         block_size: config.block_size,
-        root_user: String::new(),
-        root_password: String::new(),
-        default_credentials: false,
-        region: "us-east-1".into(),
-        domain: None,
-        stale_upload_expiry: Duration::from_secs(crate::config::DEFAULT_STALE_UPLOAD_EXPIRY_SECS),
-        stale_upload_scan: Duration::from_secs(crate::config::DEFAULT_STALE_UPLOAD_SCAN_SECS),
         healing: healing.clone(),
-        listener: ListenerConfig::default(),
-        metrics: MetricsConfig::default(),
-        limits: LimitsConfig::default(),
-        lifecycle: LifecycleConfig::default(),
-        cluster: None,
+        ..ServerConfig::on_drives(
+            config.drives.clone(),
+            config.data_shards,
+            config.parity_shards,
+        )
     }
 }
 
