@@ -84,7 +84,7 @@ impl Healer {
             started_ms: now_ms(),
             ..HealPass::default()
         };
-        self.status.lock().expect("not poisoned").running = Some(pass.clone());
+        let running = RunningPass::start(&self.status, &pass);
         pass.objects_total = store.count_objects(scope).await;
         if let Some(running) = &mut self.status.lock().expect("not poisoned").running {
             running.objects_total = pass.objects_total;
@@ -114,10 +114,7 @@ impl Healer {
             Ok(report) => pass.report = report,
             Err(e) => pass.error = Some(e.to_string()),
         }
-        pass.finished_ms = Some(now_ms());
-        let mut status = self.status.lock().expect("not poisoned");
-        status.running = None;
-        status.last = Some(pass.clone());
+        running.finish(&mut pass);
         let r = &pass.report;
         tracing::info!(
             reason,
@@ -157,6 +154,38 @@ impl Healer {
                 }
             }
         }))
+    }
+}
+
+/// The status's running pass, for as long as the pass runs: whether it finishes or is dropped
+/// (its node lost the election, the server stops), it becomes the last pass, so no pass is
+/// shown running that no longer runs.
+struct RunningPass<'a> {
+    status: &'a Mutex<HealStatus>,
+}
+
+impl<'a> RunningPass<'a> {
+    fn start(status: &'a Mutex<HealStatus>, pass: &HealPass) -> Self {
+        status.lock().expect("not poisoned").running = Some(pass.clone());
+        RunningPass { status }
+    }
+
+    fn finish(self, pass: &mut HealPass) {
+        pass.finished_ms = Some(now_ms());
+        let mut status = self.status.lock().expect("not poisoned");
+        status.running = None;
+        status.last = Some(pass.clone());
+    }
+}
+
+impl Drop for RunningPass<'_> {
+    fn drop(&mut self) {
+        let mut status = self.status.lock().expect("not poisoned");
+        if let Some(mut stopped) = status.running.take() {
+            stopped.finished_ms = Some(now_ms());
+            stopped.error = Some("stopped before it finished".into());
+            status.last = Some(stopped);
+        }
     }
 }
 
@@ -298,5 +327,80 @@ impl Worker for Scrubber {
             "scrubbed {} objects, healed {}, removed {orphans} orphaned data folders",
             pass.report.objects_checked, pass.report.objects_healed
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::background::test_deployment;
+
+    #[tokio::test]
+    async fn a_pass_dropped_half_way_is_shown_stopped_not_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, store, _) = test_deployment(dir.path());
+        let healer = Healer::default();
+        let scope = HealScope::default();
+        {
+            let pass = healer.run_pass(&store, "test", &scope, HealDepth::Quick, None);
+            let mut pass = std::pin::pin!(pass);
+            assert!(futures::poll!(pass.as_mut()).is_pending());
+            assert!(healer.status(&store).running.is_some());
+        }
+        let status = healer.status(&store);
+        assert!(
+            status.running.is_none(),
+            "a dropped pass still shows running"
+        );
+        let last = status.last.expect("the dropped pass is the last");
+        assert_eq!(last.error.as_deref(), Some("stopped before it finished"));
+        assert!(last.finished_ms.is_some());
+
+        let done = healer
+            .run_pass(&store, "test", &scope, HealDepth::Quick, None)
+            .await;
+        assert_eq!(done.error, None);
+        assert!(healer.status(&store).running.is_none());
+    }
+
+    /// A drive monitor healing sets this node was elected for stops when it loses one.
+    #[tokio::test]
+    async fn the_drive_monitor_stops_healing_a_set_when_its_node_loses_the_election() {
+        let dir = tempfile::tempdir().unwrap();
+        let (deployment, store, config) = test_deployment(dir.path());
+        let (held_tx, held) = watch::channel(true);
+        let healer = Arc::new(Healer::default());
+        let mut monitor = DriveMonitor {
+            deployment,
+            config,
+            store: store.clone(),
+            healer: healer.clone(),
+            heal_pending: BTreeSet::from([0]),
+            owned: Some(vec![held]),
+        };
+        {
+            let pass = monitor.run_once();
+            let mut pass = std::pin::pin!(pass);
+            let started = std::time::Instant::now();
+            while healer.status(&store).running.is_none() {
+                assert!(futures::poll!(pass.as_mut()).is_pending(), "the pass ran");
+                assert!(
+                    started.elapsed() < Duration::from_secs(10),
+                    "no pass started"
+                );
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            held_tx.send_replace(false);
+            assert_eq!(
+                pass.await.unwrap(),
+                "stopped: this node no longer holds this job"
+            );
+        }
+        assert!(
+            monitor.heal_pending.contains(&0),
+            "a set whose heal stopped is still to heal"
+        );
+        let last = healer.status(&store).last.expect("the stopped pass");
+        assert_eq!(last.error.as_deref(), Some("stopped before it finished"));
     }
 }

@@ -62,29 +62,48 @@ impl<W: Worker> Worker for Elected<W> {
 /// Runs `work` while this node holds every election in `held`: `None` if it lost one first
 /// (or the control plane stopped). Elected passes end there, rather than run on for hours
 /// beside the new holder's; their commits are conditional and crash-safe, so an end at any
-/// await is as safe as a crash.
+/// await is as safe as a crash. A loss seen when the work is ready too still wins.
 pub async fn while_held<T>(
     held: &[tokio::sync::watch::Receiver<bool>],
     work: impl std::future::Future<Output = T>,
 ) -> Option<T> {
+    if held.is_empty() {
+        return Some(work.await);
+    }
     let lost = held.iter().map(|held| {
         let mut held = held.clone();
         Box::pin(async move {
             let _ = held.wait_for(|held| !held).await;
         })
     });
-    if held.is_empty() {
-        return Some(work.await);
-    }
     tokio::select! {
-        outcome = work => Some(outcome),
+        biased;
         _ = futures::future::select_all(lost) => None,
+        outcome = work => Some(outcome),
     }
 }
 
 /// What a pass stopped by a lost election reports.
 pub fn stopped() -> anyhow::Result<String> {
     Ok("stopped: this node no longer holds this job".into())
+}
+
+/// A deployment of three local drives (2+1) in a temporary folder and its object store, for
+/// the jobs' tests.
+#[cfg(test)]
+pub(crate) fn test_deployment(
+    dir: &std::path::Path,
+) -> (
+    std::sync::Arc<crate::deployment::Deployment>,
+    std::sync::Arc<crate::object::ObjectStore>,
+    crate::config::ServerConfig,
+) {
+    let drives = (0..3).map(|i| dir.join(format!("d{i}"))).collect();
+    let config = crate::config::ServerConfig::on_drives(drives, 2, 1);
+    let mut deployment = crate::deployment::open(&config, false).expect("deployment opens");
+    let store =
+        crate::object::ObjectStore::new(std::mem::take(&mut deployment.sets), &deployment.id);
+    (std::sync::Arc::new(deployment), store, config)
 }
 
 #[cfg(test)]

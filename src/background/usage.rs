@@ -239,3 +239,40 @@ impl UsageScanner {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::background::test_deployment;
+
+    /// The elected counter stops counting (and publishes nothing) when its node loses the
+    /// election.
+    #[tokio::test]
+    async fn the_usage_count_stops_when_its_node_loses_the_election() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, store, _) = test_deployment(dir.path());
+        store
+            .create_bucket(&BucketName::parse("data").unwrap())
+            .await
+            .unwrap();
+        let (held_tx, held) = watch::channel(true);
+        let usage = Arc::new(Usage::default());
+        let mut scanner = UsageScanner::new(store.clone(), usage.clone(), Duration::from_secs(60))
+            .when_elected(held);
+        {
+            let pass = scanner.run_once();
+            let mut pass = std::pin::pin!(pass);
+            assert!(futures::poll!(pass.as_mut()).is_pending());
+            held_tx.send_replace(false);
+            assert_eq!(
+                pass.await.unwrap(),
+                "stopped: this node no longer holds this job"
+            );
+        }
+        assert!(
+            usage.latest().is_none(),
+            "a stopped count was taken as done"
+        );
+        assert_eq!(store.system_get(PUBLISHED).await.unwrap(), None);
+    }
+}
