@@ -14,6 +14,7 @@ pub mod kms;
 pub mod lifecycle;
 pub mod object;
 pub mod query;
+pub mod records;
 pub mod server;
 pub mod storage;
 pub mod tier;

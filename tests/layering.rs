@@ -72,12 +72,36 @@ fn erasure_knows_nothing_of_s3_or_http() {
     assert_no_imports(
         "erasure",
         &[
+            "crate::records",
             "crate::object",
             "crate::api",
             "crate::lifecycle",
             "axum",
             "hyper",
             "http::",
+        ],
+    );
+}
+
+/// Replicated records are read, agreed on and committed without knowing what they mean:
+/// the records layer names nothing of S3, the server or the jobs above it; the erasure sets
+/// move data and know nothing of records (the arrow only goes down).
+#[test]
+fn records_know_nothing_of_s3() {
+    assert_no_imports(
+        "records",
+        &[
+            "crate::object",
+            "crate::api",
+            "crate::iam",
+            "crate::server",
+            "crate::admin",
+            "crate::background",
+            "crate::lifecycle",
+            "crate::tier",
+            "crate::cluster",
+            "axum",
+            "hyper",
         ],
     );
 }

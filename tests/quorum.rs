@@ -15,6 +15,7 @@ use strata::object::{
     BucketName, CompleteOptions, CompletedPart, HealDepth, HealScope, ObjectError, ObjectStore,
     PutOptions, UploadOptions, Versioning, WriteCondition,
 };
+use strata::records::RecordSet;
 use strata::storage::faulty::{Call, FaultyDrive};
 use strata::storage::sim::{CrashController, Flushed};
 use strata::storage::{Drive, MetaTable, OfflineDrive};
@@ -81,8 +82,7 @@ impl Drives {
             .map(|d| FaultyDrive::new(d.clone()))
             .collect();
         let drives = faulty.iter().map(|d| d.clone() as Arc<dyn Drive>).collect();
-        let set = ErasureSet::new(0, drives, PARITY, BLOCK_SIZE)
-            .unwrap()
+        let set = RecordSet::from(ErasureSet::new(0, drives, PARITY, BLOCK_SIZE).unwrap())
             .shared_with_other_servers(commit_deadline);
         (ObjectStore::new(vec![set], "quorum-tests"), faulty)
     }

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::cluster::control::ControlPlane;
 use crate::deployment::Deployment;
-use crate::erasure::ErasureSet;
+use crate::records::RecordSet;
 
 /// What a probe asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +58,7 @@ pub fn probe(request: &Request) -> Option<Probe> {
 }
 
 /// Per set, the drives online now (as the drive monitor last saw them) and the write quorum.
-pub fn set_health(deployment: &Deployment, sets: &[ErasureSet]) -> Vec<SetHealth> {
+pub fn set_health(deployment: &Deployment, sets: &[RecordSet]) -> Vec<SetHealth> {
     sets.iter()
         .map(|set| {
             let positions = deployment
@@ -93,7 +93,7 @@ struct Readiness<'a> {
 pub fn answer(
     probe: Probe,
     deployment: &Deployment,
-    sets: &[ErasureSet],
+    sets: &[RecordSet],
     control: Option<&ControlPlane>,
 ) -> Response {
     let (status, body) = match probe {

@@ -18,6 +18,7 @@ use anyhow::{bail, Context};
 
 use crate::config::ServerConfig;
 use crate::erasure::ErasureSet;
+use crate::records::RecordSet;
 use crate::storage::remote::NodeLiveness;
 use crate::storage::{
     DeadlineDrive, Drive, DriveSlot, Format, LocalDrive, MetaTable, OfflineDrive, RemoteDrive,
@@ -27,13 +28,13 @@ use crate::storage::{
 const PEER_SCAN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// With several nodes, a commit must be answered within this or it is undone (see
-/// `erasure::in_flight`): a value another node found longer ago can be written over.
+/// `records::in_flight`): a value another node found longer ago can be written over.
 const COMMIT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The drives of a deployment, opened and grouped.
 pub struct Deployment {
     pub id: String,
-    pub sets: Vec<ErasureSet>,
+    pub sets: Vec<RecordSet>,
     /// Drives that could not be used and are served around (degraded).
     pub offline: Vec<PathBuf>,
     /// Every drive position, in command-line order, for the drive monitor.
@@ -366,16 +367,17 @@ pub fn open(config: &ServerConfig, formatted_before: bool) -> anyhow::Result<Dep
         if online < config.data_shards {
             tracing::error!(set = index, online, "erasure set has fewer drives than data shards; it cannot serve until drives return");
         }
-        let mut set = ErasureSet::new(
+        let set = ErasureSet::new(
             index,
             chunk.to_vec(),
             config.parity_shards,
             config.block_size,
         )?;
+        let mut set = RecordSet::from(set.with_memory_budget(memory.clone()));
         if config.cluster.is_some() {
             set = set.shared_with_other_servers(COMMIT_DEADLINE);
         }
-        sets.push(set.with_memory_budget(memory.clone()));
+        sets.push(set);
     }
     Ok(Deployment {
         id: deployment_id,

@@ -4,12 +4,9 @@
 //! It knows nothing of S3: it moves blocks and opaque metadata records. Which records mean
 //! what is the object layer's business.
 
-pub mod agreement;
 mod bitrot;
 mod codec;
-pub mod commit;
 mod heal;
-pub mod in_flight;
 mod one_drive;
 pub mod quorum;
 mod read;
@@ -29,10 +26,8 @@ use crate::storage::Drive;
 pub use crate::storage::{rolled_up_len, DataDir, DriveError, MetaOp, MetaTable};
 
 pub use crate::storage::ScanPage;
-pub use agreement::{Agreement, Replica};
 pub use bitrot::CHECKSUM_LEN;
 pub use codec::Codec;
-pub use in_flight::{LocalCommits, ReadWindow, Writers};
 pub use read::{PartReader, ShardSource};
 pub use write::{Encoded, MemoryBudget, WriteOutcome};
 
@@ -58,7 +53,7 @@ pub enum ErasureError {
     #[error("the record changed under a concurrent writer")]
     Conflict,
     /// The commit took longer than other servers wait for a write in flight: they may
-    /// already have written over it (see [`in_flight`]), so it was undone.
+    /// already have written over it (see [`crate::records::in_flight`]), so it was undone.
     #[error("the commit took longer than its deadline")]
     CommitDeadline,
     #[error("codec: {0}")]
@@ -74,9 +69,6 @@ pub struct ErasureSet {
     drives: Vec<Arc<dyn Drive>>,
     codec: Arc<Codec>,
     block_size: usize,
-    writers: Writers,
-    /// This server's commits in flight (see [`in_flight`]).
-    local_commits: LocalCommits,
     /// What writes in flight may buffer, shared by the deployment's sets.
     memory: Option<Arc<MemoryBudget>>,
 }
@@ -94,8 +86,6 @@ impl ErasureSet {
             drives,
             codec: Arc::new(codec),
             block_size,
-            writers: Writers::ThisServer,
-            local_commits: LocalCommits::default(),
             memory: None,
         })
     }
@@ -106,33 +96,13 @@ impl ErasureSet {
         self
     }
 
-    /// The same set, for a server that shares its drives with other servers (see
-    /// [`in_flight`]): each commit must be answered within `commit_deadline`.
-    pub fn shared_with_other_servers(mut self, commit_deadline: std::time::Duration) -> Self {
-        self.writers = Writers::shared(commit_deadline);
-        self
-    }
-
-    /// Whether other servers write to this set's drives too.
-    pub fn is_shared_with_other_servers(&self) -> bool {
-        matches!(self.writers, Writers::Shared { .. })
-    }
-
-    /// Where this server's commits on `key` stand: taken when a read of it begins, for
-    /// [`Self::cut_short`].
-    pub fn mark(&self, key: (MetaTable, &[u8])) -> in_flight::Mark {
-        self.local_commits.mark(key)
-    }
-
-    /// Whether `value`, found under `key` by a read made in `window` and accounted for by
-    /// no agreement, is the leftover of a write that can no longer be acknowledged (see
-    /// [`in_flight`]).
-    pub fn cut_short(&self, key: (MetaTable, &[u8]), value: &[u8], window: ReadWindow) -> bool {
-        (self.writers).cut_short(key, value, window, &self.local_commits)
-    }
-
     pub fn index(&self) -> usize {
         self.index
+    }
+
+    /// The set's drives, drive `i` holding shard `i`.
+    pub fn drives(&self) -> &[Arc<dyn Drive>] {
+        &self.drives
     }
 
     /// How many drives the set has.
@@ -180,15 +150,6 @@ impl ErasureSet {
             ok,
             needed: self.write_quorum(),
         })
-    }
-
-    /// What the drives agree on, from each drive's answer about one record (see
-    /// [`agreement`]).
-    pub fn agree<T: Replica>(
-        &self,
-        answers: &[Result<Option<T>, DriveError>],
-    ) -> Result<Agreement<T>, ErasureError> {
-        agreement::agree(answers, self.read_quorum(), self.write_quorum())
     }
 
     /// Reads one metadata record from every drive, each with what another table holds

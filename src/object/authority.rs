@@ -25,7 +25,9 @@ use async_trait::async_trait;
 
 use super::heal::Revisioned;
 use super::{read_agreed, HealReport, ObjectError, ObjectStore};
-use crate::erasure::{Agreement, DriveError, ErasureSet, MetaOp, MetaTable};
+use crate::erasure::{DriveError, MetaOp, MetaTable};
+use crate::records::Agreement;
+use crate::records::RecordSet;
 
 #[async_trait]
 pub trait RecordAuthority: Send + Sync {
@@ -506,7 +508,7 @@ enum Held {
 /// Every record of `table` some drive of `set` holds, and what the set agrees on about it.
 /// Fails unless a read quorum of drives listed theirs.
 async fn records_on_drives(
-    set: &ErasureSet,
+    set: &RecordSet,
     table: MetaTable,
 ) -> Result<BTreeMap<Vec<u8>, Held>, ObjectError> {
     match table {
@@ -516,7 +518,7 @@ async fn records_on_drives(
 }
 
 async fn agreed_records<T: Revisioned>(
-    set: &ErasureSet,
+    set: &RecordSet,
     table: MetaTable,
 ) -> Result<BTreeMap<Vec<u8>, Held>, ObjectError> {
     let scans = set

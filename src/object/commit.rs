@@ -1,19 +1,20 @@
 //! What the object layer's commits are conditioned on: each drive takes its batch only if it
 //! still holds the records the writer's decision read from it. The commit itself, checked
 //! per drive in the drive's transaction and undone below quorum, is the erasure set's
-//! ([`crate::erasure::commit`]).
+//! ([`crate::records::commit`]).
 
 use futures::future::join_all;
 use uuid::Uuid;
 
-use super::copies::{Copies, Guard};
 use super::heal::Revisioned;
 use super::record::{inline_key, ObjectRecord};
 use super::version::DriveRecords;
 use super::versioning::KeyVersions;
 use super::ObjectError;
-use crate::erasure::commit::Batch;
-use crate::erasure::{ErasureSet, MetaOp, MetaTable};
+use crate::erasure::{MetaOp, MetaTable};
+use crate::records::commit::Batch;
+use crate::records::copies::{Copies, Guard};
+use crate::records::RecordSet;
 
 /// Each drive's batch (`None`: leave the drive out), guarded by `guard(i)` and by `also[i]`
 /// (what else the decision read on that drive, e.g. the upload a completion ends; empty:
@@ -42,7 +43,7 @@ fn guarded(
 /// drive's guard on the other records the decision read (see [`guarded`]). Answers how many
 /// drives took it.
 pub(crate) async fn commit_on_records(
-    set: &ErasureSet,
+    set: &RecordSet,
     batches: Vec<Option<Vec<MetaOp>>>,
     (records, agreed): (&DriveRecords, Option<Option<&ObjectRecord>>),
     data_on: Option<&[bool]>,
@@ -62,7 +63,7 @@ pub(crate) async fn commit_on_records(
 /// its batch only if it still holds the versions record and the object record it was read
 /// with, and both are ones the decision accounts for. Answers how many drives took it.
 pub(crate) async fn commit_on_versions(
-    set: &ErasureSet,
+    set: &RecordSet,
     batches: Vec<Option<Vec<MetaOp>>>,
     current: &KeyVersions,
     data_on: Option<&[bool]>,
@@ -80,7 +81,7 @@ pub(crate) async fn commit_on_versions(
 /// change decided on records the caller read and guarded itself. Answers how many drives
 /// took it.
 pub(crate) async fn commit_guarded(
-    set: &ErasureSet,
+    set: &RecordSet,
     batches: Vec<Option<Vec<MetaOp>>>,
     guards: &[Guard],
     data_on: Option<&[bool]>,
@@ -97,7 +98,7 @@ pub(crate) async fn commit_guarded(
 /// [`Copies::guard_on`]). When any set misses its write quorum, every drive of every set
 /// that took it is put back: a change answered with an error is in force nowhere.
 pub(crate) async fn commit_revision<T: Revisioned>(
-    sets: &[ErasureSet],
+    sets: &[RecordSet],
     key: (MetaTable, &[u8]),
     base: Option<&T>,
     op: MetaOp,

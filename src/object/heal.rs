@@ -15,7 +15,6 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use super::copies::{Copies, Guard};
 use super::record::{
     self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, VersionsRecord,
 };
@@ -23,7 +22,9 @@ use super::version::{agree_on_version, read_records};
 use super::versioning::{key_versions, read_states};
 use super::{Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::erasure::{DataDir, MetaOp, MetaTable};
-use crate::erasure::{ErasureError, ErasureSet, ShardSource};
+use crate::erasure::{ErasureError, ShardSource};
+use crate::records::copies::{Copies, Guard};
+use crate::records::RecordSet;
 
 /// How hard to look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -283,7 +284,7 @@ impl ObjectStore {
     /// unversioned one.
     async fn heal_versioned(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         bucket_record: &BucketRecord,
         key: &ObjectKey,
         depth: HealDepth,
@@ -556,7 +557,7 @@ impl ObjectStore {
     pub(super) fn sets_in<'a>(
         &'a self,
         scope: &'a HealScope,
-    ) -> impl Iterator<Item = &'a ErasureSet> + 'a {
+    ) -> impl Iterator<Item = &'a RecordSet> + 'a {
         (self.sets.iter()).filter(|set| scope.covers_set(set.index()))
     }
 }
@@ -599,7 +600,7 @@ impl<'a> StoredData<'a> {
 /// Checks one version's data (inline chunks, or each part's shard files; with `Deep`, their
 /// checksums too) and rebuilds what the online drives miss into staging.
 pub(super) async fn heal_data(
-    set: &ErasureSet,
+    set: &RecordSet,
     bucket_record: &BucketRecord,
     key: &ObjectKey,
     data: StoredData<'_>,
@@ -675,7 +676,7 @@ pub(super) async fn heal_data(
 /// chunks commit in one transaction per drive, if its conditions still hold. Staging is
 /// removed afterwards. Returns which drives took it all.
 pub(super) async fn commit_healed(
-    set: &ErasureSet,
+    set: &RecordSet,
     bucket: &BucketRecord,
     key: &ObjectKey,
     targets: Vec<Guard>,
@@ -737,7 +738,7 @@ fn split_object_key(db_key: &[u8]) -> Option<(BucketName, ObjectKey)> {
 /// that a write into a new bucket of that name is never taken. Their data folders are then
 /// referenced by nothing and go with the orphans. Unresolved while a drive cannot be read
 /// or written, as it may hold them too.
-pub(super) async fn remove_leftover(set: &ErasureSet, db_key: &[u8]) -> HealReport {
+pub(super) async fn remove_leftover(set: &RecordSet, db_key: &[u8]) -> HealReport {
     let held = join_all(OBJECT_TABLES.map(|table| set.meta_get_all(table, db_key))).await;
     let mut batches: Vec<Vec<MetaOp>> = vec![Vec::new(); set.width()];
     let mut unread = false;
@@ -790,7 +791,7 @@ impl KeyPage {
     /// Whether enough drives answered for every key a write quorum committed to be in the
     /// page: such a key is on a write quorum of drives, so on one that answered unless at
     /// least a write quorum did not.
-    pub fn holds_every_committed_key(&self, set: &ErasureSet) -> bool {
+    pub fn holds_every_committed_key(&self, set: &RecordSet) -> bool {
         self.unanswered < set.write_quorum()
     }
 }
@@ -800,7 +801,7 @@ impl KeyPage {
 /// full page has scanned past it, so no answering drive's keys are skipped; the drives that
 /// did not answer are counted.
 pub(super) async fn scan_keys(
-    set: &ErasureSet,
+    set: &RecordSet,
     tables: &[MetaTable],
     start: Bound<Vec<u8>>,
     prefix: &[u8],
@@ -842,7 +843,7 @@ pub(super) async fn scan_keys(
 /// deployment-wide record. `id` tells a record from a later one of the same name; the highest
 /// `revision` of the agreed record is its latest change.
 pub(crate) trait Revisioned:
-    serde::Serialize + serde::de::DeserializeOwned + crate::erasure::Replica + Send + Sync
+    serde::Serialize + serde::de::DeserializeOwned + crate::records::Replica + Send + Sync
 {
     fn id(&self) -> &str;
     fn revision(&self) -> u64;
@@ -860,7 +861,7 @@ impl Revisioned for BucketRecord {
 /// Heals one replicated record across a set's drives: the newest revision of the agreed
 /// record goes where it is missing or older; a record agreement says is gone is removed.
 pub(crate) async fn heal_revisioned<T: Revisioned>(
-    set: &ErasureSet,
+    set: &RecordSet,
     table: MetaTable,
     name: &[u8],
 ) -> Result<HealReport, ObjectError> {
@@ -962,7 +963,7 @@ impl ObjectStore {
 
 /// Every data id the records of a set's drives refer to (current and replaced versions,
 /// uploads in progress); `None` unless every drive answered.
-async fn referenced_data(set: &ErasureSet) -> Option<HashSet<Uuid>> {
+async fn referenced_data(set: &RecordSet) -> Option<HashSet<Uuid>> {
     let mut referenced = HashSet::new();
     for drive in 0..set.width() {
         for table in [MetaTable::Objects, MetaTable::Versions, MetaTable::Uploads] {

@@ -12,16 +12,18 @@
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
-use super::copies::Copies;
-use super::copies::Guard;
 use super::heal::{
     commit_healed, heal_data, reachable, scan_keys, HealReport, HealScope, StoredData,
 };
 use super::multipart::take_away_tombstone;
 use super::record::{self, parts_prefix, BucketRecord, PartInfo, PartRecord, UploadRecord};
 use super::{Agreement, BucketName, HealDepth, ObjectError, ObjectKey, ObjectStore};
-use crate::erasure::{DriveError, MetaOp, MetaTable, Replica};
-use crate::erasure::{ErasureError, ErasureSet};
+use crate::erasure::ErasureError;
+use crate::erasure::{DriveError, MetaOp, MetaTable};
+use crate::records::copies::Copies;
+use crate::records::copies::Guard;
+use crate::records::RecordSet;
+use crate::records::Replica;
 
 /// Parts an upload can have, plus one: a scan this long sees them all.
 const PARTS_SCAN: usize = 10_001;
@@ -81,7 +83,7 @@ impl ObjectStore {
 
 /// Heals one upload: called with the upload's lock held, so no part commits meanwhile.
 async fn heal_upload(
-    set: &ErasureSet,
+    set: &RecordSet,
     bucket: &BucketRecord,
     key: &ObjectKey,
     upload_id: &str,
@@ -246,7 +248,7 @@ async fn heal_upload(
 /// Puts an ended upload's tombstone on the drives that hold the open upload or nothing,
 /// each while it still holds what was read; answers how many took it.
 async fn spread_tombstone(
-    set: &ErasureSet,
+    set: &RecordSet,
     answers: &Copies<UploadRecord>,
     tombstone: &UploadRecord,
     db_key: &[u8],
@@ -275,7 +277,7 @@ async fn spread_tombstone(
 
 /// Removes an upload's records (never its data: a completed upload's folder is now its
 /// object's) from the drives that still hold them.
-async fn purge_upload(set: &ErasureSet, upload_id: &str, db_key: &[u8], held: &[bool]) -> u64 {
+async fn purge_upload(set: &RecordSet, upload_id: &str, db_key: &[u8], held: &[bool]) -> u64 {
     let ops = upload_purge(upload_id, db_key);
     let batches = held.iter().map(|&h| h.then(|| ops.clone())).collect();
     let removed = set.meta_apply_each(batches).await;
@@ -299,7 +301,7 @@ fn upload_purge(upload_id: &str, db_key: &[u8]) -> Vec<MetaOp> {
 /// Removes an upload of a deleted bucket, and its parts, from every drive (the deletion
 /// took away only the upload records it reached); unresolved while a drive cannot be
 /// reached, as it may hold them too.
-async fn end_orphaned_upload(set: &ErasureSet, upload_id: &str, db_key: &[u8]) -> HealReport {
+async fn end_orphaned_upload(set: &RecordSet, upload_id: &str, db_key: &[u8]) -> HealReport {
     let removed = set.meta_apply_all(upload_purge(upload_id, db_key)).await;
     let everywhere = removed.iter().all(Result::is_ok);
     HealReport {

@@ -18,8 +18,10 @@ use futures::future::{join_all, BoxFuture};
 
 use super::record::{self, object_key, ObjectRecord, VersionsRecord};
 use super::{BucketName, ObjectError, ObjectStore};
-use crate::erasure::agreement::held_by_majority;
-use crate::erasure::{rolled_up_len, DriveError, ErasureError, ErasureSet, MetaTable, Replica};
+use crate::erasure::{rolled_up_len, DriveError, ErasureError, MetaTable};
+use crate::records::agreement::held_by_majority;
+use crate::records::RecordSet;
+use crate::records::Replica;
 
 /// A byte that never occurs in UTF-8: appended to a prefix, it sorts after every key that
 /// starts with that prefix.
@@ -216,7 +218,7 @@ impl Scope<'_> {
 }
 
 /// Drives of a set that a round reads first: a majority, and at least a read quorum.
-fn majority(set: &ErasureSet) -> usize {
+fn majority(set: &RecordSet) -> usize {
     (set.width() / 2 + 1).max(set.read_quorum())
 }
 

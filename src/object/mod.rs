@@ -14,7 +14,6 @@ pub use bucket_cache::ParsedByRevision;
 pub use changes::{ChangeFeed, RecordChange};
 pub mod checksum;
 mod commit;
-mod copies;
 #[cfg(test)]
 mod drive_calls_tests;
 mod hashing;
@@ -47,8 +46,9 @@ use siphasher::sip::SipHasher24;
 use std::hash::Hasher;
 use thiserror::Error;
 
+use crate::erasure::ErasureError;
 use crate::erasure::MetaTable;
-use crate::erasure::{Agreement, ErasureError, ErasureSet, Replica};
+use crate::records::{Agreement, RecordError, RecordSet, Replica};
 
 pub use at_rest::{check_customer_key, Encryption};
 pub use checksum::{ChecksumAlgorithm, ChecksumType};
@@ -168,9 +168,15 @@ impl From<ErasureError> for ObjectError {
     }
 }
 
+impl From<RecordError> for ObjectError {
+    fn from(e: RecordError) -> Self {
+        ObjectError::Internal(e.to_string())
+    }
+}
+
 /// The object store: every erasure set of the deployment.
 pub struct ObjectStore {
-    sets: Vec<ErasureSet>,
+    sets: Vec<RecordSet>,
     placement_key: (u64, u64),
     /// Object keys: held by readers of metadata and by commits.
     locks: NamespaceLocks,
@@ -201,13 +207,14 @@ pub struct ObjectStore {
 
 impl ObjectStore {
     /// `deployment_id` seeds key placement, so it must be the same on every start.
-    pub fn new(sets: Vec<ErasureSet>, deployment_id: &str) -> Arc<Self> {
+    pub fn new(sets: Vec<impl Into<RecordSet>>, deployment_id: &str) -> Arc<Self> {
+        let sets: Vec<RecordSet> = sets.into_iter().map(Into::into).collect();
         let mut h = SipHasher24::new();
         h.write(deployment_id.as_bytes());
         let k0 = h.finish();
         h.write_u8(1);
         let k1 = h.finish();
-        let buckets = match sets.iter().any(ErasureSet::is_shared_with_other_servers) {
+        let buckets = match sets.iter().any(RecordSet::is_shared_with_other_servers) {
             true => bucket_cache::BucketCache::shared(),
             false => bucket_cache::BucketCache::alone(),
         };
@@ -229,12 +236,12 @@ impl ObjectStore {
         })
     }
 
-    pub fn sets(&self) -> &[ErasureSet] {
+    pub fn sets(&self) -> &[RecordSet] {
         &self.sets
     }
 
     /// The set that holds a key: a stable keyed hash of bucket and key.
-    fn set_for(&self, bucket: &BucketName, key: &ObjectKey) -> &ErasureSet {
+    fn set_for(&self, bucket: &BucketName, key: &ObjectKey) -> &RecordSet {
         let mut h = SipHasher24::new_with_keys(self.placement_key.0, self.placement_key.1);
         h.write(bucket.as_str().as_bytes());
         h.write_u8(b'/');
@@ -245,22 +252,22 @@ impl ObjectStore {
 
 /// Reads and decodes one record from every drive of a set and reduces the answers.
 pub(crate) async fn read_agreed<T>(
-    set: &ErasureSet,
+    set: &RecordSet,
     table: MetaTable,
     key: &[u8],
 ) -> Result<Agreement<T>, ObjectError>
 where
     T: Replica + serde::de::DeserializeOwned,
 {
-    let copies = copies::Copies::<T>::read(set, table, key.to_vec()).await;
+    let copies = crate::records::copies::Copies::<T>::read(set, table, key.to_vec()).await;
     Ok(set.agree(&copies)?)
 }
 
 /// How long a read-decide-commit step keeps trying while it loses races: long enough for a
 /// write cut short on another server to be told from one in flight, which takes a commit
-/// deadline (see [`crate::erasure::in_flight`]).
+/// deadline (see [`crate::records::in_flight`]).
 const CONFLICT_BUDGET: std::time::Duration =
-    crate::erasure::in_flight::DEFAULT_COMMIT_DEADLINE.saturating_mul(2);
+    crate::records::in_flight::DEFAULT_COMMIT_DEADLINE.saturating_mul(2);
 
 /// Runs a read-decide-commit step, and again (after a random pause that grows with each
 /// try) while it loses races to writers on other servers, then gives up with the conflict.

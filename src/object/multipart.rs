@@ -25,7 +25,6 @@ use super::acl::Acl;
 use super::at_rest::{self, Encryption};
 use super::checksum::{ChecksumAlgorithm, ChecksumType};
 use super::commit::commit_guarded;
-use super::copies::{Copies, Guard};
 use super::hashing::ExpectedChecksum;
 use super::object_lock::{self, ObjectLock};
 use super::objects::{write_verified, NewVersion, WriteCondition};
@@ -40,7 +39,10 @@ use super::{
 };
 use crate::body::ByteStream;
 use crate::erasure::{DataDir, MetaOp, MetaTable};
-use crate::erasure::{Encoded, ErasureError, ErasureSet, Replica};
+use crate::erasure::{Encoded, ErasureError};
+use crate::records::copies::{Copies, Guard};
+use crate::records::RecordSet;
+use crate::records::Replica;
 
 /// Smallest size of every part but the last.
 pub const MIN_PART_SIZE: u64 = 5 << 20;
@@ -204,7 +206,7 @@ impl ObjectStore {
 
     pub(crate) async fn upload(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         bucket: &BucketName,
         key: &ObjectKey,
         upload_id: &str,
@@ -321,7 +323,7 @@ impl ObjectStore {
     /// files of the copies it replaced; on failure, its own file goes instead.
     async fn commit_part(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         bucket: &BucketName,
         key: &ObjectKey,
         upload_id: &str,
@@ -355,7 +357,7 @@ impl ObjectStore {
     /// of it). Returns them and, when there may be more, the number to read on from.
     async fn stored_parts_after(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         upload_id: &str,
         after: u32,
         batch: usize,
@@ -488,7 +490,7 @@ impl ObjectStore {
     /// were read. Answers the new version and the files of the parts it left out.
     async fn complete_once(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         (bucket, bucket_record): (&BucketName, &BucketRecord),
         key: &ObjectKey,
         upload_id: &str,
@@ -642,7 +644,7 @@ impl ObjectStore {
     /// there.
     async fn completed_by(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         bucket: &BucketRecord,
         key: &ObjectKey,
         upload_id: &str,
@@ -712,7 +714,7 @@ impl ObjectStore {
 /// The open upload the drives of its set agree on, and each drive's copy (for the guards
 /// of a commit decided on it); `NoSuchUpload` when there is none or it has ended.
 async fn read_open_upload(
-    set: &ErasureSet,
+    set: &RecordSet,
     bucket: &BucketName,
     key: &ObjectKey,
     upload_id: &str,
@@ -729,7 +731,7 @@ async fn read_open_upload(
 /// upload and the part's record as read. Answers the files of the copies it replaced, which
 /// nothing can take any more once it won.
 async fn commit_part_once(
-    set: &ErasureSet,
+    set: &RecordSet,
     bucket: &BucketName,
     key: &ObjectKey,
     upload_id: &str,
@@ -774,7 +776,7 @@ async fn commit_part_once(
 
 /// Takes an ended upload's tombstone away, with any part records left, once every drive
 /// holds the same one (see [`UploadEnd`]); otherwise heal spreads it first.
-pub(crate) async fn take_away_tombstone(set: &ErasureSet, db_key: &[u8]) {
+pub(crate) async fn take_away_tombstone(set: &RecordSet, db_key: &[u8]) {
     let copies = Copies::<UploadRecord>::read(set, MetaTable::Uploads, db_key.to_vec()).await;
     let Some(Ok(Some(tombstone))) = copies.first() else {
         return;

@@ -9,7 +9,6 @@ use uuid::Uuid;
 use super::acl::Acl;
 use super::at_rest::{self, Encryption, Piece};
 use super::commit::{commit_on_records, dropped_inline_chunks};
-use super::copies::Guard;
 use super::hashing::{self, ExpectedChecksum};
 use super::md5_lanes::Md5Lanes;
 use super::object_lock::{self, ObjectLock};
@@ -28,7 +27,9 @@ use super::{
 use crate::body::ByteStream;
 use crate::encryption::{encrypt_stream, CustomerKey};
 use crate::erasure::{DataDir, MetaOp, MetaTable};
-use crate::erasure::{Encoded, ErasureError, ErasureSet, ShardSource, WriteOutcome};
+use crate::erasure::{Encoded, ErasureError, ShardSource, WriteOutcome};
+use crate::records::copies::Guard;
+use crate::records::RecordSet;
 
 /// What a PUT stores beside the data.
 #[derive(Debug, Default, Clone)]
@@ -125,7 +126,7 @@ pub(crate) struct NewVersion<'a> {
 /// A version being read and where its data is: what [`ObjectStore::read_stored`] needs.
 #[derive(Clone, Copy)]
 struct StoredVersion<'a> {
-    set: &'a ErasureSet,
+    set: &'a RecordSet,
     bucket_record: &'a BucketRecord,
     bucket: &'a BucketName,
     key: &'a ObjectKey,
@@ -248,7 +249,7 @@ impl ObjectStore {
     /// versions it replaced. On failure nothing changed; the caller owns the new data.
     pub(crate) async fn commit_version(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         bucket: &BucketRecord,
         key: &ObjectKey,
         version: NewVersion<'_>,
@@ -260,7 +261,7 @@ impl ObjectStore {
     /// commit decided on more than the key's records must read those again too.
     pub(crate) async fn commit_version_once(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         bucket: &BucketRecord,
         key: &ObjectKey,
         version: &NewVersion<'_>,
@@ -300,7 +301,7 @@ impl ObjectStore {
     /// on (`current`, read under the key's write lock), keeping the data.
     pub(crate) async fn rewrite_object_record(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         bucket: &BucketRecord,
         key: &ObjectKey,
         current: &DriveRecords,
@@ -332,7 +333,7 @@ impl ObjectStore {
     /// drive that misses it keeps an orphan, never a live object's data).
     pub(crate) async fn delete_data(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         bucket: &BucketRecord,
         versions: Vec<ObjectRecord>,
     ) {
@@ -367,7 +368,7 @@ impl ObjectStore {
     /// hold its data, and every drive's `Objects` record. Called under the key's read lock.
     async fn read_version(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         bucket: &BucketRecord,
         key: &ObjectKey,
         version_id: Option<&str>,
@@ -600,7 +601,7 @@ impl ObjectStore {
 /// inline chunks of the version it replaced. A drive where a later write replaced it keeps
 /// that; one that misses this keeps the tombstone until heal removes it.
 async fn remove_tombstone(
-    set: &ErasureSet,
+    set: &RecordSet,
     bucket: &BucketRecord,
     key: &ObjectKey,
     tombstone: &ObjectRecord,
@@ -636,7 +637,7 @@ async fn remove_tombstone(
 /// on drives whose own record is a write that never reached quorum. When the drives agree on
 /// nothing, each keeps its own record instead. Answers how many drives took it.
 async fn commit_over(
-    set: &ErasureSet,
+    set: &RecordSet,
     bucket: &BucketRecord,
     key: &ObjectKey,
     current: &DriveRecords,
@@ -710,7 +711,7 @@ pub(crate) struct VerifiedWrite {
 /// checks Content-MD5 and the flexible checksum; on a mismatch the staged data is removed.
 pub(crate) async fn write_verified(
     md5: &Md5Lanes,
-    set: &ErasureSet,
+    set: &RecordSet,
     body: ByteStream,
     file_name: &str,
     inline_limit: usize,

@@ -3,19 +3,20 @@
 //! acts only on what agreement says is deleted, never on a value a commit in flight may still
 //! make current, and takes a tombstone away last.
 
-use super::copies::Guard;
 use super::record::{inline_key, object_key, BucketRecord, ObjectRecord};
 use super::version::{agree_on_version, read_records, DriveRecords};
 use super::versioning::read_states;
 use super::{Agreement, ObjectError, ObjectKey, ObjectStore};
-use crate::erasure::{DataDir, ErasureSet, MetaOp, MetaTable};
+use crate::erasure::{DataDir, MetaOp, MetaTable};
+use crate::records::copies::Guard;
+use crate::records::RecordSet;
 
 impl ObjectStore {
     /// Removes versions records that agreement says no longer exist (every version of the
     /// key was deleted) from the drives that still hold one.
     pub(super) async fn purge_stale_states(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         bucket: &BucketRecord,
         key: &ObjectKey,
     ) -> Result<Purge, ObjectError> {
@@ -73,7 +74,7 @@ impl ObjectStore {
     /// hold the version it replaced, that version would have a read quorum of vouchers again.
     pub(super) async fn purge_stale(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         bucket: &BucketRecord,
         key: &ObjectKey,
     ) -> Result<Purge, ObjectError> {
@@ -111,7 +112,7 @@ impl ObjectStore {
     /// read. Answers whether the drive holds none now.
     async fn purge_on(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         (records, tombstone): (&DriveRecords, Option<&ObjectRecord>),
         i: usize,
         bucket: &BucketRecord,
@@ -142,7 +143,7 @@ impl ObjectStore {
     /// Deletes one version's data (shard folder or inline chunk) from drive `index`.
     pub(super) async fn drop_version_on(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         index: usize,
         bucket: &BucketRecord,
         key: &ObjectKey,

@@ -3,31 +3,14 @@
 //! Records are MessagePack with named fields behind a one-byte format version, so fields can
 //! be added with `#[serde(default)]` and old records still decode.
 
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::acl::{Acl, ObjectOwnership, PublicAccessBlock};
 use super::checksum::{ChecksumAlgorithm, ChecksumType};
 use super::object_lock::{ObjectLock, ObjectLockConfig};
-use super::ObjectError;
 
-/// Format version written in front of every record.
-const RECORD_VERSION: u8 = 1;
-
-pub fn encode<T: Serialize>(record: &T) -> Vec<u8> {
-    let mut out = vec![RECORD_VERSION];
-    out.extend(rmp_serde::to_vec_named(record).expect("records serialise"));
-    out
-}
-
-pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ObjectError> {
-    match bytes.split_first() {
-        Some((&RECORD_VERSION, body)) => rmp_serde::from_slice(body)
-            .map_err(|e| ObjectError::Internal(format!("undecodable record: {e}"))),
-        _ => Err(ObjectError::Internal("unknown record version".into())),
-    }
-}
+pub use crate::records::codec::{decode, encode};
 
 /// A bucket, stored on every drive of every set.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -554,7 +537,6 @@ mod tests {
             },
         };
         let bytes = encode(&record);
-        assert_eq!(bytes[0], RECORD_VERSION);
         assert_eq!(decode::<BucketRecord>(&bytes).unwrap(), record);
         // Buckets start with ACLs disabled (and records from before Object Ownership
         // decode so); controls deleted stay deleted.

@@ -1,4 +1,4 @@
-//! How agreement ([`crate::erasure::agreement`]) compares the copies of each kind of record
+//! How agreement ([`crate::records::agreement`]) compares the copies of each kind of record
 //! the drives hold: which value a copy is, and which earlier values it vouches for.
 
 use uuid::Uuid;
@@ -6,7 +6,7 @@ use uuid::Uuid;
 use super::heal::Revisioned;
 use super::record::{BucketRecord, ObjectRecord, PartRecord, UploadRecord, VersionsRecord};
 use super::system::SystemRecord;
-use crate::erasure::Replica;
+use crate::records::Replica;
 
 /// An object's record: a version (a data id at a revision of its metadata), vouching for
 /// the one it superseded on this drive.

@@ -5,11 +5,11 @@
 //! (`superseded`) until the key is written again: the old version then still has a copy on
 //! every drive, and a reader takes the newest version that a read quorum of drives holds.
 
-use super::copies::Copies;
 use super::record::{inline_prefix, object_key, ObjectRecord};
 use super::{Agreement, ObjectError};
-use crate::erasure::ErasureSet;
 use crate::erasure::{DriveError, MetaTable};
+use crate::records::copies::Copies;
+use crate::records::RecordSet;
 
 /// Each drive's record of a key, decoded.
 pub(crate) type DriveRecords = Copies<ObjectRecord>;
@@ -29,14 +29,14 @@ pub(crate) fn held_for_commit<T>(answer: &Result<Option<T>, DriveError>) -> Opti
 }
 
 /// Reads a key's record from every drive of its set.
-pub(crate) async fn read_records(set: &ErasureSet, bucket: &str, key: &str) -> DriveRecords {
+pub(crate) async fn read_records(set: &RecordSet, bucket: &str, key: &str) -> DriveRecords {
     Copies::read(set, MetaTable::Objects, object_key(bucket, key)).await
 }
 
 /// Reads a key's record from every drive of its set with its inline chunks, in one call per
 /// drive: what a GET of a small object needs.
 pub(crate) async fn read_records_with_data(
-    set: &ErasureSet,
+    set: &RecordSet,
     bucket: &str,
     key: &str,
 ) -> DriveRecords {
@@ -51,10 +51,10 @@ pub(crate) async fn read_records_with_data(
     .await
 }
 
-/// The version of a key the drives agree on (see [`crate::erasure::agreement`]), with the
+/// The version of a key the drives agree on (see [`crate::records::agreement`]), with the
 /// drives that hold its data: any revision of it shares the shards.
 pub(crate) fn agree_on_version(
-    set: &ErasureSet,
+    set: &RecordSet,
     records: &RecordAnswers,
 ) -> Result<Agreement<ObjectRecord>, ObjectError> {
     Ok(match set.agree(records)? {
@@ -93,14 +93,14 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::erasure::ErasureError;
+    use crate::erasure::{ErasureError, ErasureSet};
     use crate::storage::{Drive, OfflineDrive};
 
-    fn set() -> ErasureSet {
+    fn set() -> RecordSet {
         let drives: Vec<Arc<dyn Drive>> = (0..9)
             .map(|i| Arc::new(OfflineDrive::new(format!("d{i}"))) as Arc<dyn Drive>)
             .collect();
-        ErasureSet::new(0, drives, 3, 1 << 20).unwrap()
+        ErasureSet::new(0, drives, 3, 1 << 20).unwrap().into()
     }
 
     fn version(modified_ms: i64) -> ObjectRecord {

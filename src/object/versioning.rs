@@ -15,8 +15,6 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 use super::commit::{commit_on_versions, dropped_inline_chunks};
-use super::copies::Copies;
-use super::copies::Guard;
 use super::object_lock::{self, ObjectLock};
 use super::record::{
     self, inline_key, is_valid_version_id, new_version_id, object_key, BucketRecord, ObjectRecord,
@@ -24,8 +22,10 @@ use super::record::{
 };
 use super::version::{agree_on_version, held_for_commit, read_records, DriveRecords};
 use super::{now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
-use crate::erasure::ErasureSet;
 use crate::erasure::{MetaOp, MetaTable};
+use crate::records::copies::Copies;
+use crate::records::copies::Guard;
+use crate::records::RecordSet;
 
 /// Each drive's versions record of a key, decoded.
 pub(crate) type DriveStates = Copies<VersionsRecord>;
@@ -41,7 +41,7 @@ pub struct Deleted {
 }
 
 /// Reads a key's versions record from every drive of its set.
-pub(crate) async fn read_states(set: &ErasureSet, bucket: &str, key: &str) -> DriveStates {
+pub(crate) async fn read_states(set: &RecordSet, bucket: &str, key: &str) -> DriveStates {
     Copies::read(set, MetaTable::Versions, object_key(bucket, key)).await
 }
 
@@ -81,7 +81,7 @@ impl KeyVersions {
 
 /// Reads both records of a key from every drive and agrees on its versions.
 pub(crate) async fn key_versions(
-    set: &ErasureSet,
+    set: &RecordSet,
     bucket: &str,
     key: &str,
 ) -> Result<KeyVersions, ObjectError> {
@@ -163,7 +163,7 @@ impl ObjectStore {
     /// versions no longer referenced. `extra` changes commit with it on every drive.
     pub(crate) async fn commit_versions(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         bucket: &BucketRecord,
         key: &ObjectKey,
         current: &KeyVersions,
@@ -319,7 +319,7 @@ impl ObjectStore {
     /// replaces the key's `null` version.
     pub(crate) async fn add_version(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         bucket: &BucketRecord,
         key: &ObjectKey,
         version: &super::objects::NewVersion<'_>,
@@ -525,7 +525,7 @@ impl ObjectStore {
     /// One version of a key as the drives agree on it, with the drives holding its data.
     pub(crate) async fn find_version(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         bucket: &str,
         key: &str,
         version_id: &str,
@@ -543,7 +543,7 @@ impl ObjectStore {
     /// `Objects` record a cut-short commit left behind).
     pub(crate) async fn newest_when_unlisted(
         &self,
-        set: &ErasureSet,
+        set: &RecordSet,
         bucket: &BucketRecord,
         key: &str,
     ) -> Result<(ObjectRecord, Vec<bool>, DriveRecords), ObjectError> {
@@ -601,7 +601,7 @@ pub(crate) fn version_id_for(versioning: Option<Versioning>) -> Option<String> {
 }
 
 /// A fresh delete marker; in an unversioned bucket (`None`), the tombstone of a delete.
-pub(crate) fn delete_marker(versioning: Option<Versioning>, set: &ErasureSet) -> ObjectRecord {
+pub(crate) fn delete_marker(versioning: Option<Versioning>, set: &RecordSet) -> ObjectRecord {
     ObjectRecord {
         size: 0,
         etag: String::new(),

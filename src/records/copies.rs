@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use serde::de::DeserializeOwned;
 
-use super::{record, ObjectError};
-use crate::erasure::in_flight::Mark;
-use crate::erasure::{DriveError, ErasureSet, MetaOp, MetaTable, ReadWindow, Replica, ScanPage};
+use super::in_flight::{Mark, ReadWindow};
+use super::{codec, RecordError, RecordSet, Replica};
+use crate::storage::{DriveError, MetaOp, MetaTable, ScanPage};
 
 /// One record's copies on the drives of a set; derefs to the decoded answers, drive by drive.
 pub(crate) struct Copies<T> {
@@ -50,7 +50,7 @@ impl Guard {
 
 impl<T: DeserializeOwned> Copies<T> {
     /// Reads the record from every drive of the set.
-    pub async fn read(set: &ErasureSet, table: MetaTable, key: Vec<u8>) -> Self {
+    pub async fn read(set: &RecordSet, table: MetaTable, key: Vec<u8>) -> Self {
         let began = (Instant::now(), set.mark((table, &key)));
         let answers = set.meta_get_all(table, &key).await;
         Self::from_answers((table, key), answers, None, began)
@@ -59,7 +59,7 @@ impl<T: DeserializeOwned> Copies<T> {
     /// Reads the record from every drive of the set, each with what another table holds
     /// under `related` (an object's inline chunks), in the same call.
     pub async fn read_related(
-        set: &ErasureSet,
+        set: &RecordSet,
         table: MetaTable,
         key: Vec<u8>,
         related: (MetaTable, &[u8]),
@@ -107,9 +107,9 @@ impl<T: DeserializeOwned> Copies<T> {
             .into_iter()
             .map(|answer| {
                 let bytes = answer?;
-                let undecodable = |e: ObjectError| DriveError::Database(e.to_string());
+                let undecodable = |e: RecordError| DriveError::Database(e.to_string());
                 bytes
-                    .map(|b| record::decode(&b).map_err(undecodable))
+                    .map(|b| codec::decode(&b).map_err(undecodable))
                     .transpose()
             })
             .collect();
@@ -130,8 +130,8 @@ impl<T: Replica> Copies<T> {
     /// if it still holds what was read, when that is nothing, `agreed`, a value `agreed`
     /// replaced, or the leftover of a write that can no longer be acknowledged; it refuses
     /// another value, which may be a commit in flight that would otherwise lose drives it
-    /// counts on (see [`crate::erasure::in_flight`]); it is left out when it was not read.
-    pub fn guard_on(&self, set: &ErasureSet, i: usize, agreed: Option<&T>) -> Guard {
+    /// counts on (see [`super::in_flight`]); it is left out when it was not read.
+    pub fn guard_on(&self, set: &RecordSet, i: usize, agreed: Option<&T>) -> Guard {
         let Some(condition) = self.unchanged_on(i) else {
             return Guard::LeaveOut;
         };

@@ -13,7 +13,8 @@
 use futures::future::join_all;
 
 use super::in_flight::InFlight;
-use super::{DriveResults, ErasureError, ErasureSet};
+use super::RecordSet;
+use crate::erasure::{DriveResults, ErasureError};
 use crate::storage::{DriveError, MetaOp, Replaced};
 
 /// What one drive is asked to do in a commit.
@@ -72,10 +73,10 @@ pub struct Applied<'a> {
     _in_flight: InFlight<'a>,
 }
 
-impl ErasureSet {
+impl RecordSet {
     /// Applies `batches[i]` on drive `i` (undoable ops only, no prefix deletes), each drive
     /// only if its conditions hold. A commit that records placed data (`data_on`: the drives
-    /// that hold it, see [`ErasureSet::place_staged`]) goes to those drives only: a drive
+    /// that hold it, see [`crate::erasure::ErasureSet::place_staged`]) goes to those drives only: a drive
     /// counts toward the write quorum when it holds both the data and its record. When fewer
     /// than a write quorum of drives take their batch, the drives that did are put back as
     /// they were. Answers how many drives took it.
@@ -100,7 +101,7 @@ impl ErasureSet {
 
     /// Applies `batches[i]` on drive `i`, each in one transaction that answers what it
     /// replaced. Callers that commit over several sets decide with
-    /// [`ErasureSet::quorum_of`] and [`ErasureSet::undo`].
+    /// [`RecordSet::quorum_of`] and [`RecordSet::undo`].
     pub async fn apply_undoable(&self, batches: Vec<Batch>) -> Applied<'_> {
         let keys = (batches.iter())
             .flat_map(|batch| match batch {
@@ -110,18 +111,15 @@ impl ErasureSet {
             .filter_map(MetaOp::table_and_key);
         let in_flight = self.local_commits.begin(keys);
         let started = std::time::Instant::now();
-        let results = join_all(
-            self.drives
-                .iter()
-                .zip(&batches)
-                .map(|(drive, batch)| async move {
-                    match batch {
-                        Batch::Apply(ops) => drive.meta_apply(ops.clone()).await,
-                        Batch::LeaveOut => Err(DriveError::Offline(drive.label().to_string())),
-                        Batch::Refuse => Err(DriveError::Conflict),
-                    }
-                }),
-        )
+        let results = join_all(self.drives().iter().zip(&batches).map(
+            |(drive, batch)| async move {
+                match batch {
+                    Batch::Apply(ops) => drive.meta_apply(ops.clone()).await,
+                    Batch::LeaveOut => Err(DriveError::Offline(drive.label().to_string())),
+                    Batch::Refuse => Err(DriveError::Conflict),
+                }
+            },
+        ))
         .await;
         Applied {
             batches,

@@ -17,7 +17,7 @@
 //!   drive that answers may still have lost a write it acknowledged (an old backup put
 //!   back), so values held short of a read quorum are never taken for leftovers to delete.
 
-use super::ErasureError;
+use crate::erasure::ErasureError;
 use crate::storage::DriveError;
 
 /// A copy of a replicated record, as agreement compares it with others.
