@@ -181,39 +181,19 @@ impl ObjectStore {
                 Err(e) => tracing::debug!(error = %e, "buckets listed from the drives' copy"),
             }
         }
-        let set = &self.sets[0];
-        let scans = set
-            .meta_scan_all(
+        // Too few drives answering (offline, or unhealed and so unable to list) may miss a
+        // bucket: an error, as for a bucket the drives cannot agree on.
+        let page = (self.sets[0])
+            .scan_records::<BucketRecord>(
                 MetaTable::Buckets,
                 std::ops::Bound::Unbounded,
                 &[],
                 usize::MAX,
             )
-            .await;
-        // Too few drives (offline, or unhealed and so unable to list) to see every bucket.
-        if scans.iter().filter(|scan| scan.is_ok()).count() < set.read_quorum() {
-            return Err(crate::erasure::ErasureError::ReadQuorum.into());
-        }
-        let mut names: Vec<Vec<u8>> = scans
-            .iter()
-            .flatten()
-            .flat_map(|entries| entries.iter().map(|(k, _)| k.clone()))
-            .collect();
-        names.sort();
-        names.dedup();
+            .await?;
         let mut buckets = Vec::new();
-        for name in names {
-            let answers: Vec<_> = scans
-                .iter()
-                .map(|scan| match scan {
-                    Ok(entries) => Ok(entries
-                        .iter()
-                        .find(|(k, _)| *k == name)
-                        .and_then(|(_, v)| record::decode::<BucketRecord>(v).ok())),
-                    Err(_) => Err(crate::erasure::DriveError::Offline(String::new())),
-                })
-                .collect();
-            if let Agreement::Found { value, .. } = set.agree(&answers)? {
+        for scanned in page.records {
+            if let Agreement::Found { value, .. } = scanned.agreed? {
                 buckets.push(value);
             }
         }

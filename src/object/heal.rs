@@ -24,7 +24,7 @@ use super::{Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::erasure::{DataDir, MetaOp, MetaTable};
 use crate::erasure::{ErasureError, ShardSource};
 use crate::records::copies::{Copies, Guard};
-use crate::records::RecordSet;
+use crate::records::{RecordSet, SCAN_PAGE};
 
 /// How hard to look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,9 +64,6 @@ impl HealReport {
         self.unresolved += other.unresolved;
     }
 }
-
-/// Keys scanned per page when healing a whole namespace.
-const SCAN_PAGE: usize = 500;
 
 /// Objects waiting for the healer after a read found a shard missing or corrupt. Bounded:
 /// when it is full, later reports are dropped and the next scrub finds those objects.
@@ -108,7 +105,7 @@ impl ObjectStore {
         for set in self.sets_in(scope) {
             let mut start = Bound::Unbounded;
             loop {
-                let page = scan_keys(set, &OBJECT_TABLES, start, &scan_prefix).await;
+                let page = set.scan_keys(&OBJECT_TABLES, start, &scan_prefix).await;
                 count += page.keys.len() as u64;
                 match page.next {
                     Some(after) => start = Bound::Excluded(after),
@@ -127,7 +124,7 @@ impl ObjectStore {
         for set in &self.sets {
             let mut start = Bound::Unbounded;
             loop {
-                let page = scan_keys(set, &OBJECT_TABLES, start, &prefix).await;
+                let page = set.scan_keys(&OBJECT_TABLES, start, &prefix).await;
                 // Too few drives answered to see every leftover a quorum committed.
                 if !page.holds_every_committed_key(set) {
                     return Err(ObjectError::Erasure(ErasureError::ReadQuorum));
@@ -463,7 +460,7 @@ impl ObjectStore {
         for set in self.sets_in(scope) {
             let mut start = Bound::Unbounded;
             loop {
-                let page = scan_keys(set, &OBJECT_TABLES, start, &scan_prefix).await;
+                let page = set.scan_keys(&OBJECT_TABLES, start, &scan_prefix).await;
                 // With a write quorum of drives unanswered, a key a write quorum committed may
                 // be on none that answered: the pass is not settled.
                 if !page.holds_every_committed_key(set) {
@@ -775,69 +772,6 @@ pub(super) async fn remove_leftover(set: &RecordSet, db_key: &[u8]) -> HealRepor
 /// The tables whose keys are a set's objects: keys of versioned buckets whose newest
 /// version is a delete marker have only a versions record.
 pub(super) const OBJECT_TABLES: [MetaTable; 2] = [MetaTable::Objects, MetaTable::Versions];
-
-/// One page of the keys the drives of a set hold in some tables under a prefix (see
-/// [`scan_keys`]).
-pub(super) struct KeyPage {
-    /// In order, each once.
-    pub keys: Vec<Vec<u8>>,
-    /// Where the next page starts (after this key); `None`: this was the last.
-    pub next: Option<Vec<u8>>,
-    /// Drives whose scan failed: what they hold is not in the page.
-    pub unanswered: usize,
-}
-
-impl KeyPage {
-    /// Whether enough drives answered for every key a write quorum committed to be in the
-    /// page: such a key is on a write quorum of drives, so on one that answered unless at
-    /// least a write quorum did not.
-    pub fn holds_every_committed_key(&self, set: &RecordSet) -> bool {
-        self.unanswered < set.write_quorum()
-    }
-}
-
-/// One page of the keys any drive of a set holds in `tables` under `prefix`, in order, and
-/// where the next page starts. A key is in the page only if every drive that returned a
-/// full page has scanned past it, so no answering drive's keys are skipped; the drives that
-/// did not answer are counted.
-pub(super) async fn scan_keys(
-    set: &RecordSet,
-    tables: &[MetaTable],
-    start: Bound<Vec<u8>>,
-    prefix: &[u8],
-) -> KeyPage {
-    let scans: Vec<_> = join_all(
-        (tables.iter()).map(|&table| set.meta_scan_all(table, start.clone(), prefix, SCAN_PAGE)),
-    )
-    .await;
-    // A drive is unanswered if any of its tables' scans failed.
-    let mut failed = vec![false; set.width()];
-    for scan in &scans {
-        for (drive, answer) in scan.iter().enumerate() {
-            failed[drive] |= answer.is_err();
-        }
-    }
-    let scans: Vec<_> = scans.into_iter().flatten().collect();
-    let next = scans
-        .iter()
-        .flatten()
-        .filter(|entries| entries.len() == SCAN_PAGE)
-        .filter_map(|entries| entries.last().map(|(k, _)| k.clone()))
-        .min();
-    let mut keys: Vec<Vec<u8>> = scans
-        .into_iter()
-        .flatten()
-        .flat_map(|entries| entries.into_iter().map(|(k, _)| k))
-        .filter(|k| next.as_ref().is_none_or(|c| k <= c))
-        .collect();
-    keys.sort();
-    keys.dedup();
-    KeyPage {
-        keys,
-        next,
-        unanswered: failed.iter().filter(|&&f| f).count(),
-    }
-}
 
 /// A record replicated whole on every drive and changed in place: a bucket record or a
 /// deployment-wide record. `id` tells a record from a later one of the same name; the highest

@@ -12,9 +12,7 @@
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
-use super::heal::{
-    commit_healed, heal_data, reachable, scan_keys, HealReport, HealScope, StoredData,
-};
+use super::heal::{commit_healed, heal_data, reachable, HealReport, HealScope, StoredData};
 use super::multipart::take_away_tombstone;
 use super::record::{self, parts_prefix, BucketRecord, PartInfo, PartRecord, UploadRecord};
 use super::{Agreement, BucketName, HealDepth, ObjectError, ObjectKey, ObjectStore};
@@ -36,7 +34,9 @@ impl ObjectStore {
         for set in self.sets_in(scope) {
             let mut start = Bound::Unbounded;
             loop {
-                let page = scan_keys(set, &[MetaTable::Uploads], start, &scan_prefix).await;
+                let page = set
+                    .scan_keys(&[MetaTable::Uploads], start, &scan_prefix)
+                    .await;
                 // With a write quorum of drives unanswered, a key a write quorum committed may
                 // be on none that answered: the pass is not settled.
                 if !page.holds_every_committed_key(set) {

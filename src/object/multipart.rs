@@ -38,8 +38,8 @@ use super::{
     now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, PutOptions,
 };
 use crate::body::ByteStream;
+use crate::erasure::Encoded;
 use crate::erasure::{DataDir, MetaOp, MetaTable};
-use crate::erasure::{Encoded, ErasureError};
 use crate::records::copies::{Copies, Guard};
 use crate::records::RecordSet;
 use crate::records::Replica;
@@ -351,7 +351,7 @@ impl ObjectStore {
         }
     }
 
-    /// The parts after part `after` that a read quorum agrees on, a page at a time: each
+    /// The parts after part `after` that the set agrees on, a page at a time: each
     /// drive is asked for at most `batch` part records, and only the part numbers every full
     /// page reached are decided (a drive's page that stopped short of a number may hold a copy
     /// of it). Returns them and, when there may be more, the number to read on from.
@@ -367,62 +367,23 @@ impl ObjectStore {
             0 => Bound::Unbounded,
             after => Bound::Excluded(part_key(upload_id, after)),
         };
-        let scans = set
-            .meta_scan_all(MetaTable::Parts, start, &prefix, batch)
-            .await;
-        if scans.iter().filter(|s| s.is_ok()).count() < set.read_quorum() {
-            return Err(ErasureError::ReadQuorum.into());
-        }
-        // Each drive's copy of each part, by part number, decoded and as stored.
-        let mut copies: BTreeMap<u32, Vec<Option<PartRecord>>> = BTreeMap::new();
-        let mut stored: BTreeMap<u32, Vec<Option<Vec<u8>>>> = BTreeMap::new();
-        let mut decided_until = u32::MAX;
-        for (drive, scan) in scans.iter().enumerate() {
-            let Ok(scan) = scan else { continue };
-            let mut last = after;
-            for (key, value) in scan {
-                // The key says how far the page reached, whatever its value holds.
-                if let Some((_, number)) = key.split_last_chunk::<4>() {
-                    last = last.max(u32::from_be_bytes(*number));
-                }
-                if let Ok(part) = record::decode::<PartRecord>(value) {
-                    let number = part.info.number;
-                    copies
-                        .entry(number)
-                        .or_insert_with(|| vec![None; scans.len()])[drive] = Some(part);
-                    stored
-                        .entry(number)
-                        .or_insert_with(|| vec![None; scans.len()])[drive] = Some(value.clone());
-                }
-            }
-            if scan.len() >= batch {
-                decided_until = decided_until.min(last);
-            }
-        }
+        let page =
+            (set.scan_records::<PartRecord>(MetaTable::Parts, start, &prefix, batch)).await?;
         let mut parts = BTreeMap::new();
-        for (number, copies) in copies.range(..=decided_until) {
-            let holders_of = |file: &str| -> Vec<bool> {
-                (copies.iter())
-                    .map(|c| c.as_ref().is_some_and(|c| c.info.file == file))
-                    .collect()
-            };
-            let agreed = copies.iter().flatten().find(|candidate| {
-                let holders = holders_of(&candidate.info.file);
-                holders.iter().filter(|&&h| h).count() >= set.read_quorum()
-            });
-            if let Some(part) = agreed {
-                let holders = holders_of(&part.info.file);
-                parts.insert(
-                    *number,
-                    StoredPart {
-                        record: part.clone(),
-                        holders,
-                        held: stored.remove(number).unwrap_or_default(),
-                    },
-                );
+        for scanned in page.records {
+            if let Agreement::Found { value, holders } = scanned.agreed? {
+                let stored = StoredPart {
+                    record: value,
+                    holders,
+                    held: scanned.stored,
+                };
+                parts.insert(stored.record.info.number, stored);
             }
         }
-        let more = (decided_until != u32::MAX).then_some(decided_until);
+        // The key says how far the page reached, whatever its value holds.
+        let more = (page.next.as_deref())
+            .and_then(|key| key.split_last_chunk::<4>())
+            .map(|(_, number)| u32::from_be_bytes(*number));
         Ok((parts, more))
     }
 

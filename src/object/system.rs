@@ -20,7 +20,7 @@ use super::authority::authority_key;
 use super::commit::commit_revision;
 use super::record;
 use super::{read_agreed, retry_conflicts, ObjectError, ObjectStore, RecordChange};
-use crate::erasure::{DriveError, MetaOp, MetaTable};
+use crate::erasure::{MetaOp, MetaTable};
 
 /// The lock namespace of system records: never a bucket name (`_` is not allowed in one).
 const LOCK_NAMESPACE: &str = "_system";
@@ -184,43 +184,28 @@ impl ObjectStore {
             .collect())
     }
 
-    /// Every deployment-wide record on the drives whose key starts with `prefix`, as stored.
+    /// Every deployment-wide record whose key starts with `prefix`, as the drives agree on
+    /// it; an error while they cannot tell.
     pub(super) async fn system_records(
         &self,
         prefix: &str,
     ) -> Result<Vec<(String, SystemRecord)>, ObjectError> {
-        let set = &self.sets[0];
-        let scans = set
-            .meta_scan_all(
+        let page = (self.sets[0])
+            .scan_records::<SystemRecord>(
                 MetaTable::System,
                 Bound::Unbounded,
                 prefix.as_bytes(),
                 usize::MAX,
             )
-            .await;
-        let mut keys: Vec<&Vec<u8>> = scans
-            .iter()
-            .flatten()
-            .flat_map(|entries| entries.iter().map(|(k, _)| k))
-            // The drive's own note of the records' revision is no record.
-            .filter(|k| k.as_slice() != super::authority::RECORDS_REVISION)
-            .collect();
-        keys.sort();
-        keys.dedup();
+            .await?;
         let mut out = Vec::new();
-        for key in keys {
-            let answers: Vec<_> = scans
-                .iter()
-                .map(|scan| match scan {
-                    Ok(entries) => Ok(entries
-                        .iter()
-                        .find(|(k, _)| k == key)
-                        .and_then(|(_, v)| record::decode::<SystemRecord>(v).ok())),
-                    Err(_) => Err(DriveError::Offline(String::new())),
-                })
-                .collect();
-            if let Some(record) = set.agree(&answers)?.found() {
-                out.push((String::from_utf8_lossy(key).into_owned(), record));
+        for scanned in page.records {
+            // The drive's own note of the records' revision is no record.
+            if scanned.key.as_slice() == super::authority::RECORDS_REVISION {
+                continue;
+            }
+            if let Some(record) = scanned.agreed?.found() {
+                out.push((String::from_utf8_lossy(&scanned.key).into_owned(), record));
             }
         }
         Ok(out)

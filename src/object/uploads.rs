@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use futures::future::join_all;
 
-use super::record::{self, object_key, UploadRecord};
-use super::{now_ms, BucketName, ObjectError, ObjectKey, ObjectStore};
-use crate::erasure::ErasureError;
+use super::record::{object_key, UploadRecord};
+use super::{now_ms, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::erasure::MetaTable;
 
 /// Most uploads one listing or cleanup pass reads per drive. In-progress uploads are few
@@ -44,11 +43,12 @@ pub struct UploadsPage {
 }
 
 impl ObjectStore {
-    /// Every upload under `prefix` (bucket, NUL, key prefix) that a read quorum of its set
-    /// holds, in key order and, within a key, in the order the uploads were started.
+    /// Every upload under `prefix` (bucket, NUL, key prefix) that its set agrees is open, in
+    /// key order and, within a key, in the order the uploads were started; an error while a
+    /// set cannot tell.
     async fn agreed_uploads(&self, prefix: &[u8]) -> Result<Vec<UploadEntry>, ObjectError> {
-        let scans = join_all(self.sets.iter().map(|set| {
-            set.meta_scan_all(
+        let pages = join_all(self.sets.iter().map(|set| {
+            set.scan_records::<UploadRecord>(
                 MetaTable::Uploads,
                 Bound::Unbounded,
                 prefix,
@@ -57,33 +57,19 @@ impl ObjectStore {
         }))
         .await;
         let mut found = BTreeMap::new();
-        for (set, answers) in self.sets.iter().zip(&scans) {
-            if answers.iter().filter(|a| a.is_ok()).count() < set.read_quorum() {
-                return Err(ErasureError::ReadQuorum.into());
-            }
-            let mut copies: BTreeMap<&[u8], (usize, &[u8])> = BTreeMap::new();
-            for (key, value) in answers.iter().flatten().flatten() {
-                copies.entry(key).or_insert((0, value)).0 += 1;
-            }
-            for (db_key, (count, value)) in copies {
-                if count < set.read_quorum() {
-                    continue;
-                }
+        for page in pages {
+            for scanned in page?.records {
                 // An ended upload's tombstone is no upload.
-                let Ok(upload) = record::decode::<UploadRecord>(value) else {
-                    continue;
+                let upload = match scanned.agreed? {
+                    Agreement::Found { value, .. } if value.ended.is_none() => value,
+                    _ => continue,
                 };
-                if upload.ended.is_some() {
-                    continue;
-                }
                 // The upload id is what follows the last NUL of the database key.
-                let upload_id = db_key
-                    .rsplit(|&b| b == 0)
-                    .next()
+                let upload_id = (scanned.key.rsplit(|&b| b == 0).next())
                     .map(|id| String::from_utf8_lossy(id).into_owned())
                     .unwrap_or_default();
                 found.insert(
-                    db_key.to_vec(),
+                    scanned.key,
                     UploadEntry {
                         bucket: upload.bucket,
                         key: upload.key,

@@ -12,6 +12,7 @@ pub mod codec;
 pub mod commit;
 pub(crate) mod copies;
 pub mod in_flight;
+pub mod scan;
 
 use std::ops::Deref;
 use std::time::Duration;
@@ -23,6 +24,7 @@ use crate::storage::{DriveError, MetaTable};
 
 pub use agreement::{Agreement, Replica};
 pub use in_flight::{LocalCommits, ReadWindow, Writers};
+pub use scan::{KeyPage, RecordPage, Scanned, SCAN_PAGE};
 
 /// What can go wrong with a record itself (the drives' failures are the erasure set's).
 #[derive(Debug, Error)]
