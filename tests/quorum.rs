@@ -837,12 +837,32 @@ fn completing_part_one(etag: &str) -> CompleteOptions {
 async fn complete_racing_abort_on_another_server_has_one_winner_and_loses_nothing() {
     const ROUNDS: u16 = 200;
     let (_drives, servers) = two_slow_servers().await;
+    // An abort is cheaper than a completion, so starting both at once lets the abort win
+    // nearly always on a slow machine. The abort's start is swept across the time an
+    // uncontested completion takes here: early aborts win, late ones find it done, and the
+    // ones between race inside the completion's commit.
+    let completion_time = {
+        let data = payload(LARGE, 0);
+        let (upload_id, etag) = upload_with_one_part(&servers[0], "calibration", &data).await;
+        let started = std::time::Instant::now();
+        servers[0]
+            .complete_multipart_upload(
+                &bucket(),
+                &key("calibration"),
+                &upload_id,
+                completing_part_one(&etag),
+            )
+            .await
+            .unwrap();
+        started.elapsed()
+    };
     let (mut completed, mut aborted) = (0, 0);
     for round in 0..ROUNDS {
         let name = format!("race-{round}");
         let data = payload(LARGE, round as u8);
         let (upload_id, etag) = upload_with_one_part(&servers[0], &name, &data).await;
         let (a, b) = (servers[0].clone(), servers[1].clone());
+        let abort_delay = completion_time * u32::from(round % 10) / 8;
         let (complete, abort) = tokio::join!(
             {
                 let (name, upload_id, etag) = (name.clone(), upload_id.clone(), etag.clone());
@@ -859,6 +879,7 @@ async fn complete_racing_abort_on_another_server_has_one_winner_and_loses_nothin
             {
                 let (name, upload_id) = (name.clone(), upload_id.clone());
                 async move {
+                    tokio::time::sleep(abort_delay).await;
                     b.abort_multipart_upload(&bucket(), &key(&name), &upload_id)
                         .await
                 }
