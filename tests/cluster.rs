@@ -7,6 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use aws_sdk_s3::error::ProvideErrorMetadata;
 use common::*;
 
 const EC: &str = "6+3";
@@ -440,4 +441,88 @@ async fn with_certificates_nodes_speak_tls_to_each_other() {
         let text = answer.text().await.unwrap();
         assert!(text.contains("HTTP request to an HTTPS server"), "{text}");
     }
+}
+
+/// A conditional delete (`If-Match` on the ETag a reader listed) through one node racing an
+/// overwrite of the key through another, in a versioned bucket, round after round: the delete
+/// is either refused (412, and no delete marker exists) or its delete marker lies below the
+/// overwrite, over the version it named. A condition judged apart from the commit would let
+/// the marker land over the overwrite it never saw.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conditional_delete_racing_an_overwrite_on_another_node_removes_only_what_it_named() {
+    const ROUNDS: u32 = 30;
+    let cluster = Cluster::start(3, 3, EC);
+    let (writer, deleter) = (cluster.nodes[1].client(), cluster.nodes[2].client());
+    create_bucket(&writer, BUCKET).await;
+    let versioning = aws_sdk_s3::types::VersioningConfiguration::builder()
+        .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
+        .build();
+    (writer.put_bucket_versioning())
+        .bucket(BUCKET)
+        .versioning_configuration(versioning)
+        .send()
+        .await
+        .unwrap();
+    // A delete is quicker than a PUT: its start is swept across the time a PUT takes, so
+    // early deletes win, late ones find the overwrite, and those between race its commit.
+    let started = Instant::now();
+    put(&writer, BUCKET, "calibration", &payload(64 * 1024, 9)).await;
+    let put_time = started.elapsed();
+
+    let (mut deleted, mut refused) = (0, 0);
+    for round in 0..ROUNDS {
+        let key = format!("ckpt-{round}");
+        let listed = put(&cluster.nodes[0].client(), BUCKET, &key, b"old").await;
+        let delay = put_time * (round % 10) / 8;
+        let new = payload(64 * 1024, u64::from(round));
+        let (overwrite, delete) = tokio::join!(put(&writer, BUCKET, &key, &new), async {
+            tokio::time::sleep(delay).await;
+            (deleter.delete_object())
+                .bucket(BUCKET)
+                .key(&key)
+                .if_match(&listed)
+                .send()
+                .await
+        });
+        let versions = (deleter.list_object_versions())
+            .bucket(BUCKET)
+            .prefix(&key)
+            .send()
+            .await
+            .unwrap();
+        let latest_etag = (versions.versions())
+            .iter()
+            .find(|v| v.is_latest() == Some(true))
+            .and_then(|v| v.e_tag().map(str::to_string));
+        let markers = versions.delete_markers();
+        assert_eq!(
+            latest_etag.as_deref(),
+            Some(overwrite.as_str()),
+            "round {round}: the acknowledged overwrite is not the current version"
+        );
+        match delete {
+            Ok(answer) => {
+                deleted += 1;
+                assert_eq!(answer.delete_marker(), Some(true), "round {round}");
+                assert_eq!(markers.len(), 1, "round {round}: {markers:?}");
+                assert_eq!(
+                    markers[0].version_id(),
+                    answer.version_id(),
+                    "round {round}"
+                );
+            }
+            Err(e) => {
+                assert_eq!(e.code(), Some("PreconditionFailed"), "round {round}: {e:?}");
+                refused += 1;
+                assert!(
+                    markers.is_empty(),
+                    "round {round}: a refused delete left {markers:?}"
+                );
+            }
+        }
+    }
+    assert!(
+        deleted > 0 && refused > 0,
+        "both sides win some rounds: {deleted} deleted, {refused} refused"
+    );
 }

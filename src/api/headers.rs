@@ -9,8 +9,8 @@ use base64::Engine;
 use super::error::{S3Error, S3ErrorCode};
 use crate::body::TrailerSlot;
 use crate::object::{
-    ByteRange, ChecksumAlgorithm, ExpectedChecksum, ObjectLock, ObjectRecord, Retention,
-    RetentionMode, WriteCondition,
+    ByteRange, ChecksumAlgorithm, DeleteConditions, DeleteIf, ExpectedChecksum, ObjectLock,
+    ObjectRecord, Retention, RetentionMode, WriteCondition,
 };
 
 /// S3's limit on user metadata (names and values of `x-amz-meta-*`).
@@ -373,6 +373,44 @@ pub fn write_condition(headers: &HeaderMap) -> Result<Option<WriteCondition>, S3
         return Ok(Some(WriteCondition::IfNoneMatch));
     }
     Ok(header(headers, "if-match").map(|etag| WriteCondition::IfMatch(etag.to_string())))
+}
+
+/// A conditional delete: `If-Match`, `x-amz-if-match-last-modified-time` and
+/// `x-amz-if-match-size`, all of which must hold.
+pub fn delete_condition(headers: &HeaderMap) -> Result<DeleteIf, S3Error> {
+    let invalid = |name: &str| {
+        S3Error::new(
+            S3ErrorCode::InvalidArgument,
+            format!("Invalid value for the {name} header."),
+        )
+    };
+    let last_modified_secs = header(headers, "x-amz-if-match-last-modified-time")
+        .map(|text| {
+            timestamp_secs(text).ok_or_else(|| invalid("x-amz-if-match-last-modified-time"))
+        })
+        .transpose()?;
+    let size = header(headers, "x-amz-if-match-size")
+        .map(|text| {
+            text.trim()
+                .parse()
+                .map_err(|_| invalid("x-amz-if-match-size"))
+        })
+        .transpose()?;
+    Ok(DeleteIf::matching(DeleteConditions {
+        etag: header(headers, "if-match").map(str::to_string),
+        last_modified_secs,
+        size,
+    }))
+}
+
+/// A timestamp as SDKs send one, in whole seconds: an HTTP date in a header, ISO 8601 in XML
+/// (either is taken in either place).
+pub fn timestamp_secs(text: &str) -> Option<i64> {
+    if let Ok(time) = httpdate::parse_http_date(text.trim()) {
+        let secs = time.duration_since(SystemTime::UNIX_EPOCH).ok()?.as_secs();
+        return i64::try_from(secs).ok();
+    }
+    parse_iso8601(text).map(|ms| ms.div_euclid(1000))
 }
 
 /// Why a conditional GET or HEAD does not return the object.

@@ -417,6 +417,13 @@ pub struct ObjectIdentifier {
     pub key: String,
     #[serde(rename = "VersionId", default)]
     pub version_id: Option<String>,
+    /// A conditional delete of this entry: the ETag, Last-Modified and size it must have.
+    #[serde(rename = "ETag", default)]
+    pub etag: Option<String>,
+    #[serde(rename = "LastModifiedTime", default)]
+    pub last_modified_time: Option<String>,
+    #[serde(rename = "Size", default)]
+    pub size: Option<String>,
 }
 
 #[derive(Debug, Serialize)]

@@ -17,7 +17,7 @@ use super::rules::LifecycleConfig;
 use super::walk::{version_states, KeyWalk};
 use crate::background::Worker;
 use crate::object::{
-    now_ms, BucketName, ObjectError, ObjectKey, ObjectRecord, ObjectStore, UploadQuery,
+    now_ms, BucketName, DeleteIf, ObjectError, ObjectKey, ObjectRecord, ObjectStore, UploadQuery,
 };
 
 /// Objects listed per page while scanning.
@@ -171,14 +171,13 @@ impl LifecycleScanner {
             let Some(action) = evaluate(config, &state, &clock) else {
                 continue;
             };
-            let judged = record.clone();
-            let same = move |now: &ObjectRecord| now.same_version(&judged);
+            let same = DeleteIf::Same(Box::new(record.clone()));
             let version_id = record.version_id_str();
             match action {
                 Action::Expire { rule } => {
                     if self
                         .store
-                        .delete_object_if(bucket, &object_key, same)
+                        .delete_object_if(bucket, &object_key, &same)
                         .await?
                     {
                         tracing::info!(bucket = %bucket, key, rule, "lifecycle: expired");
@@ -191,7 +190,7 @@ impl LifecycleScanner {
                     // again next pass.
                     let removed = match self
                         .store
-                        .remove_version_if(bucket, &object_key, version_id, false, same)
+                        .remove_version_if(bucket, &object_key, version_id, false, &same)
                         .await
                     {
                         Err(ObjectError::ObjectLocked) => {
@@ -209,7 +208,7 @@ impl LifecycleScanner {
                 Action::RemoveDeleteMarker { rule } => {
                     let removed = self
                         .store
-                        .remove_version_if(bucket, &object_key, version_id, false, same)
+                        .remove_version_if(bucket, &object_key, version_id, false, &same)
                         .await?;
                     if removed.version_id.is_some() {
                         tracing::info!(bucket = %bucket, key, version_id, rule, "lifecycle: removed an expired delete marker");
@@ -228,9 +227,10 @@ impl LifecycleScanner {
                         continue;
                     }
                     let version = record.version_id.is_some().then_some(version_id);
+                    let unchanged = |now: &ObjectRecord| now.same_version(record);
                     let moved = self
                         .store
-                        .transition_object(bucket, &object_key, version, &storage_class, same)
+                        .transition_object(bucket, &object_key, version, &storage_class, unchanged)
                         .await;
                     match moved {
                         Ok(true) => {

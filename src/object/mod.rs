@@ -14,6 +14,7 @@ pub use bucket_cache::ParsedByRevision;
 pub use changes::{ChangeFeed, RecordChange};
 pub mod checksum;
 mod commit;
+mod conditions;
 #[cfg(test)]
 mod drive_calls_tests;
 mod hashing;
@@ -52,6 +53,7 @@ use crate::records::{Agreement, RecordError, RecordSet, Replica};
 
 pub use at_rest::{check_customer_key, Encryption};
 pub use checksum::{ChecksumAlgorithm, ChecksumType};
+pub use conditions::{DeleteConditions, DeleteIf, WriteCondition};
 pub use hashing::ExpectedChecksum;
 pub use heal::{HealDepth, HealReport, HealScope};
 pub use list::{ListEntry, ListPage, ListQuery};
@@ -61,7 +63,7 @@ pub use names::{BucketName, ObjectKey, VersionId, MAX_KEY_LEN};
 pub use object_lock::{
     DefaultRetention, ObjectLock, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
 };
-pub use objects::{GetOptions, GetResult, PutOptions, ReadIf, WriteCondition};
+pub use objects::{GetOptions, GetResult, PutOptions, ReadIf};
 pub use record::{
     BucketRecord, BucketSettings, CorsRule, DefaultEncryption, ObjectRecord, PartRecord,
     SseAlgorithm, StoredChecksum, TierLocation, UploadRecord, Versioning, NULL_VERSION,
@@ -69,7 +71,7 @@ pub use record::{
 pub use span::{ByteRange, ReadSpan};
 pub use tier::{Tier, TierError, Tiers};
 pub use uploads::{UploadEntry, UploadQuery, UploadsPage};
-pub use versioning::Deleted;
+pub use versioning::{DeleteOptions, Deleted};
 
 use key_locks::NamespaceLocks;
 

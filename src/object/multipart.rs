@@ -25,9 +25,10 @@ use super::acl::Acl;
 use super::at_rest::{self, Encryption};
 use super::checksum::{ChecksumAlgorithm, ChecksumType};
 use super::commit::commit_guarded;
+use super::conditions::WriteCondition;
 use super::hashing::ExpectedChecksum;
 use super::object_lock::{self, ObjectLock};
-use super::objects::{write_verified, NewVersion, WriteCondition};
+use super::objects::{write_verified, NewVersion};
 use super::record::{
     self, part_key, parts_prefix, upload_key, BucketRecord, ObjectRecord, PartInfo, PartRecord,
     StoredChecksum, UploadEnd, UploadRecord,

@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::acl::Acl;
 use super::at_rest::{self, Encryption, Piece};
 use super::commit::{commit_on_records, dropped_inline_chunks};
+use super::conditions::{DeleteIf, WriteCondition};
 use super::hashing::{self, ExpectedChecksum};
 use super::md5_lanes::Md5Lanes;
 use super::object_lock::{self, ObjectLock};
@@ -51,34 +52,6 @@ pub struct PutOptions {
     pub acl: Option<Acl>,
     /// The encryption the request asks for; `None`: the bucket's default, if any.
     pub encryption: Option<Encryption>,
-}
-
-/// A conditional write, checked atomically with the commit: checkpoint writers use it so that
-/// two writers never clobber each other.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WriteCondition {
-    /// `If-None-Match: *`: only create, never overwrite.
-    IfNoneMatch,
-    /// `If-Match: <etag>`: only replace this version.
-    IfMatch(String),
-}
-
-impl WriteCondition {
-    pub(crate) fn check(&self, current: Option<&ObjectRecord>) -> Result<(), ObjectError> {
-        match (self, current) {
-            (WriteCondition::IfNoneMatch, None) => Ok(()),
-            (WriteCondition::IfNoneMatch, Some(_)) => Err(ObjectError::PreconditionFailed),
-            (WriteCondition::IfMatch(_), None) => Err(ObjectError::NoSuchKey),
-            (WriteCondition::IfMatch(etag), Some(record)) => {
-                let wanted = etag.trim().trim_start_matches("W/").trim_matches('"');
-                if wanted == "*" || wanted == record.etag {
-                    Ok(())
-                } else {
-                    Err(ObjectError::PreconditionFailed)
-                }
-            }
-        }
-    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -537,9 +510,11 @@ impl ObjectStore {
         Ok(streams)
     }
 
-    /// Deletes a key only if `still` holds for its current version (checked under the key's
-    /// write lock): expiry must not delete an object overwritten since it was judged. In a
-    /// versioned bucket the delete is a delete marker. Returns whether it deleted anything.
+    /// Deletes a key if `only_if` allows it of its current version, judged on the agreed
+    /// records and committed conditionally on them: expiry must not delete an object
+    /// overwritten since it was judged, nor a client's conditional delete one that changed.
+    /// In a versioned bucket the delete is a delete marker. Returns whether it deleted
+    /// anything.
     ///
     /// An unversioned key is deleted as it is overwritten: by a tombstone that keeps the
     /// version it replaced, committed like any version. Removing the record outright would
@@ -551,14 +526,12 @@ impl ObjectStore {
         &self,
         bucket: &BucketName,
         key: &ObjectKey,
-        still: impl Fn(&ObjectRecord) -> bool,
+        only_if: &DeleteIf,
     ) -> Result<bool, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
         if let Some(mode) = bucket_record.settings.versioning {
             let marked = self
-                .add_delete_marker(bucket, &bucket_record, key, mode, |current| {
-                    current.is_some_and(&still)
-                })
+                .add_delete_marker(bucket, &bucket_record, key, mode, only_if)
                 .await?;
             return Ok(marked.delete_marker);
         }
@@ -566,12 +539,20 @@ impl ObjectStore {
         retry_conflicts(|| async {
             let guard = self.locks.write(bucket.as_str(), key.as_str()).await;
             let current = read_records(set, bucket.as_str(), key.as_str()).await;
-            // Drives that agree on nothing each keep what they hold under the tombstone.
             let agreed = match agree_on_version(set, &current) {
-                Ok(Agreement::Found { value, .. }) if value.delete_marker => return Ok(false),
-                Ok(Agreement::Found { value, .. }) if !still(&value) => return Ok(false),
-                Ok(Agreement::NotFound) => return Ok(false),
-                Ok(Agreement::Found { value, .. }) => Some(Some(value)),
+                Ok(Agreement::Found { value, .. }) if !value.delete_marker => {
+                    if !only_if.allows(Some(&value))? {
+                        return Ok(false);
+                    }
+                    Some(Some(value))
+                }
+                Ok(_) => {
+                    only_if.allows(None)?;
+                    return Ok(false);
+                }
+                // Drives that agree on nothing each keep what they hold under the tombstone;
+                // a delete that must judge what it deletes cannot go ahead.
+                Err(e) if !only_if.is_unconditional() => return Err(e),
                 Err(_) => None,
             };
             let tombstone = delete_marker(None, set);

@@ -15,6 +15,7 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 use super::commit::{commit_on_versions, dropped_inline_chunks};
+use super::conditions::DeleteIf;
 use super::object_lock::{self, ObjectLock};
 use super::record::{
     self, inline_key, is_valid_version_id, new_version_id, object_key, BucketRecord, ObjectRecord,
@@ -29,6 +30,18 @@ use crate::records::RecordSet;
 
 /// Each drive's versions record of a key, decoded.
 pub(crate) type DriveStates = Copies<VersionsRecord>;
+
+/// How a DeleteObject is asked.
+#[derive(Debug, Default, Clone)]
+pub struct DeleteOptions {
+    /// The version to remove for good; `None`: the key (a delete marker when versioned).
+    pub version_id: Option<String>,
+    /// `x-amz-bypass-governance-retention`, once authorised: a governance retention does
+    /// not keep the version.
+    pub bypass_governance: bool,
+    /// What the version deleted must still be, checked atomically with the commit.
+    pub only_if: DeleteIf,
+}
 
 /// What a delete did, as S3 reports it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -362,51 +375,51 @@ impl ObjectStore {
         key: &ObjectKey,
         version_id: Option<&str>,
     ) -> Result<Deleted, ObjectError> {
-        self.delete_object_with(bucket, key, version_id, false)
-            .await
+        let options = DeleteOptions {
+            version_id: version_id.map(str::to_string),
+            ..DeleteOptions::default()
+        };
+        self.delete_object_with(bucket, key, &options).await
     }
 
-    /// [`Self::delete_object`]; `bypass_governance` lets it remove a version under a
-    /// governance retention (the request's `x-amz-bypass-governance-retention`, once
-    /// authorised).
+    /// [`Self::delete_object`] as `options` ask: governance bypassed, or only if the
+    /// version found still matches the client's conditions.
     pub async fn delete_object_with(
         &self,
         bucket: &BucketName,
         key: &ObjectKey,
-        version_id: Option<&str>,
-        bypass_governance: bool,
+        options: &DeleteOptions,
     ) -> Result<Deleted, ObjectError> {
-        retry_conflicts(|| self.delete_object_once(bucket, key, version_id, bypass_governance))
-            .await
+        retry_conflicts(|| self.delete_object_once(bucket, key, options)).await
     }
 
     async fn delete_object_once(
         &self,
         bucket: &BucketName,
         key: &ObjectKey,
-        version_id: Option<&str>,
-        bypass_governance: bool,
+        options: &DeleteOptions,
     ) -> Result<Deleted, ObjectError> {
-        if let Some(id) = version_id {
+        let only_if = &options.only_if;
+        if let Some(id) = options.version_id.as_deref() {
             check_version_id(id)?;
             return self
-                .remove_version_if(bucket, key, id, bypass_governance, |_| true)
+                .remove_version_if(bucket, key, id, options.bypass_governance, only_if)
                 .await;
         }
         let bucket_record = self.bucket(bucket).await?;
         match bucket_record.settings.versioning {
             None => {
-                self.delete_object_if(bucket, key, |_| true).await?;
+                self.delete_object_if(bucket, key, only_if).await?;
                 Ok(Deleted::default())
             }
             Some(mode) => {
-                self.add_delete_marker(bucket, &bucket_record, key, mode, |_| true)
+                self.add_delete_marker(bucket, &bucket_record, key, mode, only_if)
                     .await
             }
         }
     }
 
-    /// Puts a delete marker on top of a key's versions, if `still` holds for its current
+    /// Puts a delete marker on top of a key's versions, if `only_if` allows it of its current
     /// version (`None`: the key has none, or a delete marker is newest).
     pub(crate) async fn add_delete_marker(
         &self,
@@ -414,12 +427,12 @@ impl ObjectStore {
         bucket: &BucketRecord,
         key: &ObjectKey,
         mode: Versioning,
-        still: impl FnOnce(Option<&ObjectRecord>) -> bool,
+        only_if: &DeleteIf,
     ) -> Result<Deleted, ObjectError> {
         let set = self.set_for(name, key);
         let _guard = self.locks.write(&bucket.name, key.as_str()).await;
         let current = key_versions(set, &bucket.name, key.as_str()).await?;
-        if !still(current.versions.first().filter(|v| !v.delete_marker)) {
+        if !only_if.allows(current.versions.first().filter(|v| !v.delete_marker))? {
             return Ok(Deleted::default());
         }
         let marker = delete_marker(Some(mode), set);
@@ -439,16 +452,17 @@ impl ObjectStore {
         })
     }
 
-    /// Removes one version of a key for good if `still` holds for it (lifecycle checks that
+    /// Removes one version of a key for good if `only_if` allows it (lifecycle checks that
     /// it is the version it judged) and no Object Lock protects it ([`ObjectError::ObjectLocked`];
-    /// `bypass_governance` lifts a governance retention). A missing version is no error.
+    /// `bypass_governance` lifts a governance retention). A missing version is no error,
+    /// unless `If-Match` asked for it.
     pub async fn remove_version_if(
         &self,
         bucket: &BucketName,
         key: &ObjectKey,
         version_id: &str,
         bypass_governance: bool,
-        still: impl FnOnce(&ObjectRecord) -> bool,
+        only_if: &DeleteIf,
     ) -> Result<Deleted, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
         let set = self.set_for(bucket, key);
@@ -459,9 +473,10 @@ impl ObjectStore {
             delete_marker: false,
         };
         let Some(version) = current.find(version_id) else {
+            only_if.allows(None)?;
             return Ok(removed);
         };
-        if !still(version) {
+        if !only_if.allows(Some(version))? {
             return Ok(Deleted::default());
         }
         object_lock::check_removable(version, now_ms(), bypass_governance)?;

@@ -4,9 +4,10 @@ use axum::response::Response;
 
 use super::Request;
 use crate::api::error::{S3Error, S3ErrorCode};
+use crate::api::headers::timestamp_secs;
 use crate::api::{xml, xml_response};
 use crate::object::BucketName;
-use crate::object::{Deleted, ObjectKey, VersionId};
+use crate::object::{DeleteConditions, DeleteIf, DeleteOptions, Deleted, ObjectKey, VersionId};
 
 /// Most keys one DeleteObjects request may name.
 const MAX_KEYS: usize = 1000;
@@ -44,6 +45,27 @@ fn deleted_entry(key: String, asked: Option<String>, deleted: Deleted) -> xml::D
     }
 }
 
+/// An entry's conditions (`ETag`, `LastModifiedTime`, `Size`), as DeleteObject's headers.
+fn entry_condition(object: &xml::ObjectIdentifier) -> Result<DeleteIf, S3Error> {
+    let invalid = |name: &str| {
+        S3Error::new(
+            S3ErrorCode::InvalidArgument,
+            format!("Invalid value for {name}."),
+        )
+    };
+    let last_modified_secs = (object.last_modified_time.as_deref())
+        .map(|text| timestamp_secs(text).ok_or_else(|| invalid("LastModifiedTime")))
+        .transpose()?;
+    let size = (object.size.as_deref())
+        .map(|text| text.trim().parse().map_err(|_| invalid("Size")))
+        .transpose()?;
+    Ok(DeleteIf::matching(DeleteConditions {
+        etag: object.etag.clone(),
+        last_modified_secs,
+        size,
+    }))
+}
+
 pub async fn delete_objects(
     mut request: Request<'_>,
     bucket: &BucketName,
@@ -71,7 +93,7 @@ pub async fn delete_objects(
     };
     // Each key's authorisation required s3:BypassGovernanceRetention of a request that asks
     // for this.
-    let bypass = crate::api::permissions::bypasses_governance(request.headers);
+    let bypass_governance = crate::api::permissions::bypasses_governance(request.headers);
     let mut result = xml::DeleteResult {
         xmlns: (),
         deleted: Vec::new(),
@@ -79,19 +101,25 @@ pub async fn delete_objects(
     };
     for object in parsed.objects {
         let version = object.version_id.as_deref();
-        let outcome = match ObjectKey::parse(&object.key) {
-            Ok(key) => {
+        let outcome = match (ObjectKey::parse(&object.key), entry_condition(&object)) {
+            (Ok(key), Ok(only_if)) => {
                 let identity = &request.identity;
                 match authorize_key(request.state, identity, &info, bucket, &key, version).await {
                     // A locked version is this key's AccessDenied; the others still go.
-                    Ok(()) => store
-                        .delete_object_with(bucket, &key, version, bypass)
-                        .await
-                        .map_err(S3Error::from),
+                    Ok(()) => {
+                        let options = DeleteOptions {
+                            version_id: object.version_id.clone(),
+                            bypass_governance,
+                            only_if,
+                        };
+                        (store.delete_object_with(bucket, &key, &options).await)
+                            .map_err(S3Error::from)
+                    }
                     Err(e) => Err(e),
                 }
             }
-            Err(e) => Err(S3Error::from(e)),
+            (Err(e), _) => Err(S3Error::from(e)),
+            (_, Err(e)) => Err(e),
         };
         match outcome {
             Ok(deleted) => {

@@ -20,7 +20,8 @@ use crate::object::ObjectKey;
 use crate::object::VersionId;
 use crate::object::{check_customer_key, Encryption};
 use crate::object::{
-    BucketName, GetOptions, ObjectLock, ObjectRecord, PutOptions, ReadIf, ReadSpan, StoredChecksum,
+    BucketName, DeleteOptions, GetOptions, ObjectLock, ObjectRecord, PutOptions, ReadIf, ReadSpan,
+    StoredChecksum,
 };
 
 /// Largest single PUT, as in S3.
@@ -419,19 +420,24 @@ fn apply_response_overrides(request: &Request<'_>, response: &mut Response) {
     }
 }
 
-/// DELETE: in a versioned bucket, a delete marker, or with `versionId` that version for good.
+/// DELETE: in a versioned bucket, a delete marker, or with `versionId` that version for good;
+/// only if the version still matches the request's conditions, when it has some.
 pub async fn delete_object(
     request: Request<'_>,
     bucket: &BucketName,
     key: &ObjectKey,
     version_id: Option<&str>,
 ) -> Result<Response, S3Error> {
-    // Authorisation required s3:BypassGovernanceRetention of a request that asks for this.
-    let bypass = bypasses_governance(request.headers);
+    let options = DeleteOptions {
+        version_id: version_id.map(str::to_string),
+        // Authorisation required s3:BypassGovernanceRetention of a request that asks for it.
+        bypass_governance: bypasses_governance(request.headers),
+        only_if: headers::delete_condition(request.headers)?,
+    };
     let deleted = request
         .state
         .store
-        .delete_object_with(bucket, key, version_id, bypass)
+        .delete_object_with(bucket, key, &options)
         .await?;
     let mut response = StatusCode::NO_CONTENT.into_response();
     set_deleted(response.headers_mut(), &deleted);
