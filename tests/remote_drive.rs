@@ -449,6 +449,9 @@ impl Drive for Scripted {
     async fn delete_data_file(&self, _: &DataDir, _: &str) -> Result<(), DriveError> {
         Ok(())
     }
+    async fn link_data_dir(&self, _: &DataDir, _: &DataDir) -> Result<(), DriveError> {
+        Ok(())
+    }
     async fn meta_get(&self, _: MetaTable, key: Vec<u8>) -> Result<Option<Vec<u8>>, DriveError> {
         Err(scripted_error(&key))
     }

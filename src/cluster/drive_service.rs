@@ -258,6 +258,14 @@ impl DriveService {
                 })
                 .await
             }
+            Call::LinkDataDir => {
+                self.run(args, |drive, a: wire::LinkArgs| async move {
+                    drive
+                        .link_data_dir(&a.from.try_into()?, &a.to.try_into()?)
+                        .await
+                })
+                .await
+            }
             Call::DiskInfo => {
                 self.run(args, |drive, (): ()| async move {
                     let info = drive.disk_info().await?;

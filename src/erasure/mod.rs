@@ -260,6 +260,21 @@ impl ErasureSet {
         .await
     }
 
+    /// Gives the files of data folder `from` a second name, `to`, on the drives that hold
+    /// them (hard links: no byte is copied or rewritten). Returns, per drive, whether it
+    /// now has them under `to`.
+    pub async fn link_data_dir(&self, from: &DataDir, to: &DataDir, holders: &[bool]) -> Vec<bool> {
+        join_all(
+            self.drives
+                .iter()
+                .zip(holders)
+                .map(|(drive, &holds)| async move {
+                    holds && drive.link_data_dir(from, to).await.is_ok()
+                }),
+        )
+        .await
+    }
+
     /// Removes a staging folder from every drive (best effort: a leftover is cleaned at start).
     pub async fn remove_staged(&self, staging: Uuid) {
         join_all(self.drives.iter().map(|d| d.remove_staged(staging))).await;

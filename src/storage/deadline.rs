@@ -342,6 +342,12 @@ impl Drive for DeadlineDrive {
             .await
     }
 
+    async fn link_data_dir(&self, from: &DataDir, to: &DataDir) -> Result<(), DriveError> {
+        self.health
+            .call("link data dir", self.inner.link_data_dir(from, to))
+            .await
+    }
+
     async fn delete_data_file(&self, dir: &DataDir, name: &str) -> Result<(), DriveError> {
         self.health
             .call("delete data file", self.inner.delete_data_file(dir, name))
@@ -507,6 +513,10 @@ mod tests {
         async fn delete_data_file(&self, dir: &DataDir, name: &str) -> Result<(), DriveError> {
             self.state.enter().await;
             self.inner.delete_data_file(dir, name).await
+        }
+        async fn link_data_dir(&self, from: &DataDir, to: &DataDir) -> Result<(), DriveError> {
+            self.state.enter().await;
+            self.inner.link_data_dir(from, to).await
         }
         async fn meta_get(
             &self,

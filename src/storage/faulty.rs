@@ -21,6 +21,7 @@ use super::{
 pub enum Call {
     CreateStagedFile,
     CommitStaged,
+    LinkDataDir,
     OpenShard,
     MetaGet,
     MetaApply,
@@ -166,6 +167,10 @@ impl Drive for FaultyDrive {
     }
     async fn delete_data_file(&self, dir: &DataDir, name: &str) -> Result<(), DriveError> {
         self.inner.delete_data_file(dir, name).await
+    }
+    async fn link_data_dir(&self, from: &DataDir, to: &DataDir) -> Result<(), DriveError> {
+        self.check(Call::LinkDataDir)?;
+        self.inner.link_data_dir(from, to).await
     }
     async fn meta_get(
         &self,

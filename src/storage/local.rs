@@ -491,6 +491,28 @@ impl Drive for LocalDrive {
         .await
     }
 
+    async fn link_data_dir(&self, from: &DataDir, to: &DataDir) -> Result<(), DriveError> {
+        let source = Self::data_path(from);
+        let relative = Self::data_path(to);
+        self.blocking(move |root| {
+            // Read first: a folder that is not there makes no empty one.
+            let files = fs::read_dir(root.join(source))?.collect::<Result<Vec<_>, _>>()?;
+            let below_data = relative
+                .strip_prefix(DATA_DIR)
+                .expect("data paths start there");
+            let dest = create_dir_durable(&root.join(DATA_DIR), below_data)?;
+            for file in files {
+                match fs::hard_link(file.path(), dest.join(file.file_name())) {
+                    Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e.into()),
+                    _ => {}
+                }
+            }
+            sync_dir(&dest)?;
+            Ok(())
+        })
+        .await
+    }
+
     async fn delete_data_file(&self, dir: &DataDir, name: &str) -> Result<(), DriveError> {
         let path = Self::data_path(dir).join(name);
         self.blocking(move |root| match fs::remove_file(root.join(path)) {

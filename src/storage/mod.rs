@@ -210,6 +210,11 @@ pub trait Drive: Send + Sync {
     async fn delete_data_dir(&self, dir: &DataDir) -> Result<(), DriveError>;
     /// Deletes one shard file from a data folder.
     async fn delete_data_file(&self, dir: &DataDir, name: &str) -> Result<(), DriveError>;
+    /// Gives every file of the data folder `from` a second name in the new folder `to`, and
+    /// makes that durable (fsync of `to` and of every folder it had to create): no byte is
+    /// copied, and deleting either folder leaves the other whole (hard links). Names that
+    /// are there already are kept, so a retry completes a link cut short.
+    async fn link_data_dir(&self, from: &DataDir, to: &DataDir) -> Result<(), DriveError>;
 
     async fn meta_get(&self, table: MetaTable, key: Vec<u8>)
         -> Result<Option<Vec<u8>>, DriveError>;
@@ -344,6 +349,9 @@ impl Drive for OfflineDrive {
         Err(self.offline())
     }
     async fn open_shard(&self, _: &DataDir, _: &str) -> Result<Box<dyn ShardReader>, DriveError> {
+        Err(self.offline())
+    }
+    async fn link_data_dir(&self, _: &DataDir, _: &DataDir) -> Result<(), DriveError> {
         Err(self.offline())
     }
     async fn delete_data_dir(&self, _: &DataDir) -> Result<(), DriveError> {

@@ -712,6 +712,35 @@ impl Drive for SimDrive {
         }))
     }
 
+    async fn link_data_dir(&self, from: &DataDir, to: &DataDir) -> Result<(), DriveError> {
+        let fate = self.enter("link_data_dir");
+        if fate == Fate::Dead {
+            return Err(self.offline());
+        }
+        let mut state = self.state();
+        let files: Vec<(String, FileId)> = (state.dirs.get(&dir_key(from)))
+            .map(|entries| {
+                (entries.iter())
+                    .filter_map(|(name, entry)| Some((name.clone(), entry.current?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if files.is_empty() {
+            return Err(DriveError::NotFound);
+        }
+        let key = dir_key(to);
+        let entries = state.dirs.entry(key.clone()).or_default();
+        for (name, file) in files {
+            let entry = entries.entry(name).or_default();
+            entry.current = entry.current.or(Some(file));
+        }
+        if fate == Fate::CutMidway {
+            return Err(self.offline());
+        }
+        state.sync_dir(&key);
+        Ok(())
+    }
+
     async fn delete_data_dir(&self, dir: &DataDir) -> Result<(), DriveError> {
         let fate = self.enter("delete_data_dir");
         if fate == Fate::Dead {

@@ -86,6 +86,9 @@ impl Drive for DriveSlot {
     async fn delete_data_file(&self, dir: &DataDir, name: &str) -> Result<(), DriveError> {
         self.current().delete_data_file(dir, name).await
     }
+    async fn link_data_dir(&self, from: &DataDir, to: &DataDir) -> Result<(), DriveError> {
+        self.current().link_data_dir(from, to).await
+    }
     async fn meta_get(
         &self,
         table: MetaTable,

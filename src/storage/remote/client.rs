@@ -403,6 +403,14 @@ impl Drive for RemoteDrive {
         self.peer.unary(Call::DeleteDataDir, args).await
     }
 
+    async fn link_data_dir(&self, from: &DataDir, to: &DataDir) -> Result<(), DriveError> {
+        let args = wire::LinkArgs {
+            from: from.into(),
+            to: to.into(),
+        };
+        self.peer.unary(Call::LinkDataDir, args).await
+    }
+
     async fn delete_data_file(&self, dir: &DataDir, name: &str) -> Result<(), DriveError> {
         let args = wire::ShardArgs {
             dir: dir.into(),

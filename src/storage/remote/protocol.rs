@@ -66,6 +66,7 @@ pub enum Call {
     ReadShard,
     DeleteDataDir,
     DeleteDataFile,
+    LinkDataDir,
     DiskInfo,
     ListDataDirs,
     MarkHealed,
@@ -75,7 +76,7 @@ pub enum Call {
 }
 
 impl Call {
-    pub const ALL: [Call; 17] = [
+    pub const ALL: [Call; 18] = [
         Call::MetaGet,
         Call::MetaGetRelated,
         Call::MetaApply,
@@ -88,6 +89,7 @@ impl Call {
         Call::ReadShard,
         Call::DeleteDataDir,
         Call::DeleteDataFile,
+        Call::LinkDataDir,
         Call::DiskInfo,
         Call::ListDataDirs,
         Call::MarkHealed,
@@ -110,6 +112,7 @@ impl Call {
             Call::ReadShard => "read_shard",
             Call::DeleteDataDir => "delete_data_dir",
             Call::DeleteDataFile => "delete_data_file",
+            Call::LinkDataDir => "link_data_dir",
             Call::DiskInfo => "disk_info",
             Call::ListDataDirs => "list_data_dirs",
             Call::MarkHealed => "mark_healed",
@@ -367,6 +370,14 @@ pub struct DelimitedScanArgs {
 pub struct CommitArgs {
     pub staging: Uuid,
     pub dir: WireDataDir,
+}
+
+/// Arguments of [`Call::LinkDataDir`]: the folder whose files get a second name, and the new
+/// folder that names them.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LinkArgs {
+    pub from: WireDataDir,
+    pub to: WireDataDir,
 }
 
 /// Arguments of [`Call::OpenShard`] and [`Call::DeleteDataFile`]: one file of a data folder.
