@@ -23,7 +23,7 @@ use strata::body::ByteStream;
 use strata::erasure::ErasureSet;
 use strata::object::{
     BucketName, CompleteOptions, CompletedPart, GetOptions, HealDepth, ListQuery, ObjectError,
-    ObjectKey, ObjectStore, PutOptions, UploadOptions, WriteCondition,
+    ObjectKey, ObjectStore, PutOptions, RenameOptions, UploadOptions, WriteCondition,
 };
 use strata::storage::sim::{CrashController, Flushed};
 use strata::storage::{DataDir, Drive, OfflineDrive};
@@ -118,6 +118,8 @@ enum Operation {
     DeleteVersion(String),
     /// Heals an object that the drives [`LOST_DRIVES`] lost.
     Heal,
+    /// Renames this key to the target.
+    RenameFrom(String),
 }
 
 impl Operation {
@@ -141,6 +143,12 @@ impl Operation {
             Operation::Delete => store.delete_object(&bucket, &key, None).await.map(drop),
             Operation::DeleteVersion(id) => {
                 store.delete_object(&bucket, &key, Some(id)).await.map(drop)
+            }
+            Operation::RenameFrom(source) => {
+                let options = RenameOptions::default();
+                store
+                    .rename_object(&bucket, &key, &self::key(source), &options)
+                    .await
             }
             // A heal vouches for the drives it reports repaired: only a heal of both lost
             // drives counts as acknowledged.
@@ -168,6 +176,9 @@ struct Scenario {
     versions: Vec<(String, Content)>,
     /// A version the operation removes: gone once acknowledged.
     removed_version: Option<String>,
+    /// The key a rename moves to the target, and what it held: it holds that exactly while
+    /// the target holds what it held before, and nothing once the target holds it.
+    renamed_from: Option<(String, Content)>,
 }
 
 /// A pre-state builder: the bucket and two bystanders (inline and multi-block) on durable
@@ -222,6 +233,7 @@ impl PreState {
             bystanders: self.bystanders,
             versions: Vec::new(),
             removed_version: None,
+            renamed_from: None,
         }
     }
 
@@ -298,6 +310,21 @@ async fn overwrite(old_size: usize, new_size: usize) -> Scenario {
     let operation = Operation::Put(new);
     let name = format!("overwrite {old_size} B with {new_size} B");
     pre.scenario(name, operation, Content::of(&old), after)
+}
+
+/// Renames an object of `size` bytes onto the target, over one of `old_size` if given.
+async fn rename(size: usize, old_size: Option<usize>) -> Scenario {
+    let pre = PreState::new().await;
+    let before = match old_size {
+        Some(old) => Content::of(&pre.put(TARGET, old, 500).await),
+        None => Content::Absent,
+    };
+    let moved = Content::of(&pre.put("target.tmp", size, 501).await);
+    let operation = Operation::RenameFrom("target.tmp".into());
+    let name = format!("rename {size} B over {old_size:?} B");
+    let mut scenario = pre.scenario(name, operation, before, moved);
+    scenario.renamed_from = Some(("target.tmp".into(), moved));
+    scenario
 }
 
 async fn delete(size: usize) -> Scenario {
@@ -478,7 +505,23 @@ async fn violations(store: &ObjectStore, scenario: &Scenario, acknowledged: bool
     for (name, content) in &scenario.bystanders {
         expected.push((name.clone(), vec![*content]));
     }
+    if let Some((source, content)) = &scenario.renamed_from {
+        expected.push((source.clone(), vec![Content::Absent, *content]));
+    }
     let mut found = unexpected_objects(store, &expected).await;
+    if let (Some((source, content)), true) = (&scenario.renamed_from, found.is_empty()) {
+        // Exactly one of the two names holds the object: the old one or the new one.
+        let (target, source_now) = (read_target(store).await, read_key(store, source).await);
+        let old_name =
+            (target.as_ref(), source_now.as_ref()) == (Ok(&scenario.before), Ok(content));
+        let new_name =
+            (target.as_ref(), source_now.as_ref()) == (Ok(&scenario.after), Ok(&Content::Absent));
+        if !old_name && !new_name {
+            found.push(format!(
+                "renamed: the target reads {target:?} and the source {source:?} {source_now:?}"
+            ));
+        }
+    }
     for (id, content) in &scenario.versions {
         match read_version(store, id).await {
             Ok(got) if got == *content => {}
@@ -654,6 +697,13 @@ async fn multipart_completion_survives_power_loss() {
 }
 
 #[tokio::test]
+async fn rename_survives_power_loss_as_the_old_name_or_the_new_one() {
+    for (size, old_size) in [(INLINE, None), (BLOCKS, None), (BLOCKS, Some(INLINE))] {
+        sweep(rename(size, old_size).await).await;
+    }
+}
+
+#[tokio::test]
 async fn delete_survives_power_loss() {
     for size in [INLINE, BLOCKS] {
         sweep(delete(size).await).await;
@@ -712,6 +762,7 @@ async fn overwrite_cut_short_twice_keeps_a_readable_version() {
                 bystanders: first_overwrite.bystanders.clone(),
                 versions: Vec::new(),
                 removed_version: None,
+                renamed_from: None,
             };
             let sweep = crash_everywhere(&then).await;
             total.crash_points += sweep.crash_points;
@@ -733,11 +784,15 @@ async fn overwrite_cut_short_twice_keeps_a_readable_version() {
 
 /// What a fresh store over these drives reads for the target key.
 async fn read_target(store: &ObjectStore) -> Result<Content, String> {
+    read_key(store, TARGET).await
+}
+
+async fn read_key(store: &ObjectStore, name: &str) -> Result<Content, String> {
     let listed = match store.list_objects(&bucket(), &list_all()).await {
         Ok(page) => page.entries.iter().map(|e| e.name().to_string()).collect(),
         Err(e) => return Err(format!("listing failed: {e}")),
     };
-    read_back(store, TARGET, &listed).await
+    read_back(store, name, &listed).await
 }
 
 /// Writers at once in [`concurrent_writes_sharing_commits_survive_power_loss`]: new keys and

@@ -60,6 +60,7 @@ pub enum S3ErrorCode {
     NoSuchUpload,
     NoSuchVersion,
     NotImplemented,
+    IdempotencyParameterMismatch,
     ObjectLockConfigurationNotFoundError,
     OwnershipControlsNotFoundError,
     ServerSideEncryptionConfigurationNotFoundError,
@@ -141,6 +142,7 @@ impl S3ErrorCode {
             NoSuchUpload => "NoSuchUpload",
             NoSuchVersion => "NoSuchVersion",
             NotImplemented => "NotImplemented",
+            IdempotencyParameterMismatch => "IdempotencyParameterMismatch",
             PreconditionFailed => "PreconditionFailed",
             RequestTimeTooSkewed => "RequestTimeTooSkewed",
             SignatureDoesNotMatch => "SignatureDoesNotMatch",
@@ -194,6 +196,7 @@ impl S3ErrorCode {
             | KmsNotFound
             | KmsDisabled
             | InvalidBucketAclWithObjectOwnership
+            | IdempotencyParameterMismatch
             | InvalidBucketName
             | InvalidDigest
             | InvalidLocationConstraint
@@ -400,6 +403,7 @@ fn default_message(code: S3ErrorCode) -> &'static str {
         NoSuchUpload => "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
         NoSuchVersion => "The specified version does not exist.",
         NotImplemented => "A header or query you provided implies functionality that is not implemented.",
+        IdempotencyParameterMismatch => "Parameters on this idempotent request are inconsistent with parameters used in previous request(s).",
         PreconditionFailed => "At least one of the pre-conditions you specified did not hold",
         RequestTimeTooSkewed => "The difference between the request time and the server's time is too large.",
         SignatureDoesNotMatch => "The request signature we calculated does not match the signature you provided. Check your key and signing method.",
@@ -539,6 +543,8 @@ impl From<ObjectError> for S3Error {
                 S3Error::from_io(&io).unwrap_or_else(|| S3Error::from_code(C::IncompleteBody))
             }
             ObjectError::Erasure(other) => S3Error::new(C::InternalError, other.to_string()),
+            ObjectError::NotImplemented(message) => S3Error::new(C::NotImplemented, message),
+            ObjectError::IdempotencyMismatch => S3Error::from_code(C::IdempotencyParameterMismatch),
             ObjectError::Internal(message) => S3Error::new(C::InternalError, message),
         }
     }

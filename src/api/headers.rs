@@ -439,6 +439,15 @@ pub fn check_copy_source_conditions(
     check_prefixed_conditions(headers, "x-amz-copy-source-", etag, modified)
 }
 
+/// The same conditions on a rename's source: `x-amz-rename-source-if-match` and friends.
+pub fn check_rename_source_conditions(
+    headers: &HeaderMap,
+    etag: &str,
+    modified: SystemTime,
+) -> Result<(), ConditionFailure> {
+    check_prefixed_conditions(headers, "x-amz-rename-source-", etag, modified)
+}
+
 fn check_prefixed_conditions(
     headers: &HeaderMap,
     prefix: &str,

@@ -8,7 +8,7 @@ use axum::http::HeaderMap;
 use super::acl::has_acl_headers;
 use super::auth::Identity;
 use super::error::{S3Error, S3ErrorCode};
-use super::router::{copy_source, Endpoint, Query};
+use super::router::{copy_source, rename_source, Endpoint, Query};
 use crate::iam::policy::Context;
 use crate::iam::{Check, Iam, On, Refusal};
 use crate::object::{BucketName, ObjectKey, ObjectStore};
@@ -230,6 +230,14 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
             if let Some(source) = copy_source(headers) {
                 let read = by_version(&source.version, "s3:GetObject", "s3:GetObjectVersion");
                 checks.push(Check::key(read, &source.bucket, &source.key));
+            }
+            checks
+        }
+        // As on AWS: writing the new name, and deleting the old one.
+        RenameObject { bucket, key } => {
+            let mut checks = vec![k("s3:PutObject", bucket, key)];
+            if let Some((source_bucket, source_key)) = rename_source(headers) {
+                checks.push(Check::key("s3:DeleteObject", &source_bucket, &source_key));
             }
             checks
         }

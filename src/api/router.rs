@@ -55,6 +55,11 @@ pub enum Endpoint {
         bucket: BucketName,
         key: ObjectKey,
     },
+    /// `PUT /{key}?renameObject` with `x-amz-rename-source`: `key` is the new name.
+    RenameObject {
+        bucket: BucketName,
+        key: ObjectKey,
+    },
     GetObjectAttributes {
         bucket: BucketName,
         key: ObjectKey,
@@ -275,6 +280,7 @@ impl Endpoint {
             Endpoint::HeadObject { .. } => "HeadObject",
             Endpoint::DeleteObject { .. } => "DeleteObject",
             Endpoint::CopyObject { .. } => "CopyObject",
+            Endpoint::RenameObject { .. } => "RenameObject",
             Endpoint::GetObjectAttributes { .. } => "GetObjectAttributes",
             Endpoint::GetObjectTagging { .. } => "GetObjectTagging",
             Endpoint::PutObjectTagging { .. } => "PutObjectTagging",
@@ -423,6 +429,16 @@ pub fn copy_source(headers: &HeaderMap) -> Option<CopySource> {
         key: key.to_string(),
         version,
     })
+}
+
+/// The object a rename moves: `x-amz-rename-source: [/]bucket/key`, URL-encoded, as
+/// `(bucket, key)`; `None` when it is absent or names no bucket and key.
+pub fn rename_source(headers: &HeaderMap) -> Option<(String, String)> {
+    let raw = headers.get("x-amz-rename-source")?.to_str().ok()?;
+    let decoded = percent_decode_str(raw).decode_utf8().ok()?;
+    let path = decoded.strip_prefix('/').unwrap_or(&decoded);
+    let (bucket, key) = path.split_once('/')?;
+    (!key.is_empty()).then(|| (bucket.to_string(), key.to_string()))
 }
 
 /// The bucket a request's `Host` names when it is `bucket.DOMAIN` (virtual-hosted style).
@@ -642,6 +658,12 @@ pub fn parse(
                     version_id: version_id()?,
                 },
             ),
+            _ => not_implemented(),
+        };
+    }
+    if query.has("renameObject") {
+        return match *method {
+            Method::PUT => only(&["renameObject"], Endpoint::RenameObject { bucket, key }),
             _ => not_implemented(),
         };
     }

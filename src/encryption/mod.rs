@@ -257,6 +257,66 @@ impl Sse {
     }
 }
 
+/// A name an object key is sealed for: `(bucket, object)`.
+pub type SealedFor<'a> = (&'a str, &'a str);
+
+impl Sse {
+    /// The same object key, sealed for the version's new name `to` (a rename): opened as
+    /// sealed for `from`, then sealed again under the same key-encryption key. The data
+    /// and everything else in the record stay as they are; an SSE-KMS data key keeps its
+    /// encryption context, which its sealed form needs. SSE-C versions go through
+    /// [`Sse::rebind_customer`].
+    pub async fn rebind(
+        &self,
+        kms: &dyn KeyService,
+        from: SealedFor<'_>,
+        to: SealedFor<'_>,
+    ) -> Result<Sse, EncryptionError> {
+        let key = self.open(kms, None, from.0, from.1).await?;
+        let to = context(to.0, to.1, self.kind());
+        let mut rebound = self.clone();
+        match &mut rebound {
+            Sse::S3 { sealed } => *sealed = seal(&*kms.sse_s3_kek().await?, &key, &to),
+            Sse::Kms {
+                key_id,
+                sealed_data_key,
+                sealed,
+                context,
+                ..
+            } => {
+                let sealed_data_key = BASE64
+                    .decode(&*sealed_data_key)
+                    .map_err(|_| EncryptionError::Malformed("sealed data key".into()))?;
+                let data_key = kms
+                    .decrypt_data_key(key_id, &sealed_data_key, context)
+                    .await?;
+                *sealed = seal(&data_key, &key, &to);
+            }
+            Sse::Customer { .. } => return Err(EncryptionError::CustomerKeyRequired),
+        }
+        Ok(rebound)
+    }
+
+    /// [`Sse::rebind`] of an SSE-C version, with the client's key (its fingerprint is kept).
+    pub fn rebind_customer(
+        &self,
+        customer: &CustomerKey,
+        from: SealedFor<'_>,
+        to: SealedFor<'_>,
+    ) -> Result<Sse, EncryptionError> {
+        let key = self.open_customer(customer, from.0, from.1)?;
+        let mut rebound = self.clone();
+        if let Sse::Customer { sealed, .. } = &mut rebound {
+            *sealed = seal(
+                customer.as_kek(),
+                &key,
+                &context(to.0, to.1, SseKind::Customer),
+            );
+        }
+        Ok(rebound)
+    }
+}
+
 fn context<'a>(bucket: &'a str, object: &'a str, kind: SseKind) -> SealContext<'a> {
     SealContext {
         bucket,

@@ -10,7 +10,7 @@ use super::{BucketRecord, ObjectError, ObjectKey, ObjectRecord, ObjectStore};
 use crate::body::ByteStream;
 use crate::encryption::{
     decrypt_stream, kms_context, plain_len, sealed_range, CustomerKey, EncryptionError,
-    ObjectKey as DataKey, PackageKey, SealedRange, Sse,
+    ObjectKey as DataKey, PackageKey, SealedFor, SealedRange, Sse,
 };
 use crate::kms::{EncryptionContext, KeyService};
 
@@ -166,6 +166,34 @@ impl ObjectStore {
             }
         };
         Ok(Some(opened))
+    }
+
+    /// A version's encryption record with its object key sealed for the name `to` instead
+    /// of `from` (a rename): the key is re-wrapped, the data never re-encrypted. The SSE-C
+    /// key of an SSE-C version is required, and refused for any other, as on a read.
+    pub(crate) async fn rebind_key(
+        &self,
+        sse: Option<&Sse>,
+        customer: Option<&CustomerKey>,
+        from: SealedFor<'_>,
+        to: SealedFor<'_>,
+    ) -> Result<Option<Sse>, ObjectError> {
+        let rebound = match (sse, customer) {
+            (None, None) => return Ok(None),
+            (None, Some(_)) => return Err(EncryptionError::CustomerKeyNotApplicable.into()),
+            (Some(sse @ Sse::Customer { .. }), Some(customer)) => {
+                sse.rebind_customer(customer, from, to)?
+            }
+            (Some(Sse::Customer { .. }), None) => {
+                return Err(EncryptionError::CustomerKeyRequired.into())
+            }
+            (Some(_), Some(_)) => return Err(EncryptionError::CustomerKeyNotApplicable.into()),
+            (Some(sse), None) => {
+                let kms = self.require_key_service()?;
+                sse.rebind(kms.as_ref(), from, to).await?
+            }
+        };
+        Ok(Some(rebound))
     }
 }
 

@@ -34,34 +34,62 @@ fn guarded(
         .collect()
 }
 
-/// Commits `batches[i]` on drive `i` (`None`: leave it out), decided on a key's object
-/// records, of which the set agreed on `agreed` (`Some(None)`: that the key does not exist;
-/// `None`: on nothing, when each drive keeps its own record under the new one). Each drive
-/// takes its batch only if it still holds the record it was read with, and that record is
-/// one the decision accounts for (see [`Copies::guard_on`]). `data_on`: the drives that
-/// hold the data the commit records, if any (see [`ErasureSet::commit`]); `also`: each
-/// drive's guard on the other records the decision read (see [`guarded`]). Answers how many
-/// drives took it.
-pub(crate) async fn commit_on_records(
+/// What a key's object records are, as a commit decided on them sees them: every drive's,
+/// and the one the set agreed on (`Some(None)`: that the key does not exist; `None`: on
+/// nothing, when each drive keeps its own record under the new one).
+pub(crate) type RecordsBasis<'a> = (&'a DriveRecords, Option<Option<&'a ObjectRecord>>);
+
+/// `batches[i]` for drive `i` (`None`: leave it out), guarded as decided on a key's object
+/// records: each drive takes its batch only if it still holds the record it was read with,
+/// and that record is one the decision accounts for (see [`Copies::guard_on`]). `also`:
+/// each drive's guard on the other records the decision read (see [`guarded`]).
+pub(crate) fn guarded_on_records(
     set: &RecordSet,
     batches: Vec<Option<Vec<MetaOp>>>,
-    (records, agreed): (&DriveRecords, Option<Option<&ObjectRecord>>),
-    data_on: Option<&[bool]>,
+    (records, agreed): RecordsBasis<'_>,
     also: &[Guard],
-) -> Result<usize, ObjectError> {
+) -> Vec<Batch> {
     let guard = |i| match agreed {
         Some(agreed) => records.guard_on(set, i, agreed),
         None => records
             .unchanged_on(i)
             .map_or(Guard::LeaveOut, |held| Guard::Expect(vec![held])),
     };
-    let batches = guarded(batches, guard, also);
+    guarded(batches, guard, also)
+}
+
+/// Commits `batches[i]` on drive `i` (`None`: leave it out), decided on a key's object
+/// records (see [`guarded_on_records`]). `data_on`: the drives that hold the data the
+/// commit records, if any (see [`RecordSet::commit`]). Answers how many drives took it.
+pub(crate) async fn commit_on_records(
+    set: &RecordSet,
+    batches: Vec<Option<Vec<MetaOp>>>,
+    basis: RecordsBasis<'_>,
+    data_on: Option<&[bool]>,
+    also: &[Guard],
+) -> Result<usize, ObjectError> {
+    let batches = guarded_on_records(set, batches, basis, also);
     Ok(set.commit(batches, data_on).await?)
 }
 
-/// Commits a change decided on a key's versions (see [`KeyVersions`]): each drive takes
-/// its batch only if it still holds the versions record and the object record it was read
-/// with, and both are ones the decision accounts for. Answers how many drives took it.
+/// `batches[i]` for drive `i`, guarded as decided on a key's versions (see
+/// [`KeyVersions`]): each drive takes its batch only if it still holds the versions record
+/// and the object record it was read with, and both are ones the decision accounts for.
+pub(crate) fn guarded_on_versions(
+    set: &RecordSet,
+    batches: Vec<Option<Vec<MetaOp>>>,
+    current: &KeyVersions,
+    also: &[Guard],
+) -> Vec<Batch> {
+    let guard = |i| {
+        let state = current.states.guard_on(set, i, current.state.as_ref());
+        state.and(current.records.guard_on(set, i, current.object.as_ref()))
+    };
+    guarded(batches, guard, also)
+}
+
+/// Commits a change decided on a key's versions (see [`guarded_on_versions`]). Answers how
+/// many drives took it.
 pub(crate) async fn commit_on_versions(
     set: &RecordSet,
     batches: Vec<Option<Vec<MetaOp>>>,
@@ -69,12 +97,23 @@ pub(crate) async fn commit_on_versions(
     data_on: Option<&[bool]>,
     also: &[Guard],
 ) -> Result<usize, ObjectError> {
-    let guard = |i| {
-        let state = current.states.guard_on(set, i, current.state.as_ref());
-        state.and(current.records.guard_on(set, i, current.object.as_ref()))
-    };
-    let batches = guarded(batches, guard, also);
+    let batches = guarded_on_versions(set, batches, current, also);
     Ok(set.commit(batches, data_on).await?)
+}
+
+/// Two changes of one set, each guarded on what it was decided on, as one commit: each
+/// drive takes both in one transaction, or neither.
+pub(crate) fn together(first: Vec<Batch>, second: Vec<Batch>) -> Vec<Batch> {
+    (first.into_iter().zip(second))
+        .map(|pair| match pair {
+            (Batch::Apply(mut ops), Batch::Apply(more)) => {
+                ops.extend(more);
+                Batch::Apply(ops)
+            }
+            (Batch::Refuse, _) | (_, Batch::Refuse) => Batch::Refuse,
+            _ => Batch::LeaveOut,
+        })
+        .collect()
 }
 
 /// Commits `batches[i]` on drive `i` (`None`: leave it out) where `guards[i]` lets it: a

@@ -23,9 +23,13 @@ impl NamespaceLocks {
     }
 
     fn stripe(&self, bucket: &str, key: &str) -> &RwLock<()> {
+        &self.stripes[self.stripe_of(bucket, key)]
+    }
+
+    fn stripe_of(&self, bucket: &str, key: &str) -> usize {
         let mut h = SipHasher13::new();
         (bucket, key).hash(&mut h);
-        &self.stripes[(h.finish() % STRIPES as u64) as usize]
+        (h.finish() % STRIPES as u64) as usize
     }
 
     pub async fn read(&self, bucket: &str, key: &str) -> RwLockReadGuard<'_, ()> {
@@ -34,5 +38,17 @@ impl NamespaceLocks {
 
     pub async fn write(&self, bucket: &str, key: &str) -> RwLockWriteGuard<'_, ()> {
         self.stripe(bucket, key).write().await
+    }
+
+    /// The write locks of two keys of a bucket (a rename's), taken in stripe order so that
+    /// two such writers never wait on each other; one lock when both share a stripe.
+    pub async fn write_both(&self, bucket: &str, keys: [&str; 2]) -> Vec<RwLockWriteGuard<'_, ()>> {
+        let mut stripes = keys.map(|key| self.stripe_of(bucket, key));
+        stripes.sort_unstable();
+        let mut guards = vec![self.stripes[stripes[0]].write().await];
+        if stripes[1] != stripes[0] {
+            guards.push(self.stripes[stripes[1]].write().await);
+        }
+        guards
     }
 }

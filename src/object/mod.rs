@@ -30,6 +30,7 @@ mod object_lock;
 mod objects;
 mod purge;
 mod record;
+mod rename;
 mod replicas;
 mod span;
 mod system;
@@ -68,6 +69,7 @@ pub use record::{
     BucketRecord, BucketSettings, CorsRule, DefaultEncryption, ObjectRecord, PartRecord,
     SseAlgorithm, StoredChecksum, TierLocation, UploadRecord, Versioning, NULL_VERSION,
 };
+pub use rename::{Precondition, RenameOptions};
 pub use span::{ByteRange, ReadSpan};
 pub use tier::{Tier, TierError, Tiers};
 pub use uploads::{UploadEntry, UploadQuery, UploadsPage};
@@ -157,6 +159,12 @@ pub enum ObjectError {
     /// cluster could not hear of it (the control plane is out of reach).
     #[error("the cluster's control plane is unavailable; settings cannot change now")]
     ControlPlaneUnavailable,
+    /// A request this server does not carry out (yet), said why.
+    #[error("not implemented: {0}")]
+    NotImplemented(String),
+    /// A retried idempotent request (a rename's client token) asked something else.
+    #[error("the client token was used with other parameters")]
+    IdempotencyMismatch,
     #[error("internal: {0}")]
     Internal(String),
 }

@@ -576,6 +576,7 @@ impl ObjectStore {
             upload_id: Some(upload_id.to_string()),
             acl: upload.acl.clone(),
             sse: upload.sse.clone(),
+            renamed_by: None,
         };
         let mut extra = vec![MetaOp::Put {
             table: MetaTable::Uploads,

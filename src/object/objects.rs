@@ -173,6 +173,7 @@ impl ObjectStore {
             upload_id: None,
             acl: options.acl,
             sse: sealing.map(|new| new.sse),
+            renamed_by: None,
         };
         let mut data_holders = None;
         let inline = match outcome.encoded {
@@ -581,7 +582,7 @@ impl ObjectStore {
 /// Takes a committed tombstone (written over `replaced` on every drive) away, with the
 /// inline chunks of the version it replaced. A drive where a later write replaced it keeps
 /// that; one that misses this keeps the tombstone until heal removes it.
-async fn remove_tombstone(
+pub(crate) async fn remove_tombstone(
     set: &RecordSet,
     bucket: &BucketRecord,
     key: &ObjectKey,
@@ -625,23 +626,35 @@ async fn commit_over(
     agreed: Option<Option<ObjectRecord>>,
     version: &NewVersion<'_>,
 ) -> Result<usize, ObjectError> {
+    let batches = batches_over(bucket, key, current, agreed.as_ref(), version);
+    let basis = (current, agreed.as_ref().map(Option::as_ref));
+    let (data_holders, decided_on) = (&version.data_holders, &version.decided_on);
+    commit_on_records(set, batches, basis, data_holders.as_deref(), decided_on).await
+}
+
+/// Each drive's batch of [`commit_over`], unguarded (`None`: leave the drive out).
+pub(crate) fn batches_over(
+    bucket: &BucketRecord,
+    key: &ObjectKey,
+    current: &DriveRecords,
+    agreed: Option<&Option<ObjectRecord>>,
+    version: &NewVersion<'_>,
+) -> Vec<Option<Vec<MetaOp>>> {
     let NewVersion {
         record,
         inline,
-        data_holders,
         extra,
-        decided_on,
         ..
     } = version;
     let db_key = object_key(&bucket.name, key.as_str());
-    let batches = current
+    current
         .iter()
         .enumerate()
         .map(|(i, held)| {
             let held = held_for_commit(held)?;
             let mut new = (*record).clone();
             let mut ops = Vec::new();
-            let replaced = match &agreed {
+            let replaced = match agreed {
                 Some(agreed) => agreed.clone(),
                 None => held.cloned(),
             }
@@ -676,9 +689,7 @@ async fn commit_over(
             ops.extend(extra.iter().cloned());
             Some(ops)
         })
-        .collect();
-    let basis = (current, agreed.as_ref().map(Option::as_ref));
-    commit_on_records(set, batches, basis, data_holders.as_deref(), decided_on).await
+        .collect()
 }
 
 /// A body written to staging and checked against what the client announced.

@@ -247,6 +247,17 @@ pub struct ObjectRecord {
     /// [`ObjectRecord::content_length`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sse: Option<crate::encryption::Sse>,
+    /// The rename that made this version, when the client gave it a token: a retry of it
+    /// (same token, same source) succeeds again without doing anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renamed_by: Option<RenameToken>,
+}
+
+/// A rename's `x-amz-client-token` and the source it named.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RenameToken {
+    pub client_token: String,
+    pub source: String,
 }
 
 impl ObjectRecord {
@@ -367,6 +378,7 @@ impl ObjectRecord {
             upload_id: None,
             acl: None,
             sse: None,
+            renamed_by: None,
         }
     }
 }

@@ -149,7 +149,7 @@ pub(crate) struct NewState<'a> {
 
 impl NewState<'_> {
     /// Versions that keep their data: a removal or a metadata change.
-    fn of(versions: Vec<ObjectRecord>) -> Self {
+    pub(crate) fn of(versions: Vec<ObjectRecord>) -> Self {
         Self {
             versions,
             added: None,
@@ -157,6 +157,106 @@ impl NewState<'_> {
             decided_on: Vec::new(),
         }
     }
+}
+
+/// Each drive's batch of [`ObjectStore::commit_versions`], unguarded (`None`: leave the
+/// drive out), and the versions of the new state.
+pub(crate) fn state_batches(
+    bucket: &BucketRecord,
+    key: &ObjectKey,
+    current: &KeyVersions,
+    next: NewState<'_>,
+) -> (Vec<Option<Vec<MetaOp>>>, Vec<ObjectRecord>) {
+    let NewState {
+        versions,
+        added,
+        extra,
+        ..
+    } = next;
+    let db_key = object_key(&bucket.name, key.as_str());
+    let new_state = (!versions.is_empty()).then(|| VersionsRecord {
+        state: Uuid::new_v4(),
+        versions: versions.clone(),
+        superseded: None,
+    });
+    let newest_object = versions.first();
+    // What the drives must keep readable until the next commit: the new versions and,
+    // as long as the new state may be cut short, the old ones.
+    let keeps = |data_id: Uuid| {
+        versions.iter().any(|v| v.data_id == data_id)
+            || (new_state.is_some() && current.versions.iter().any(|v| v.data_id == data_id))
+    };
+    let batches: Vec<Option<Vec<MetaOp>>> = current
+        .states
+        .iter()
+        .zip(&current.records)
+        .enumerate()
+        .map(|(i, (held_state, held_object))| {
+            let (held_state, held_object) =
+                (held_for_commit(held_state)?, held_for_commit(held_object)?);
+            let mut ops = Vec::new();
+            match &new_state {
+                Some(state) => {
+                    let mut state = state.clone();
+                    state.superseded = current.state.clone().map(Box::new);
+                    ops.push(MetaOp::Put {
+                        table: MetaTable::Versions,
+                        key: db_key.clone(),
+                        value: record::encode(&state),
+                    });
+                }
+                None => ops.push(MetaOp::Delete {
+                    table: MetaTable::Versions,
+                    key: db_key.clone(),
+                }),
+            }
+            match newest_object {
+                Some(newest) => {
+                    let mut newest = newest.clone();
+                    newest.superseded = current.object.clone().map(Box::new);
+                    ops.push(MetaOp::Put {
+                        table: MetaTable::Objects,
+                        key: db_key.clone(),
+                        value: record::encode(&newest),
+                    });
+                }
+                None => ops.push(MetaOp::Delete {
+                    table: MetaTable::Objects,
+                    key: db_key.clone(),
+                }),
+            }
+            if let Some(Addition {
+                record,
+                inline: Some(chunks),
+                ..
+            }) = &added
+            {
+                ops.push(MetaOp::Put {
+                    table: MetaTable::Inline,
+                    key: inline_key(&bucket.name, key.as_str(), record.data_id),
+                    value: chunks[i].to_vec(),
+                });
+            }
+            let held_versions = held_state
+                .into_iter()
+                .flat_map(VersionsRecord::with_superseded)
+                .flat_map(|s| s.versions.iter())
+                .chain(
+                    held_object
+                        .into_iter()
+                        .flat_map(ObjectRecord::with_superseded),
+                );
+            ops.extend(dropped_inline_chunks(
+                &bucket.name,
+                key.as_str(),
+                held_versions,
+                keeps,
+            ));
+            ops.extend(extra.iter().cloned());
+            Some(ops)
+        })
+        .collect();
+    (batches, versions)
 }
 
 /// Fails unless `id` could name a version.
@@ -182,97 +282,30 @@ impl ObjectStore {
         current: &KeyVersions,
         next: NewState<'_>,
     ) -> Result<(), ObjectError> {
-        let NewState {
-            versions,
-            added,
-            extra,
-            decided_on,
-        } = next;
+        let data_on = (next.added.as_ref()).and_then(|a| a.data_holders.map(<[bool]>::to_vec));
+        let decided_on = next.decided_on.clone();
+        let (batches, versions) = state_batches(bucket, key, current, next);
+        let took =
+            commit_on_versions(set, batches, current, data_on.as_deref(), &decided_on).await?;
+        self.settle_versions(set, bucket, key, current, &versions, took)
+            .await;
+        Ok(())
+    }
+
+    /// What follows a committed state of a key (`versions`, taken by `took` drives): the
+    /// tombstone of a delete marker goes once every drive holds it, and the data of the
+    /// versions the state no longer holds goes.
+    pub(crate) async fn settle_versions(
+        &self,
+        set: &RecordSet,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+        current: &KeyVersions,
+        versions: &[ObjectRecord],
+        took: usize,
+    ) {
         let db_key = object_key(&bucket.name, key.as_str());
-        let new_state = (!versions.is_empty()).then(|| VersionsRecord {
-            state: Uuid::new_v4(),
-            versions: versions.clone(),
-            superseded: None,
-        });
         let newest_object = versions.first();
-        // What the drives must keep readable until the next commit: the new versions and,
-        // as long as the new state may be cut short, the old ones.
-        let keeps = |data_id: Uuid| {
-            versions.iter().any(|v| v.data_id == data_id)
-                || (new_state.is_some() && current.versions.iter().any(|v| v.data_id == data_id))
-        };
-        let batches = current
-            .states
-            .iter()
-            .zip(&current.records)
-            .enumerate()
-            .map(|(i, (held_state, held_object))| {
-                let (held_state, held_object) =
-                    (held_for_commit(held_state)?, held_for_commit(held_object)?);
-                let mut ops = Vec::new();
-                match &new_state {
-                    Some(state) => {
-                        let mut state = state.clone();
-                        state.superseded = current.state.clone().map(Box::new);
-                        ops.push(MetaOp::Put {
-                            table: MetaTable::Versions,
-                            key: db_key.clone(),
-                            value: record::encode(&state),
-                        });
-                    }
-                    None => ops.push(MetaOp::Delete {
-                        table: MetaTable::Versions,
-                        key: db_key.clone(),
-                    }),
-                }
-                match newest_object {
-                    Some(newest) => {
-                        let mut newest = newest.clone();
-                        newest.superseded = current.object.clone().map(Box::new);
-                        ops.push(MetaOp::Put {
-                            table: MetaTable::Objects,
-                            key: db_key.clone(),
-                            value: record::encode(&newest),
-                        });
-                    }
-                    None => ops.push(MetaOp::Delete {
-                        table: MetaTable::Objects,
-                        key: db_key.clone(),
-                    }),
-                }
-                if let Some(Addition {
-                    record,
-                    inline: Some(chunks),
-                    ..
-                }) = &added
-                {
-                    ops.push(MetaOp::Put {
-                        table: MetaTable::Inline,
-                        key: inline_key(&bucket.name, key.as_str(), record.data_id),
-                        value: chunks[i].to_vec(),
-                    });
-                }
-                let held_versions = held_state
-                    .into_iter()
-                    .flat_map(VersionsRecord::with_superseded)
-                    .flat_map(|s| s.versions.iter())
-                    .chain(
-                        held_object
-                            .into_iter()
-                            .flat_map(ObjectRecord::with_superseded),
-                    );
-                ops.extend(dropped_inline_chunks(
-                    &bucket.name,
-                    key.as_str(),
-                    held_versions,
-                    keeps,
-                ));
-                ops.extend(extra.iter().cloned());
-                Some(ops)
-            })
-            .collect();
-        let data_on = added.as_ref().and_then(|a| a.data_holders);
-        let took = commit_on_versions(set, batches, current, data_on, &decided_on).await?;
         let everywhere = took == set.width();
         if let Some(tombstone) = newest_object.filter(|v| v.delete_marker && everywhere) {
             // The tombstone has done its job (see the module's note); a drive that misses
@@ -323,7 +356,6 @@ impl ObjectStore {
             }
         }
         self.delete_data(set, bucket, gone).await;
-        Ok(())
     }
 
     /// Adds a new version of a key in a versioned bucket, as a PUT, copy or multipart
@@ -642,5 +674,6 @@ pub(crate) fn delete_marker(versioning: Option<Versioning>, set: &RecordSet) -> 
         upload_id: None,
         acl: None,
         sse: None,
+        renamed_by: None,
     }
 }

@@ -15,6 +15,7 @@ mod multipart;
 mod object;
 mod policy;
 mod post_object;
+mod rename;
 mod tagging;
 mod versioning;
 
@@ -191,6 +192,7 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
             .await
         }
         CopyObject { bucket, key } => copy::copy_object(request, &bucket, &key).await,
+        RenameObject { bucket, key } => rename::rename_object(request, &bucket, &key).await,
         GetObjectAttributes {
             bucket,
             key,
