@@ -92,6 +92,7 @@ def test_rename_in_an_unversioned_bucket_moves_the_object_and_copies_no_data(
                   Metadata={"step": "7"}, Tagging="run=1")
     etag = multipart(s3, bucket, "ckpt.tmp", large)
     before = shard_inodes(server.drives)
+    assert before, "the multipart object has shard files"
 
     assert rename(s3, bucket, "small", "small.tmp")["ResponseMetadata"]["HTTPStatusCode"] == 200
     assert rename(s3, bucket, "ckpt", "ckpt.tmp")["ResponseMetadata"]["HTTPStatusCode"] == 200
@@ -294,7 +295,7 @@ def test_the_rename_source_must_be_in_the_same_bucket(s3, bucket):
     s3.put_object(Bucket=bucket, Key="a", Body=b"a")
     with pytest.raises(ClientError) as e:
         s3.rename_object(Bucket=bucket, Key="b", RenameSource=source("another-bucket", "a"))
-    assert error_of(e.value)[1] in (400, 403)
+    assert error_of(e.value) == ("InvalidRequest", 400)
     assert body(s3, bucket, "a") == b"a"
 
 

@@ -422,23 +422,26 @@ pub fn copy_source(headers: &HeaderMap) -> Option<CopySource> {
         Some((path, version)) => (path, Some(version.to_string())),
         None => (&*decoded, None),
     };
-    let path = path.strip_prefix('/').unwrap_or(path);
-    let (bucket, key) = path.split_once('/')?;
-    (!key.is_empty()).then(|| CopySource {
-        bucket: bucket.to_string(),
-        key: key.to_string(),
+    let (bucket, key) = bucket_and_key_of(path)?;
+    Some(CopySource {
+        bucket,
+        key,
         version,
     })
+}
+
+/// `[/]bucket/key`, as a copy or rename source names an object; `None` without both.
+fn bucket_and_key_of(path: &str) -> Option<(String, String)> {
+    let path = path.strip_prefix('/').unwrap_or(path);
+    let (bucket, key) = path.split_once('/')?;
+    (!key.is_empty()).then(|| (bucket.to_string(), key.to_string()))
 }
 
 /// The object a rename moves: `x-amz-rename-source: [/]bucket/key`, URL-encoded, as
 /// `(bucket, key)`; `None` when it is absent or names no bucket and key.
 pub fn rename_source(headers: &HeaderMap) -> Option<(String, String)> {
     let raw = headers.get("x-amz-rename-source")?.to_str().ok()?;
-    let decoded = percent_decode_str(raw).decode_utf8().ok()?;
-    let path = decoded.strip_prefix('/').unwrap_or(&decoded);
-    let (bucket, key) = path.split_once('/')?;
-    (!key.is_empty()).then(|| (bucket.to_string(), key.to_string()))
+    bucket_and_key_of(&percent_decode_str(raw).decode_utf8().ok()?)
 }
 
 /// The bucket a request's `Host` names when it is `bucket.DOMAIN` (virtual-hosted style).

@@ -22,6 +22,7 @@ pub mod sse_c;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
+use zeroize::Zeroizing;
 
 use crate::kms::{DataKey, EncryptionContext, KeyService, KmsError};
 
@@ -196,28 +197,34 @@ impl Sse {
             (Sse::Customer { .. }, Some(customer)) => self.open_customer(customer, bucket, object),
             (Sse::Customer { .. }, None) => Err(EncryptionError::CustomerKeyRequired),
             (_, Some(_)) => Err(EncryptionError::CustomerKeyNotApplicable),
-            (Sse::S3 { sealed }, None) => {
-                let kek = kms.sse_s3_kek().await?;
-                unseal(&kek, sealed, &context)
+            (Sse::S3 { sealed } | Sse::Kms { sealed, .. }, None) => {
+                unseal(&*self.key_encryption_key(kms).await?, sealed, &context)
             }
-            (
-                Sse::Kms {
-                    key_id,
-                    sealed_data_key,
-                    sealed,
-                    context: kms_context,
-                    ..
-                },
-                None,
-            ) => {
+        }
+    }
+
+    /// The key that seals an SSE-S3 or SSE-KMS object key: the deployment's SSE-S3 KEK, or
+    /// the version's data key as the key service unseals it.
+    async fn key_encryption_key(
+        &self,
+        kms: &dyn KeyService,
+    ) -> Result<Zeroizing<[u8; 32]>, EncryptionError> {
+        match self {
+            Sse::S3 { .. } => Ok(kms.sse_s3_kek().await?),
+            Sse::Kms {
+                key_id,
+                sealed_data_key,
+                context,
+                ..
+            } => {
                 let sealed_data_key = BASE64
                     .decode(sealed_data_key)
                     .map_err(|_| EncryptionError::Malformed("sealed data key".into()))?;
-                let data_key = kms
-                    .decrypt_data_key(key_id, &sealed_data_key, kms_context)
-                    .await?;
-                unseal(&data_key, sealed, &context)
+                Ok(kms
+                    .decrypt_data_key(key_id, &sealed_data_key, context)
+                    .await?)
             }
+            Sse::Customer { .. } => Err(EncryptionError::CustomerKeyRequired),
         }
     }
 
@@ -272,27 +279,11 @@ impl Sse {
         from: SealedFor<'_>,
         to: SealedFor<'_>,
     ) -> Result<Sse, EncryptionError> {
-        let key = self.open(kms, None, from.0, from.1).await?;
-        let to = context(to.0, to.1, self.kind());
+        let kek = self.key_encryption_key(kms).await?;
         let mut rebound = self.clone();
-        match &mut rebound {
-            Sse::S3 { sealed } => *sealed = seal(&*kms.sse_s3_kek().await?, &key, &to),
-            Sse::Kms {
-                key_id,
-                sealed_data_key,
-                sealed,
-                context,
-                ..
-            } => {
-                let sealed_data_key = BASE64
-                    .decode(&*sealed_data_key)
-                    .map_err(|_| EncryptionError::Malformed("sealed data key".into()))?;
-                let data_key = kms
-                    .decrypt_data_key(key_id, &sealed_data_key, context)
-                    .await?;
-                *sealed = seal(&data_key, &key, &to);
-            }
-            Sse::Customer { .. } => return Err(EncryptionError::CustomerKeyRequired),
+        if let Sse::S3 { sealed } | Sse::Kms { sealed, .. } = &mut rebound {
+            let key = unseal(&kek, sealed, &context(from.0, from.1, self.kind()))?;
+            *sealed = seal(&kek, &key, &context(to.0, to.1, self.kind()));
         }
         Ok(rebound)
     }

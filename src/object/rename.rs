@@ -111,22 +111,19 @@ impl ObjectStore {
         options: &RenameOptions,
     ) -> Result<(), ObjectError> {
         let name = bucket.name.as_str();
-        let guards = self
-            .locks
+        let _guards = (self.locks)
             .write_both(name, [key.as_str(), source.as_str()])
             .await;
         match bucket.settings.versioning {
             None => {
                 self.rename_unversioned(set, bucket, key, source, options)
-                    .await?
+                    .await
             }
             Some(_) => {
                 self.rename_versioned(set, bucket, key, source, options)
-                    .await?
+                    .await
             }
         }
-        drop(guards);
-        Ok(())
     }
 
     async fn rename_unversioned(
