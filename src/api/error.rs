@@ -61,6 +61,8 @@ pub enum S3ErrorCode {
     NoSuchVersion,
     NotImplemented,
     IdempotencyParameterMismatch,
+    InvalidWriteOffset,
+    TooManyParts,
     ObjectLockConfigurationNotFoundError,
     OwnershipControlsNotFoundError,
     ServerSideEncryptionConfigurationNotFoundError,
@@ -143,6 +145,8 @@ impl S3ErrorCode {
             NoSuchVersion => "NoSuchVersion",
             NotImplemented => "NotImplemented",
             IdempotencyParameterMismatch => "IdempotencyParameterMismatch",
+            InvalidWriteOffset => "InvalidWriteOffset",
+            TooManyParts => "TooManyParts",
             PreconditionFailed => "PreconditionFailed",
             RequestTimeTooSkewed => "RequestTimeTooSkewed",
             SignatureDoesNotMatch => "SignatureDoesNotMatch",
@@ -197,6 +201,8 @@ impl S3ErrorCode {
             | KmsDisabled
             | InvalidBucketAclWithObjectOwnership
             | IdempotencyParameterMismatch
+            | InvalidWriteOffset
+            | TooManyParts
             | InvalidBucketName
             | InvalidDigest
             | InvalidLocationConstraint
@@ -404,6 +410,8 @@ fn default_message(code: S3ErrorCode) -> &'static str {
         NoSuchVersion => "The specified version does not exist.",
         NotImplemented => "A header or query you provided implies functionality that is not implemented.",
         IdempotencyParameterMismatch => "Parameters on this idempotent request are inconsistent with parameters used in previous request(s).",
+        InvalidWriteOffset => "The write offset value that you specified does not match the current object size.",
+        TooManyParts => "You have attempted to add more parts than the maximum of 10000 that are allowed for this object. Copy the object (CopyObject) to rewrite it as one, then append to the copy.",
         PreconditionFailed => "At least one of the pre-conditions you specified did not hold",
         RequestTimeTooSkewed => "The difference between the request time and the server's time is too large.",
         SignatureDoesNotMatch => "The request signature we calculated does not match the signature you provided. Check your key and signing method.",
@@ -545,6 +553,8 @@ impl From<ObjectError> for S3Error {
             ObjectError::Erasure(other) => S3Error::new(C::InternalError, other.to_string()),
             ObjectError::NotImplemented(message) => S3Error::new(C::NotImplemented, message),
             ObjectError::IdempotencyMismatch => S3Error::from_code(C::IdempotencyParameterMismatch),
+            ObjectError::InvalidWriteOffset => S3Error::from_code(C::InvalidWriteOffset),
+            ObjectError::TooManyParts => S3Error::from_code(C::TooManyParts),
             ObjectError::Internal(message) => S3Error::new(C::InternalError, message),
         }
     }

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::record::{DefaultEncryption, SseAlgorithm};
+use super::record::{DefaultEncryption, SseAlgorithm, SINGLE_PUT_FILE};
 use super::{BucketRecord, ObjectError, ObjectKey, ObjectRecord, ObjectStore};
 use crate::body::ByteStream;
 use crate::encryption::{
@@ -260,8 +260,9 @@ impl Piece {
 
 /// The pieces that hold plaintext bytes `start..end` of an encrypted version: a single PUT
 /// is one package stream under the object's package key; each part of a multipart upload
-/// is one of its own, under a key named by the part's file (unique to each upload of it, so
-/// a part sent twice never reuses a key).
+/// (or segment of an append) is one of its own, under a key named by the part's file
+/// (unique to each upload of it, so a part sent twice never reuses a key). An appended
+/// object keeps its first PUT's data as its first part, still under the object's key.
 pub(crate) fn pieces(record: &ObjectRecord, key: &DataKey, start: u64, end: u64) -> Vec<Piece> {
     if !record.is_multipart() {
         let plain_total = record.content_length();
@@ -291,7 +292,10 @@ pub(crate) fn pieces(record: &ObjectRecord, key: &DataKey, start: u64, end: u64)
             pieces.push(Piece {
                 stored: (offset, offset + range.sealed_len),
                 open: Some(Opening {
-                    key: key.part_package_key(&part.file),
+                    key: match part.file.as_str() {
+                        SINGLE_PUT_FILE => key.object_package_key(),
+                        file => key.part_package_key(file),
+                    },
                     range,
                     plain_total,
                     take: to - from,

@@ -14,6 +14,10 @@ pub enum WriteCondition {
     IfNoneMatch,
     /// `If-Match: <etag>`: only replace this version.
     IfMatch(String),
+    /// An append (`x-amz-write-offset-bytes`): only over the version appended to, named by
+    /// its data id and revision (`None`: no object, for an append at offset 0 that makes
+    /// one). Any other version has another size, so the offset no longer holds.
+    Appends(Option<(uuid::Uuid, u32)>),
 }
 
 impl WriteCondition {
@@ -25,6 +29,13 @@ impl WriteCondition {
             (WriteCondition::IfMatch(_), None) => Err(ObjectError::NoSuchKey),
             (WriteCondition::IfMatch(etag), Some(record)) if etag_matches(etag, record) => Ok(()),
             (WriteCondition::IfMatch(_), Some(_)) => Err(ObjectError::PreconditionFailed),
+            (WriteCondition::Appends(onto), current) => {
+                match (onto, current.map(|v| (v.data_id, v.revision))) {
+                    (None, None) => Ok(()),
+                    (Some(onto), Some(current)) if *onto == current => Ok(()),
+                    _ => Err(ObjectError::InvalidWriteOffset),
+                }
+            }
         }
     }
 }

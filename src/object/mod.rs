@@ -4,6 +4,7 @@
 //! the drives agree on, when a write is committed) and never touches files itself.
 
 pub mod acl;
+mod append;
 mod at_rest;
 mod authority;
 mod bucket;
@@ -162,6 +163,12 @@ pub enum ObjectError {
     /// A request this server does not carry out (yet), said why.
     #[error("not implemented: {0}")]
     NotImplemented(String),
+    /// An append's offset is not the object's size (or the object changed under it).
+    #[error("the write offset does not match the object's size")]
+    InvalidWriteOffset,
+    /// An append would give the object more than 10,000 segments.
+    #[error("the object has the most segments it may have")]
+    TooManyParts,
     /// A retried idempotent request (a rename's client token) asked something else.
     #[error("the client token was used with other parameters")]
     IdempotencyMismatch,

@@ -547,13 +547,9 @@ impl ObjectStore {
             }
         }
 
-        let mut md5s = Md5::new();
-        for part in &parts {
-            md5s.update(hex::decode(&part.etag).unwrap_or_default());
-        }
         let record = ObjectRecord {
             size: parts.iter().map(|p| p.size).sum(),
-            etag: format!("{}-{}", hex::encode(md5s.finalize()), parts.len()),
+            etag: etag_of_parts(&parts),
             modified_ms: now_ms(),
             data_id: upload.data_id,
             content_type: upload.content_type.clone(),
@@ -776,9 +772,6 @@ fn split_upload_id(db_key: &[u8]) -> String {
     String::from_utf8_lossy(id).into_owned()
 }
 
-/// The checksum of a completed object, from its parts' checksums: COMPOSITE (the checksum
-/// of the concatenated binary part checksums, with the part count appended) or FULL_OBJECT
-/// (the CRCs of the parts combined into the CRC of the whole body).
 /// The CRC of the whole object, combined from its parts' CRCs; `None` for other algorithms
 /// or when a part has no CRC of that algorithm.
 fn whole_object_crc(algorithm: ChecksumAlgorithm, parts: &[PartInfo]) -> Option<String> {
@@ -793,8 +786,20 @@ fn whole_object_crc(algorithm: ChecksumAlgorithm, parts: &[PartInfo]) -> Option<
     Some(combined)
 }
 
+/// The checksum of a completed upload's object, of the algorithm and type it was created with.
 fn object_checksum(upload: &UploadRecord, parts: &[PartInfo]) -> Option<StoredChecksum> {
-    let algorithm = upload.checksum_algorithm?;
+    checksum_of_parts(upload.checksum_algorithm?, upload.checksum_type, parts)
+}
+
+/// The checksum of an object made of `parts` (their sizes the plaintext's), from theirs:
+/// COMPOSITE (the checksum of the concatenated binary part checksums, with the part count
+/// appended) or FULL_OBJECT (the CRCs of the parts combined into the CRC of the whole body);
+/// `None` when a part has no checksum of that algorithm.
+pub(crate) fn checksum_of_parts(
+    algorithm: ChecksumAlgorithm,
+    kind: ChecksumType,
+    parts: &[PartInfo],
+) -> Option<StoredChecksum> {
     let values: Vec<&str> = parts
         .iter()
         .map(|p| {
@@ -804,7 +809,7 @@ fn object_checksum(upload: &UploadRecord, parts: &[PartInfo]) -> Option<StoredCh
                 .map(|c| c.value.as_str())
         })
         .collect::<Option<_>>()?;
-    let value = match upload.checksum_type {
+    let value = match kind {
         ChecksumType::Composite => {
             let mut hasher = algorithm.hasher();
             for value in values {
@@ -820,6 +825,15 @@ fn object_checksum(upload: &UploadRecord, parts: &[PartInfo]) -> Option<StoredCh
     Some(StoredChecksum {
         algorithm,
         value,
-        kind: upload.checksum_type,
+        kind,
     })
+}
+
+/// The ETag of an object made of `parts`: the MD5 of their binary ETags, and their count.
+pub(crate) fn etag_of_parts(parts: &[PartInfo]) -> String {
+    let mut md5s = Md5::new();
+    for part in parts {
+        md5s.update(hex::decode(&part.etag).unwrap_or_default());
+    }
+    format!("{}-{}", hex::encode(md5s.finalize()), parts.len())
 }

@@ -15,10 +15,11 @@ use super::md5_lanes::Md5Lanes;
 use super::object_lock::{self, ObjectLock};
 use super::record::{
     self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, StoredChecksum,
+    SINGLE_PUT_FILE,
 };
 use super::version::{
-    agree_on_version, held_for_commit, read_records, read_records_with_data, replaced_versions,
-    DriveRecords,
+    agree_on_version, agreed_or_conflict, held_for_commit, read_records, read_records_with_data,
+    replaced_versions, DriveRecords,
 };
 use super::versioning::{delete_marker, version_id_for};
 use super::{
@@ -135,7 +136,7 @@ impl ObjectStore {
             &self.md5,
             set,
             body,
-            "part.1",
+            SINGLE_PUT_FILE,
             INLINE_LIMIT,
             &options,
             package_key.as_ref(),
@@ -191,7 +192,7 @@ impl ObjectStore {
                     number: 1,
                     size: outcome.size,
                     etag,
-                    file: "part.1".into(),
+                    file: SINGLE_PUT_FILE.into(),
                     checksum,
                 });
                 None
@@ -251,14 +252,12 @@ impl ObjectStore {
             Err(e) => Err(e),
         };
         if let Some(condition) = version.condition {
-            match agreed {
-                // A delete's tombstone is no object.
-                Ok(ref agreed) => condition.check(agreed.as_ref().filter(|v| !v.delete_marker))?,
-                // Every drive answered and still nothing is decided: other writes are in
-                // flight (or were cut short); read again rather than answer 503 at once.
-                Err(_) if current.iter().all(|r| r.is_ok()) => return Err(ObjectError::Conflict),
-                Err(e) => return Err(e),
-            }
+            let judged = match agreed_or_conflict(set, &current)? {
+                Agreement::Found { value, .. } => Some(value),
+                Agreement::NotFound => None,
+            };
+            // A delete's tombstone is no object.
+            condition.check(judged.as_ref().filter(|v| !v.delete_marker))?;
         }
         commit_over(set, bucket, key, &current, agreed.ok(), version).await?;
         drop(guard);

@@ -166,6 +166,10 @@ pub struct StoredChecksum {
     pub kind: ChecksumType,
 }
 
+/// The shard file of a single PUT's data. A multipart upload names each part's file afresh
+/// (`part.<n>.<id>`), so this name also tells how a part is sealed (see `at_rest::pieces`).
+pub(crate) const SINGLE_PUT_FILE: &str = "part.1";
+
 /// One part of an object's data: a shard file per drive.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PartInfo {

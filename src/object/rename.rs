@@ -24,7 +24,7 @@ use super::commit::{guarded_on_records, guarded_on_versions, together};
 use super::object_lock::{self, ObjectLock};
 use super::objects::{batches_over, remove_tombstone, NewVersion};
 use super::record::{inline_key, BucketRecord, ObjectRecord, RenameToken};
-use super::version::{agree_on_version, read_records, replaced_versions};
+use super::version::{agreed_or_conflict, read_records, replaced_versions};
 use super::versioning::{
     delete_marker, key_versions, state_batches, version_id_for, Addition, NewState,
 };
@@ -379,18 +379,6 @@ impl ObjectStore {
             set.delete_data_dir(linked).await;
         }
         Ok(committed?)
-    }
-}
-
-/// What the drives agree on; every drive answered and still nothing is decided: other
-/// writes are in flight (or were cut short), so read again rather than answer 503 at once.
-fn agreed_or_conflict(
-    set: &RecordSet,
-    records: &super::version::RecordAnswers,
-) -> Result<Agreement<ObjectRecord>, ObjectError> {
-    match agree_on_version(set, records) {
-        Err(_) if records.iter().all(|r| r.is_ok()) => Err(ObjectError::Conflict),
-        agreed => agreed,
     }
 }
 

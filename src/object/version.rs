@@ -69,6 +69,19 @@ pub(crate) fn agree_on_version(
     })
 }
 
+/// What the drives agree on, where every drive answering and still nothing decided means
+/// other writes are in flight (or were cut short): [`ObjectError::Conflict`], to read again
+/// rather than answer 503 at once.
+pub(crate) fn agreed_or_conflict(
+    set: &RecordSet,
+    records: &RecordAnswers,
+) -> Result<Agreement<ObjectRecord>, ObjectError> {
+    match agree_on_version(set, records) {
+        Err(_) if records.iter().all(|r| r.is_ok()) => Err(ObjectError::Conflict),
+        agreed => agreed,
+    }
+}
+
 /// The versions, other than `keep`, that drives held as current or superseded: their data
 /// can go once a newer version is committed.
 pub(crate) fn replaced_versions(

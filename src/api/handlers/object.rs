@@ -122,12 +122,17 @@ pub async fn put_object(
     super::lock::check_retention(request.state, options.lock.retention.as_ref())?;
     options.acl = new_object_acl(&request, bucket).await?;
     let customer = customer_of(&options);
-    let record = request
-        .state
-        .store
-        .put_object(bucket, key, request.body, options)
-        .await?;
+    let store = &request.state.store;
+    let offset = write_offset(request.headers)?;
+    let record = match offset {
+        Some(offset) => (store.append_object(bucket, key, offset, request.body, options)).await?,
+        None => store.put_object(bucket, key, request.body, options).await?,
+    };
     let mut response = stored_response(&record.etag, record.checksum.as_ref());
+    if offset.is_some() {
+        let size = HeaderValue::from(record.content_length());
+        response.headers_mut().insert("x-amz-object-size", size);
+    }
     set_written_version(response.headers_mut(), &record);
     sse::response_headers(
         record.sse.as_ref(),
@@ -135,6 +140,20 @@ pub async fn put_object(
         response.headers_mut(),
     );
     Ok(response)
+}
+
+/// `x-amz-write-offset-bytes`: the PUT appends at this offset.
+fn write_offset(request_headers: &HeaderMap) -> Result<Option<u64>, S3Error> {
+    let Some(value) = headers::header(request_headers, "x-amz-write-offset-bytes") else {
+        return Ok(None);
+    };
+    match value.parse() {
+        Ok(offset) => Ok(Some(offset)),
+        Err(_) => Err(S3Error::new(
+            S3ErrorCode::InvalidArgument,
+            "x-amz-write-offset-bytes must be a non-negative integer",
+        )),
+    }
 }
 
 /// The SSE-C key a write encrypts with, to echo its MD5.
