@@ -526,3 +526,46 @@ async fn a_conditional_delete_racing_an_overwrite_on_another_node_removes_only_w
         "both sides win some rounds: {deleted} deleted, {refused} refused"
     );
 }
+
+/// Appends at one offset through every node at once, round after round: exactly one wins,
+/// the others are told the offset no longer holds, and the object is the base plus the
+/// winner's bytes. Appends judged apart from their commit would let two land, one over the
+/// other, each acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_racing_at_one_offset_through_different_nodes_have_exactly_one_winner() {
+    const ROUNDS: u64 = 10;
+    let cluster = Cluster::start(3, 3, EC);
+    let clients: Vec<_> = cluster.nodes.iter().map(|n| n.client()).collect();
+    create_bucket(&clients[0], BUCKET).await;
+    for round in 0..ROUNDS {
+        let key = format!("log-{round}");
+        let base = payload(200 * 1024, round);
+        put(&clients[0], BUCKET, &key, &base).await;
+        let segments: Vec<Vec<u8>> = (0..clients.len() as u64)
+            .map(|i| payload(64 * 1024, 100 * round + i))
+            .collect();
+        let appends = clients.iter().zip(&segments).map(|(client, segment)| {
+            (client.put_object())
+                .bucket(BUCKET)
+                .key(&key)
+                .write_offset_bytes(base.len() as i64)
+                .body(segment.clone().into())
+                .send()
+        });
+        let answers = futures::future::join_all(appends).await;
+        let winners: Vec<usize> = (answers.iter().enumerate())
+            .filter_map(|(i, a)| a.is_ok().then_some(i))
+            .collect();
+        assert_eq!(winners.len(), 1, "round {round}: {answers:?}");
+        for answer in &answers {
+            if let Err(e) = answer {
+                assert_eq!(e.code(), Some("InvalidWriteOffset"), "round {round}: {e:?}");
+            }
+        }
+        let expected = [base.as_slice(), &segments[winners[0]]].concat();
+        for client in &clients {
+            let got = get(client, BUCKET, &key).await;
+            assert_same_bytes(&got, &expected, &format!("round {round}"));
+        }
+    }
+}

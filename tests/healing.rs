@@ -423,3 +423,65 @@ async fn every_version_and_delete_marker_is_rebuilt_on_a_wiped_drive() {
     assert_eq!(listed.delete_markers().len(), 1);
     put_back(&pulled);
 }
+
+/// Three drives die between appends and empty ones take their places while more segments
+/// arrive: the heal rebuilds every segment on them, those written before the loss (whose
+/// shard files sit in the object's folder beside newer ones) and those written without them.
+/// Proof: the three rebuilt drives then stand in for three others.
+#[tokio::test]
+async fn appended_segments_are_rebuilt_on_drives_lost_mid_appends() {
+    let server = TestServer::start_with(fast_checks());
+    let client = server.client();
+    let bucket = unique_bucket("heal-appends");
+    create_bucket(&client, &bucket).await;
+    let mut object = payload(300 * KIB, 1);
+    put(&client, &bucket, "log", &object).await;
+    for i in 0..3 {
+        let segment = payload(700 * KIB + i, 10 + i as u64);
+        append(&client, &bucket, "log", object.len(), &segment).await;
+        object.extend_from_slice(&segment);
+    }
+
+    let lost = [1, 4, 7];
+    for &i in &lost {
+        std::fs::remove_dir_all(&server.drives()[i]).unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    for i in 0..3 {
+        let segment = payload(MIB + i, 20 + i as u64);
+        append(&client, &bucket, "log", object.len(), &segment).await;
+        object.extend_from_slice(&segment);
+    }
+    assert_same_bytes(
+        &get(&client, &bucket, "log").await,
+        &object,
+        "with three drives lost",
+    );
+    let passes = heal_passes(&server);
+    for &i in &lost {
+        std::fs::create_dir_all(&server.drives()[i]).unwrap();
+    }
+    eventually(
+        "the heal pass after the replacements",
+        Duration::from_secs(60),
+        || heal_passes(&server) > passes,
+    )
+    .await;
+    for &i in &lost {
+        assert_eq!(
+            shard_files(&server.drives()[i]).len(),
+            7,
+            "drive {i}: one shard file per segment"
+        );
+    }
+
+    let pulled = pull_drives(&server, &[0, 3, 8]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let got = get(&client, &bucket, "log").await;
+    assert_same_bytes(
+        &got,
+        &object,
+        "the rebuilt drives standing in for three others",
+    );
+    put_back(&pulled);
+}

@@ -120,6 +120,8 @@ enum Operation {
     Heal,
     /// Renames this key to the target.
     RenameFrom(String),
+    /// Appends to the target at this offset (its size).
+    Append(u64, Vec<u8>),
 }
 
 impl Operation {
@@ -150,6 +152,10 @@ impl Operation {
                     .rename_object(&bucket, &key, &self::key(source), &options)
                     .await
             }
+            Operation::Append(offset, data) => store
+                .append_object(&bucket, &key, *offset, body(data), PutOptions::default())
+                .await
+                .map(drop),
             // A heal vouches for the drives it reports repaired: only a heal of both lost
             // drives counts as acknowledged.
             Operation::Heal => {
@@ -325,6 +331,18 @@ async fn rename(size: usize, old_size: Option<usize>) -> Scenario {
     let mut scenario = pre.scenario(name, operation, before, moved);
     scenario.renamed_from = Some(("target.tmp".into(), moved));
     scenario
+}
+
+/// Appends `size` bytes to an object of `old_size` bytes: the object is the old one or the
+/// old one and the segment, never a torn mix.
+async fn append(old_size: usize, size: usize) -> Scenario {
+    let pre = PreState::new().await;
+    let old = pre.put(TARGET, old_size, 600).await;
+    let segment = payload(size, 601);
+    let after = Content::of(&[old.as_slice(), &segment].concat());
+    let operation = Operation::Append(old_size as u64, segment);
+    let name = format!("append {size} B to {old_size} B");
+    pre.scenario(name, operation, Content::of(&old), after)
 }
 
 async fn delete(size: usize) -> Scenario {
@@ -700,6 +718,13 @@ async fn multipart_completion_survives_power_loss() {
 async fn rename_survives_power_loss_as_the_old_name_or_the_new_one() {
     for (size, old_size) in [(INLINE, None), (BLOCKS, None), (BLOCKS, Some(INLINE))] {
         sweep(rename(size, old_size).await).await;
+    }
+}
+
+#[tokio::test]
+async fn append_survives_power_loss_as_the_old_object_or_the_whole_new_one() {
+    for (old_size, size) in [(INLINE, BLOCKS), (BLOCKS, INLINE), (BLOCKS, BLOCKS)] {
+        sweep(append(old_size, size).await).await;
     }
 }
 

@@ -134,6 +134,31 @@ pub async fn put(client: &Client, bucket: &str, key: &str, data: &[u8]) -> Strin
     out.e_tag().unwrap_or_default().to_string()
 }
 
+/// Appends `data` at `offset` (`x-amz-write-offset-bytes`); returns the ETag.
+pub async fn append(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+    offset: usize,
+    data: &[u8],
+) -> String {
+    let out = ok(
+        client
+            .put_object()
+            .bucket(bucket)
+            .key(key)
+            .write_offset_bytes(offset as i64)
+            .body(data.to_vec().into())
+            .send()
+            .await,
+        &format!(
+            "append to {bucket}/{key} at {offset} ({} bytes)",
+            data.len()
+        ),
+    );
+    out.e_tag().unwrap_or_default().to_string()
+}
+
 /// GET the whole body.
 pub async fn get(client: &Client, bucket: &str, key: &str) -> Vec<u8> {
     let out = ok(
