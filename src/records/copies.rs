@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 
 use super::in_flight::{Mark, ReadWindow};
 use super::{codec, RecordError, RecordSet, Replica};
-use crate::storage::{DriveError, MetaOp, MetaTable, ScanPage};
+use crate::storage::{DriveError, MetaOp, MetaTable, ScanPage, RELATED_LIMIT};
 
 /// One record's copies on the drives of a set; derefs to the decoded answers, drive by drive.
 pub(crate) struct Copies<T> {
@@ -188,15 +188,17 @@ impl<T> Copies<T> {
         })
     }
 
-    /// What drive `i` held under `key` in the related table; `None` when the related
-    /// entries were not read with the record (the caller reads them itself).
+    /// What drive `i` held under `key` in the related table; `None` when that is not known
+    /// from the read (the caller reads it itself): the related entries were not read with
+    /// the record, or `key` is not among them and they filled a page (a versioned key keeps
+    /// every small version's chunks; more may follow).
     pub fn related_on(&self, i: usize, key: &[u8]) -> Option<Option<&[u8]>> {
         let page = &self.related.as_ref()?[i];
-        Some(
-            page.iter()
-                .find(|(k, _)| k == key)
-                .map(|(_, v)| v.as_slice()),
-        )
+        match page.iter().find(|(k, _)| k == key) {
+            Some((_, value)) => Some(Some(value.as_slice())),
+            None if page.len() >= RELATED_LIMIT => None,
+            None => Some(None),
+        }
     }
 }
 

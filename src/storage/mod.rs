@@ -92,7 +92,8 @@ impl MetaOp {
 pub type ScanPage = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// Related entries read with a record at most (an object's inline chunks: the current
-/// version's and the one it superseded).
+/// version's and the one it superseded; a versioned key keeps every small version's, so a
+/// full page may not hold the one wanted).
 pub const RELATED_LIMIT: usize = 8;
 
 /// What a batch replaced: for each key it puts or deletes (prefix deletes aside), in the
