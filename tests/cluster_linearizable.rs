@@ -4,7 +4,8 @@
 //! one is cut off by a network partition (each node's traffic to the others goes through the
 //! harness's proxies, `common::Network`); each key's recorded history must be explained by one
 //! register changing at one instant per operation (`common::linearizability`). Operations
-//! that time out or fail with a 5xx count as maybe applied.
+//! that time out or fail with a 5xx count as maybe applied. Renames raced onto one key from
+//! every node are checked the same way, each rename projected on the keys it touches.
 
 mod common;
 // Here only, not in `common`: its own unit tests then run once, in this binary.
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_s3::error::ProvideErrorMetadata;
 use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::BucketVersioningStatus;
 use aws_sdk_s3::Client;
 use common::*;
 use linearizability::{check_keys, Event, Op, Outcome};
@@ -87,16 +89,7 @@ async fn perform(client: &Client, key: &str, op: Op) -> Outcome {
             Ok(_) => Outcome::Done,
             Err(e) => outcome_of_error(&e, op),
         },
-        Op::Get => match client.get_object().bucket(BUCKET).key(key).send().await {
-            Ok(found) => match found.body.collect().await {
-                Ok(body) => {
-                    let text = String::from_utf8(body.into_bytes().to_vec()).unwrap();
-                    Outcome::Read(Some(text.parse().expect("a value a client wrote")))
-                }
-                Err(_) => Outcome::Unknown,
-            },
-            Err(e) => outcome_of_error(&e, op),
-        },
+        Op::Get => perform_get(client, BUCKET, key).await,
     }
 }
 
@@ -266,5 +259,177 @@ async fn linearizable_under(faults: Faults) {
             answers.windows(2).all(|w| w[0] == w[1]),
             "nodes disagree on {key} after the run: {answers:?}"
         );
+    }
+}
+
+/// The checkpoint pattern, raced: clients spread over the three nodes each PUT a fresh
+/// `tmp/<value>` and rename it onto one key, `ckpt` (every third rename only if `ckpt` still
+/// holds the value the client last saw there: `If-Match` on the destination), reading `ckpt`
+/// and their own source between renames, in an unversioned and a versioned bucket. Projected
+/// on each key, a rename is one register write: on `ckpt` a PUT of the source's value (a
+/// conditional one under `If-Match`), on the source a DELETE; each key's history must be
+/// linearizable, the destination's and every source's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renames_onto_one_key_from_many_clients_through_every_node_stay_linearizable() {
+    const CLIENTS: usize = 32;
+    const ROUNDS: u64 = 3;
+    let cluster = Cluster::start(3, 3, EC);
+    let admin = cluster.nodes[0].client();
+    let buckets = ["renames", "renames-versioned"];
+    for bucket in buckets {
+        create_bucket(&admin, bucket).await;
+    }
+    set_versioning(&admin, buckets[1], BucketVersioningStatus::Enabled).await;
+    let log: Histories = Arc::default();
+    let start = Instant::now();
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|id| {
+            let node = &cluster.nodes[id % cluster.nodes.len()];
+            let client = giving_up_after(&node.client(), Duration::from_secs(20));
+            let log = log.clone();
+            tokio::spawn(async move {
+                for round in 0..ROUNDS {
+                    let bucket = buckets[(id + round as usize) % buckets.len()];
+                    rename_round(&client, bucket, id, round, start, &log).await;
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.await.unwrap();
+    }
+
+    let histories = log.lock().unwrap().clone();
+    let renames = (histories.iter())
+        .filter(|(key, _)| key.ends_with("/ckpt"))
+        .flat_map(|(_, events)| events)
+        .filter(|e| !matches!(e.op, Op::Get))
+        .count();
+    assert_eq!(renames as u64, CLIENTS as u64 * ROUNDS);
+    let determinate = answered(&log);
+    eprintln!(
+        "{renames} renames, {determinate} answered operations on {} keys",
+        histories.len()
+    );
+    if let Err(why) = check_keys(&histories) {
+        panic!("renames are not linearizable: {why}");
+    }
+    // Every node then reads the same checkpoint.
+    for bucket in buckets {
+        let mut answers = Vec::new();
+        for node in &cluster.nodes {
+            answers.push(read_value(&node.client(), bucket, "ckpt").await);
+        }
+        assert!(
+            answers.windows(2).all(|w| w[0] == w[1]) && answers[0].is_some(),
+            "nodes disagree on {bucket}/ckpt after the run: {answers:?}"
+        );
+    }
+}
+
+/// The value at `bucket/key` (None: NoSuchKey, or no answer); any other answer is a failure.
+async fn read_value(client: &Client, bucket: &str, key: &str) -> Option<u64> {
+    match client.get_object().bucket(bucket).key(key).send().await {
+        Ok(found) => {
+            let body = found.body.collect().await.expect("body").into_bytes();
+            Some(String::from_utf8(body.to_vec()).unwrap().parse().unwrap())
+        }
+        Err(e) if e.code() == Some("NoSuchKey") => None,
+        Err(e) if status_of(&e).is_none_or(|status| status >= 500) => None,
+        Err(e) => panic!("GET {bucket}/{key}: {}", describe(&e)),
+    }
+}
+
+/// One client's round: PUT its source, rename it onto `ckpt`, read the source, read `ckpt`.
+async fn rename_round(
+    client: &Client,
+    bucket: &str,
+    id: usize,
+    round: u64,
+    start: Instant,
+    log: &Histories,
+) {
+    let value = (id as u64 + 1) * 1_000 + round;
+    let source = format!("tmp/{value}");
+    let (source_key, ckpt_key) = (format!("{bucket}/{source}"), format!("{bucket}/ckpt"));
+    let now = || start.elapsed().as_nanos() as u64;
+    let record = |key: &str, op: Op, outcome: Outcome, invoked: u64| {
+        let returned = (outcome != Outcome::Unknown).then(now);
+        let event = Event {
+            client: id,
+            op,
+            outcome,
+            invoked,
+            returned,
+        };
+        log.lock()
+            .unwrap()
+            .entry(key.to_string())
+            .or_default()
+            .push(event);
+    };
+
+    let invoked = now();
+    let put = (client.put_object().bucket(bucket).key(&source))
+        .body(ByteStream::from(value.to_string().into_bytes()))
+        .send()
+        .await;
+    let put = put
+        .map(drop)
+        .map_err(|e| outcome_of_error(&e, Op::Put { value }));
+    record(
+        &source_key,
+        Op::Put { value },
+        put.err().unwrap_or(Outcome::Done),
+        invoked,
+    );
+
+    // Every third rename is conditional on the checkpoint the client last read.
+    let seen = match round % 3 {
+        2 => read_value(client, bucket, "ckpt").await,
+        _ => None,
+    };
+    let onto = match seen {
+        Some(expected) => Op::PutIfMatch { expected, value },
+        None => Op::Put { value },
+    };
+    let mut rename = (client.rename_object().bucket(bucket).key("ckpt"))
+        .rename_source(format!("{bucket}/{source}"));
+    if let Some(expected) = seen {
+        rename = rename.destination_if_match(etag(expected));
+    }
+    let invoked = now();
+    let outcome = match rename.send().await {
+        Ok(_) => Outcome::Done,
+        Err(e) => match (e.code(), status_of(&e)) {
+            (Some("PreconditionFailed"), _) if seen.is_some() => Outcome::Refused,
+            (_, None) => Outcome::Unknown,
+            (_, Some(status)) if status >= 500 || status == 409 => Outcome::Unknown,
+            _ => panic!("rename {source} onto ckpt: {}", describe(&e)),
+        },
+    };
+    record(&ckpt_key, onto, outcome, invoked);
+    // On the source the rename is a DELETE; a refused one did nothing there.
+    if outcome != Outcome::Refused {
+        record(&source_key, Op::Delete, outcome, invoked);
+    }
+
+    for key in [&source, "ckpt"] {
+        let invoked = now();
+        let read = perform_get(client, bucket, key).await;
+        record(&format!("{bucket}/{key}"), Op::Get, read, invoked);
+    }
+}
+
+async fn perform_get(client: &Client, bucket: &str, key: &str) -> Outcome {
+    match client.get_object().bucket(bucket).key(key).send().await {
+        Ok(found) => match found.body.collect().await {
+            Ok(body) => {
+                let text = String::from_utf8(body.into_bytes().to_vec()).unwrap();
+                Outcome::Read(Some(text.parse().expect("a value a client wrote")))
+            }
+            Err(_) => Outcome::Unknown,
+        },
+        Err(e) => outcome_of_error(&e, Op::Get),
     }
 }
