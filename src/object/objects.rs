@@ -26,12 +26,15 @@ use super::{
     now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, ReadSpan,
     INLINE_LIMIT,
 };
-use crate::body::ByteStream;
+use crate::body::{chain_reading_ahead, ByteStream};
 use crate::encryption::{encrypt_stream, CustomerKey};
 use crate::erasure::{DataDir, MetaOp, MetaTable};
 use crate::erasure::{Encoded, ErasureError, ShardSource, WriteOutcome};
 use crate::records::copies::Guard;
 use crate::records::RecordSet;
+
+/// The parts of one GET whose shard files are being opened at once.
+const OPENS_AHEAD: usize = 16;
 
 /// What a PUT stores beside the data.
 #[derive(Debug, Default, Clone)]
@@ -414,7 +417,7 @@ impl ObjectStore {
         for piece in pieces {
             let (start, end) = piece.stored;
             let read = self.read_stored(&stored, start, end).await?;
-            streams.push(piece.open(Box::pin(futures::stream::iter(read).flatten())));
+            streams.push(piece.open(chain_reading_ahead(read)));
         }
         drop(guard);
 
@@ -484,28 +487,41 @@ impl ObjectStore {
             bucket_id: bucket_record.id.clone(),
             data_id: record.data_id,
         };
-        let mut streams = Vec::new();
+        // The parts the span touches, with their offsets in the object.
+        let mut spans = Vec::new();
         let mut part_start = 0u64;
         for part in &record.parts {
             let part_end = part_start + part.size;
             if part.size > 0 && part_end > start && part_start < end {
-                let sources = set.open_shards(&dir, &part.file, holders).await;
-                let report = self.heal_queue.reporter(bucket, key);
-                // A holder that answered for the record but has no shard file lost it.
-                let lost = sources
-                    .iter()
-                    .zip(holders)
-                    .zip(records)
-                    .any(|((s, &h), r)| h && s.is_none() && r.is_ok());
-                if lost {
-                    report();
-                }
-                let reader = Arc::new(set.part_reader(part.size, sources)?.on_damage(report));
-                let from = start.max(part_start) - part_start;
-                let to = end.min(part_end) - part_start;
-                streams.push(reader.stream_range(from, to));
+                spans.push((part, part_start, part_end));
             }
             part_start = part_end;
+        }
+        // Opened a few parts at a time: an object of a thousand short segments must not wait
+        // for a thousand rounds of opens before its first byte.
+        let opens: Vec<_> = (spans.iter())
+            .map(|(part, ..)| set.open_shards(&dir, &part.file, holders))
+            .collect();
+        let opened: Vec<_> = futures::stream::iter(opens)
+            .buffered(OPENS_AHEAD)
+            .collect()
+            .await;
+        let mut streams = Vec::new();
+        for (sources, &(part, part_start, part_end)) in opened.into_iter().zip(&spans) {
+            let report = self.heal_queue.reporter(bucket, key);
+            // A holder that answered for the record but has no shard file lost it.
+            let lost = sources
+                .iter()
+                .zip(holders)
+                .zip(records)
+                .any(|((s, &h), r)| h && s.is_none() && r.is_ok());
+            if lost {
+                report();
+            }
+            let reader = Arc::new(set.part_reader(part.size, sources)?.on_damage(report));
+            let from = start.max(part_start) - part_start;
+            let to = end.min(part_end) - part_start;
+            streams.push(reader.stream_range(from, to));
         }
         Ok(streams)
     }
