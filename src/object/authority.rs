@@ -23,9 +23,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::heal::Revisioned;
 use super::{read_agreed, HealReport, ObjectError, ObjectStore};
 use crate::erasure::{DriveError, MetaOp, MetaTable};
+use crate::records::revisioned::Revisioned;
 use crate::records::Agreement;
 use crate::records::RecordSet;
 

@@ -3,13 +3,13 @@
 use futures::future::join_all;
 
 use super::authority::authority_key;
-use super::commit::commit_revision;
 use super::record::{self, BucketRecord, BucketSettings, ObjectRecord, VersionsRecord};
 use super::{
     now_ms, read_agreed, retry_conflicts, Agreement, BucketName, ObjectError, ObjectStore,
     RecordChange,
 };
 use crate::erasure::{MetaOp, MetaTable};
+use crate::records::revisioned;
 
 impl ObjectStore {
     pub async fn create_bucket(&self, name: &BucketName) -> Result<BucketRecord, ObjectError> {
@@ -53,8 +53,8 @@ impl ObjectStore {
             // Two creates at once: one wins, the other finds the bucket when it retries. A
             // create that fails is undone: the name stays free.
             let no_base: Option<&BucketRecord> = None;
-            let committed = commit_revision(&self.sets, (MetaTable::Buckets, key), no_base, op);
-            self.in_force(name, committed.await, &record)?;
+            let committed = revisioned::commit(&self.sets, (MetaTable::Buckets, key), no_base, op);
+            self.in_force(name, committed.await.map_err(ObjectError::from), &record)?;
             Ok(record)
         })
         .await;
@@ -156,8 +156,9 @@ impl ObjectStore {
                 key: key.to_vec(),
                 value: record::encode(&record),
             };
-            let committed = commit_revision(&self.sets, (MetaTable::Buckets, key), Some(&base), op);
-            self.in_force(name, committed.await, &record)?;
+            let committed =
+                revisioned::commit(&self.sets, (MetaTable::Buckets, key), Some(&base), op);
+            self.in_force(name, committed.await.map_err(ObjectError::from), &record)?;
             Ok(record)
         })
         .await;
@@ -240,8 +241,8 @@ impl ObjectStore {
                 key: key.to_vec(),
             };
             let deleted =
-                commit_revision(&self.sets, (MetaTable::Buckets, key), Some(&base), delete);
-            let deleted = deleted.await;
+                revisioned::commit(&self.sets, (MetaTable::Buckets, key), Some(&base), delete);
+            let deleted = deleted.await.map_err(ObjectError::from);
             // Gone, or in doubt: either way read again.
             self.buckets.forget(name.as_str());
             deleted

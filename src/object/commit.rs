@@ -3,17 +3,15 @@
 //! per drive in the drive's transaction and undone below quorum, is the erasure set's
 //! ([`crate::records::commit`]).
 
-use futures::future::join_all;
 use uuid::Uuid;
 
-use super::heal::Revisioned;
 use super::record::{inline_key, ObjectRecord};
 use super::version::DriveRecords;
 use super::versioning::KeyVersions;
 use super::ObjectError;
 use crate::erasure::{MetaOp, MetaTable};
 use crate::records::commit::Batch;
-use crate::records::copies::{Copies, Guard};
+use crate::records::copies::Guard;
 use crate::records::RecordSet;
 
 /// Each drive's batch (`None`: leave the drive out), guarded by `guard(i)` and by `also[i]`
@@ -127,41 +125,6 @@ pub(crate) async fn commit_guarded(
 ) -> Result<usize, ObjectError> {
     let batches = guarded(batches, |_| Guard::Expect(Vec::new()), guards);
     Ok(set.commit(batches, data_on).await?)
-}
-
-/// Commits `op` on a record every set holds (a bucket, a user, a policy), decided on `base`
-/// (the agreed record, `None` when there was none), under the record's write lock. Each
-/// drive takes it if it holds no copy, `base` or an earlier revision of it, and still holds
-/// that when its transaction runs; a newer copy, or another record (one made meanwhile),
-/// means another writer got there first (unless it is a leftover, see
-/// [`Copies::guard_on`]). When any set misses its write quorum, every drive of every set
-/// that took it is put back: a change answered with an error is in force nowhere.
-pub(crate) async fn commit_revision<T: Revisioned>(
-    sets: &[RecordSet],
-    key: (MetaTable, &[u8]),
-    base: Option<&T>,
-    op: MetaOp,
-) -> Result<(), ObjectError> {
-    let (table, key) = key;
-    let applied = join_all(sets.iter().map(|set| async {
-        let copies = Copies::<T>::read(set, table, key.to_vec()).await;
-        let batches = (0..set.width())
-            .map(|i| match copies.guard_on(set, i, base) {
-                Guard::Expect(held) => Batch::Apply(held.into_iter().chain([op.clone()]).collect()),
-                Guard::Refuse => Batch::Refuse,
-                Guard::LeaveOut => Batch::LeaveOut,
-            })
-            .collect();
-        set.apply_undoable(batches).await
-    }))
-    .await;
-    let missed_quorum =
-        (sets.iter().zip(&applied)).find_map(|(set, applied)| set.quorum_of(applied).err());
-    if let Some(e) = missed_quorum {
-        join_all((sets.iter().zip(&applied)).map(|(set, applied)| set.undo(applied))).await;
-        return Err(e.into());
-    }
-    Ok(())
 }
 
 /// The deletes, one per chunk, of the inline chunks of the versions a drive `held` that

@@ -23,7 +23,8 @@ use super::versioning::{key_versions, read_states};
 use super::{Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::erasure::{DataDir, MetaOp, MetaTable};
 use crate::erasure::{ErasureError, ShardSource};
-use crate::records::copies::{Copies, Guard};
+use crate::records::copies::Guard;
+use crate::records::revisioned::{self, reachable, Revisioned};
 use crate::records::{RecordSet, SCAN_PAGE};
 
 /// How hard to look.
@@ -438,7 +439,10 @@ impl ObjectStore {
             names.sort();
             names.dedup();
             for name in names {
-                report.add(&heal_revisioned::<T>(set, table, &name).await?);
+                let healed = revisioned::heal::<T>(set, table, &name).await;
+                report.records_repaired += healed.repaired;
+                report.stale_purged += healed.purged;
+                report.unresolved += u64::from(healed.unresolved);
             }
         }
         Ok(report)
@@ -772,95 +776,6 @@ pub(super) async fn remove_leftover(set: &RecordSet, db_key: &[u8]) -> HealRepor
 /// The tables whose keys are a set's objects: keys of versioned buckets whose newest
 /// version is a delete marker have only a versions record.
 pub(super) const OBJECT_TABLES: [MetaTable; 2] = [MetaTable::Objects, MetaTable::Versions];
-
-/// A record replicated whole on every drive and changed in place: a bucket record or a
-/// deployment-wide record. `id` tells a record from a later one of the same name; the highest
-/// `revision` of the agreed record is its latest change.
-pub(crate) trait Revisioned:
-    serde::Serialize + serde::de::DeserializeOwned + crate::records::Replica + Send + Sync
-{
-    fn id(&self) -> &str;
-    fn revision(&self) -> u64;
-}
-
-impl Revisioned for BucketRecord {
-    fn id(&self) -> &str {
-        &self.id
-    }
-    fn revision(&self) -> u64 {
-        self.revision
-    }
-}
-
-/// Heals one replicated record across a set's drives: the newest revision of the agreed
-/// record goes where it is missing or older; a record agreement says is gone is removed.
-pub(crate) async fn heal_revisioned<T: Revisioned>(
-    set: &RecordSet,
-    table: MetaTable,
-    name: &[u8],
-) -> Result<HealReport, ObjectError> {
-    let answers = Copies::<T>::read(set, table, name.to_vec()).await;
-    let held: Vec<Option<T>> = answers
-        .iter()
-        .map(|a| a.as_ref().ok().cloned().flatten())
-        .collect();
-    let online: Vec<bool> = answers.iter().map(reachable).collect();
-    let mut report = HealReport::default();
-    let agreed = match set.agree(&answers) {
-        Ok(agreed) => agreed,
-        Err(_) => {
-            tracing::warn!(record = %String::from_utf8_lossy(name), "heal: drives do not agree on this record; left as it is");
-            report.unresolved = 1;
-            return Ok(report);
-        }
-    };
-    // Each drive changes only if it still holds what was read, and never where that is a
-    // value no agreement accounts for that may be a write in flight (a record being made).
-    let (newest, change) = match &agreed {
-        Agreement::Found { value, .. } => (
-            Some(value),
-            MetaOp::Put {
-                table,
-                key: name.to_vec(),
-                value: record::encode(value),
-            },
-        ),
-        Agreement::NotFound => (
-            None,
-            MetaOp::Delete {
-                table,
-                key: name.to_vec(),
-            },
-        ),
-    };
-    for i in 0..set.width() {
-        let up_to_date = match (&held[i], newest) {
-            (Some(held), Some(newest)) => held.is_current(newest),
-            (held, newest) => held.is_none() && newest.is_none(),
-        };
-        if !online[i] || up_to_date {
-            continue;
-        }
-        match answers.guard_on(set, i, newest) {
-            Guard::Expect(mut ops) => {
-                ops.push(change.clone());
-                let changed = u64::from(set.meta_apply_on(i, ops).await.is_ok());
-                match newest {
-                    Some(_) => report.records_repaired += changed,
-                    None => report.stale_purged += changed,
-                }
-            }
-            Guard::Refuse | Guard::LeaveOut => report.unresolved = 1,
-        }
-    }
-    Ok(report)
-}
-
-/// Whether a drive answered for a record (holding it or not), or is unhealed: either way it
-/// is in service and takes what a heal writes. Only offline drives are left out.
-pub(super) fn reachable<T>(answer: &Result<T, crate::erasure::DriveError>) -> bool {
-    matches!(answer, Ok(_) | Err(crate::erasure::DriveError::Unhealed(_)))
-}
 
 impl ObjectStore {
     /// Deletes data folders no record refers to: leftovers of writes cut short between placing

@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
-use super::heal::{commit_healed, heal_data, reachable, HealReport, HealScope, StoredData};
+use super::heal::{commit_healed, heal_data, HealReport, HealScope, StoredData};
 use super::multipart::take_away_tombstone;
 use super::record::{self, parts_prefix, BucketRecord, PartInfo, PartRecord, UploadRecord};
 use super::{Agreement, BucketName, HealDepth, ObjectError, ObjectKey, ObjectStore};
@@ -20,6 +20,7 @@ use crate::erasure::ErasureError;
 use crate::erasure::{DriveError, MetaOp, MetaTable};
 use crate::records::copies::Copies;
 use crate::records::copies::Guard;
+use crate::records::revisioned::reachable;
 use crate::records::RecordSet;
 use crate::records::Replica;
 

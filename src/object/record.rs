@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::acl::{Acl, ObjectOwnership, PublicAccessBlock};
 use super::checksum::{ChecksumAlgorithm, ChecksumType};
 use super::object_lock::{ObjectLock, ObjectLockConfig};
+use crate::records::revisioned::Revisioned;
 
 pub use crate::records::codec::{decode, encode};
 
@@ -26,6 +27,15 @@ pub struct BucketRecord {
     pub revision: u64,
     #[serde(default)]
     pub settings: BucketSettings,
+}
+
+impl Revisioned for BucketRecord {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn revision(&self) -> u64 {
+        self.revision
+    }
 }
 
 /// A bucket's configuration subresources.

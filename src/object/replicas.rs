@@ -3,9 +3,7 @@
 
 use uuid::Uuid;
 
-use super::heal::Revisioned;
-use super::record::{BucketRecord, ObjectRecord, PartRecord, UploadRecord, VersionsRecord};
-use super::system::SystemRecord;
+use super::record::{ObjectRecord, PartRecord, UploadRecord, VersionsRecord};
 use crate::records::Replica;
 
 /// An object's record: a version (a data id at a revision of its metadata), vouching for
@@ -53,30 +51,7 @@ impl Replica for VersionsRecord {
     }
 }
 
-/// Records changed in place (buckets, users, policies): a revision vouches for the earlier
-/// revisions of the same record.
-macro_rules! revisioned_replica {
-    ($record:ty) => {
-        impl Replica for $record {
-            type Rank = u64;
-            fn is_current(&self, value: &Self) -> bool {
-                self.id() == value.id() && self.revision() == value.revision()
-            }
-            fn vouches_for(&self, value: &Self) -> bool {
-                self.id() == value.id() && self.revision() >= value.revision()
-            }
-            fn values(&self) -> Vec<Self> {
-                vec![self.clone()]
-            }
-            fn rank(&self) -> u64 {
-                self.revision()
-            }
-        }
-    };
-}
-
-revisioned_replica!(BucketRecord);
-revisioned_replica!(SystemRecord);
+// Bucket and system records are `Revisioned` (see `crate::records::revisioned`).
 
 /// Records written once and never changed, told apart by an identity.
 macro_rules! immutable_replica {

@@ -17,10 +17,10 @@ use std::ops::Bound;
 use serde::{Deserialize, Serialize};
 
 use super::authority::authority_key;
-use super::commit::commit_revision;
 use super::record;
 use super::{read_agreed, retry_conflicts, ObjectError, ObjectStore, RecordChange};
 use crate::erasure::{MetaOp, MetaTable};
+use crate::records::revisioned::{self, Revisioned};
 
 /// The lock namespace of system records: never a bucket name (`_` is not allowed in one).
 const LOCK_NAMESPACE: &str = "_system";
@@ -35,7 +35,7 @@ pub(crate) struct SystemRecord {
     value: Vec<u8>,
 }
 
-impl super::heal::Revisioned for SystemRecord {
+impl Revisioned for SystemRecord {
     fn id(&self) -> &str {
         &self.id
     }
@@ -236,7 +236,9 @@ impl ObjectStore {
         op: MetaOp,
         base: Option<&SystemRecord>,
     ) -> Result<(), ObjectError> {
-        commit_revision(&self.sets, (MetaTable::System, key.as_bytes()), base, op).await
+        revisioned::commit(&self.sets, (MetaTable::System, key.as_bytes()), base, op)
+            .await
+            .map_err(ObjectError::from)
     }
 }
 

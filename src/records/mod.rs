@@ -12,6 +12,7 @@ pub mod codec;
 pub mod commit;
 pub(crate) mod copies;
 pub mod in_flight;
+pub mod revisioned;
 pub mod scan;
 
 use std::ops::Deref;
