@@ -10,7 +10,7 @@
 //! - `changes/<kind>`: the last record of a kind that changed; watched by every node.
 //! - `records/buckets/<name>`, `records/system/<key>`: the deployment-wide records (bucket
 //!   records; users, policies and the key catalog), changed by compare-and-swap; the drives
-//!   keep a copy (see `crate::object::RecordAuthority`).
+//!   keep a copy (see `crate::records::authority::RecordAuthority`).
 //! - `records-filled`: etcd holds every record the drives held when the first node came.
 //! - `formatted/<host:port>`: the node formatted its drives once; blank folders it starts
 //!   on later are drives it lost, formatted as unhealed replacements.
@@ -31,7 +31,10 @@ use super::etcd::{Etcd, EtcdError, LeaseId, WatchEvent};
 use super::layout::ClusterLayout;
 use super::seal::RecordSeal;
 use super::throttle::Throttle;
-use crate::object::{ChangeFeed, ObjectError, ObjectStore, RecordAuthority, RecordChange};
+use crate::object::ObjectStore;
+use crate::records::authority::RecordAuthority;
+use crate::records::changes::{ChangeFeed, RecordChange};
+use crate::records::RecordError;
 
 const ROOT: &str = "/strata/";
 /// How long a node's keys outlive its last word: a node that stops answering is taken for
@@ -524,9 +527,9 @@ fn record_key(key: &str) -> String {
     format!("{ROOT}records/{key}")
 }
 
-fn unavailable(error: EtcdError) -> ObjectError {
+fn unavailable(error: EtcdError) -> RecordError {
     tracing::debug!(%error, "etcd did not answer a record call");
-    ObjectError::ControlPlaneUnavailable
+    RecordError::AuthorityUnreachable
 }
 
 impl ControlPlane {
@@ -548,17 +551,17 @@ impl ControlPlane {
 /// the drives again; raised, it only makes the drives look behind).
 #[async_trait]
 impl RecordAuthority for ControlPlane {
-    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, ObjectError> {
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, RecordError> {
         if !self.reachable() {
-            return Err(ObjectError::ControlPlaneUnavailable);
+            return Err(RecordError::AuthorityUnreachable);
         }
         let kv = self.etcd.get(&record_key(key)).await.map_err(unavailable)?;
         Ok(kv.and_then(|kv| self.opened(key, &kv.value)))
     }
 
-    async fn list(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, ObjectError> {
+    async fn list(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, RecordError> {
         if !self.reachable() {
-            return Err(ObjectError::ControlPlaneUnavailable);
+            return Err(RecordError::AuthorityUnreachable);
         }
         let root = record_key("");
         let (kvs, _) = self
@@ -575,9 +578,9 @@ impl RecordAuthority for ControlPlane {
             .collect())
     }
 
-    async fn revision(&self) -> Result<u64, ObjectError> {
+    async fn revision(&self) -> Result<u64, RecordError> {
         if !self.reachable() {
-            return Err(ObjectError::ControlPlaneUnavailable);
+            return Err(RecordError::AuthorityUnreachable);
         }
         let kv = (self.etcd.get(&record_key(REVISION_KEY)).await).map_err(unavailable)?;
         Ok(kv.map_or(0, |kv| parse_revision(&kv.value)))
@@ -589,7 +592,7 @@ impl RecordAuthority for ControlPlane {
         expected: Option<&[u8]>,
         value: &[u8],
         revision: u64,
-    ) -> Result<bool, ObjectError> {
+    ) -> Result<bool, RecordError> {
         let name = record_key(key);
         // Sealing is deterministic: the value decided on seals to the bytes etcd holds. Held
         // for absent, a value without the seal is what the swap compares.
@@ -615,7 +618,7 @@ impl RecordAuthority for ControlPlane {
         (self.etcd.put_if(&expect, &puts).await).map_err(unavailable)
     }
 
-    async fn raise_revision(&self, from: u64, to: u64) -> Result<bool, ObjectError> {
+    async fn raise_revision(&self, from: u64, to: u64) -> Result<bool, RecordError> {
         let counter = record_key(REVISION_KEY);
         let (held, next) = (from.to_string(), to.to_string());
         let held = (from > 0).then_some(held.as_bytes());

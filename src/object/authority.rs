@@ -1,4 +1,5 @@
-//! Where a cluster with a control plane decides its deployment-wide records: bucket records,
+//! How the object store uses the authority that decides its deployment-wide records in a
+//! cluster (its contract and tombstones: `crate::records::authority`): bucket records,
 //! and the system records that hold users, policies and the key catalog. Each change is a
 //! compare-and-swap in the authority (etcd), on the bytes the change was decided on; the
 //! drives then keep a copy of the record, the same bytes, as on a server alone. The copy
@@ -7,10 +8,10 @@
 //!
 //! Absence in the authority is never taken for a deletion: an etcd restored from an older
 //! snapshot, or whose keys were deleted, lacks what it once held. So a deleted record stays
-//! in the authority as a tombstone ([`DELETED`]), and a record the authority lacks that the
+//! in the authority as a tombstone, and a record the authority lacks that the
 //! drives agree on is put back into it. Every change also raises the records' revision, in
 //! the same transaction, and each drive keeps the revision of the last change it copied
-//! ([`RECORDS_REVISION`]): a drive ahead of the authority shows that the authority lost
+//! (`RECORDS_REVISION`): a drive ahead of the authority shows that the authority lost
 //! changes, and it is filled again from the drives before any change is decided over it.
 //!
 //! A server alone on its drives has no authority: the drives decide, each change committed
@@ -18,47 +19,19 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use async_trait::async_trait;
-
+use super::record::BucketRecord;
+use super::system::SystemRecord;
 use super::{read_agreed, HealReport, ObjectError, ObjectStore};
 use crate::erasure::{DriveError, MetaOp, MetaTable};
+use crate::records::authority::{
+    agreed_records, authority_key, copy_fixes, decided_in, is_later, put_if_absent, Held,
+    RecordAuthority, DECIDED, DELETED, RECORDS_REVISION,
+};
 use crate::records::revisioned::Revisioned;
-use crate::records::Agreement;
 use crate::records::RecordSet;
-
-#[async_trait]
-pub trait RecordAuthority: Send + Sync {
-    /// The record's bytes as stored (a tombstone included), if the authority holds any.
-    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, ObjectError>;
-    /// Every record whose key starts with `prefix`, in key order, as stored.
-    async fn list(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, ObjectError>;
-    /// How many changes the authority has decided: the records' revision (0: none, or the
-    /// count was lost with the records).
-    async fn revision(&self) -> Result<u64, ObjectError>;
-    /// Sets the record to `value` only if it still holds `expected` (`None`: only if it
-    /// holds nothing) and the records' revision is still `revision`, raising it by one, in
-    /// one transaction; whether it did.
-    async fn swap(
-        &self,
-        key: &str,
-        expected: Option<&[u8]>,
-        value: &[u8],
-        revision: u64,
-    ) -> Result<bool, ObjectError>;
-    /// Raises the records' revision from `from` to `to`; whether it still was `from`.
-    async fn raise_revision(&self, from: u64, to: u64) -> Result<bool, ObjectError>;
-}
-
-/// What the authority holds for a deleted record: never a record's encoding (those start
-/// with their format's version byte, 1).
-pub(crate) const DELETED: &[u8] = b"deleted";
-
-/// The system record key under which each drive keeps the records' revision of the last
-/// change it copied (decimal). Not a record the authority decides.
-pub(crate) const RECORDS_REVISION: &[u8] = b"records-revision";
 
 /// How many times a record's copy is written again because the authority's value changed
 /// meanwhile, before heal is left to bring the drives in line.
@@ -67,28 +40,6 @@ const COPY_ROUNDS: usize = 3;
 /// pause between two writes.
 const SET_WRITES: usize = 3;
 const SET_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
-
-/// The tables whose records the authority decides, and the prefix of their keys there.
-const DECIDED: [(MetaTable, &str); 2] = [
-    (MetaTable::Buckets, "buckets/"),
-    (MetaTable::System, "system/"),
-];
-
-/// The authority's key of a record of `table`.
-pub(crate) fn authority_key(table: MetaTable, key: &[u8]) -> String {
-    let prefix = (DECIDED.iter())
-        .find(|(decided, _)| *decided == table)
-        .map_or("", |(_, prefix)| prefix);
-    format!("{prefix}{}", String::from_utf8_lossy(key))
-}
-
-/// How often this server found the authority behind the drives and filled it again, and the
-/// records it put back: what `strata admin info` reports.
-#[derive(Default)]
-pub struct Divergence {
-    pub refills: AtomicU64,
-    pub records_put_back: AtomicU64,
-}
 
 /// A record to replace in the authority: its key there, what it holds now, what it takes.
 type Replacement<'a> = (String, Option<&'a [u8]>, &'a [u8]);
@@ -100,23 +51,13 @@ fn newer_of<'a>(
     in_authority: Option<&'a [u8]>,
     from_drives: &'a [u8],
 ) -> &'a [u8] {
-    fn later<T: Revisioned>(a: &[u8], b: &[u8]) -> bool {
-        match (super::record::decode::<T>(a), super::record::decode::<T>(b)) {
-            (Ok(a), Ok(b)) => a.id() == b.id() && a.revision() > b.revision(),
-            _ => false,
-        }
-    }
     match in_authority {
         Some(held)
-            if table == MetaTable::Buckets
-                && later::<super::record::BucketRecord>(held, from_drives) =>
+            if table == MetaTable::Buckets && is_later::<BucketRecord>(held, from_drives) =>
         {
             held
         }
-        Some(held)
-            if table == MetaTable::System
-                && later::<super::system::SystemRecord>(held, from_drives) =>
-        {
+        Some(held) if table == MetaTable::System && is_later::<SystemRecord>(held, from_drives) => {
             held
         }
         _ => from_drives,
@@ -318,7 +259,7 @@ impl ObjectStore {
             return Ok(revision);
         }
         self.refill_authority(authority).await?;
-        authority.revision().await
+        Ok(authority.revision().await?)
     }
 
     /// When the authority is behind the drives (a drive copied a later records revision
@@ -463,48 +404,6 @@ impl ObjectStore {
     }
 }
 
-/// Puts `value` under `key` in the authority if it holds nothing there, whatever other
-/// records change meanwhile; whether it did.
-async fn put_if_absent(
-    authority: &Arc<dyn RecordAuthority>,
-    key: &str,
-    value: &[u8],
-) -> Result<bool, ObjectError> {
-    const ATTEMPTS: usize = 20;
-    for _ in 0..ATTEMPTS {
-        let revision = authority.revision().await?;
-        if authority.swap(key, None, value, revision).await? {
-            return Ok(true);
-        }
-        if authority.get(key).await?.is_some() {
-            return Ok(false);
-        }
-    }
-    Err(ObjectError::Conflict)
-}
-
-/// Every record the authority holds of `table` (tombstones included), by its key on the
-/// drives.
-async fn decided_in(
-    authority: &Arc<dyn RecordAuthority>,
-    table: MetaTable,
-) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, ObjectError> {
-    let prefix = authority_key(table, b"");
-    Ok((authority.list(&prefix).await?.into_iter())
-        .map(|(key, value)| (key.as_bytes()[prefix.len()..].to_vec(), value))
-        .collect())
-}
-
-/// What a set's drives agree on about one record (see [`ErasureSet::agree`]).
-enum Held {
-    /// This record, encoded.
-    Agreed(Vec<u8>),
-    /// Enough drives answered that they hold none that it cannot exist.
-    Nowhere,
-    /// The drives disagree, or too few answered.
-    Undecided,
-}
-
 /// Every record of `table` some drive of `set` holds, and what the set agrees on about it.
 /// Fails unless a read quorum of drives listed theirs.
 async fn records_on_drives(
@@ -512,86 +411,9 @@ async fn records_on_drives(
     table: MetaTable,
 ) -> Result<BTreeMap<Vec<u8>, Held>, ObjectError> {
     match table {
-        MetaTable::Buckets => agreed_records::<super::record::BucketRecord>(set, table).await,
-        _ => agreed_records::<super::system::SystemRecord>(set, table).await,
+        MetaTable::Buckets => Ok(agreed_records::<BucketRecord>(set, table).await?),
+        _ => Ok(agreed_records::<SystemRecord>(set, table).await?),
     }
-}
-
-async fn agreed_records<T: Revisioned>(
-    set: &RecordSet,
-    table: MetaTable,
-) -> Result<BTreeMap<Vec<u8>, Held>, ObjectError> {
-    let scans = set
-        .meta_scan_all(table, Bound::Unbounded, &[], usize::MAX)
-        .await;
-    if scans.iter().flatten().count() < set.read_quorum() {
-        return Err(crate::erasure::ErasureError::ReadQuorum.into());
-    }
-    let mut keys: Vec<&Vec<u8>> = (scans.iter().flatten())
-        .flat_map(|entries| entries.iter().map(|(key, _)| key))
-        // The drive's own note of the records' revision is no record.
-        .filter(|key| !(table == MetaTable::System && key.as_slice() == RECORDS_REVISION))
-        .collect();
-    keys.sort();
-    keys.dedup();
-    let mut held = BTreeMap::new();
-    for key in keys {
-        let answers: Vec<Result<Option<T>, DriveError>> = (scans.iter())
-            .map(|scan| match scan {
-                Ok(entries) => Ok((entries.iter())
-                    .find(|(k, _)| k == key)
-                    .and_then(|(_, v)| super::record::decode::<T>(v).ok())),
-                Err(_) => Err(DriveError::Offline(String::new())),
-            })
-            .collect();
-        let agreed = match set.agree(&answers) {
-            Ok(Agreement::Found { value, .. }) => Held::Agreed(super::record::encode(&value)),
-            Ok(Agreement::NotFound) => Held::Nowhere,
-            Err(_) => Held::Undecided,
-        };
-        held.insert(key.clone(), agreed);
-    }
-    Ok(held)
-}
-
-/// The changes that make a drive's copies of `table` the `decided` records: each put or
-/// delete conditional on what the drive held (`held`: its scan; `None` for an unhealed drive,
-/// which lists nothing and only receives). A tombstone in the authority removes the copy; a
-/// copy the authority lacks stays. `None` when nothing is to change.
-fn copy_fixes(
-    table: MetaTable,
-    decided: &BTreeMap<Vec<u8>, Vec<u8>>,
-    held: Option<&[(Vec<u8>, Vec<u8>)]>,
-) -> Option<Vec<MetaOp>> {
-    let held_map: BTreeMap<&[u8], &[u8]> = (held.unwrap_or_default().iter())
-        .map(|(k, v)| (k.as_slice(), v.as_slice()))
-        .collect();
-    let mut ops = Vec::new();
-    for (key, value) in decided {
-        let on_drive = held_map.get(key.as_slice()).copied();
-        let fix = match value.as_slice() {
-            DELETED if on_drive.is_some() => MetaOp::Delete {
-                table,
-                key: key.to_vec(),
-            },
-            DELETED => continue,
-            value if on_drive == Some(value) => continue,
-            value => MetaOp::Put {
-                table,
-                key: key.to_vec(),
-                value: value.to_vec(),
-            },
-        };
-        if held.is_some() {
-            ops.push(MetaOp::Expect {
-                table,
-                key: key.to_vec(),
-                value: on_drive.map(<[u8]>::to_vec),
-            });
-        }
-        ops.push(fix);
-    }
-    Some(ops).filter(|ops| !ops.is_empty())
 }
 
 #[cfg(test)]
@@ -603,7 +425,9 @@ mod tests {
     use crate::erasure::ErasureSet;
     use crate::object::record::{self, BucketRecord};
     use crate::object::{BucketName, Versioning};
+    use crate::records::RecordError;
     use crate::storage::sim::CrashController;
+    use async_trait::async_trait;
 
     type Records = BTreeMap<String, Vec<u8>>;
     type Meddle = Box<dyn FnOnce(&mut Records) + Send>;
@@ -622,17 +446,17 @@ mod tests {
 
     #[async_trait]
     impl RecordAuthority for Memory {
-        async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, ObjectError> {
+        async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, RecordError> {
             Ok(self.records.lock().unwrap().get(key).cloned())
         }
-        async fn list(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, ObjectError> {
+        async fn list(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, RecordError> {
             let records = self.records.lock().unwrap();
             Ok((records.iter())
                 .filter(|(k, _)| k.starts_with(prefix))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect())
         }
-        async fn revision(&self) -> Result<u64, ObjectError> {
+        async fn revision(&self) -> Result<u64, RecordError> {
             Ok(*self.revision.lock().unwrap())
         }
         async fn swap(
@@ -641,7 +465,7 @@ mod tests {
             expected: Option<&[u8]>,
             value: &[u8],
             revision: u64,
-        ) -> Result<bool, ObjectError> {
+        ) -> Result<bool, RecordError> {
             *self.swaps.lock().unwrap() += 1;
             let mut records = self.records.lock().unwrap();
             if let Some(meddle) = self.meddle.lock().unwrap().take() {
@@ -659,7 +483,7 @@ mod tests {
             }
             Ok(true)
         }
-        async fn raise_revision(&self, from: u64, to: u64) -> Result<bool, ObjectError> {
+        async fn raise_revision(&self, from: u64, to: u64) -> Result<bool, RecordError> {
             let mut held = self.revision.lock().unwrap();
             let raised = *held == from;
             if raised {

@@ -2,13 +2,13 @@
 
 use futures::future::join_all;
 
-use super::authority::authority_key;
 use super::record::{self, BucketRecord, BucketSettings, ObjectRecord, VersionsRecord};
 use super::{
     now_ms, read_agreed, retry_conflicts, Agreement, BucketName, ObjectError, ObjectStore,
     RecordChange,
 };
 use crate::erasure::{MetaOp, MetaTable};
+use crate::records::authority::authority_key;
 use crate::records::revisioned;
 
 impl ObjectStore {

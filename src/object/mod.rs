@@ -10,9 +10,9 @@ mod authority;
 mod bucket;
 mod bucket_cache;
 mod changes;
-pub use authority::RecordAuthority;
+use crate::records::authority::RecordAuthority;
+use crate::records::changes::{ChangeFeed, RecordChange};
 pub use bucket_cache::ParsedByRevision;
-pub use changes::{ChangeFeed, RecordChange};
 pub mod checksum;
 mod commit;
 mod conditions;
@@ -187,7 +187,12 @@ impl From<ErasureError> for ObjectError {
 
 impl From<RecordError> for ObjectError {
     fn from(e: RecordError) -> Self {
-        ObjectError::Internal(e.to_string())
+        match e {
+            RecordError::AuthorityUnreachable => ObjectError::ControlPlaneUnavailable,
+            RecordError::Conflict => ObjectError::Conflict,
+            RecordError::Erasure(e) => e.into(),
+            e @ RecordError::Undecodable(_) => ObjectError::Internal(e.to_string()),
+        }
     }
 }
 
@@ -219,7 +224,7 @@ pub struct ObjectStore {
     /// control plane).
     authority: std::sync::OnceLock<Arc<dyn RecordAuthority>>,
     /// How often the authority was found behind the drives.
-    divergence: authority::Divergence,
+    divergence: crate::records::authority::Divergence,
 }
 
 impl ObjectStore {

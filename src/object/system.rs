@@ -16,10 +16,10 @@ use std::ops::Bound;
 
 use serde::{Deserialize, Serialize};
 
-use super::authority::authority_key;
 use super::record;
 use super::{read_agreed, retry_conflicts, ObjectError, ObjectStore, RecordChange};
 use crate::erasure::{MetaOp, MetaTable};
+use crate::records::authority::authority_key;
 use crate::records::revisioned::{self, Revisioned};
 
 /// The lock namespace of system records: never a bucket name (`_` is not allowed in one).
@@ -201,7 +201,7 @@ impl ObjectStore {
         let mut out = Vec::new();
         for scanned in page.records {
             // The drive's own note of the records' revision is no record.
-            if scanned.key.as_slice() == super::authority::RECORDS_REVISION {
+            if scanned.key.as_slice() == crate::records::authority::RECORDS_REVISION {
                 continue;
             }
             if let Some(record) = scanned.agreed?.found() {

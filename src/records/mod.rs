@@ -8,6 +8,8 @@
 //! object layer decides what a new record says, in S3's terms.
 
 pub mod agreement;
+pub mod authority;
+pub mod changes;
 pub mod codec;
 pub mod commit;
 pub(crate) mod copies;
@@ -33,6 +35,14 @@ pub enum RecordError {
     /// A copy in a format this server cannot read (written by a newer server, or damaged).
     #[error("undecodable record: {0}")]
     Undecodable(String),
+    /// The authority that decides the record (the control plane) cannot be reached.
+    #[error("the authority that decides records cannot be reached")]
+    AuthorityUnreachable,
+    /// The record changed meanwhile: read it again and decide anew.
+    #[error("the record changed meanwhile")]
+    Conflict,
+    #[error(transparent)]
+    Erasure(#[from] ErasureError),
 }
 
 /// An erasure set as the home of replicated records: its drives and geometry (it derefs to
