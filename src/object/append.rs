@@ -17,18 +17,18 @@ use uuid::Uuid;
 
 use super::at_rest::{self, Encryption};
 use super::conditions::WriteCondition;
-use super::hashing::ExpectedChecksum;
-use super::multipart::{checksum_of_parts, etag_of_parts};
 use super::object_lock::ObjectLock;
 use super::objects::{write_verified, GetOptions, NewVersion, PutOptions};
 use super::record::{BucketRecord, ObjectRecord, PartInfo, SINGLE_PUT_FILE};
-use super::version::{agreed_or_conflict, read_records};
-use super::versioning::{key_versions, version_id_for};
 use super::{now_ms, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::body::ByteStream;
 use crate::encryption::{CustomerKey, SseKind};
 use crate::erasure::{DataDir, Encoded};
-use crate::object::checksum::ChecksumType;
+use crate::object::digest::checksum::ChecksumType;
+use crate::object::digest::hashing::ExpectedChecksum;
+use crate::object::multipart::upload::{checksum_of_parts, etag_of_parts};
+use crate::object::versions::agreed::{agreed_or_conflict, read_records};
+use crate::object::versions::versioning::{key_versions, version_id_for};
 use crate::records::RecordSet;
 
 /// The most segments an object may have, as on S3: past it, the client must rewrite the

@@ -5,10 +5,10 @@ use futures::future::join_all;
 use super::record::{self, BucketRecord, BucketSettings, ObjectRecord, VersionsRecord};
 use super::{
     now_ms, read_agreed, retry_conflicts, Agreement, BucketName, ObjectError, ObjectStore,
-    RecordChange,
 };
 use crate::erasure::{MetaOp, MetaTable};
 use crate::records::authority::authority_key;
+use crate::records::changes::RecordChange;
 use crate::records::revisioned;
 
 impl ObjectStore {

@@ -6,10 +6,10 @@
 use uuid::Uuid;
 
 use super::record::{inline_key, ObjectRecord};
-use super::version::DriveRecords;
-use super::versioning::KeyVersions;
 use super::ObjectError;
 use crate::erasure::{MetaOp, MetaTable};
+use crate::object::versions::agreed::DriveRecords;
+use crate::object::versions::versioning::KeyVersions;
 use crate::records::commit::Batch;
 use crate::records::copies::Guard;
 use crate::records::RecordSet;

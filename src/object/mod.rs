@@ -10,36 +10,26 @@ mod authority;
 mod bucket;
 mod bucket_cache;
 mod changes;
-use crate::records::authority::RecordAuthority;
-use crate::records::changes::{ChangeFeed, RecordChange};
 pub use bucket_cache::ParsedByRevision;
-pub mod checksum;
 mod commit;
 mod conditions;
+pub mod digest;
 #[cfg(test)]
 mod drive_calls_tests;
-mod hashing;
 mod heal;
-mod heal_uploads;
 mod key_locks;
 mod list;
-mod list_versions;
-mod md5_lanes;
 mod multipart;
 mod names;
 mod object_lock;
 mod objects;
-mod purge;
 mod record;
 mod rename;
 mod replicas;
 mod span;
 mod system;
 pub mod tier;
-mod tiering;
-mod uploads;
-mod version;
-mod versioning;
+mod versions;
 #[cfg(test)]
 mod write_quorum_tests;
 
@@ -54,13 +44,15 @@ use crate::erasure::MetaTable;
 use crate::records::{Agreement, RecordError, RecordSet, Replica};
 
 pub use at_rest::{check_customer_key, Encryption};
-pub use checksum::{ChecksumAlgorithm, ChecksumType};
 pub use conditions::{DeleteConditions, DeleteIf, WriteCondition};
-pub use hashing::ExpectedChecksum;
-pub use heal::{HealDepth, HealReport, HealScope};
+pub use digest::checksum::{ChecksumAlgorithm, ChecksumType};
+pub use digest::hashing::ExpectedChecksum;
+pub use heal::objects::{HealDepth, HealReport, HealScope};
 pub use list::{ListEntry, ListPage, ListQuery};
-pub use list_versions::{VersionEntry, VersionsPage, VersionsQuery};
-pub use multipart::{CompleteOptions, CompletedPart, PartsPage, UploadOptions, MAX_PART_NUMBER};
+pub use multipart::list::{UploadEntry, UploadQuery, UploadsPage};
+pub use multipart::upload::{
+    CompleteOptions, CompletedPart, PartsPage, UploadOptions, MAX_PART_NUMBER,
+};
 pub use names::{BucketName, ObjectKey, VersionId, MAX_KEY_LEN};
 pub use object_lock::{
     DefaultRetention, ObjectLock, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
@@ -73,9 +65,11 @@ pub use record::{
 pub use rename::{Precondition, RenameOptions};
 pub use span::{ByteRange, ReadSpan};
 pub use tier::{Tier, TierError, Tiers};
-pub use uploads::{UploadEntry, UploadQuery, UploadsPage};
-pub use versioning::{DeleteOptions, Deleted};
+pub use versions::list::{VersionEntry, VersionsPage, VersionsQuery};
+pub use versions::versioning::{DeleteOptions, Deleted};
 
+use crate::records::authority::RecordAuthority;
+use crate::records::changes::ChangeFeed;
 use key_locks::NamespaceLocks;
 
 /// Damaged objects that can wait for the healer at once.
@@ -207,9 +201,9 @@ pub struct ObjectStore {
     /// Part numbers of an upload: a part sent twice commits once at a time.
     part_locks: NamespaceLocks,
     /// The thread that hashes the ETags of all uploads in flight together.
-    md5: md5_lanes::Md5Lanes,
+    md5: digest::md5_lanes::Md5Lanes,
     /// Objects that reads found damaged, for the healer.
-    heal_queue: heal::HealQueue,
+    heal_queue: heal::objects::HealQueue,
     /// Where lifecycle transitions move data, by name.
     tiers: arc_swap::ArcSwap<Tiers>,
     /// The bucket records agreed on lately.
@@ -246,8 +240,8 @@ impl ObjectStore {
             locks: NamespaceLocks::new(),
             upload_locks: NamespaceLocks::new(),
             part_locks: NamespaceLocks::new(),
-            md5: md5_lanes::Md5Lanes::start(),
-            heal_queue: heal::HealQueue::new(HEAL_QUEUE_LEN),
+            md5: digest::md5_lanes::Md5Lanes::start(),
+            heal_queue: heal::objects::HealQueue::new(HEAL_QUEUE_LEN),
             tiers: arc_swap::ArcSwap::from_pointee(Tiers::default()),
             buckets,
             kms: arc_swap::ArcSwapOption::empty(),

@@ -10,18 +10,11 @@ use super::acl::Acl;
 use super::at_rest::{self, Encryption, Piece};
 use super::commit::{commit_on_records, dropped_inline_chunks};
 use super::conditions::{DeleteIf, WriteCondition};
-use super::hashing::{self, ExpectedChecksum};
-use super::md5_lanes::Md5Lanes;
 use super::object_lock::{self, ObjectLock};
 use super::record::{
     self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, StoredChecksum,
     SINGLE_PUT_FILE,
 };
-use super::version::{
-    agree_on_version, agreed_or_conflict, held_for_commit, read_records, read_records_with_data,
-    replaced_versions, DriveRecords,
-};
-use super::versioning::{delete_marker, version_id_for};
 use super::{
     now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, ReadSpan,
     INLINE_LIMIT,
@@ -30,6 +23,13 @@ use crate::body::{chain_reading_ahead, ByteStream};
 use crate::encryption::{encrypt_stream, CustomerKey};
 use crate::erasure::{DataDir, MetaOp, MetaTable};
 use crate::erasure::{Encoded, ErasureError, ShardSource, WriteOutcome};
+use crate::object::digest::hashing::{self, ExpectedChecksum};
+use crate::object::digest::md5_lanes::Md5Lanes;
+use crate::object::versions::agreed::{
+    agree_on_version, agreed_or_conflict, held_for_commit, read_records, read_records_with_data,
+    replaced_versions, DriveRecords,
+};
+use crate::object::versions::versioning::{delete_marker, version_id_for};
 use crate::records::copies::Guard;
 use crate::records::RecordSet;
 

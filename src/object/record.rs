@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::acl::{Acl, ObjectOwnership, PublicAccessBlock};
-use super::checksum::{ChecksumAlgorithm, ChecksumType};
 use super::object_lock::{ObjectLock, ObjectLockConfig};
+use crate::object::digest::checksum::{ChecksumAlgorithm, ChecksumType};
 use crate::records::revisioned::Revisioned;
 
 pub use crate::records::codec::{decode, encode};

@@ -17,9 +17,10 @@ use std::ops::Bound;
 use serde::{Deserialize, Serialize};
 
 use super::record;
-use super::{read_agreed, retry_conflicts, ObjectError, ObjectStore, RecordChange};
+use super::{read_agreed, retry_conflicts, ObjectError, ObjectStore};
 use crate::erasure::{MetaOp, MetaTable};
 use crate::records::authority::authority_key;
+use crate::records::changes::RecordChange;
 use crate::records::revisioned::{self, Revisioned};
 
 /// The lock namespace of system records: never a bucket name (`_` is not allowed in one).

@@ -6,6 +6,8 @@
 //! This layer only defines what a tier must do; the implementations (a second local drive
 //! pool, a remote S3 endpoint) live in `crate::tier`.
 
+pub(super) mod transition;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -15,14 +15,14 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use super::record::{
-    self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, VersionsRecord,
-};
-use super::version::{agree_on_version, read_records};
-use super::versioning::{key_versions, read_states};
-use super::{Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::erasure::{DataDir, MetaOp, MetaTable};
 use crate::erasure::{ErasureError, ShardSource};
+use crate::object::record::{
+    self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, VersionsRecord,
+};
+use crate::object::versions::agreed::{agree_on_version, read_records};
+use crate::object::versions::versioning::{key_versions, read_states};
+use crate::object::{Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::records::copies::Guard;
 use crate::records::revisioned::{self, reachable, Revisioned};
 use crate::records::{RecordSet, SCAN_PAGE};
@@ -119,7 +119,10 @@ impl ObjectStore {
 
     /// Removes what a deleted bucket of this name left behind (see [`remove_leftover`]), so
     /// that a new bucket of the name starts empty; an error while a drive may still hold some.
-    pub(super) async fn remove_leftovers_of(&self, name: &BucketName) -> Result<(), ObjectError> {
+    pub(in crate::object) async fn remove_leftovers_of(
+        &self,
+        name: &BucketName,
+    ) -> Result<(), ObjectError> {
         let prefix = object_key(name.as_str(), "");
         let mut total = HealReport::default();
         for set in &self.sets {
@@ -528,7 +531,7 @@ impl HealScope {
     }
 
     /// The keys a scan of the objects in scope starts with.
-    pub(super) fn scan_prefix(&self) -> Vec<u8> {
+    pub(in crate::object) fn scan_prefix(&self) -> Vec<u8> {
         match &self.bucket {
             Some(bucket) => object_key(bucket.as_str(), &self.prefix),
             None => Vec::new(),
@@ -555,7 +558,7 @@ impl std::fmt::Display for HealScope {
 
 impl ObjectStore {
     /// The sets a heal of `scope` goes over.
-    pub(super) fn sets_in<'a>(
+    pub(in crate::object) fn sets_in<'a>(
         &'a self,
         scope: &'a HealScope,
     ) -> impl Iterator<Item = &'a RecordSet> + 'a {
@@ -564,7 +567,7 @@ impl ObjectStore {
 }
 
 /// What healing one version's data found and rebuilt.
-pub(super) struct DataHeal {
+pub(in crate::object) struct DataHeal {
     /// Staging folder holding rebuilt shard files, to commit on the drives they are for.
     pub staging: Uuid,
     /// Every drive's inline chunk, when some were missing or bad.
@@ -576,7 +579,7 @@ pub(super) struct DataHeal {
 }
 
 /// What one version, or an upload in progress, keeps on the drives, as healing checks it.
-pub(super) struct StoredData<'a> {
+pub(in crate::object) struct StoredData<'a> {
     pub data_id: Uuid,
     /// Bytes of user data when they are inline chunks; `None` for shard files (or nothing).
     pub inline_size: Option<u64>,
@@ -600,7 +603,7 @@ impl<'a> StoredData<'a> {
 
 /// Checks one version's data (inline chunks, or each part's shard files; with `Deep`, their
 /// checksums too) and rebuilds what the online drives miss into staging.
-pub(super) async fn heal_data(
+pub(in crate::object) async fn heal_data(
     set: &RecordSet,
     bucket_record: &BucketRecord,
     key: &ObjectKey,
@@ -676,7 +679,7 @@ pub(super) async fn heal_data(
 /// rebuilt shard files move from staging into place, then `records` and the rebuilt inline
 /// chunks commit in one transaction per drive, if its conditions still hold. Staging is
 /// removed afterwards. Returns which drives took it all.
-pub(super) async fn commit_healed(
+pub(in crate::object) async fn commit_healed(
     set: &RecordSet,
     bucket: &BucketRecord,
     key: &ObjectKey,
@@ -739,7 +742,7 @@ fn split_object_key(db_key: &[u8]) -> Option<(BucketName, ObjectKey)> {
 /// that a write into a new bucket of that name is never taken. Their data folders are then
 /// referenced by nothing and go with the orphans. Unresolved while a drive cannot be read
 /// or written, as it may hold them too.
-pub(super) async fn remove_leftover(set: &RecordSet, db_key: &[u8]) -> HealReport {
+pub(in crate::object) async fn remove_leftover(set: &RecordSet, db_key: &[u8]) -> HealReport {
     let held = join_all(OBJECT_TABLES.map(|table| set.meta_get_all(table, db_key))).await;
     let mut batches: Vec<Vec<MetaOp>> = vec![Vec::new(); set.width()];
     let mut unread = false;
@@ -775,7 +778,8 @@ pub(super) async fn remove_leftover(set: &RecordSet, db_key: &[u8]) -> HealRepor
 
 /// The tables whose keys are a set's objects: keys of versioned buckets whose newest
 /// version is a delete marker have only a versions record.
-pub(super) const OBJECT_TABLES: [MetaTable; 2] = [MetaTable::Objects, MetaTable::Versions];
+pub(in crate::object) const OBJECT_TABLES: [MetaTable; 2] =
+    [MetaTable::Objects, MetaTable::Versions];
 
 impl ObjectStore {
     /// Deletes data folders no record refers to: leftovers of writes cut short between placing
@@ -832,7 +836,7 @@ async fn referenced_data(set: &RecordSet) -> Option<HashSet<Uuid>> {
                         referenced
                             .extend(states.flat_map(|s| s.versions.iter().map(|v| v.data_id)));
                     } else {
-                        let upload = record::decode::<super::UploadRecord>(value).ok()?;
+                        let upload = record::decode::<crate::object::UploadRecord>(value).ok()?;
                         referenced.insert(upload.data_id);
                     }
                 }

@@ -3,18 +3,18 @@
 //! acts only on what agreement says is deleted, never on a value a commit in flight may still
 //! make current, and takes a tombstone away last.
 
-use super::record::{inline_key, object_key, BucketRecord, ObjectRecord};
-use super::version::{agree_on_version, read_records, DriveRecords};
-use super::versioning::read_states;
-use super::{Agreement, ObjectError, ObjectKey, ObjectStore};
 use crate::erasure::{DataDir, MetaOp, MetaTable};
+use crate::object::record::{inline_key, object_key, BucketRecord, ObjectRecord};
+use crate::object::versions::agreed::{agree_on_version, read_records, DriveRecords};
+use crate::object::versions::versioning::read_states;
+use crate::object::{Agreement, ObjectError, ObjectKey, ObjectStore};
 use crate::records::copies::Guard;
 use crate::records::RecordSet;
 
 impl ObjectStore {
     /// Removes versions records that agreement says no longer exist (every version of the
     /// key was deleted) from the drives that still hold one.
-    pub(super) async fn purge_stale_states(
+    pub(in crate::object) async fn purge_stale_states(
         &self,
         set: &RecordSet,
         bucket: &BucketRecord,
@@ -43,7 +43,7 @@ impl ObjectStore {
 
 /// What a purge of a deleted key's leftovers did.
 #[derive(Default)]
-pub(super) struct Purge {
+pub(in crate::object) struct Purge {
     /// Drives whose leftover records were removed.
     pub purged: u64,
     /// A drive holds a value that may be another server's commit in flight: left for a
@@ -72,7 +72,7 @@ impl ObjectStore {
     /// it does not exist, or agrees on a delete's tombstone. Tombstones go last, once every
     /// drive answered and none holds anything else: taken from some drives while others still
     /// hold the version it replaced, that version would have a read quorum of vouchers again.
-    pub(super) async fn purge_stale(
+    pub(in crate::object) async fn purge_stale(
         &self,
         set: &RecordSet,
         bucket: &BucketRecord,
@@ -141,7 +141,7 @@ impl ObjectStore {
     }
 
     /// Deletes one version's data (shard folder or inline chunk) from drive `index`.
-    pub(super) async fn drop_version_on(
+    pub(in crate::object) async fn drop_version_on(
         &self,
         set: &RecordSet,
         index: usize,

@@ -21,26 +21,26 @@ use base64::Engine;
 use md5::{Digest, Md5};
 use uuid::Uuid;
 
-use super::acl::Acl;
-use super::at_rest::{self, Encryption};
-use super::checksum::{ChecksumAlgorithm, ChecksumType};
-use super::commit::commit_guarded;
-use super::conditions::WriteCondition;
-use super::hashing::ExpectedChecksum;
-use super::object_lock::{self, ObjectLock};
-use super::objects::{write_verified, NewVersion};
-use super::record::{
-    self, part_key, parts_prefix, upload_key, BucketRecord, ObjectRecord, PartInfo, PartRecord,
-    StoredChecksum, UploadEnd, UploadRecord,
-};
-use super::version::{agree_on_version, read_records};
-use super::versioning::key_versions;
-use super::{
-    now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, PutOptions,
-};
 use crate::body::ByteStream;
 use crate::erasure::Encoded;
 use crate::erasure::{DataDir, MetaOp, MetaTable};
+use crate::object::acl::Acl;
+use crate::object::at_rest::{self, Encryption};
+use crate::object::commit::commit_guarded;
+use crate::object::conditions::WriteCondition;
+use crate::object::digest::checksum::{ChecksumAlgorithm, ChecksumType};
+use crate::object::digest::hashing::ExpectedChecksum;
+use crate::object::object_lock::{self, ObjectLock};
+use crate::object::objects::{write_verified, NewVersion};
+use crate::object::record::{
+    self, part_key, parts_prefix, upload_key, BucketRecord, ObjectRecord, PartInfo, PartRecord,
+    StoredChecksum, UploadEnd, UploadRecord,
+};
+use crate::object::versions::agreed::{agree_on_version, read_records};
+use crate::object::versions::versioning::key_versions;
+use crate::object::{
+    now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, PutOptions,
+};
 use crate::records::copies::{Copies, Guard};
 use crate::records::RecordSet;
 use crate::records::Replica;
@@ -565,7 +565,9 @@ impl ObjectStore {
             inline: false,
             parts,
             superseded: None,
-            version_id: super::versioning::version_id_for(bucket_record.settings.versioning),
+            version_id: crate::object::versions::versioning::version_id_for(
+                bucket_record.settings.versioning,
+            ),
             delete_marker: false,
             tier: None,
             lock: upload.lock,

@@ -12,12 +12,12 @@
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
-use super::heal::{commit_healed, heal_data, HealReport, HealScope, StoredData};
-use super::multipart::take_away_tombstone;
-use super::record::{self, parts_prefix, BucketRecord, PartInfo, PartRecord, UploadRecord};
-use super::{Agreement, BucketName, HealDepth, ObjectError, ObjectKey, ObjectStore};
 use crate::erasure::ErasureError;
 use crate::erasure::{DriveError, MetaOp, MetaTable};
+use crate::object::heal::objects::{commit_healed, heal_data, HealReport, HealScope, StoredData};
+use crate::object::multipart::upload::take_away_tombstone;
+use crate::object::record::{self, parts_prefix, BucketRecord, PartInfo, PartRecord, UploadRecord};
+use crate::object::{Agreement, BucketName, HealDepth, ObjectError, ObjectKey, ObjectStore};
 use crate::records::copies::Copies;
 use crate::records::copies::Guard;
 use crate::records::revisioned::reachable;

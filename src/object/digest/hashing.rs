@@ -7,10 +7,10 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::checksum::{ChecksumAlgorithm, ChecksumType};
-use super::md5_lanes::Md5Lanes;
-use super::{ObjectError, StoredChecksum};
 use crate::body::TrailerSlot;
+use crate::object::digest::checksum::{ChecksumAlgorithm, ChecksumType};
+use crate::object::digest::md5_lanes::Md5Lanes;
+use crate::object::{ObjectError, StoredChecksum};
 
 /// Blocks queued to the hashing thread: bounded, so a slow hash slows the upload instead of
 /// buffering it.

@@ -1,8 +1,8 @@
 //! ListObjectVersions: every version of every key, delete markers included, in key order and
 //! newest first within a key.
 
-use super::record::{ObjectRecord, VersionsRecord};
-use super::{BucketName, ListEntry, ListQuery, ObjectError, ObjectStore};
+use crate::object::record::{ObjectRecord, VersionsRecord};
+use crate::object::{BucketName, ListEntry, ListQuery, ObjectError, ObjectStore};
 
 /// What to list.
 #[derive(Debug, Clone, Default)]
@@ -46,7 +46,7 @@ impl ObjectStore {
     ) -> Result<VersionsPage, ObjectError> {
         self.bucket(bucket).await?;
         if let Some(marker) = &query.version_id_marker {
-            super::versioning::check_version_id(marker)?;
+            crate::object::versions::versioning::check_version_id(marker)?;
         }
         if query.max_keys == 0 {
             return Ok(VersionsPage::default());

@@ -14,16 +14,20 @@
 use bytes::Bytes;
 use uuid::Uuid;
 
-use super::commit::{commit_on_versions, dropped_inline_chunks};
-use super::conditions::DeleteIf;
-use super::object_lock::{self, ObjectLock};
-use super::record::{
+use crate::erasure::{MetaOp, MetaTable};
+use crate::object::commit::{commit_on_versions, dropped_inline_chunks};
+use crate::object::conditions::DeleteIf;
+use crate::object::object_lock::{self, ObjectLock};
+use crate::object::record::{
     self, inline_key, is_valid_version_id, new_version_id, object_key, BucketRecord, ObjectRecord,
     Versioning, VersionsRecord,
 };
-use super::version::{agree_on_version, held_for_commit, read_records, DriveRecords};
-use super::{now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
-use crate::erasure::{MetaOp, MetaTable};
+use crate::object::versions::agreed::{
+    agree_on_version, held_for_commit, read_records, DriveRecords,
+};
+use crate::object::{
+    now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore,
+};
 use crate::records::copies::Copies;
 use crate::records::copies::Guard;
 use crate::records::RecordSet;
@@ -143,7 +147,7 @@ pub(crate) struct NewState<'a> {
     pub added: Option<Addition<'a>>,
     pub extra: Vec<MetaOp>,
     /// What else the change was decided on, drive by drive (see
-    /// [`super::objects::NewVersion::decided_on`]).
+    /// [`crate::object::objects::NewVersion::decided_on`]).
     pub decided_on: Vec<Guard>,
 }
 
@@ -367,7 +371,7 @@ impl ObjectStore {
         set: &RecordSet,
         bucket: &BucketRecord,
         key: &ObjectKey,
-        version: &super::objects::NewVersion<'_>,
+        version: &crate::object::objects::NewVersion<'_>,
     ) -> Result<(), ObjectError> {
         let _guard = self.locks.write(&bucket.name, key.as_str()).await;
         let current = key_versions(set, &bucket.name, key.as_str()).await?;

@@ -5,9 +5,11 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::record::TierLocation;
-use super::{BucketName, GetOptions, ObjectError, ObjectKey, ObjectStore, Tier, TierError, Tiers};
 use crate::body::ByteStream;
+use crate::object::record::TierLocation;
+use crate::object::{
+    BucketName, GetOptions, ObjectError, ObjectKey, ObjectStore, Tier, TierError, Tiers,
+};
 
 /// Where tier copies whose removal failed are noted, as `tier/orphans/<tier>/<object>`
 /// system records (tier names hold no `/`).
@@ -95,7 +97,7 @@ impl ObjectStore {
         key: &ObjectKey,
         version_id: Option<&str>,
         tier_name: &str,
-        still: impl Fn(&super::ObjectRecord) -> bool,
+        still: impl Fn(&crate::object::ObjectRecord) -> bool,
     ) -> Result<bool, ObjectError> {
         let tier = self.tier(tier_name)?;
         let source = self
