@@ -41,8 +41,8 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use zeroize::Zeroizing;
 
+use super::sealing::{open_bytes, push_length_prefixed, random_key, seal_bytes};
 use super::{DataKey, EncryptionContext, KeyInfo, KeyService, KmsError};
-use crate::encryption::keys::{open_bytes, push_length_prefixed, random_key, seal_bytes};
 
 /// The environment variable holding the master key, `<name>:<base64 of 32 bytes>`.
 pub const MASTER_KEY_ENV: &str = "STRATA_KMS_SECRET_KEY";

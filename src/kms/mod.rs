@@ -6,6 +6,7 @@
 //! AWS KMS) can implement it later without the object layer changing.
 
 pub mod builtin;
+pub mod sealing;
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
