@@ -16,6 +16,7 @@ pub mod object;
 pub mod query;
 pub mod records;
 pub mod server;
+pub mod signing;
 pub mod storage;
 pub mod tier;
 pub mod tls;

@@ -3,6 +3,7 @@
 use std::time::SystemTime;
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC};
+use strata::signing::Payload;
 
 use super::{PASSWORD, REGION, USER};
 
@@ -15,37 +16,15 @@ pub const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'.')
     .remove(b'~');
 
-/// SigV4 headers for a request of `url` whose payload has this SHA-256, signed now.
+/// SigV4 headers for a request of `url` whose payload has this SHA-256, signed now (by the
+/// server's own outgoing signer).
 pub fn sign(method: &str, url: &str, payload_sha256: &str) -> Vec<(String, String)> {
-    use aws_sigv4::http_request::{
-        sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest,
-        SigningSettings, UriPathNormalizationMode,
-    };
-    let identity =
-        aws_credential_types::Credentials::new(USER, PASSWORD, None, None, "bench").into();
-    let mut settings = SigningSettings::default();
-    settings.percent_encoding_mode = PercentEncodingMode::Single;
-    settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
-    settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
-    let params = aws_sigv4::sign::v4::SigningParams::builder()
-        .identity(&identity)
-        .region(REGION)
-        .name("s3")
-        .time(SystemTime::now())
-        .settings(settings)
-        .build()
-        .expect("signing params")
-        .into();
-    let request = SignableRequest::new(
-        method,
-        url,
-        std::iter::empty(),
-        SignableBody::Precomputed(payload_sha256.to_string()),
-    )
-    .expect("signable request");
-    let (instructions, _) = sign(request, &params).expect("sign").into_parts();
-    instructions
-        .headers()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    strata::signing::Signer::new(USER, PASSWORD, REGION)
+        .headers(
+            method,
+            url,
+            Payload::Sha256(payload_sha256),
+            SystemTime::now(),
+        )
+        .expect("signed")
 }

@@ -3,7 +3,7 @@
 //! server's defaults when neither is set).
 
 use std::io::{IsTerminal, Write};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context};
 use axum::http::{HeaderMap, HeaderValue, Method};
@@ -17,6 +17,7 @@ use super::api::{
 use crate::api::auth::sigv4;
 use crate::config;
 use crate::object::now_ms;
+use crate::signing::{Payload, Signer};
 
 /// The region the server signs for.
 const REGION: &str = "us-east-1";
@@ -250,7 +251,7 @@ impl Credentials {
 /// A signing HTTP client for the admin API.
 pub struct AdminClient {
     endpoint: reqwest::Url,
-    credentials: Credentials,
+    signer: Signer,
     http: reqwest::Client,
 }
 
@@ -266,9 +267,10 @@ impl AdminClient {
             .timeout(Duration::from_secs(60))
             .build()
             .context("building the HTTP client")?;
+        let signer = Signer::new(&credentials.access_key, &credentials.secret_key, REGION);
         Ok(Self {
             endpoint,
-            credentials,
+            signer,
             http,
         })
     }
@@ -307,9 +309,8 @@ impl AdminClient {
         let mut url = self.endpoint.clone();
         url.set_path(&path);
         url.set_query((!query.is_empty()).then_some(query.as_str()));
-        let payload_hash = sigv4::sha256_hex(&body);
         let headers =
-            self.signed_headers_for(&method, &url, &path, &query, time_now(), &payload_hash);
+            self.signed_headers(&method, &url, Payload::Bytes(&body), SystemTime::now())?;
         let response = self
             .http
             .request(method.clone(), url.clone())
@@ -330,78 +331,28 @@ impl AdminClient {
         }
     }
 
-    /// `host`, `x-amz-date`, `x-amz-content-sha256` and `authorization` of a bodiless request.
-    #[cfg(test)]
+    /// `x-amz-date`, `x-amz-content-sha256` and `authorization` of a request of `url` (the
+    /// host, signed as the URL gives it, is sent by the HTTP client).
     fn signed_headers(
         &self,
         method: &Method,
         url: &reqwest::Url,
-        path: &str,
-        query: &str,
-        now: time::OffsetDateTime,
-    ) -> HeaderMap {
-        self.signed_headers_for(method, url, path, query, now, sigv4::EMPTY_SHA256_HEX)
-    }
-
-    /// The signed headers of a request whose body hashes to `payload_hash` (hex SHA-256).
-    fn signed_headers_for(
-        &self,
-        method: &Method,
-        url: &reqwest::Url,
-        path: &str,
-        query: &str,
-        now: time::OffsetDateTime,
-        payload_hash: &str,
-    ) -> HeaderMap {
-        let host = match (url.host_str(), url.port()) {
-            (Some(host), Some(port)) => format!("{host}:{port}"),
-            (Some(host), None) => host.to_string(),
-            (None, _) => String::new(),
-        };
-        let amz_date = sigv4::format_amz_date(now);
-        let date = sigv4::scope_date(now);
+        payload: Payload<'_>,
+        now: SystemTime,
+    ) -> anyhow::Result<HeaderMap> {
+        let signed = (self.signer).headers(method.as_str(), url.as_str(), payload, now);
         let mut headers = HeaderMap::new();
-        let value = |v: &str| HeaderValue::from_str(v).expect("printable ASCII");
-        headers.insert("host", value(&host));
-        headers.insert("x-amz-content-sha256", value(payload_hash));
-        headers.insert("x-amz-date", value(&amz_date));
-        let signed_headers = "host;x-amz-content-sha256;x-amz-date";
-        let canonical = sigv4::CanonicalRequest {
-            method,
-            uri: &sigv4::canonical_uri(path),
-            query: &sigv4::canonical_query(query, None),
-            headers: &headers,
-            signed_headers,
-            authority: None,
-            payload_hash,
-        };
-        let scope = sigv4::CredentialScope {
-            access_key: self.credentials.access_key.clone(),
-            date: date.clone(),
-            region: REGION.to_string(),
-            service: sigv4::SERVICE.to_string(),
+        for (name, value) in signed.map_err(anyhow::Error::msg)? {
+            let name = axum::http::HeaderName::from_bytes(name.as_bytes())?;
+            headers.insert(name, HeaderValue::from_str(&value)?);
         }
-        .scope();
-        let string_to_sign = sigv4::string_to_sign(&amz_date, &scope, &canonical.to_bytes());
-        let key = sigv4::signing_key(&self.credentials.secret_key, &date, REGION, sigv4::SERVICE);
-        let authorization = format!(
-            "{} Credential={}/{scope}, SignedHeaders={signed_headers}, Signature={}",
-            sigv4::ALGORITHM,
-            self.credentials.access_key,
-            sigv4::sign(&key, &string_to_sign)
-        );
-        headers.insert("authorization", value(&authorization));
-        headers
+        Ok(headers)
     }
 
     async fn get_json<T: serde::de::DeserializeOwned>(&self, route: &str) -> anyhow::Result<T> {
         let body = self.send(Method::GET, route, &[]).await?;
         serde_json::from_slice(&body).with_context(|| format!("the server's {route} answer"))
     }
-}
-
-fn time_now() -> time::OffsetDateTime {
-    time::OffsetDateTime::now_utc()
 }
 
 /// `Code: message` of an S3 XML error or an admin JSON error; the raw text otherwise.
@@ -1133,16 +1084,14 @@ mod tests {
             },
         )
         .unwrap();
-        let now = time::OffsetDateTime::now_utc();
+        let now = SystemTime::now();
         let url =
             reqwest::Url::parse("http://127.0.0.1:9000/_strata/admin/v1/heal?deep=true").unwrap();
-        let headers = client.signed_headers(
-            &Method::POST,
-            &url,
-            "/_strata/admin/v1/heal",
-            "deep=true",
-            now,
-        );
+        let mut headers =
+            (client.signed_headers(&Method::POST, &url, Payload::Bytes(b""), now)).expect("signed");
+        // What the HTTP client adds when it sends the request.
+        headers.insert("host", HeaderValue::from_static("127.0.0.1:9000"));
+        let now = time::OffsetDateTime::from(now);
         let uri: axum::http::Uri = "/_strata/admin/v1/heal?deep=true".parse().unwrap();
         let keyring = crate::api::auth::Keyring::new(
             crate::api::auth::Credentials {

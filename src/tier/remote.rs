@@ -8,12 +8,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 use async_trait::async_trait;
-use aws_credential_types::Credentials;
-use aws_sigv4::http_request::{
-    sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings,
-    UriPathNormalizationMode,
-};
-use aws_sigv4::sign::v4;
 use futures::StreamExt;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use reqwest::header::{CONTENT_LENGTH, RANGE};
@@ -24,6 +18,7 @@ use super::body::{exact_size, idle_limited, BodyFault};
 use super::config::RemoteConfig;
 use crate::body::ByteStream;
 use crate::object::{Tier, TierError};
+use crate::signing::{Payload, Signer};
 
 /// A remote that does not accept a connection within this is unavailable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -54,8 +49,7 @@ pub struct RemoteS3Tier {
     endpoint: String,
     bucket: String,
     prefix: String,
-    region: String,
-    credentials: Credentials,
+    signer: Signer,
     client: reqwest::Client,
     /// Objects larger than this go up in parts of this size.
     part_size: u64,
@@ -78,15 +72,8 @@ impl RemoteS3Tier {
             endpoint: config.endpoint.trim_end_matches('/').to_string(),
             bucket: config.bucket.clone(),
             prefix: config.prefix.clone(),
-            region: config.region.clone(),
             part_size: config.part_size,
-            credentials: Credentials::new(
-                config.access_key.clone(),
-                config.secret_key.clone(),
-                None,
-                None,
-                "strata-tier",
-            ),
+            signer: Signer::new(&config.access_key, &config.secret_key, &config.region),
             client,
         })
     }
@@ -129,30 +116,13 @@ impl RemoteS3Tier {
         &self,
         method: Method,
         url: &str,
-        body: SignableBody<'_>,
+        payload: Payload<'_>,
     ) -> Result<RequestBuilder, TierError> {
-        let mut settings = SigningSettings::default();
-        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
-        // S3 signs the path as sent: encoded once, never normalized.
-        settings.percent_encoding_mode = PercentEncodingMode::Single;
-        settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
-        let identity = self.credentials.clone().into();
-        let params = v4::SigningParams::builder()
-            .identity(&identity)
-            .region(&self.region)
-            .name("s3")
-            .time(SystemTime::now())
-            .settings(settings)
-            .build()
-            .map_err(|e| self.failed(format!("signing: {e}")))?
-            .into();
-        let signable = SignableRequest::new(method.as_str(), url, std::iter::empty(), body)
-            .map_err(|e| self.failed(format!("signing {url}: {e}")))?;
-        let (instructions, _signature) = sign(signable, &params)
-            .map_err(|e| self.failed(format!("signing {url}: {e}")))?
-            .into_parts();
+        let headers = (self.signer)
+            .headers(method.as_str(), url, payload, SystemTime::now())
+            .map_err(|e| self.failed(e))?;
         let mut request = self.client.request(method, url);
-        for (name, value) in instructions.headers() {
+        for (name, value) in headers {
             request = request.header(name, value);
         }
         Ok(request)
@@ -221,7 +191,7 @@ impl Tier for RemoteS3Tier {
             return Ok(Box::pin(futures::stream::empty()));
         }
         let request = self
-            .signed(Method::GET, &url, SignableBody::Bytes(&[]))?
+            .signed(Method::GET, &url, Payload::Bytes(&[]))?
             .header(RANGE, format!("bytes={start}-{}", end - 1));
         let response = match tokio::time::timeout(IDLE_TIMEOUT, request.send()).await {
             Ok(Ok(response)) => response,
@@ -259,7 +229,7 @@ impl Tier for RemoteS3Tier {
     async fn delete(&self, object: &str) -> Result<(), TierError> {
         let url = self.object_url(object)?;
         let request = self
-            .signed(Method::DELETE, &url, SignableBody::Bytes(&[]))?
+            .signed(Method::DELETE, &url, Payload::Bytes(&[]))?
             .timeout(REQUEST_TIMEOUT);
         let response = request.send().await.map_err(|e| self.unreachable(e))?;
         if response.status().is_success() {
@@ -278,7 +248,7 @@ impl Tier for RemoteS3Tier {
         loop {
             let url = self.list_url(token.as_deref());
             let request = self
-                .signed(Method::GET, &url, SignableBody::Bytes(&[]))?
+                .signed(Method::GET, &url, Payload::Bytes(&[]))?
                 .timeout(REQUEST_TIMEOUT);
             let response = request.send().await.map_err(|e| self.unreachable(e))?;
             if !response.status().is_success() {
@@ -317,7 +287,7 @@ impl RemoteS3Tier {
         fault: &BodyFault,
     ) -> Result<Response, TierError> {
         let request = self
-            .signed(Method::PUT, url, SignableBody::UnsignedPayload)?
+            .signed(Method::PUT, url, Payload::Unsigned)?
             .header(CONTENT_LENGTH, size);
         let response = match send_streaming(request, body).await {
             Ok(Ok(response)) => response,
@@ -392,11 +362,7 @@ impl RemoteS3Tier {
 
     async fn create_upload(&self, url: &str) -> Result<String, TierError> {
         let request = self
-            .signed(
-                Method::POST,
-                &format!("{url}?uploads"),
-                SignableBody::Bytes(&[]),
-            )?
+            .signed(Method::POST, &format!("{url}?uploads"), Payload::Bytes(&[]))?
             .timeout(REQUEST_TIMEOUT);
         let response = request.send().await.map_err(|e| self.unreachable(e))?;
         if !response.status().is_success() {
@@ -429,7 +395,7 @@ impl RemoteS3Tier {
             .signed(
                 Method::POST,
                 &format!("{url}?{upload}"),
-                SignableBody::Bytes(doc.as_bytes()),
+                Payload::Bytes(doc.as_bytes()),
             )?
             // Completing a large upload may take the remote a while; it keeps answering.
             .timeout(REQUEST_TIMEOUT * 5)
@@ -461,7 +427,7 @@ impl RemoteS3Tier {
         let aborted = match self.signed(
             Method::DELETE,
             &format!("{url}?{upload}"),
-            SignableBody::Bytes(&[]),
+            Payload::Bytes(&[]),
         ) {
             Ok(request) => request.timeout(REQUEST_TIMEOUT).send().await.ok(),
             Err(_) => None,
@@ -678,7 +644,7 @@ mod tests {
             .signed(
                 Method::PUT,
                 "http://127.0.0.1:9100/archive/k",
-                SignableBody::UnsignedPayload,
+                Payload::Unsigned,
             )
             .unwrap()
             .build()
