@@ -385,3 +385,59 @@ async fn the_admin_api_takes_only_header_signatures_over_the_body() {
     let listing = raw_send("GET", &signer.presign("GET", &bucket), &[], Vec::new()).await;
     assert_eq!(listing.status, 200, "{}", listing.text());
 }
+
+/// `strata admin jobs` lists every background job of the server, and a job's passes show as
+/// they run (the drive monitor looks every second here).
+#[test]
+fn jobs_lists_every_background_job_with_its_passes() {
+    let server = start();
+    let names = [
+        "stale-upload-cleaner",
+        "drive-monitor",
+        "scrubber",
+        "lifecycle",
+        "usage-scanner",
+    ];
+    let deadline = Instant::now() + NOTICE_TIMEOUT;
+    let monitor = loop {
+        let output = admin(&server, &["jobs", "--json"]);
+        assert_success(&output, "admin jobs --json");
+        let jobs: Vec<serde_json::Value> = serde_json::from_str(&stdout(&output)).unwrap();
+        let listed: Vec<&str> = jobs.iter().map(|j| j["name"].as_str().unwrap()).collect();
+        for name in names {
+            assert!(listed.contains(&name), "{name} is not listed: {listed:?}");
+        }
+        let monitor = jobs.iter().find(|j| j["name"] == "drive-monitor").unwrap();
+        if monitor["passes"].as_u64().unwrap() >= 2 {
+            break monitor.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the drive monitor never ran: {monitor}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(monitor["interval_secs"], 1);
+    assert_eq!(monitor["failures"], 0, "{monitor}");
+    assert!(monitor["last_outcome"].is_string(), "{monitor}");
+    assert!(
+        monitor["last_finished_ms"].as_i64().unwrap() > 0,
+        "{monitor}"
+    );
+
+    let output = admin(&server, &["jobs"]);
+    assert_success(&output, "admin jobs");
+    let table = stdout(&output);
+    assert!(table.starts_with("JOB"), "{table}");
+    for name in names {
+        assert!(
+            table.lines().any(|line| line.starts_with(name)),
+            "{name} has no line in:\n{table}"
+        );
+    }
+    let monitor_line = table
+        .lines()
+        .find(|l| l.starts_with("drive-monitor"))
+        .unwrap();
+    assert!(monitor_line.contains(" ago: "), "{monitor_line}");
+}

@@ -164,7 +164,7 @@ async fn pool_tier(dir: &Path) -> Arc<dyn Tier> {
         drives.join(", ")
     );
     let configs = load_tiers(&write_tiers_file(dir, &json)).expect("load tiers");
-    let tiers = build_tiers(&configs, &HealingConfig::default())
+    let tiers = build_tiers(&configs, &HealingConfig::default(), &Default::default())
         .await
         .expect("build tiers");
     tiers.get("COLD").expect("COLD is built").clone()
@@ -228,7 +228,7 @@ async fn remote_tier_keeps_exactly_what_it_is_given() {
         server().endpoint()
     );
     let configs = load_tiers(&write_tiers_file(dir.path(), &json)).expect("load tiers");
-    let tiers = build_tiers(&configs, &HealingConfig::default())
+    let tiers = build_tiers(&configs, &HealingConfig::default(), &Default::default())
         .await
         .expect("build tiers");
     let tier = tiers.get("ARCHIVE").expect("ARCHIVE is built");

@@ -326,7 +326,7 @@ async fn objects_age_from_hot_to_warm_to_cold_to_expired_and_read_back_identical
             block_size: strata::erasure::DEFAULT_BLOCK_SIZE,
         }),
     };
-    let warm = strata::tier::build_tier(&config, &Default::default())
+    let warm = strata::tier::build_tier(&config, &Default::default(), &Default::default())
         .await
         .unwrap();
     assert!(warm.list().await.unwrap().is_empty(), "WARM was emptied");

@@ -67,6 +67,8 @@ pub struct AdminState {
     pub lifecycle_day: Duration,
     /// The cluster's control plane, when nodes share one.
     pub control: Option<Arc<ControlPlane>>,
+    /// This server's background jobs.
+    pub jobs: Arc<crate::background::Jobs>,
 }
 
 /// Whether a path is the admin API's (`/_strata/...`: no bucket name starts with `_`, so no
@@ -84,6 +86,7 @@ pub fn may_call(identity: &Identity) -> bool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Route {
     Info,
+    Jobs,
     HealStatus,
     StartHeal,
     FormatDrive,
@@ -112,6 +115,7 @@ impl Route {
         let path = uri.path().strip_prefix(PATH_PREFIX).unwrap_or("");
         match (method, path) {
             (&Method::GET, "info") => Route::Info,
+            (&Method::GET, "jobs") => Route::Jobs,
             (&Method::GET, "heal") => Route::HealStatus,
             (&Method::POST, "heal") => Route::StartHeal,
             (&Method::POST, "drives/format") => Route::FormatDrive,
@@ -142,6 +146,7 @@ impl Route {
     fn name(self) -> &'static str {
         match self {
             Route::Info => "AdminInfo",
+            Route::Jobs => "AdminJobs",
             Route::HealStatus => "AdminHealStatus",
             Route::StartHeal => "AdminHeal",
             Route::FormatDrive => "AdminFormatDrive",
@@ -183,6 +188,7 @@ pub async fn call(
     let route = Route::parse(method, uri);
     let result = match route {
         Route::Info => Ok(json(StatusCode::OK, &info(state).await)),
+        Route::Jobs => Ok(json(StatusCode::OK, &state.jobs.list())),
         Route::HealStatus => Ok(json(
             StatusCode::OK,
             &HealStatusView::from(state.healer.status(&state.store)),
@@ -610,6 +616,7 @@ async fn identities(
         }
         Route::RemovePolicy => iam.remove_policy(&param("name")?).await.map(|_| done()),
         Route::Info
+        | Route::Jobs
         | Route::HealStatus
         | Route::StartHeal
         | Route::FormatDrive

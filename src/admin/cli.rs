@@ -15,6 +15,7 @@ use super::api::{
     PATH_PREFIX,
 };
 use crate::api::auth::sigv4;
+use crate::background::JobStatus;
 use crate::config;
 use crate::object::now_ms;
 use crate::signing::{Payload, Signer};
@@ -31,6 +32,13 @@ const LINE_INTERVAL: Duration = Duration::from_secs(5);
 pub enum AdminCommand {
     /// Sets and drives: state, space, and healing.
     Info {
+        /// Print the raw JSON answer.
+        #[arg(long)]
+        json: bool,
+    },
+    /// This server's background jobs (healing, scrubbing, lifecycle, usage, stale uploads,
+    /// a tier pool's own): whether each runs now, its passes and what the last one reported.
+    Jobs {
         /// Print the raw JSON answer.
         #[arg(long)]
         json: bool,
@@ -212,6 +220,7 @@ pub fn run(endpoint: &str, command: AdminCommand) -> anyhow::Result<()> {
     runtime.block_on(async {
         match command {
             AdminCommand::Info { json } => info(&client, json).await,
+            AdminCommand::Jobs { json } => jobs(&client, json).await,
             AdminCommand::Heal { target, deep } => heal(&client, target.as_deref(), deep).await,
             AdminCommand::Drive {
                 command: DriveCommand::Format { path },
@@ -385,6 +394,44 @@ async fn info(client: &AdminClient, raw_json: bool) -> anyhow::Result<()> {
     let info: Info = client.get_json("info").await?;
     print!("{}", render_info(&info, now_ms()));
     Ok(())
+}
+
+async fn jobs(client: &AdminClient, json: bool) -> anyhow::Result<()> {
+    let body = client.send(Method::GET, "jobs", &[]).await?;
+    if json {
+        let value: serde_json::Value = serde_json::from_slice(&body)?;
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(());
+    }
+    let jobs: Vec<JobStatus> = serde_json::from_slice(&body)?;
+    print!("{}", render_jobs(&jobs, now_ms()));
+    Ok(())
+}
+
+/// The `jobs` table: one line a job, then what its last pass reported.
+fn render_jobs(jobs: &[JobStatus], now_ms: i64) -> String {
+    let width = jobs.iter().map(|j| j.name.len()).max().unwrap_or(0).max(3);
+    let mut out = format!(
+        "{:<width$}  {:<7}  {:>7}  {:>6}  {:>8}  LAST PASS\n",
+        "JOB", "STATE", "EVERY", "PASSES", "FAILURES"
+    );
+    for job in jobs {
+        let state = if job.running { "running" } else { "waiting" };
+        let last = match (job.running, job.last_started_ms, job.last_finished_ms) {
+            (true, Some(started), _) => format!("started {} ago", ago(now_ms, started)),
+            (false, _, Some(finished)) => format!(
+                "{} ago: {}",
+                ago(now_ms, finished),
+                job.last_outcome.as_deref().unwrap_or("")
+            ),
+            _ => "none yet".to_string(),
+        };
+        out.push_str(&format!(
+            "{:<width$}  {state:<7}  {:>6}s  {:>6}  {:>8}  {last}\n",
+            job.name, job.interval_secs, job.passes, job.failures
+        ));
+    }
+    out
 }
 
 /// The nodes of a cluster, and which runs each once-per-cluster job.

@@ -1,13 +1,18 @@
 //! Background work: each job implements [`Worker`] and runs on its own task, one pass at a
-//! time, with a pause between passes.
+//! time, with a pause between passes. Every job is spawned into the server's [`Jobs`], which
+//! `strata admin jobs` lists with where each stands.
 
 pub mod healing;
 pub mod stale_uploads;
 pub mod usage;
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::object::now_ms;
 
 /// A background job that the server runs periodically.
 #[async_trait]
@@ -19,17 +24,89 @@ pub trait Worker: Send + 'static {
     async fn run_once(&mut self) -> anyhow::Result<String>;
 }
 
-/// Runs a worker until the server stops.
-pub fn spawn(mut worker: impl Worker) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(worker.interval()).await;
-            match worker.run_once().await {
-                Ok(summary) => tracing::debug!(worker = worker.name(), %summary, "pass done"),
-                Err(e) => tracing::warn!(worker = worker.name(), error = %e, "pass failed"),
+/// The background jobs of one server, as `strata admin jobs` lists them.
+#[derive(Default)]
+pub struct Jobs {
+    listed: Mutex<Vec<Arc<Mutex<JobStatus>>>>,
+}
+
+/// Where one job stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobStatus {
+    /// What the job is (its election's name in a cluster); a tier pool's jobs carry the tier.
+    pub name: String,
+    /// Whether a pass is running now.
+    pub running: bool,
+    pub interval_secs: u64,
+    /// Passes done (failed ones included) since the server started.
+    pub passes: u64,
+    pub failures: u64,
+    /// When the last pass started and ended (milliseconds since the epoch).
+    pub last_started_ms: Option<i64>,
+    pub last_finished_ms: Option<i64>,
+    /// What the last pass reported: its summary, or why it failed.
+    pub last_outcome: Option<String>,
+}
+
+impl Jobs {
+    /// Every job, in the order it was started.
+    pub fn list(&self) -> Vec<JobStatus> {
+        let listed = self.listed.lock().unwrap();
+        listed
+            .iter()
+            .map(|job| job.lock().unwrap().clone())
+            .collect()
+    }
+
+    /// Runs `worker` until the server stops (or the handle is aborted), listed under its own
+    /// name after `owner` (e.g. the tier whose drives it heals).
+    pub fn spawn(
+        &self,
+        owner: Option<&str>,
+        mut worker: impl Worker,
+    ) -> tokio::task::JoinHandle<()> {
+        let name = match owner {
+            Some(owner) => format!("{owner}/{}", worker.name()),
+            None => worker.name().to_string(),
+        };
+        let status = Arc::new(Mutex::new(JobStatus {
+            name,
+            running: false,
+            interval_secs: worker.interval().as_secs(),
+            passes: 0,
+            failures: 0,
+            last_started_ms: None,
+            last_finished_ms: None,
+            last_outcome: None,
+        }));
+        self.listed.lock().unwrap().push(status.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(worker.interval()).await;
+                {
+                    let mut status = status.lock().unwrap();
+                    status.running = true;
+                    status.last_started_ms = Some(now_ms());
+                }
+                let outcome = worker.run_once().await;
+                let mut status = status.lock().unwrap();
+                status.running = false;
+                status.passes += 1;
+                status.last_finished_ms = Some(now_ms());
+                match outcome {
+                    Ok(summary) => {
+                        tracing::debug!(worker = worker.name(), %summary, "pass done");
+                        status.last_outcome = Some(summary);
+                    }
+                    Err(e) => {
+                        tracing::warn!(worker = worker.name(), error = %e, "pass failed");
+                        status.failures += 1;
+                        status.last_outcome = Some(format!("failed: {e:#}"));
+                    }
+                }
             }
-        }
-    })
+        })
+    }
 }
 
 /// A worker that must run on one node of a cluster at a time: its passes run only while this

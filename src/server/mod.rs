@@ -167,11 +167,12 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     let mut deployment = deployment;
     let set_count = deployment.sets.len();
     let store = ObjectStore::new(std::mem::take(&mut deployment.sets), &deployment.id);
+    let jobs = Arc::new(background::Jobs::default());
     if let (Some(path), Some(configs)) = (&config.lifecycle.tiers_file, tier_configs) {
         configs
             .check_drives_apart(&config.drives)
             .with_context(|| format!("--tiers {}", path.display()))?;
-        let tiers = crate::tier::build_tiers(&configs, &config.healing)
+        let tiers = crate::tier::build_tiers(&configs, &config.healing, &jobs)
             .await
             .with_context(|| format!("opening the tiers of {}", path.display()))?;
         tracing::info!(tiers = ?tiers.names().collect::<Vec<_>>(), "tiers for lifecycle transitions");
@@ -195,6 +196,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             expiry: config.stale_upload_expiry,
             interval: config.stale_upload_scan,
         },
+        &jobs,
         &config,
         control.as_ref(),
     );
@@ -211,14 +213,17 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             .map(|set| control.stand_for(&DriveMonitor::election(set)))
             .collect()
     });
-    background::spawn(DriveMonitor {
-        deployment: deployment.clone(),
-        config: config.clone(),
-        store: store.clone(),
-        healer: healer.clone(),
-        heal_pending,
-        owned,
-    });
+    jobs.spawn(
+        None,
+        DriveMonitor {
+            deployment: deployment.clone(),
+            config: config.clone(),
+            store: store.clone(),
+            healer: healer.clone(),
+            heal_pending,
+            owned,
+        },
+    );
     // The scrubber reads every drive of every set, the other nodes' too: once per cluster.
     spawn_singleton(
         Scrubber {
@@ -228,6 +233,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             max_rate: config.healing.scrub_rate,
             orphan_age: config.healing.orphan_age,
         },
+        &jobs,
         &config,
         control.as_ref(),
     );
@@ -239,19 +245,23 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             status: lifecycle_status.clone(),
             pace: Pace::configured(config.lifecycle.duty, config.lifecycle.max_objects_per_sec),
         },
+        &jobs,
         &config,
         control.as_ref(),
     );
     let usage = Arc::new(Usage::default());
     let scanner = UsageScanner::new(store.clone(), usage.clone(), config.metrics.usage_scan);
-    background::spawn(match &control {
-        // Counted once per cluster; every node serves the count in its metrics.
-        Some(control) => {
-            let elected = control.stand_for(background::Worker::name(&scanner));
-            scanner.when_elected(elected)
-        }
-        None => scanner,
-    });
+    jobs.spawn(
+        None,
+        match &control {
+            // Counted once per cluster; every node serves the count in its metrics.
+            Some(control) => {
+                let elected = control.stand_for(background::Worker::name(&scanner));
+                scanner.when_elected(elected)
+            }
+            None => scanner,
+        },
+    );
     let metrics = Arc::new(Metrics::new(&config.metrics, usage));
     metrics.spawn_heal_sampler(healer.clone(), store.clone());
     let iam = crate::iam::Iam::new(
@@ -302,6 +312,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         healer,
         lifecycle_status,
         lifecycle_day: config.lifecycle.day,
+        jobs,
     };
     let state = Arc::new(AppState {
         s3,
@@ -371,17 +382,18 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
 /// elected for it, or without etcd on the layout's first node.
 fn spawn_singleton(
     worker: impl background::Worker,
+    jobs: &background::Jobs,
     config: &ServerConfig,
     control: Option<&Arc<ControlPlane>>,
 ) {
     match (control, &config.cluster) {
         (Some(control), _) => {
             let held = control.stand_for(worker.name());
-            background::spawn(background::Elected { worker, held });
+            jobs.spawn(None, background::Elected { worker, held });
         }
         (None, Some(cluster)) if cluster.layout.nodes.first() != Some(&cluster.this_node) => {}
         _ => {
-            background::spawn(worker);
+            jobs.spawn(None, worker);
         }
     }
 }

@@ -51,6 +51,7 @@ impl PoolTier {
         name: &str,
         config: &PoolConfig,
         healing: &HealingConfig,
+        jobs: &crate::background::Jobs,
     ) -> anyhow::Result<Self> {
         let server_config = pool_server_config(config, healing);
         let mut deployment = {
@@ -73,21 +74,27 @@ impl PoolTier {
             .spawn_read_healer(store.clone())
             .into_iter()
             .collect();
-        healers.push(crate::background::spawn(DriveMonitor {
-            deployment: deployment.clone(),
-            config: server_config,
-            store: store.clone(),
-            healer: healer.clone(),
-            heal_pending: DriveMonitor::sets_formatted_at_start(&deployment),
-            owned: None,
-        }));
-        healers.push(crate::background::spawn(Scrubber {
-            store: store.clone(),
-            healer,
-            interval: healing.scrub_interval,
-            max_rate: healing.scrub_rate,
-            orphan_age: healing.orphan_age,
-        }));
+        healers.push(jobs.spawn(
+            Some(name),
+            DriveMonitor {
+                deployment: deployment.clone(),
+                config: server_config,
+                store: store.clone(),
+                healer: healer.clone(),
+                heal_pending: DriveMonitor::sets_formatted_at_start(&deployment),
+                owned: None,
+            },
+        ));
+        healers.push(jobs.spawn(
+            Some(name),
+            Scrubber {
+                store: store.clone(),
+                healer,
+                interval: healing.scrub_interval,
+                max_rate: healing.scrub_rate,
+                orphan_age: healing.orphan_age,
+            },
+        ));
         let tier = Self {
             name: name.to_string(),
             store,
