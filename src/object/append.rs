@@ -26,7 +26,7 @@ use crate::encryption::{CustomerKey, SseKind};
 use crate::erasure::{DataDir, Encoded};
 use crate::object::digest::checksum::ChecksumType;
 use crate::object::digest::hashing::ExpectedChecksum;
-use crate::object::multipart::upload::{checksum_of_parts, etag_of_parts};
+use crate::object::digest::parts::{checksum_of_parts, etag_of_parts};
 use crate::object::versions::agreed::{agreed_or_conflict, read_records};
 use crate::object::versions::versioning::{key_versions, version_id_for};
 use crate::records::RecordSet;

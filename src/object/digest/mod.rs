@@ -5,3 +5,4 @@
 pub mod checksum;
 pub(super) mod hashing;
 pub(super) mod md5_lanes;
+pub(super) mod parts;

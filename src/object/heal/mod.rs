@@ -2,5 +2,6 @@
 //! progress brought back to every drive, and what deleted keys left behind purged.
 
 pub(super) mod objects;
+mod orphans;
 pub(super) mod purge;
 pub(super) mod uploads;

@@ -17,8 +17,6 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use base64::Engine;
-use md5::{Digest, Md5};
 use uuid::Uuid;
 
 use crate::body::ByteStream;
@@ -30,6 +28,7 @@ use crate::object::commit::commit_guarded;
 use crate::object::conditions::WriteCondition;
 use crate::object::digest::checksum::{ChecksumAlgorithm, ChecksumType};
 use crate::object::digest::hashing::ExpectedChecksum;
+use crate::object::digest::parts::{checksum_of_parts, etag_of_parts, whole_object_crc};
 use crate::object::object_lock::{self, ObjectLock};
 use crate::object::objects::{write_verified, NewVersion};
 use crate::object::record::{
@@ -774,68 +773,7 @@ fn split_upload_id(db_key: &[u8]) -> String {
     String::from_utf8_lossy(id).into_owned()
 }
 
-/// The CRC of the whole object, combined from its parts' CRCs; `None` for other algorithms
-/// or when a part has no CRC of that algorithm.
-fn whole_object_crc(algorithm: ChecksumAlgorithm, parts: &[PartInfo]) -> Option<String> {
-    let mut combined = algorithm.hasher().finish_base64();
-    for part in parts {
-        let value = part
-            .checksum
-            .as_ref()
-            .filter(|c| c.algorithm == algorithm)?;
-        combined = algorithm.combine_base64(&combined, &value.value, part.size)?;
-    }
-    Some(combined)
-}
-
 /// The checksum of a completed upload's object, of the algorithm and type it was created with.
 fn object_checksum(upload: &UploadRecord, parts: &[PartInfo]) -> Option<StoredChecksum> {
     checksum_of_parts(upload.checksum_algorithm?, upload.checksum_type, parts)
-}
-
-/// The checksum of an object made of `parts` (their sizes the plaintext's), from theirs:
-/// COMPOSITE (the checksum of the concatenated binary part checksums, with the part count
-/// appended) or FULL_OBJECT (the CRCs of the parts combined into the CRC of the whole body);
-/// `None` when a part has no checksum of that algorithm.
-pub(crate) fn checksum_of_parts(
-    algorithm: ChecksumAlgorithm,
-    kind: ChecksumType,
-    parts: &[PartInfo],
-) -> Option<StoredChecksum> {
-    let values: Vec<&str> = parts
-        .iter()
-        .map(|p| {
-            p.checksum
-                .as_ref()
-                .filter(|c| c.algorithm == algorithm)
-                .map(|c| c.value.as_str())
-        })
-        .collect::<Option<_>>()?;
-    let value = match kind {
-        ChecksumType::Composite => {
-            let mut hasher = algorithm.hasher();
-            for value in values {
-                let raw = base64::engine::general_purpose::STANDARD
-                    .decode(value)
-                    .ok()?;
-                hasher.update(&raw);
-            }
-            format!("{}-{}", hasher.finish_base64(), parts.len())
-        }
-        ChecksumType::FullObject => whole_object_crc(algorithm, parts)?,
-    };
-    Some(StoredChecksum {
-        algorithm,
-        value,
-        kind,
-    })
-}
-
-/// The ETag of an object made of `parts`: the MD5 of their binary ETags, and their count.
-pub(crate) fn etag_of_parts(parts: &[PartInfo]) -> String {
-    let mut md5s = Md5::new();
-    for part in parts {
-        md5s.update(hex::decode(&part.etag).unwrap_or_default());
-    }
-    format!("{}-{}", hex::encode(md5s.finalize()), parts.len())
 }
