@@ -2152,6 +2152,104 @@ async fn checksum_crc64nvme_is_full_object_by_default() {
     checksum_round_trip(ChecksumAlgorithm::Crc64Nvme, None, ChecksumType::FullObject).await;
 }
 
+/// minio-go (and `mc`, warp) upload with a CRC32C per part by default and complete with the
+/// checksum of the parts' checksums, sent without the `-N` part count that S3 reports it
+/// with: S3 takes it, for every algorithm of a COMPOSITE upload; a wrong one is BadDigest.
+#[tokio::test]
+async fn a_composite_checksum_sent_without_its_part_count_completes_the_upload() {
+    let (client, bucket) = new_bucket("cksminio").await;
+    let parts = [payload(5 * MIB, 160), payload(77 * KIB, 161)];
+    let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+    for algorithm in [
+        ChecksumAlgorithm::Crc32,
+        ChecksumAlgorithm::Crc32C,
+        ChecksumAlgorithm::Sha1,
+        ChecksumAlgorithm::Sha256,
+    ] {
+        let name = algorithm.as_str().to_string();
+        let key = format!("minio-go-{name}.bin");
+        let id = ok(
+            client
+                .create_multipart_upload()
+                .bucket(&bucket)
+                .key(&key)
+                .checksum_algorithm(algorithm.clone())
+                .send()
+                .await,
+            &format!("Create {name}"),
+        )
+        .upload_id()
+        .unwrap()
+        .to_string();
+        let mut completed = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            let n = i as i32 + 1;
+            let out = ok(
+                client
+                    .upload_part()
+                    .bucket(&bucket)
+                    .key(&key)
+                    .upload_id(&id)
+                    .part_number(n)
+                    .checksum_algorithm(algorithm.clone())
+                    .body(part.clone().into())
+                    .send()
+                    .await,
+                &format!("UploadPart {n} {name}"),
+            );
+            completed.push(
+                CompletedPart::builder()
+                    .part_number(n)
+                    .e_tag(out.e_tag().unwrap())
+                    .build(),
+            );
+        }
+        let with_count = composite_checksum(&name, &refs);
+        let (sent, count) = with_count.rsplit_once('-').unwrap();
+        assert_eq!(count, "2");
+        let complete = |value: String| {
+            let request = client
+                .complete_multipart_upload()
+                .bucket(&bucket)
+                .key(&key)
+                .upload_id(&id)
+                .multipart_upload(
+                    CompletedMultipartUpload::builder()
+                        .set_parts(Some(completed.clone()))
+                        .build(),
+                );
+            match algorithm {
+                ChecksumAlgorithm::Crc32 => request.checksum_crc32(value),
+                ChecksumAlgorithm::Crc32C => request.checksum_crc32_c(value),
+                ChecksumAlgorithm::Sha1 => request.checksum_sha1(value),
+                _ => request.checksum_sha256(value),
+            }
+            .send()
+        };
+        let wrong = checksum_b64(&name, b"not the parts' checksums");
+        assert_s3_error(
+            complete(wrong).await,
+            400,
+            "BadDigest",
+            &format!("Complete {name} with a wrong composite checksum"),
+        );
+        let out = ok(
+            complete(sent.to_string()).await,
+            &format!("Complete {name} with the composite checksum minio-go sends"),
+        );
+        let got = pick(
+            &algorithm,
+            out.checksum_crc32(),
+            out.checksum_crc32_c(),
+            out.checksum_crc64_nvme(),
+            out.checksum_sha1(),
+            out.checksum_sha256(),
+        );
+        assert_eq!(got.as_deref(), Some(with_count.as_str()), "{name}");
+        assert_object(&client, &bucket, &key, &parts.concat()).await;
+    }
+}
+
 #[tokio::test]
 async fn full_object_checksum_with_a_hash_algorithm_is_refused() {
     let (client, bucket) = new_bucket("cksfullsha").await;

@@ -62,6 +62,28 @@ pub(in crate::object) fn checksum_of_parts(
     })
 }
 
+/// Whether `sent`, the whole object's checksum a client sent with CompleteMultipartUpload,
+/// is the object's: its `stored` checksum, a COMPOSITE one without the `-N` part count
+/// (minio-go sends the checksum of the parts' checksums so, as AWS takes it), or for a CRC
+/// the whole object's CRC, which the parts' CRCs give whatever the upload's checksum type.
+pub(in crate::object) fn sent_checksum_matches(
+    algorithm: ChecksumAlgorithm,
+    sent: &str,
+    stored: Option<&StoredChecksum>,
+    parts: &[PartInfo],
+) -> bool {
+    let as_stored = stored
+        .filter(|c| c.algorithm == algorithm)
+        .is_some_and(|c| {
+            let without_count = match c.kind {
+                ChecksumType::Composite => c.value.rsplit_once('-').map(|(value, _)| value),
+                ChecksumType::FullObject => None,
+            };
+            c.value == sent || without_count == Some(sent)
+        });
+    as_stored || whole_object_crc(algorithm, parts).as_deref() == Some(sent)
+}
+
 /// The ETag of an object made of `parts`: the MD5 of their binary ETags, and their count.
 pub(in crate::object) fn etag_of_parts(parts: &[PartInfo]) -> String {
     let mut md5s = Md5::new();

@@ -28,7 +28,7 @@ use crate::object::commit::commit_guarded;
 use crate::object::conditions::WriteCondition;
 use crate::object::digest::checksum::{ChecksumAlgorithm, ChecksumType};
 use crate::object::digest::hashing::ExpectedChecksum;
-use crate::object::digest::parts::{checksum_of_parts, etag_of_parts, whole_object_crc};
+use crate::object::digest::parts::{checksum_of_parts, etag_of_parts, sent_checksum_matches};
 use crate::object::object_lock::{self, ObjectLock};
 use crate::object::objects::{write_verified, NewVersion};
 use crate::object::record::{
@@ -534,14 +534,8 @@ impl ObjectStore {
             return Err(ObjectError::EntityTooSmall(small.number));
         }
         let checksum = object_checksum(&upload, &plain_parts);
-        if let Some((algorithm, expected)) = &options.checksum {
-            // The object's stored checksum, or (for a CRC) the whole object's CRC, which the
-            // parts' CRCs give whatever the upload's checksum type.
-            let matches = checksum
-                .as_ref()
-                .is_some_and(|c| c.algorithm == *algorithm && c.value == *expected)
-                || whole_object_crc(*algorithm, &plain_parts).as_deref() == Some(expected.as_str());
-            if !matches {
+        if let Some((algorithm, sent)) = &options.checksum {
+            if !sent_checksum_matches(*algorithm, sent, checksum.as_ref(), &plain_parts) {
                 return Err(ObjectError::ChecksumMismatch(*algorithm));
             }
         }
