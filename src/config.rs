@@ -11,6 +11,30 @@ use anyhow::{bail, Context};
 pub const DEFAULT_ROOT_USER: &str = "strataadmin";
 pub const DEFAULT_ROOT_PASSWORD: &str = "strataadmin";
 
+/// The region a server answers for unless told otherwise: S3's first, whose endpoint also
+/// takes buckets created for other regions.
+pub const DEFAULT_REGION: &str = "us-east-1";
+
+/// Checks a region name as S3 spells them (`us-east-1`, `eu-central-1`, `us-gov-west-1`).
+pub fn parse_region(region: &str) -> anyhow::Result<String> {
+    if !is_region_name(region) {
+        bail!(
+            "--region {region:?}: a region is lowercase letters, digits and dashes, like us-east-1"
+        );
+    }
+    Ok(region.to_string())
+}
+
+/// Whether `name` has the shape of an S3 region name.
+pub fn is_region_name(name: &str) -> bool {
+    (1..=32).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+}
+
 /// Everything `strata server` needs to start.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -56,7 +80,7 @@ impl ServerConfig {
             root_user: String::new(),
             root_password: String::new(),
             default_credentials: false,
-            region: "us-east-1".into(),
+            region: DEFAULT_REGION.into(),
             domain: None,
             stale_upload_expiry: Duration::from_secs(DEFAULT_STALE_UPLOAD_EXPIRY_SECS),
             stale_upload_scan: Duration::from_secs(DEFAULT_STALE_UPLOAD_SCAN_SECS),

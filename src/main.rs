@@ -43,6 +43,10 @@ enum Command {
         /// Serve virtual-hosted-style requests (`bucket.DOMAIN`) besides path-style ones.
         #[arg(long, env = "STRATA_DOMAIN")]
         domain: Option<String>,
+        /// The region the server answers for: requests are signed for it, and buckets
+        /// report it as their location.
+        #[arg(long, env = "STRATA_REGION", default_value = config::DEFAULT_REGION)]
+        region: String,
         /// Serve HTTPS with `DIR/public.crt` (certificate chain) and `DIR/private.key`;
         /// both are reloaded when they change.
         #[arg(long, env = "STRATA_CERTS_DIR", value_name = "DIR")]
@@ -74,6 +78,9 @@ enum Command {
         /// The server's S3 endpoint.
         #[arg(long, global = true, default_value = "http://127.0.0.1:9000")]
         endpoint: String,
+        /// The region the server answers for (its `--region`).
+        #[arg(long, global = true, env = "STRATA_REGION", default_value = config::DEFAULT_REGION)]
+        region: String,
         #[command(subcommand)]
         command: strata::admin::cli::AdminCommand,
     },
@@ -88,6 +95,7 @@ fn main() -> std::process::ExitCode {
             block_size,
             json_logs,
             domain,
+            region,
             certs_dir,
             tiers,
             allow_node_loss_risk,
@@ -106,6 +114,7 @@ fn main() -> std::process::ExitCode {
             };
             match server_config(address, &ec, block_size, domain, layout).and_then(|mut config| {
                 config.listener = listener_config(certs_dir)?;
+                config.region = config::parse_region(&region)?;
                 config.lifecycle.tiers_file = tiers;
                 Ok(config)
             }) {
@@ -113,7 +122,11 @@ fn main() -> std::process::ExitCode {
                 Err(e) => fail(e),
             }
         }
-        Command::Admin { endpoint, command } => match strata::admin::cli::run(&endpoint, command) {
+        Command::Admin {
+            endpoint,
+            region,
+            command,
+        } => match strata::admin::cli::run(&endpoint, &region, command) {
             Ok(()) => std::process::ExitCode::SUCCESS,
             Err(e) => fail(e),
         },
@@ -298,7 +311,7 @@ fn server_config(
         root_user,
         root_password,
         default_credentials,
-        region: "us-east-1".into(),
+        region: config::DEFAULT_REGION.into(),
         domain: domain.map(|d| d.trim_matches('.').to_ascii_lowercase()),
         stale_upload_expiry: seconds_from_env(
             "STRATA_STALE_UPLOAD_EXPIRY_SECS",

@@ -478,3 +478,151 @@ async fn acls_other_than_the_owners_are_refused_as_s3_refuses_them() {
         "PUT with a grant",
     );
 }
+
+/// A client of `server` that signs for `region`.
+fn client_in(server: &TestServer, region: &str) -> aws_sdk_s3::Client {
+    let config = server
+        .client()
+        .config()
+        .to_builder()
+        .region(aws_sdk_s3::config::Region::new(region.to_string()))
+        .build();
+    aws_sdk_s3::Client::from_conf(config)
+}
+
+/// A bucket created with `LocationConstraint` `constraint`.
+async fn create_in(
+    client: &aws_sdk_s3::Client,
+    bucket: &str,
+    constraint: &str,
+) -> Result<(), aws_sdk_s3::error::SdkError<aws_sdk_s3::operation::create_bucket::CreateBucketError>>
+{
+    use aws_sdk_s3::types::{BucketLocationConstraint, CreateBucketConfiguration};
+    let configuration = CreateBucketConfiguration::builder()
+        .location_constraint(BucketLocationConstraint::from(constraint))
+        .build();
+    (client.create_bucket().bucket(bucket))
+        .create_bucket_configuration(configuration)
+        .send()
+        .await
+        .map(drop)
+}
+
+/// A request signed for another region is refused as S3 refuses it, naming the region to
+/// sign for (`<Region>`, which boto3 and minio-go re-sign with).
+async fn assert_refused_for_region(server: &TestServer, signed_for: &str, want: &str) {
+    let mut signer = Signer::test();
+    signer.region = signed_for.to_string();
+    let answer = signed_send(&signer, "GET", &server.url("/"), &[], Vec::new()).await;
+    assert_eq!(answer.status, 400, "{}", answer.text());
+    assert_eq!(
+        answer.xml_element("Code").as_deref(),
+        Some("AuthorizationHeaderMalformed")
+    );
+    assert_eq!(answer.xml_element("Region").as_deref(), Some(want));
+}
+
+/// In us-east-1 the server answers as S3's global endpoint: a bucket for any region is
+/// created (minio-go's MakeBucket with a region sends one), and lives here.
+#[tokio::test]
+async fn the_default_region_takes_buckets_for_any_region_and_names_itself_to_re_sign() {
+    let server = server();
+    let client = server.client();
+    let bucket = unique_bucket("eu-bucket");
+    create_in(&client, &bucket, "eu-central-1").await.unwrap();
+    let head = ok(client.head_bucket().bucket(&bucket).send().await, "HEAD");
+    assert_eq!(head.bucket_region(), Some("us-east-1"));
+    put(&client, &bucket, "k", b"held here").await;
+    assert_object(&client, &bucket, "k", b"held here").await;
+
+    assert_s3_error(
+        create_in(&client, &unique_bucket("nowhere"), "Not A Region!").await,
+        400,
+        "InvalidLocationConstraint",
+        "a constraint that names no region",
+    );
+    assert_refused_for_region(server, "eu-central-1", "us-east-1").await;
+
+    // minio-go's MakeBucket with a region signs for it: taken, as S3's global endpoint
+    // takes it; the bucket's other requests are answered with the region to re-sign for.
+    let elsewhere = client_in(server, "eu-central-1");
+    let signed_there = unique_bucket("signed-there");
+    create_in(&elsewhere, &signed_there, "eu-central-1")
+        .await
+        .unwrap();
+    assert_s3_error(
+        elsewhere
+            .put_object()
+            .bucket(&signed_there)
+            .key("k")
+            .body(b"x".to_vec().into())
+            .send()
+            .await,
+        400,
+        "AuthorizationHeaderMalformed",
+        "a PUT signed for another region",
+    );
+    put(&client, &signed_there, "k", b"signed here").await;
+    assert_s3_error(
+        create_in(&elsewhere, &unique_bucket("mismatch"), "eu-west-3").await,
+        400,
+        "AuthorizationHeaderMalformed",
+        "a bucket for one region signed for another",
+    );
+}
+
+/// `--region`: the server signs and reports its own region, and as a regional endpoint
+/// refuses buckets for another; `strata admin` signs for it too (STRATA_REGION).
+#[tokio::test]
+async fn a_server_in_another_region_signs_and_reports_it() {
+    let server = TestServer::start_with(ServerOptions {
+        extra_args: vec!["--region".into(), "eu-west-1".into()],
+        ..ServerOptions::default()
+    });
+    let client = client_in(&server, "eu-west-1");
+    let bucket = unique_bucket("regional");
+    create_in(&client, &bucket, "eu-west-1").await.unwrap();
+    let location = ok(
+        client.get_bucket_location().bucket(&bucket).send().await,
+        "GetBucketLocation",
+    );
+    assert_eq!(
+        location.location_constraint().map(|c| c.as_str()),
+        Some("eu-west-1")
+    );
+    put(&client, &bucket, "k", b"in eu-west-1").await;
+    assert_object(&client, &bucket, "k", b"in eu-west-1").await;
+
+    assert_s3_error(
+        create_in(&client, &unique_bucket("elsewhere"), "us-west-2").await,
+        400,
+        "IllegalLocationConstraintException",
+        "a bucket for another region at a regional endpoint",
+    );
+    assert_refused_for_region(&server, "us-east-1", "eu-west-1").await;
+    // A regional endpoint takes no bucket signed for another region.
+    assert_s3_error(
+        create_in(
+            &client_in(&server, "us-west-2"),
+            &unique_bucket("x"),
+            "us-west-2",
+        )
+        .await,
+        400,
+        "AuthorizationHeaderMalformed",
+        "a bucket signed for its own region at another region's endpoint",
+    );
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["admin", "--endpoint", &server.endpoint(), "info", "--json"])
+        .env("STRATA_ROOT_USER", ACCESS_KEY)
+        .env("STRATA_ROOT_PASSWORD", SECRET_KEY)
+        .env("STRATA_REGION", "eu-west-1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "strata admin info: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -20,8 +20,6 @@ use crate::config;
 use crate::object::now_ms;
 use crate::signing::{Payload, Signer};
 
-/// The region the server signs for.
-const REGION: &str = "us-east-1";
 /// How often `heal` asks for progress.
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
 /// Without a terminal, how often `heal` prints a progress line.
@@ -211,8 +209,8 @@ pub enum PolicyCommand {
 }
 
 /// Runs one admin command against the server at `endpoint`.
-pub fn run(endpoint: &str, command: AdminCommand) -> anyhow::Result<()> {
-    let client = AdminClient::new(endpoint, Credentials::from_env()?)?;
+pub fn run(endpoint: &str, region: &str, command: AdminCommand) -> anyhow::Result<()> {
+    let client = AdminClient::new(endpoint, region, Credentials::from_env()?)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -265,7 +263,7 @@ pub struct AdminClient {
 }
 
 impl AdminClient {
-    pub fn new(endpoint: &str, credentials: Credentials) -> anyhow::Result<Self> {
+    pub fn new(endpoint: &str, region: &str, credentials: Credentials) -> anyhow::Result<Self> {
         let endpoint = reqwest::Url::parse(endpoint)
             .with_context(|| format!("--endpoint {endpoint:?} is not a URL"))?;
         if endpoint.scheme() != "http" {
@@ -276,7 +274,7 @@ impl AdminClient {
             .timeout(Duration::from_secs(60))
             .build()
             .context("building the HTTP client")?;
-        let signer = Signer::new(&credentials.access_key, &credentials.secret_key, REGION);
+        let signer = Signer::new(&credentials.access_key, &credentials.secret_key, region);
         Ok(Self {
             endpoint,
             signer,
@@ -1125,6 +1123,7 @@ mod tests {
     fn requests_are_signed_as_the_server_checks_them() {
         let client = AdminClient::new(
             "http://127.0.0.1:9000",
+            crate::config::DEFAULT_REGION,
             Credentials {
                 access_key: "root".into(),
                 secret_key: "secret-secret".into(),
@@ -1145,7 +1144,7 @@ mod tests {
                 access_key: "root".into(),
                 secret_key: "secret-secret".into(),
             },
-            REGION,
+            crate::config::DEFAULT_REGION,
         );
         let auth =
             crate::api::auth::authenticate(&Method::POST, &uri, &headers, &keyring, None, now)

@@ -30,6 +30,7 @@ pub enum S3ErrorCode {
     InvalidBucketName,
     InvalidBucketState,
     InvalidDigest,
+    IllegalLocationConstraintException,
     InvalidLocationConstraint,
     InvalidPart,
     InvalidPolicyDocument,
@@ -101,6 +102,7 @@ impl S3ErrorCode {
             InvalidArgument => "InvalidArgument",
             InvalidBucketName => "InvalidBucketName",
             InvalidDigest => "InvalidDigest",
+            IllegalLocationConstraintException => "IllegalLocationConstraintException",
             InvalidLocationConstraint => "InvalidLocationConstraint",
             InvalidPart => "InvalidPart",
             InvalidPolicyDocument => "InvalidPolicyDocument",
@@ -205,6 +207,7 @@ impl S3ErrorCode {
             | TooManyParts
             | InvalidBucketName
             | InvalidDigest
+            | IllegalLocationConstraintException
             | InvalidLocationConstraint
             | InvalidPart
             | InvalidPartOrder
@@ -236,9 +239,18 @@ pub struct S3Error {
     pub resource: Option<String>,
     /// Request id, filled in by the router just before rendering.
     pub request_id: Option<String>,
-    /// Response headers that come with the error (a delete marker's `x-amz-delete-marker`
-    /// and `x-amz-version-id`); HEAD answers carry them without the body.
-    pub headers: Vec<(&'static str, String)>,
+    /// What the answer carries beyond code and message: response headers (a delete
+    /// marker's `x-amz-delete-marker` and `x-amz-version-id`, which HEAD answers carry
+    /// without the body) and elements of the error document (the `<Region>` a request
+    /// should have been signed for, which clients re-sign with).
+    pub extras: Vec<Extra>,
+}
+
+/// One thing an error's answer carries beyond its code and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Extra {
+    Header(&'static str, String),
+    Element(&'static str, String),
 }
 
 impl S3Error {
@@ -248,7 +260,7 @@ impl S3Error {
             message: message.into(),
             resource: None,
             request_id: None,
-            headers: Vec::new(),
+            extras: Vec::new(),
         }
     }
 
@@ -264,7 +276,13 @@ impl S3Error {
 
     /// Adds a response header to the error's answer.
     pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
-        self.headers.push((name, value.into()));
+        self.extras.push(Extra::Header(name, value.into()));
+        self
+    }
+
+    /// Adds an element to the error document, after the message.
+    pub fn with_element(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.extras.push(Extra::Element(name, value.into()));
         self
     }
 
@@ -295,6 +313,12 @@ impl S3Error {
         xml.push_str("</Code><Message>");
         xml.push_str(&escape(&self.message));
         xml.push_str("</Message>");
+        for extra in &self.extras {
+            let Extra::Element(name, value) = extra else {
+                continue;
+            };
+            xml.push_str(&format!("<{name}>{}</{name}>", escape(value)));
+        }
         if let Some(resource) = &self.resource {
             xml.push_str("<Resource>");
             xml.push_str(&escape(resource));
@@ -327,7 +351,10 @@ impl IntoResponse for S3Error {
         if let Some(id) = &self.request_id {
             builder = builder.header("x-amz-request-id", id.as_str());
         }
-        for (name, value) in &self.headers {
+        for extra in &self.extras {
+            let Extra::Header(name, value) = extra else {
+                continue;
+            };
             if let Ok(value) = axum::http::HeaderValue::from_str(value) {
                 builder = builder.header(*name, value);
             }
@@ -364,7 +391,8 @@ fn default_message(code: S3ErrorCode) -> &'static str {
         InvalidArgument => "Invalid Argument",
         InvalidBucketName => "The specified bucket is not valid.",
         InvalidDigest => "The Content-MD5 you specified is not valid.",
-        InvalidLocationConstraint => "The specified location constraint is not valid for this server's region.",
+        IllegalLocationConstraintException => "The location constraint is incompatible for the region specific endpoint this request was sent to.",
+        InvalidLocationConstraint => "The specified location constraint is not valid.",
         InvalidPart => "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.",
         InvalidPartNumber => "The requested partnumber is not satisfiable",
         InvalidPartOrder => "The list of parts was not in ascending order. Parts must be ordered by part number.",

@@ -267,6 +267,7 @@ proptest! {
             identity: Identity::Root,
             payload: PayloadCheck::UnsignedChunks,
             decoded_length,
+            foreign_region: None,
         };
         let trailers = Arc::new(TrailerSlot::default());
         let raw: crate::body::ByteStream = Box::pin(futures::stream::iter(pieces));

@@ -149,6 +149,9 @@ pub struct Authenticated {
     pub payload: PayloadCheck,
     /// Decoded length from `x-amz-decoded-content-length` for `aws-chunked` bodies.
     pub decoded_length: Option<u64>,
+    /// The region a SigV4 signature was made for, when not the server's: only a
+    /// CreateBucket may be (see [`creates_bucket`]), and its handler judges it.
+    pub foreign_region: Option<String>,
 }
 
 impl Authenticated {
@@ -160,8 +163,23 @@ impl Authenticated {
             identity: Identity::Anonymous,
             payload: PayloadCheck::Unverified,
             decoded_length: None,
+            foreign_region: None,
         }
     }
+}
+
+/// S3's refusal of a header signature made for `signed_for` by a server in `region`: it
+/// names the region, which clients re-sign with.
+pub fn wrong_region(signed_for: &str, region: &str) -> S3Error {
+    let message = format!(
+        "The authorization header is malformed; {}",
+        wrong_region_detail(signed_for, region)
+    );
+    err(S3ErrorCode::AuthorizationHeaderMalformed, message).with_element("Region", region)
+}
+
+fn wrong_region_detail(signed_for: &str, region: &str) -> String {
+    format!("the region '{signed_for}' is wrong; expecting '{region}'")
 }
 
 fn err(code: S3ErrorCode, message: impl Into<std::borrow::Cow<'static, str>>) -> S3Error {
@@ -199,7 +217,19 @@ pub fn authenticate(
             };
             v2_header_auth(&request, value.as_bytes(), keyring, now).map(Some)
         }
-        Some(value) => header_auth(method, uri, headers, value.as_bytes(), keyring, now).map(Some),
+        Some(value) => {
+            let any_region = creates_bucket(method, uri, headers, domain);
+            header_auth(
+                method,
+                uri,
+                headers,
+                value.as_bytes(),
+                keyring,
+                any_region,
+                now,
+            )
+            .map(Some)
+        }
         None if presigned => query_auth(method, uri, headers, &params, keyring, now).map(Some),
         None if sigv2_query => {
             let request = V2Request {
@@ -288,6 +318,7 @@ impl<'a> V2Request<'a> {
             identity,
             payload: PayloadCheck::Unverified,
             decoded_length: None,
+            foreign_region: None,
         })
     }
 }
@@ -424,18 +455,19 @@ fn check_signed_headers(headers: &HeaderMap, signed: &str, exempt: &[&str]) -> R
     Ok(())
 }
 
-/// Checks region and service of a credential and finds its secret and identity;
-/// `scope_error` wraps the detail in the error of the signing mechanism.
+/// Checks region (unless `any_region`) and service of a credential and finds its secret and
+/// identity; `scope_error` wraps the detail in the error of the signing mechanism.
 fn lookup_secret<'k>(
     credential: &CredentialScope,
     keyring: &'k Keyring,
+    any_region: bool,
     scope_error: impl Fn(String) -> S3Error,
 ) -> Result<(Cow<'k, str>, Identity), S3Error> {
-    if credential.region != keyring.region() {
+    if credential.region != keyring.region() && !any_region {
         let (got, want) = (&credential.region, keyring.region());
-        return Err(scope_error(format!(
-            "the region '{got}' is wrong; expecting '{want}'"
-        )));
+        let detail = wrong_region_detail(got, want);
+        // Clients re-sign for the region the answer names (S3's `<Region>`).
+        return Err(scope_error(detail).with_element("Region", want));
     }
     if credential.service != sigv4::SERVICE {
         let service = &credential.service;
@@ -495,6 +527,7 @@ impl SignedParts<'_> {
             identity,
             payload,
             decoded_length,
+            foreign_region: None,
         })
     }
 
@@ -526,12 +559,23 @@ impl SignedParts<'_> {
     }
 }
 
+/// Whether a request is a CreateBucket, which may be signed for the region its bucket is
+/// created for: S3's global endpoint takes those, and minio-go and the minio SDKs sign a
+/// MakeBucket with a region so (the signature is verified all the same).
+fn creates_bucket(method: &Method, uri: &Uri, headers: &HeaderMap, domain: Option<&str>) -> bool {
+    *method == Method::PUT
+        && uri.query().is_none_or(str::is_empty)
+        && matches!(super::router::bucket_and_key(uri, headers, domain),
+            Ok((bucket, key)) if !bucket.is_empty() && key.is_empty())
+}
+
 fn header_auth(
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
     value: &[u8],
     keyring: &Keyring,
+    any_region: bool,
     now: OffsetDateTime,
 ) -> Result<Authenticated, S3Error> {
     let malformed = |detail: String| {
@@ -559,7 +603,7 @@ fn header_auth(
             "the Credential is mal-formed; expecting {CREDENTIAL_FORM}."
         ))
     })?;
-    let secret = lookup_secret(&credential, keyring, malformed)?;
+    let secret = lookup_secret(&credential, keyring, any_region, malformed)?;
 
     let signed_at = request_time(headers).ok_or_else(|| {
         let message = "AWS authentication requires a valid Date or x-amz-date header";
@@ -586,7 +630,11 @@ fn header_auth(
         canonical_query: sigv4::canonical_query(uri.query().unwrap_or(""), None),
         payload_hash: payload_hash.to_str().map_err(|_| bad_content_sha256())?,
     };
-    parts.verify(secret, &[])
+    let mut authenticated = parts.verify(secret, &[])?;
+    if credential.region != keyring.region() {
+        authenticated.foreign_region = Some(credential.region.clone());
+    }
+    Ok(authenticated)
 }
 
 const CREDENTIAL_FORM: &str = "\"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request\"";
@@ -647,7 +695,7 @@ fn query_auth(
             "the Credential is mal-formed; expecting {CREDENTIAL_FORM}."
         ))
     })?;
-    let secret = lookup_secret(&credential, keyring, credential_error)?;
+    let secret = lookup_secret(&credential, keyring, false, credential_error)?;
     let signed_at = sigv4::parse_amz_date(date).ok_or_else(|| {
         param_error("X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"".into())
     })?;

@@ -236,6 +236,7 @@ fn wrong_region_names_the_expected_one() {
     assert!(err
         .message
         .ends_with("the region 'eu-west-1' is wrong; expecting 'us-east-1'"));
+    assert!(err.to_xml().contains("<Region>us-east-1</Region>"));
     sign(
         &Method::PUT,
         &uri,

@@ -95,16 +95,19 @@ pub async fn create_bucket(
     }
     (settings.ownership, settings.acl) = initial_access(&request)?;
     let body = request.small_body().await?;
+    let mut constraint = String::new();
     if !body.iter().all(u8::is_ascii_whitespace) {
         let config: xml::CreateBucketConfiguration = xml::parse(&body)?;
-        let region = request.state.keyring.region();
-        if config
-            .location_constraint
-            .is_some_and(|c| !c.is_empty() && c != region)
-        {
-            return Err(S3Error::from_code(S3ErrorCode::InvalidLocationConstraint));
+        constraint = config.location_constraint.unwrap_or_default();
+    }
+    let region = request.state.keyring.region();
+    // Signed for the region it names, at the global endpoint (see `creates_bucket`).
+    if let Some(signed_for) = &request.signed_for_region {
+        if *signed_for != constraint || region != crate::config::DEFAULT_REGION {
+            return Err(crate::api::auth::wrong_region(signed_for, region));
         }
     }
+    check_location(&constraint, region)?;
     let created = request
         .state
         .store
@@ -119,6 +122,26 @@ pub async fn create_bucket(
         }
     }
     Ok(([("location", format!("/{bucket}"))], StatusCode::OK).into_response())
+}
+
+/// A CreateBucket's `LocationConstraint` as S3 judges it: a server in us-east-1 answers as
+/// S3's global endpoint does and takes a bucket for any region (it lives here, and reports
+/// this server's region), one in another region as that region's endpoint does.
+fn check_location(constraint: &str, region: &str) -> Result<(), S3Error> {
+    let named = constraint == "EU" || crate::config::is_region_name(constraint);
+    if !(constraint.is_empty() || named) {
+        return Err(S3Error::from_code(S3ErrorCode::InvalidLocationConstraint));
+    }
+    if constraint.is_empty() || constraint == region || region == crate::config::DEFAULT_REGION {
+        return Ok(());
+    }
+    let message = format!(
+        "The {constraint} location constraint is incompatible for the region specific endpoint this request was sent to."
+    );
+    Err(S3Error::new(
+        S3ErrorCode::IllegalLocationConstraintException,
+        message,
+    ))
 }
 
 /// A new bucket's Object Ownership (`x-amz-object-ownership`, S3's `BucketOwnerEnforced`

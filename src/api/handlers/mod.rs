@@ -42,6 +42,8 @@ pub struct Request<'a> {
     pub trailers: Arc<TrailerSlot>,
     /// The decoded length of an `aws-chunked` body.
     pub decoded_length: Option<u64>,
+    /// The region its signature was made for, when not the server's (a CreateBucket's).
+    pub signed_for_region: Option<String>,
     /// Who sent it, and from where: for the checks a handler makes itself (DeleteObjects
     /// authorises each key of its body).
     pub identity: crate::api::auth::Identity,

@@ -110,6 +110,7 @@ pub async fn post_object(request: Request<'_>, bucket: &BucketName) -> Result<Re
         body: Box::pin(FileBody::new(file, range)),
         trailers: Arc::new(TrailerSlot::default()),
         decoded_length: None,
+        signed_for_region: None,
         identity: identity.clone(),
         source_ip: request.source_ip,
     };
