@@ -144,3 +144,30 @@ def test_remove_objects_in_one_batch(mc, mbucket):
     assert errors == []
     left = sorted(o.object_name for o in mc.list_objects(mbucket, recursive=True))
     assert left == ["batch/3", "batch/4"]
+
+
+def test_list_objects_with_user_metadata(mc, mbucket):
+    """MinIO's listing extension (`include_user_meta`, minio-go's `WithMetadata`): each entry
+    carries the object's metadata and tags, as a MinIO server lists them."""
+    from minio.commonconfig import Tags
+
+    tags = Tags.new_object_tags()
+    tags["split"] = "train"
+    mc.put_object(
+        mbucket,
+        "shard-0.jsonl",
+        io.BytesIO(b"{}\n"),
+        3,
+        content_type="application/jsonl",
+        metadata={"team": "vision"},
+        tags=tags,
+    )
+    plain = list(mc.list_objects(mbucket))
+    assert [o.object_name for o in plain] == ["shard-0.jsonl"]
+    assert not plain[0].metadata
+
+    (listed,) = list(mc.list_objects(mbucket, include_user_meta=True))
+    assert listed.object_name == "shard-0.jsonl"
+    assert listed.metadata["X-Amz-Meta-Team"] == "vision"
+    assert listed.metadata["Content-Type"] == "application/jsonl"
+    assert dict(listed.tags) == {"split": "train"}

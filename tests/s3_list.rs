@@ -669,3 +669,76 @@ async fn listing_is_strongly_consistent_after_put_and_delete() {
     assert_eq!(out.contents()[0].size(), Some(new.len() as i64));
     assert_eq!(out.contents()[0].e_tag(), Some(quoted_md5(&new).as_str()));
 }
+
+/// MinIO's `metadata=true` on ListObjectsV2 (minio-go's `WithMetadata`, the minio SDKs'
+/// `include_user_meta`): each entry carries its metadata and tags, which only a caller who
+/// may read every object and its tags is shown.
+#[tokio::test]
+async fn listing_with_metadata_shows_each_objects_metadata_and_tags_to_who_may_read_them() {
+    let server = server();
+    let client = server.client();
+    let bucket = unique_bucket("list-meta");
+    create_bucket(&client, &bucket).await;
+    ok(
+        client
+            .put_object()
+            .bucket(&bucket)
+            .key("shard-0.jsonl")
+            .content_type("application/jsonl")
+            .metadata("team", "vision")
+            .tagging("split=train&owner=a%20b")
+            .body(b"{}".to_vec().into())
+            .send()
+            .await,
+        "PUT with metadata and tags",
+    );
+    let listing = |signer: Option<Signer>, query: &'static str| {
+        let url = server.url(&format!("/{bucket}?list-type=2{query}"));
+        async move {
+            match signer {
+                Some(signer) => signed_send(&signer, "GET", &url, &[], Vec::new()).await,
+                None => raw_send("GET", &url, &[], Vec::new()).await,
+            }
+        }
+    };
+    let plain = listing(Some(Signer::test()), "").await;
+    assert_eq!(plain.status, 200, "{}", plain.text());
+    assert!(!plain.text().contains("UserMetadata"), "{}", plain.text());
+
+    let with_metadata = listing(Some(Signer::test()), "&metadata=true").await;
+    assert_eq!(with_metadata.status, 200, "{}", with_metadata.text());
+    let metadata = with_metadata.xml_element("UserMetadata").unwrap();
+    assert!(
+        metadata.contains("<Content-Type>application/jsonl</Content-Type>")
+            && metadata.contains("<X-Amz-Meta-Team>vision</X-Amz-Meta-Team>"),
+        "{metadata}"
+    );
+    let tags = with_metadata.xml_element("UserTags").unwrap();
+    let tags: Vec<(String, String)> = form_urlencoded::parse(tags.replace("&amp;", "&").as_bytes())
+        .into_owned()
+        .collect();
+    assert_eq!(
+        tags,
+        [
+            ("split".into(), "train".into()),
+            ("owner".into(), "a b".into())
+        ]
+    );
+
+    // Anyone may list the bucket, not read its objects: no metadata for them.
+    let policy = format!(
+        r#"{{"Version": "2012-10-17", "Statement": [{{"Effect": "Allow", "Principal": "*",
+            "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::{bucket}"}}]}}"#
+    );
+    ok(
+        client
+            .put_bucket_policy()
+            .bucket(&bucket)
+            .policy(policy)
+            .send()
+            .await,
+        "PutBucketPolicy",
+    );
+    assert_eq!(listing(None, "").await.status, 200);
+    assert_eq!(listing(None, "&metadata=true").await.status, 403);
+}

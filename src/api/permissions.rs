@@ -106,7 +106,20 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
         HeadBucket { bucket } => vec![b("s3:ListBucket", bucket)],
         DeleteBucket { bucket } => vec![b("s3:DeleteBucket", bucket)],
         GetBucketLocation { bucket } => vec![b("s3:GetBucketLocation", bucket)],
-        ListObjectsV1 { bucket } | ListObjectsV2 { bucket } => vec![b("s3:ListBucket", bucket)],
+        ListObjectsV1 { bucket } => vec![b("s3:ListBucket", bucket)],
+        ListObjectsV2 {
+            bucket,
+            with_metadata,
+        } => {
+            let mut checks = vec![b("s3:ListBucket", bucket)];
+            // Entries with metadata and tags tell what reading each object and its tags
+            // would: allowed only to who may do both on every key.
+            if *with_metadata {
+                checks.push(Check::key("s3:GetObject", bucket, "*"));
+                checks.push(Check::key("s3:GetObjectTagging", bucket, "*"));
+            }
+            checks
+        }
         ListMultipartUploads { bucket } => vec![b("s3:ListBucketMultipartUploads", bucket)],
         GetBucketTagging { bucket } => vec![b("s3:GetBucketTagging", bucket)],
         // AWS has no action of its own for deleting bucket tags or CORS rules.
@@ -499,7 +512,10 @@ mod tests {
                 "arn:aws:s3:::data",
             ),
             (
-                Endpoint::ListObjectsV2 { bucket: bucket() },
+                Endpoint::ListObjectsV2 {
+                    bucket: bucket(),
+                    with_metadata: false,
+                },
                 "s3:ListBucket",
                 "arn:aws:s3:::data",
             ),
@@ -844,7 +860,10 @@ mod tests {
         let mut context = Context::default();
         let query = Query::parse(Some("list-type=2&prefix=team-a%2F&delimiter=%2F"));
         request_keys(
-            &Endpoint::ListObjectsV2 { bucket: "b".into() },
+            &Endpoint::ListObjectsV2 {
+                bucket: "b".into(),
+                with_metadata: false,
+            },
             &query,
             &mut context,
         );

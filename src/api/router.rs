@@ -28,6 +28,8 @@ pub enum Endpoint {
     },
     ListObjectsV2 {
         bucket: BucketName,
+        /// MinIO's `metadata=true`: each entry carries its user metadata and tags.
+        with_metadata: bool,
     },
     PutObject {
         bucket: BucketName,
@@ -385,6 +387,7 @@ const LIST_V2_PARAMS: &[&str] = &[
     "start-after",
     "encoding-type",
     "fetch-owner",
+    "metadata",
 ];
 const LIST_V1_PARAMS: &[&str] = &["prefix", "delimiter", "max-keys", "marker", "encoding-type"];
 const LIST_VERSIONS_PARAMS: &[&str] = &[
@@ -642,7 +645,14 @@ pub fn parse(
                 only(&["location"], Endpoint::GetBucketLocation { bucket })
             }
             Method::GET if query.get("list-type") == Some("2") => {
-                only(LIST_V2_PARAMS, Endpoint::ListObjectsV2 { bucket })
+                let with_metadata = query.get("metadata") == Some("true");
+                only(
+                    LIST_V2_PARAMS,
+                    Endpoint::ListObjectsV2 {
+                        bucket,
+                        with_metadata,
+                    },
+                )
             }
             Method::GET => only(LIST_V1_PARAMS, Endpoint::ListObjectsV1 { bucket }),
             _ => not_implemented(),
@@ -883,7 +893,10 @@ mod tests {
         );
         assert_eq!(
             parse_at("bucket.s3.example.com", "/?list-type=2"),
-            Endpoint::ListObjectsV2 { bucket: b() }
+            Endpoint::ListObjectsV2 {
+                bucket: b(),
+                with_metadata: false
+            }
         );
         // The bare domain, or another host, is path-style.
         assert_eq!(
@@ -936,7 +949,10 @@ mod tests {
             (
                 Method::GET,
                 "/bucket?list-type=2&prefix=a&max-keys=2",
-                Endpoint::ListObjectsV2 { bucket: b() },
+                Endpoint::ListObjectsV2 {
+                    bucket: b(),
+                    with_metadata: false,
+                },
             ),
             (
                 Method::POST,

@@ -69,6 +69,13 @@ pub struct Object {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub owner: Option<Owner>,
     pub storage_class: String,
+    /// MinIO's listing with `metadata=true`: the object's metadata as headers, one element
+    /// each (`<X-Amz-Meta-Team>vision</X-Amz-Meta-Team>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_metadata: Option<std::collections::BTreeMap<String, String>>,
+    /// And its tags, URL-encoded as in `x-amz-tagging`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_tags: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -635,6 +642,8 @@ mod tests {
                 size: 3,
                 owner: None,
                 storage_class: "STANDARD".into(),
+                user_metadata: None,
+                user_tags: None,
             }],
             common_prefixes: vec![CommonPrefix {
                 prefix: "p/q/".into(),

@@ -10,7 +10,8 @@ use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{iso8601, storage_class_name};
 use crate::api::{xml, xml_response};
 use crate::object::BucketName;
-use crate::object::{ListEntry, ListPage, ListQuery};
+use crate::object::{ListEntry, ListPage, ListQuery, ObjectRecord};
+use std::collections::BTreeMap;
 
 const MAX_KEYS: usize = 1000;
 
@@ -68,11 +69,19 @@ pub(super) fn max_keys(request: &Request<'_>) -> Result<usize, S3Error> {
     }
 }
 
+/// What a listing's entries carry besides key, date, ETag, size and storage class.
+#[derive(Clone, Copy, Default)]
+struct Extras {
+    owner: bool,
+    /// MinIO's `metadata=true`: user metadata and tags.
+    metadata: bool,
+}
+
 fn contents(
     request: &Request<'_>,
     page: &ListPage,
     encoder: &Encoder,
-    with_owner: bool,
+    extras: Extras,
 ) -> (Vec<xml::Object>, Vec<xml::CommonPrefix>) {
     let mut objects = Vec::new();
     let mut prefixes = Vec::new();
@@ -83,8 +92,14 @@ fn contents(
                 last_modified: iso8601(record.modified_ms),
                 etag: format!("\"{}\"", record.etag),
                 size: record.content_length(),
-                owner: with_owner.then(|| owner(request)),
+                owner: extras.owner.then(|| owner(request)),
                 storage_class: storage_class_name(record.storage_class.as_deref()),
+                user_metadata: extras.metadata.then(|| metadata_elements(record)),
+                user_tags: (extras.metadata && !record.tags.is_empty()).then(|| {
+                    let mut tags = form_urlencoded::Serializer::new(String::new());
+                    tags.extend_pairs(&record.tags);
+                    tags.finish()
+                }),
             }),
             ListEntry::CommonPrefix(prefix) => prefixes.push(xml::CommonPrefix {
                 prefix: encoder.apply(prefix),
@@ -94,7 +109,37 @@ fn contents(
     (objects, prefixes)
 }
 
-pub async fn list_objects_v2(request: Request<'_>, name: &BucketName) -> Result<Response, S3Error> {
+/// An object's metadata as MinIO lists it: `Content-Type` and the `x-amz-meta-*` headers,
+/// named in canonical header case. A name that cannot be an XML element is left out.
+fn metadata_elements(record: &ObjectRecord) -> BTreeMap<String, String> {
+    let content_type = (record.content_type.iter()).map(|t| ("content-type".to_string(), t));
+    let user = (record.user_meta.iter()).map(|(name, value)| (format!("x-amz-meta-{name}"), value));
+    content_type
+        .chain(user)
+        .filter(|(name, _)| {
+            (name.bytes()).all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        })
+        .map(|(name, value)| (canonical_header_case(&name), value.clone()))
+        .collect()
+}
+
+/// `x-amz-meta-team` → `X-Amz-Meta-Team`.
+fn canonical_header_case(name: &str) -> String {
+    let words = name.split('-').map(|word| {
+        let mut chars = word.chars();
+        match chars.next() {
+            Some(first) => first.to_ascii_uppercase().to_string() + chars.as_str(),
+            None => String::new(),
+        }
+    });
+    words.collect::<Vec<_>>().join("-")
+}
+
+pub async fn list_objects_v2(
+    request: Request<'_>,
+    name: &BucketName,
+    with_metadata: bool,
+) -> Result<Response, S3Error> {
     let encoder = Encoder::from(&request)?;
     let token = request.query.get("continuation-token").map(str::to_string);
     let start_after = request.query.get("start-after").map(str::to_string);
@@ -109,8 +154,11 @@ pub async fn list_objects_v2(request: Request<'_>, name: &BucketName) -> Result<
         max_keys: max_keys(&request)?,
     };
     let page = request.state.store.list_objects(name, &query).await?;
-    let fetch_owner = request.query.get("fetch-owner") == Some("true");
-    let (objects, prefixes) = contents(&request, &page, &encoder, fetch_owner);
+    let extras = Extras {
+        owner: request.query.get("fetch-owner") == Some("true"),
+        metadata: with_metadata,
+    };
+    let (objects, prefixes) = contents(&request, &page, &encoder, extras);
     let next = page
         .truncated
         .then(|| page.entries.last().map(|e| encode_token(e.name())))
@@ -143,7 +191,11 @@ pub async fn list_objects_v1(request: Request<'_>, name: &BucketName) -> Result<
         max_keys: max_keys(&request)?,
     };
     let page = request.state.store.list_objects(name, &query).await?;
-    let (objects, prefixes) = contents(&request, &page, &encoder, true);
+    let extras = Extras {
+        owner: true,
+        ..Extras::default()
+    };
+    let (objects, prefixes) = contents(&request, &page, &encoder, extras);
     // S3 gives NextMarker only when a delimiter was used; clients use the last key otherwise.
     let next_marker = (page.truncated && query.delimiter.is_some())
         .then(|| page.entries.last().map(|e| encoder.apply(e.name())))

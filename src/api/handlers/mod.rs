@@ -168,7 +168,10 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
         DeleteBucket { bucket } => bucket::delete_bucket(request, &bucket).await,
         GetBucketLocation { bucket } => bucket::get_bucket_location(request, &bucket).await,
         ListObjectsV1 { bucket } => list::list_objects_v1(request, &bucket).await,
-        ListObjectsV2 { bucket } => list::list_objects_v2(request, &bucket).await,
+        ListObjectsV2 {
+            bucket,
+            with_metadata,
+        } => list::list_objects_v2(request, &bucket, with_metadata).await,
         PutObject { bucket, key } => object::put_object(request, &bucket, &key).await,
         GetObject {
             bucket,
