@@ -83,6 +83,31 @@ fn erasure_knows_nothing_of_s3_or_http() {
     );
 }
 
+/// The erasure sets move data: the types of records (their tables, the operations that change
+/// them, a scan's page, a drive's failure to answer) are named through the records layer, and
+/// erasure re-exports none of them (nor anything of agreement).
+#[test]
+fn erasure_re_exports_no_record_types() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/erasure/mod.rs");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut statement = String::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("pub use") || !statement.is_empty() {
+            statement.push_str(line);
+            if !line.ends_with(';') {
+                continue;
+            }
+            for name in ["MetaOp", "MetaTable", "ScanPage", "DriveError", "records", "agreement"] {
+                assert!(
+                    !statement.contains(name),
+                    "src/erasure/mod.rs re-exports {name}: {statement:?}"
+                );
+            }
+            statement.clear();
+        }
+    }
+}
+
 /// Replicated records are read, agreed on and committed without knowing what they mean:
 /// the records layer names nothing of S3, the server or the jobs above it; the erasure sets
 /// move data and know nothing of records (the arrow only goes down).

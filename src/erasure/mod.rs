@@ -21,11 +21,11 @@ use uuid::Uuid;
 
 use crate::storage::Drive;
 
-/// What a set stores, in its drives' terms: the layers above name records, data folders and
-/// per-drive outcomes with these, and reach the drives only through the set.
-pub use crate::storage::{rolled_up_len, DataDir, DriveError, MetaOp, MetaTable};
+use crate::storage::{DriveError, MetaOp, MetaTable, ScanPage};
 
-pub use crate::storage::ScanPage;
+/// The data folder a set's data calls name, and the length of its rolled-up shard files:
+/// the object layer names its data with these (records with [`crate::records`]'s types).
+pub use crate::storage::{rolled_up_len, DataDir};
 pub use bitrot::CHECKSUM_LEN;
 pub use codec::Codec;
 pub use read::{PartReader, ShardSource};

@@ -25,13 +25,12 @@ use std::sync::Arc;
 use super::record::BucketRecord;
 use super::system::SystemRecord;
 use super::{read_agreed, HealReport, ObjectError, ObjectStore};
-use crate::erasure::{DriveError, MetaOp, MetaTable};
 use crate::records::authority::{
     agreed_records, authority_key, copy_fixes, decided_in, is_later, put_if_absent, Held,
     RecordAuthority, DECIDED, DELETED, RECORDS_REVISION,
 };
 use crate::records::revisioned::Revisioned;
-use crate::records::RecordSet;
+use crate::records::{DriveError, MetaOp, MetaTable, RecordSet};
 
 /// How many times a record's copy is written again because the authority's value changed
 /// meanwhile, before heal is left to bring the drives in line.

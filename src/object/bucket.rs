@@ -6,10 +6,9 @@ use super::record::{self, BucketRecord, BucketSettings, ObjectRecord, VersionsRe
 use super::{
     now_ms, read_agreed, retry_conflicts, Agreement, BucketName, ObjectError, ObjectStore,
 };
-use crate::erasure::{MetaOp, MetaTable};
 use crate::records::authority::authority_key;
 use crate::records::changes::RecordChange;
-use crate::records::revisioned;
+use crate::records::{revisioned, MetaOp, MetaTable};
 
 impl ObjectStore {
     pub async fn create_bucket(&self, name: &BucketName) -> Result<BucketRecord, ObjectError> {

@@ -7,12 +7,11 @@ use uuid::Uuid;
 
 use super::record::{inline_key, ObjectRecord};
 use super::ObjectError;
-use crate::erasure::{MetaOp, MetaTable};
 use crate::object::versions::agreed::DriveRecords;
 use crate::object::versions::versioning::KeyVersions;
 use crate::records::commit::Batch;
 use crate::records::copies::Guard;
-use crate::records::RecordSet;
+use crate::records::{MetaOp, MetaTable, RecordSet};
 
 /// Each drive's batch (`None`: leave the drive out), guarded by `guard(i)` and by `also[i]`
 /// (what else the decision read on that drive, e.g. the upload a completion ends; empty:

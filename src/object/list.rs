@@ -18,10 +18,9 @@ use futures::future::{join_all, BoxFuture};
 
 use super::record::{self, object_key, ObjectRecord, VersionsRecord};
 use super::{BucketName, ObjectError, ObjectStore};
-use crate::erasure::{rolled_up_len, DriveError, ErasureError, MetaTable};
+use crate::erasure::{rolled_up_len, ErasureError};
 use crate::records::agreement::held_by_majority;
-use crate::records::RecordSet;
-use crate::records::Replica;
+use crate::records::{DriveError, MetaTable, RecordSet, Replica};
 
 /// A byte that never occurs in UTF-8: appended to a prefix, it sorts after every key that
 /// starts with that prefix.

@@ -40,7 +40,7 @@ use std::hash::Hasher;
 use thiserror::Error;
 
 use crate::erasure::ErasureError;
-use crate::erasure::MetaTable;
+use crate::records::MetaTable;
 use crate::records::{Agreement, RecordError, RecordSet, Replica};
 
 pub use at_rest::{check_customer_key, Encryption};

@@ -21,8 +21,7 @@ use super::{
 };
 use crate::body::{chain_reading_ahead, ByteStream};
 use crate::encryption::{encrypt_stream, CustomerKey};
-use crate::erasure::{DataDir, MetaOp, MetaTable};
-use crate::erasure::{Encoded, ErasureError, ShardSource, WriteOutcome};
+use crate::erasure::{DataDir, Encoded, ErasureError, ShardSource, WriteOutcome};
 use crate::object::digest::hashing::{self, ExpectedChecksum};
 use crate::object::digest::md5_lanes::Md5Lanes;
 use crate::object::versions::agreed::{
@@ -31,7 +30,7 @@ use crate::object::versions::agreed::{
 };
 use crate::object::versions::versioning::{delete_marker, version_id_for};
 use crate::records::copies::Guard;
-use crate::records::RecordSet;
+use crate::records::{MetaOp, MetaTable, RecordSet};
 
 /// The parts of one GET whose shard files are being opened at once.
 const OPENS_AHEAD: usize = 16;

@@ -26,12 +26,12 @@ use super::objects::{batches_over, remove_tombstone, NewVersion};
 use super::record::{inline_key, BucketRecord, ObjectRecord, RenameToken};
 use super::{now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::encryption::CustomerKey;
-use crate::erasure::{DataDir, MetaTable};
+use crate::erasure::DataDir;
 use crate::object::versions::agreed::{agreed_or_conflict, read_records, replaced_versions};
 use crate::object::versions::versioning::{
     delete_marker, key_versions, state_batches, version_id_for, Addition, NewState,
 };
-use crate::records::RecordSet;
+use crate::records::{MetaTable, RecordSet};
 
 /// A judgement on a version (`None`: no object, or a delete marker): `Err` is the answer.
 pub type Judge = dyn Fn(Option<&ObjectRecord>) -> Result<(), ObjectError> + Send + Sync;

@@ -18,10 +18,10 @@ use serde::{Deserialize, Serialize};
 
 use super::record;
 use super::{read_agreed, retry_conflicts, ObjectError, ObjectStore};
-use crate::erasure::{MetaOp, MetaTable};
 use crate::records::authority::authority_key;
 use crate::records::changes::RecordChange;
 use crate::records::revisioned::{self, Revisioned};
+use crate::records::{MetaOp, MetaTable};
 
 /// The lock namespace of system records: never a bucket name (`_` is not allowed in one).
 const LOCK_NAMESPACE: &str = "_system";

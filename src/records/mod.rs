@@ -23,8 +23,10 @@ use std::time::Duration;
 use thiserror::Error;
 
 use crate::erasure::{ErasureError, ErasureSet};
-use crate::storage::{DriveError, MetaTable};
 
+/// What a record is, in the drives' terms: the table it lives in, the operations that change
+/// it, a page of a scan and a drive's failure, which the object layer names its records with.
+pub use crate::storage::{DriveError, MetaOp, MetaTable, ScanPage};
 pub use agreement::{Agreement, Replica};
 pub use in_flight::{LocalCommits, ReadWindow, Writers};
 pub use scan::{KeyPage, RecordPage, Scanned, SCAN_PAGE};

@@ -13,15 +13,14 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use crate::erasure::{DataDir, MetaOp, MetaTable};
-use crate::erasure::{ErasureError, ShardSource};
+use crate::erasure::{DataDir, ErasureError, ShardSource};
 use crate::object::record::{self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo};
 use crate::object::versions::agreed::{agree_on_version, read_records};
 use crate::object::versions::versioning::{key_versions, read_states};
 use crate::object::{Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::records::copies::Guard;
 use crate::records::revisioned::{self, reachable, Revisioned};
-use crate::records::RecordSet;
+use crate::records::{MetaOp, MetaTable, RecordSet};
 
 /// How hard to look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

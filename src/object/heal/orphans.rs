@@ -7,10 +7,9 @@ use std::time::SystemTime;
 
 use uuid::Uuid;
 
-use crate::erasure::MetaTable;
 use crate::object::record::{self, ObjectRecord, VersionsRecord};
 use crate::object::{ObjectError, ObjectStore};
-use crate::records::{RecordSet, SCAN_PAGE};
+use crate::records::{MetaTable, RecordSet, SCAN_PAGE};
 
 impl ObjectStore {
     /// Deletes data folders no record refers to: leftovers of writes cut short between placing

@@ -3,13 +3,13 @@
 //! acts only on what agreement says is deleted, never on a value a commit in flight may still
 //! make current, and takes a tombstone away last.
 
-use crate::erasure::{DataDir, MetaOp, MetaTable};
+use crate::erasure::DataDir;
 use crate::object::record::{inline_key, object_key, BucketRecord, ObjectRecord};
 use crate::object::versions::agreed::{agree_on_version, read_records, DriveRecords};
 use crate::object::versions::versioning::read_states;
 use crate::object::{Agreement, ObjectError, ObjectKey, ObjectStore};
 use crate::records::copies::Guard;
-use crate::records::RecordSet;
+use crate::records::{MetaOp, MetaTable, RecordSet};
 
 impl ObjectStore {
     /// Removes versions records that agreement says no longer exist (every version of the

@@ -13,7 +13,6 @@ use std::collections::BTreeSet;
 use std::ops::Bound;
 
 use crate::erasure::ErasureError;
-use crate::erasure::{DriveError, MetaOp, MetaTable};
 use crate::object::heal::objects::{commit_healed, heal_data, HealReport, HealScope, StoredData};
 use crate::object::multipart::upload::take_away_tombstone;
 use crate::object::record::{self, parts_prefix, BucketRecord, PartInfo, PartRecord, UploadRecord};
@@ -21,8 +20,7 @@ use crate::object::{Agreement, BucketName, HealDepth, ObjectError, ObjectKey, Ob
 use crate::records::copies::Copies;
 use crate::records::copies::Guard;
 use crate::records::revisioned::reachable;
-use crate::records::RecordSet;
-use crate::records::Replica;
+use crate::records::{DriveError, MetaOp, MetaTable, RecordSet, Replica};
 
 /// Parts an upload can have, plus one: a scan this long sees them all.
 const PARTS_SCAN: usize = 10_001;

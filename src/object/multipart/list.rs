@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use futures::future::join_all;
 
-use crate::erasure::MetaTable;
 use crate::object::record::{object_key, UploadRecord};
 use crate::object::{now_ms, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
+use crate::records::MetaTable;
 
 /// Most uploads one listing or cleanup pass reads per drive. In-progress uploads are few
 /// next to objects; a bucket with more lists the first ones only.

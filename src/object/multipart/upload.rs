@@ -20,8 +20,7 @@ use std::ops::Bound;
 use uuid::Uuid;
 
 use crate::body::ByteStream;
-use crate::erasure::Encoded;
-use crate::erasure::{DataDir, MetaOp, MetaTable};
+use crate::erasure::{DataDir, Encoded};
 use crate::object::acl::Acl;
 use crate::object::at_rest::{self, Encryption};
 use crate::object::commit::commit_guarded;
@@ -41,8 +40,7 @@ use crate::object::{
     now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, PutOptions,
 };
 use crate::records::copies::{Copies, Guard};
-use crate::records::RecordSet;
-use crate::records::Replica;
+use crate::records::{MetaOp, MetaTable, RecordSet, Replica};
 
 /// Smallest size of every part but the last.
 pub const MIN_PART_SIZE: u64 = 5 << 20;

@@ -5,11 +5,10 @@
 //! (`superseded`) until the key is written again: the old version then still has a copy on
 //! every drive, and a reader takes the newest version that a read quorum of drives holds.
 
-use crate::erasure::{DriveError, MetaTable};
 use crate::object::record::{inline_prefix, object_key, ObjectRecord};
 use crate::object::{Agreement, ObjectError};
 use crate::records::copies::Copies;
-use crate::records::RecordSet;
+use crate::records::{DriveError, MetaTable, RecordSet};
 
 /// Each drive's record of a key, decoded.
 pub(crate) type DriveRecords = Copies<ObjectRecord>;

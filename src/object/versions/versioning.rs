@@ -14,7 +14,6 @@
 use bytes::Bytes;
 use uuid::Uuid;
 
-use crate::erasure::{MetaOp, MetaTable};
 use crate::object::commit::{commit_on_versions, dropped_inline_chunks};
 use crate::object::conditions::DeleteIf;
 use crate::object::object_lock::{self, ObjectLock};
@@ -30,7 +29,7 @@ use crate::object::{
 };
 use crate::records::copies::Copies;
 use crate::records::copies::Guard;
-use crate::records::RecordSet;
+use crate::records::{MetaOp, MetaTable, RecordSet};
 
 /// Each drive's versions record of a key, decoded.
 pub(crate) type DriveStates = Copies<VersionsRecord>;
