@@ -47,6 +47,11 @@ enum Command {
         /// report it as their location.
         #[arg(long, env = "STRATA_REGION", default_value = config::DEFAULT_REGION)]
         region: String,
+        /// The Object Ownership of buckets created without one: BucketOwnerEnforced (ACLs
+        /// off, as on S3), or ObjectWriter / BucketOwnerPreferred to take ACLs as older S3
+        /// and other servers did.
+        #[arg(long, env = "STRATA_DEFAULT_OBJECT_OWNERSHIP", default_value = config::OBJECT_OWNERSHIPS[0])]
+        default_object_ownership: String,
         /// Serve HTTPS with `DIR/public.crt` (certificate chain) and `DIR/private.key`;
         /// both are reloaded when they change.
         #[arg(long, env = "STRATA_CERTS_DIR", value_name = "DIR")]
@@ -96,6 +101,7 @@ fn main() -> std::process::ExitCode {
             json_logs,
             domain,
             region,
+            default_object_ownership,
             certs_dir,
             tiers,
             allow_node_loss_risk,
@@ -115,6 +121,8 @@ fn main() -> std::process::ExitCode {
             match server_config(address, &ec, block_size, domain, layout).and_then(|mut config| {
                 config.listener = listener_config(certs_dir)?;
                 config.region = config::parse_region(&region)?;
+                config.default_object_ownership =
+                    config::parse_object_ownership(&default_object_ownership)?;
                 config.lifecycle.tiers_file = tiers;
                 Ok(config)
             }) {
@@ -312,6 +320,7 @@ fn server_config(
         root_password,
         default_credentials,
         region: config::DEFAULT_REGION.into(),
+        default_object_ownership: config::OBJECT_OWNERSHIPS[0].into(),
         domain: domain.map(|d| d.trim_matches('.').to_ascii_lowercase()),
         stale_upload_expiry: seconds_from_env(
             "STRATA_STALE_UPLOAD_EXPIRY_SECS",

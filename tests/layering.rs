@@ -97,7 +97,14 @@ fn erasure_re_exports_no_record_types() {
             if !line.ends_with(';') {
                 continue;
             }
-            for name in ["MetaOp", "MetaTable", "ScanPage", "DriveError", "records", "agreement"] {
+            for name in [
+                "MetaOp",
+                "MetaTable",
+                "ScanPage",
+                "DriveError",
+                "records",
+                "agreement",
+            ] {
                 assert!(
                     !statement.contains(name),
                     "src/erasure/mod.rs re-exports {name}: {statement:?}"

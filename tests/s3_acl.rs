@@ -498,3 +498,81 @@ async fn bucket_owner_preferred_takes_what_is_written_for_it() {
     assert_eq!(owner_of("hers").await, alice_id);
     assert_eq!(owner_of("for-owner").await, canonical_id(ACCESS_KEY));
 }
+
+/// `--default-object-ownership ObjectWriter` (STRATA_DEFAULT_OBJECT_OWNERSHIP): buckets
+/// created without `x-amz-object-ownership` take ACLs, as the scripts carried from servers
+/// with ACLs on expect: canned ACLs at creation and on PUT, PutBucketAcl, and what they open;
+/// a bucket that names its ownership still gets it, and a default S3 does not know is refused.
+#[tokio::test]
+async fn the_operator_may_make_new_buckets_take_acls() {
+    let server = TestServer::start_with(ServerOptions {
+        env: vec![(
+            "STRATA_DEFAULT_OBJECT_OWNERSHIP".into(),
+            "ObjectWriter".into(),
+        )],
+        ..ServerOptions::default()
+    });
+    let root = server.client();
+    (root.create_bucket().bucket("shared"))
+        .acl(BucketCannedAcl::PublicRead)
+        .send()
+        .await
+        .unwrap();
+    let ownership = (root.get_bucket_ownership_controls().bucket("shared").send())
+        .await
+        .unwrap();
+    let rules = ownership.ownership_controls().unwrap().rules();
+    assert_eq!(rules[0].object_ownership(), &ObjectOwnership::ObjectWriter);
+    let acl = root.get_bucket_acl().bucket("shared").send().await.unwrap();
+    assert!(
+        acl.grants().iter().any(|g| {
+            g.permission() == Some(&Permission::Read)
+                && g.grantee().and_then(|g| g.uri())
+                    == Some("http://acs.amazonaws.com/groups/global/AllUsers")
+        }),
+        "{acl:?}"
+    );
+    assert_eq!(
+        anonymous_get(&server, "/shared").await,
+        200,
+        "public listing"
+    );
+
+    (root.put_object().bucket("shared").key("open.txt"))
+        .acl(ObjectCannedAcl::PublicRead)
+        .body(ByteStream::from_static(b"for everyone"))
+        .send()
+        .await
+        .unwrap();
+    put(&root, "shared", "closed.txt", b"owner only").await;
+    assert_eq!(anonymous_get(&server, "/shared/open.txt").await, 200);
+    assert_eq!(anonymous_get(&server, "/shared/closed.txt").await, 403);
+    root.put_bucket_acl()
+        .bucket("shared")
+        .acl(BucketCannedAcl::Private)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous_get(&server, "/shared").await, 403, "revoked");
+
+    let enforced = root
+        .create_bucket()
+        .bucket("enforced")
+        .object_ownership(ObjectOwnership::BucketOwnerEnforced)
+        .acl(BucketCannedAcl::PublicRead)
+        .send()
+        .await;
+    assert_eq!(error_code(enforced), "InvalidBucketAclWithObjectOwnership");
+
+    let dir = tempfile::tempdir().unwrap();
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["server", "--default-object-ownership", "Everyone"])
+        .arg(dir.path().join("d{1...9}"))
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("BucketOwnerEnforced"),
+        "{refused:?}"
+    );
+}

@@ -35,6 +35,8 @@ pub struct S3State {
     pub keyring: auth::Keyring,
     /// Name shown as the owner of buckets and objects (the root user).
     pub owner: String,
+    /// The Object Ownership of a bucket created without one (`--default-object-ownership`).
+    pub default_ownership: crate::object::acl::ObjectOwnership,
     /// Host name under which `bucket.DOMAIN` addresses a bucket (virtual-hosted style).
     pub domain: Option<String>,
     /// Users and policies (the keyring looks users' keys up there too).

@@ -25,6 +25,7 @@ use crate::cluster::seal::RecordSeal;
 use crate::config::ServerConfig;
 use crate::deployment::{self, Deployment};
 use crate::lifecycle::{LifecycleScanner, LifecycleStatus, Pace};
+use crate::object::acl::ObjectOwnership;
 use crate::object::ObjectStore;
 use crate::records::changes::RecordChange;
 use crate::server::metrics::Metrics;
@@ -296,6 +297,9 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         )
         .with_users(iam.clone()),
         owner: config.root_user.clone(),
+        // Checked when the configuration was read.
+        default_ownership: ObjectOwnership::parse(&config.default_object_ownership)
+            .unwrap_or(ObjectOwnership::BucketOwnerEnforced),
         domain: config.domain.clone(),
         iam: iam.clone(),
         max_retention_days: config.limits.max_retention_days,

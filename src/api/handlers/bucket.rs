@@ -150,7 +150,7 @@ fn initial_access(
     request: &Request<'_>,
 ) -> Result<(Option<ObjectOwnership>, Option<Acl>), S3Error> {
     let ownership = match headers::header(request.headers, "x-amz-object-ownership") {
-        None => ObjectOwnership::BucketOwnerEnforced,
+        None => request.state.default_ownership,
         Some(value) => ObjectOwnership::parse(value.trim()).ok_or_else(|| {
             S3Error::new(
                 S3ErrorCode::InvalidArgument,
