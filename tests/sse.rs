@@ -1193,3 +1193,146 @@ async fn a_key_service_whose_catalog_cannot_be_read_yet_answers_503_until_it_can
         }
     }
 }
+
+/// An encryption a test object or upload is made with.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Sealed {
+    Plain,
+    S3,
+    Kms,
+    CustomerA,
+}
+
+const EVERY_SEAL: [Sealed; 4] = [Sealed::Plain, Sealed::S3, Sealed::Kms, Sealed::CustomerA];
+
+/// What a response says of its encryption: the algorithm, the KMS key, the SSE-C key MD5.
+fn said(
+    algorithm: Option<&ServerSideEncryption>,
+    kms_key: Option<&str>,
+    customer_md5: Option<&str>,
+) -> Sealed {
+    match (algorithm, kms_key, customer_md5) {
+        (_, _, Some(md5)) => {
+            assert_eq!(md5, KEY_A_MD5);
+            Sealed::CustomerA
+        }
+        (Some(ServerSideEncryption::AwsKms), Some(key), None) => {
+            assert_eq!(key, MASTER_KEY_NAME);
+            Sealed::Kms
+        }
+        (Some(ServerSideEncryption::Aes256), _, None) => Sealed::S3,
+        (None, None, None) => Sealed::Plain,
+        other => panic!("an answer that says {other:?}"),
+    }
+}
+
+/// UploadPartCopy answers with the destination upload's encryption (and its SSE-C key's
+/// MD5), whatever the source's, and the completed object reads back under it, for every
+/// pair of source and destination encryption.
+#[tokio::test]
+async fn copied_parts_report_the_uploads_encryption_for_every_pair() {
+    use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+    let server = start();
+    let client = server.client();
+    create_bucket(&client, "parts").await;
+    for source in EVERY_SEAL {
+        let data = pattern(&format!("COPIED-PART-{source:?}|"), 150_000);
+        let put = client
+            .put_object()
+            .bucket("parts")
+            .key(format!("source-{source:?}"))
+            .body(ByteStream::from(data.clone()));
+        let put = match source {
+            Sealed::Plain => put,
+            Sealed::S3 => put.server_side_encryption(ServerSideEncryption::Aes256),
+            Sealed::Kms => put
+                .server_side_encryption(ServerSideEncryption::AwsKms)
+                .ssekms_key_id(MASTER_KEY_NAME),
+            Sealed::CustomerA => sse_c_headers(put, KEY_A, KEY_A_MD5),
+        };
+        ok(put.send().await, &format!("PUT {source:?}"));
+        for destination in EVERY_SEAL {
+            let key = format!("copy-{source:?}-into-{destination:?}");
+            let create = client.create_multipart_upload().bucket("parts").key(&key);
+            let create = match destination {
+                Sealed::Plain => create,
+                Sealed::S3 => create.server_side_encryption(ServerSideEncryption::Aes256),
+                Sealed::Kms => create
+                    .server_side_encryption(ServerSideEncryption::AwsKms)
+                    .ssekms_key_id(MASTER_KEY_NAME),
+                Sealed::CustomerA => create
+                    .sse_customer_algorithm("AES256")
+                    .sse_customer_key(KEY_A)
+                    .sse_customer_key_md5(KEY_A_MD5),
+            };
+            let id = ok(create.send().await, &key)
+                .upload_id()
+                .unwrap()
+                .to_string();
+            let copy = client
+                .upload_part_copy()
+                .bucket("parts")
+                .key(&key)
+                .upload_id(&id)
+                .part_number(1)
+                .copy_source(format!("parts/source-{source:?}"));
+            let copy = match source {
+                Sealed::CustomerA => copy
+                    .copy_source_sse_customer_algorithm("AES256")
+                    .copy_source_sse_customer_key(KEY_A)
+                    .copy_source_sse_customer_key_md5(KEY_A_MD5),
+                _ => copy,
+            };
+            let copy = match destination {
+                Sealed::CustomerA => copy
+                    .sse_customer_algorithm("AES256")
+                    .sse_customer_key(KEY_A)
+                    .sse_customer_key_md5(KEY_A_MD5),
+                _ => copy,
+            };
+            let copied = ok(copy.send().await, &format!("UploadPartCopy {key}"));
+            let reported = said(
+                copied.server_side_encryption(),
+                copied.ssekms_key_id(),
+                copied.sse_customer_key_md5(),
+            );
+            assert_eq!(reported, destination, "UploadPartCopy of {key}");
+            let part = CompletedPart::builder()
+                .part_number(1)
+                .e_tag(copied.copy_part_result().unwrap().e_tag().unwrap())
+                .build();
+            let done = client
+                .complete_multipart_upload()
+                .bucket("parts")
+                .key(&key)
+                .upload_id(&id)
+                .multipart_upload(CompletedMultipartUpload::builder().parts(part).build());
+            let done = match destination {
+                Sealed::CustomerA => done
+                    .sse_customer_algorithm("AES256")
+                    .sse_customer_key(KEY_A)
+                    .sse_customer_key_md5(KEY_A_MD5),
+                _ => done,
+            };
+            let done = ok(done.send().await, &format!("Complete {key}"));
+            // S3's CompleteMultipartUpload answer names no SSE-C key.
+            if destination != Sealed::CustomerA {
+                let reported = said(done.server_side_encryption(), done.ssekms_key_id(), None);
+                assert_eq!(reported, destination, "CompleteMultipartUpload of {key}");
+            }
+            let get = match destination {
+                Sealed::CustomerA => get_with_key_a(&client, "parts", &key),
+                _ => client.get_object().bucket("parts").key(&key),
+            };
+            let got = ok(get.send().await, &format!("GET {key}"));
+            let reported = said(
+                got.server_side_encryption(),
+                got.ssekms_key_id(),
+                got.sse_customer_key_md5(),
+            );
+            assert_eq!(reported, destination, "GET of {key}");
+            let body = got.body.collect().await.unwrap().into_bytes();
+            assert!(body[..] == data[..], "{key}: the bytes read back differ");
+        }
+    }
+}

@@ -199,20 +199,15 @@ pub async fn upload_part_copy(
     if conditional && read.record.etag != head.etag {
         return Err(S3Error::from_code(S3ErrorCode::PreconditionFailed));
     }
-    let part = store
-        .upload_part(
-            bucket,
-            key,
-            upload_id,
-            number,
-            read.body,
-            crate::object::PutOptions {
-                // The destination upload's SSE-C key, when it has one.
-                encryption: sse::customer_key(request.headers, false, request.state.sse_c_allowed)?
-                    .map(Encryption::Customer),
-                ..Default::default()
-            },
-        )
+    let options = crate::object::PutOptions {
+        // The destination upload's SSE-C key, when it has one.
+        encryption: sse::customer_key(request.headers, false, request.state.sse_c_allowed)?
+            .map(Encryption::Customer),
+        ..Default::default()
+    };
+    let customer = customer_of(&options);
+    let (part, sse) = store
+        .upload_sealed_part(bucket, key, upload_id, number, read.body, options)
         .await?;
     let doc = xml::CopyResult {
         xmlns: (),
@@ -222,6 +217,8 @@ pub async fn upload_part_copy(
     };
     let mut response = xml_response(xml::render("CopyPartResult", &doc));
     set_source_version(response.headers_mut(), &source, &read.record);
+    // The destination upload's encryption, as UploadPart reports it: the source's is not told.
+    sse::response_headers(sse.as_ref(), customer.as_deref(), response.headers_mut());
     Ok(response)
 }
 
