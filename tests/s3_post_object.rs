@@ -543,3 +543,41 @@ async fn the_file_must_come_last_and_be_there() {
     let text = response.text().await.unwrap();
     assert!(text.contains("<Code>MalformedPOSTRequest</Code>"), "{text}");
 }
+
+/// A form's `x-amz-checksum-*` field is checked against the file as a PUT's header is: a
+/// right one is stored and reported, a wrong one is BadDigest and stores nothing.
+#[tokio::test]
+async fn a_checksum_field_is_checked_and_stored() {
+    use sha2::Digest;
+    let (client, bucket) = new_bucket("post-checksum").await;
+    let data = payload(200 * KIB + 3, 4);
+    let sha256 = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(&data));
+    let fields = [
+        ("key", "summed.bin"),
+        ("x-amz-checksum-sha256", sha256.as_str()),
+    ];
+    let response = Upload::allowing(&bucket, &fields, &data)
+        .post(&bucket)
+        .await;
+    assert_eq!(response.status, 204, "{}", response.text());
+    let head = client
+        .head_object()
+        .bucket(&bucket)
+        .key("summed.bin")
+        .checksum_mode(aws_sdk_s3::types::ChecksumMode::Enabled)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.checksum_sha256(), Some(sha256.as_str()));
+
+    let other = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(b"other"));
+    let fields = [
+        ("key", "wrong.bin"),
+        ("x-amz-checksum-sha256", other.as_str()),
+    ];
+    let response = Upload::allowing(&bucket, &fields, &data)
+        .post(&bucket)
+        .await;
+    assert_error(&response, 400, "BadDigest", "a wrong checksum field");
+    assert_absent(&client, &bucket, "wrong.bin").await;
+}
