@@ -554,3 +554,51 @@ fn the_parser_reads_labels_escapes_and_special_values() {
     assert_eq!(scraped.get("c", &[]), Some(1500.0));
     assert_eq!(scraped.get("d", &[]), Some(f64::INFINITY));
 }
+
+/// Appends are counted, timed and sized as an operation of their own, so that a checkpoint
+/// writer's appends can be told from its PUTs on a dashboard.
+#[tokio::test]
+async fn appends_are_an_operation_of_their_own() {
+    let server = start(&[("STRATA_METRICS_AUTH", "public")]);
+    let client = server.client();
+    create_bucket(&client, "logs").await;
+    put(&client, "logs", "train.log", b"step 1\n").await;
+    for step in 2..=3 {
+        let line = format!("step {step}\n");
+        let size = client
+            .head_object()
+            .bucket("logs")
+            .key("train.log")
+            .send()
+            .await
+            .unwrap()
+            .content_length()
+            .unwrap();
+        client
+            .put_object()
+            .bucket("logs")
+            .key("train.log")
+            .write_offset_bytes(size)
+            .body(line.into_bytes().into())
+            .send()
+            .await
+            .unwrap();
+    }
+    assert_object(&client, "logs", "train.log", b"step 1\nstep 2\nstep 3\n").await;
+    let scraped = parse(&get_metrics(&server, None).await.text());
+    let answered = |operation: &str| {
+        scraped.get(
+            "strata_requests_total",
+            &[("operation", operation), ("status", "200")],
+        )
+    };
+    assert_eq!(answered("AppendObject"), Some(2.0));
+    assert_eq!(answered("PutObject"), Some(1.0));
+    assert_eq!(
+        scraped.get(
+            "strata_received_bytes_total",
+            &[("operation", "AppendObject")]
+        ),
+        Some(14.0)
+    );
+}

@@ -195,7 +195,9 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
         GetObjectRetention { bucket, key, .. } => vec![k("s3:GetObjectRetention", bucket, key)],
         PutObjectLegalHold { bucket, key, .. } => vec![k("s3:PutObjectLegalHold", bucket, key)],
         GetObjectLegalHold { bucket, key, .. } => vec![k("s3:GetObjectLegalHold", bucket, key)],
-        PutObject { bucket, key } | CreateMultipartUpload { bucket, key } => {
+        PutObject { bucket, key }
+        | AppendObject { bucket, key }
+        | CreateMultipartUpload { bucket, key } => {
             let mut checks = vec![k("s3:PutObject", bucket, key)];
             checks.extend(set_with_the_object(headers, bucket, key));
             checks

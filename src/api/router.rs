@@ -35,6 +35,12 @@ pub enum Endpoint {
         bucket: BucketName,
         key: ObjectKey,
     },
+    /// A PutObject with `x-amz-write-offset-bytes`: the same handler, its own name in the
+    /// logs and metrics.
+    AppendObject {
+        bucket: BucketName,
+        key: ObjectKey,
+    },
     GetObject {
         bucket: BucketName,
         key: ObjectKey,
@@ -278,6 +284,7 @@ impl Endpoint {
             Endpoint::ListObjectsV1 { .. } => "ListObjects",
             Endpoint::ListObjectsV2 { .. } => "ListObjectsV2",
             Endpoint::PutObject { .. } => "PutObject",
+            Endpoint::AppendObject { .. } => "AppendObject",
             Endpoint::GetObject { .. } => "GetObject",
             Endpoint::HeadObject { .. } => "HeadObject",
             Endpoint::DeleteObject { .. } => "DeleteObject",
@@ -798,6 +805,9 @@ pub fn parse(
             },
         ),
         (Method::PUT, None) if copy => only(&[], Endpoint::CopyObject { bucket, key }),
+        (Method::PUT, None) if headers.contains_key("x-amz-write-offset-bytes") => {
+            only(&[], Endpoint::AppendObject { bucket, key })
+        }
         (Method::PUT, None) => only(&[], Endpoint::PutObject { bucket, key }),
         (Method::GET, Some(upload_id)) => only(
             &["uploadId", "max-parts", "part-number-marker"],

@@ -172,7 +172,9 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
             bucket,
             with_metadata,
         } => list::list_objects_v2(request, &bucket, with_metadata).await,
-        PutObject { bucket, key } => object::put_object(request, &bucket, &key).await,
+        PutObject { bucket, key } | AppendObject { bucket, key } => {
+            object::put_object(request, &bucket, &key).await
+        }
         GetObject {
             bucket,
             key,
