@@ -335,3 +335,21 @@ fn handlers_take_the_names_the_router_validated() {
     }
     assert!(handlers_seen > 40, "found only {handlers_seen} handlers");
 }
+
+/// Integration tests are named by area (see the README), so the test of a feature is found
+/// from its name: a new file takes one of these prefixes.
+#[test]
+fn every_integration_test_is_named_by_its_area() {
+    const AREAS: [&str; 6] = ["s3_", "security_", "lifecycle", "faults_", "cluster", "ops_"];
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    for entry in std::fs::read_dir(tests).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().to_string();
+        let Some(stem) = name.strip_suffix(".rs") else {
+            continue;
+        };
+        assert!(
+            stem == "layering" || AREAS.iter().any(|area| stem.starts_with(area)),
+            "tests/{name} names no area ({AREAS:?})"
+        );
+    }
+}

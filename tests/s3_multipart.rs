@@ -4,7 +4,7 @@
 //! (issue 4; research/reliability.md 1.5 and 3.3).
 //!
 //! Concurrency, crashes, stale-upload expiry and degraded reads, which need a server of their
-//! own, are in `multipart_concurrency.rs`.
+//! own, are in `s3_multipart_concurrency.rs`.
 
 mod common;
 

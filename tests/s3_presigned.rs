@@ -3,7 +3,7 @@
 //! DELETE work; expired URLs are `403 AccessDenied` "Request has expired"; a changed key,
 //! bucket, method, query parameter or signed header is `403 SignatureDoesNotMatch`.
 //!
-//! `sigv4_raw.rs` (`presigned_get_works_and_expires`) has the first GET/PUT round trip, an
+//! `s3_sigv4_raw.rs` (`presigned_get_works_and_expires`) has the first GET/PUT round trip, an
 //! expired GET's code and a wrong-secret signature; this file covers the rest.
 
 mod common;
