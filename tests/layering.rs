@@ -340,7 +340,14 @@ fn handlers_take_the_names_the_router_validated() {
 /// from its name: a new file takes one of these prefixes.
 #[test]
 fn every_integration_test_is_named_by_its_area() {
-    const AREAS: [&str; 6] = ["s3_", "security_", "lifecycle", "faults_", "cluster", "ops_"];
+    const AREAS: [&str; 6] = [
+        "s3_",
+        "security_",
+        "lifecycle",
+        "faults_",
+        "cluster",
+        "ops_",
+    ];
     let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
     for entry in std::fs::read_dir(tests).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().to_string();

@@ -923,7 +923,11 @@ async fn aws_chunked_is_not_kept_as_the_content_encoding() {
     let path = dir.path().join("body");
     let data = payload(200 * KIB, 31);
     std::fs::write(&path, &data).unwrap();
-    for (key, encoding) in [("plain", None), ("gzipped", Some("gzip"))] {
+    for (key, encoding) in [
+        ("plain", None),
+        ("gzipped", Some("gzip")),
+        ("listed", Some("gzip, br")),
+    ] {
         let body = ByteStream::from_path(&path).await.unwrap();
         ok(
             client
@@ -943,4 +947,26 @@ async fn aws_chunked_is_not_kept_as_the_content_encoding() {
         assert_eq!(head.content_encoding(), encoding, "{key}");
         assert_object(&client, &bucket, key, &data).await;
     }
+    // Sent whole, a list of codings is kept as sent.
+    ok(
+        client
+            .put_object()
+            .bucket(&bucket)
+            .key("whole")
+            .content_encoding("gzip, br")
+            .body(data.clone().into())
+            .send()
+            .await,
+        "PUT",
+    );
+    let head = ok(
+        client
+            .head_object()
+            .bucket(&bucket)
+            .key("whole")
+            .send()
+            .await,
+        "HEAD",
+    );
+    assert_eq!(head.content_encoding(), Some("gzip, br"));
 }

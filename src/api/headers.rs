@@ -54,12 +54,14 @@ pub fn stored_headers(headers: &HeaderMap) -> Vec<(String, String)> {
         .iter()
         .filter_map(|&name| {
             let value = header(headers, name)?;
+            let is_chunked = |coding: &str| coding.trim().eq_ignore_ascii_case("aws-chunked");
             let value = match name {
-                "content-encoding" => (value.split(','))
+                // Kept as sent, unless it names aws-chunked.
+                "content-encoding" if value.split(',').any(is_chunked) => (value.split(','))
+                    .filter(|coding| !is_chunked(coding))
                     .map(str::trim)
-                    .filter(|coding| !coding.eq_ignore_ascii_case("aws-chunked"))
                     .collect::<Vec<_>>()
-                    .join(","),
+                    .join(", "),
                 _ => value.to_string(),
             };
             (!value.is_empty()).then(|| (name.to_string(), value))
@@ -531,6 +533,12 @@ mod tests {
             ]
         );
         assert_eq!(stored("gzip,br")[0], pair("content-encoding", "gzip,br"));
+        // A list is kept as sent.
+        assert_eq!(stored("gzip, br")[0], pair("content-encoding", "gzip, br"));
+        assert_eq!(
+            stored("aws-chunked, gzip, br")[0],
+            pair("content-encoding", "gzip, br")
+        );
     }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
