@@ -249,6 +249,8 @@ pub fn authenticate(
 
 /// A request date in any form clients send: IMF-fixdate (`GMT`), RFC 2822 with a numeric
 /// zone (`+0000`, `-0000`), or ISO 8601 basic (`20130524T000000Z`).
+/// A date before the epoch is no request's date (S3 answers it `AccessDenied`, not
+/// `RequestTimeTooSkewed`).
 fn parse_http_date(value: &str) -> Option<OffsetDateTime> {
     if let Ok(time) = httpdate::parse_http_date(value) {
         return Some(OffsetDateTime::from(time));
@@ -256,6 +258,7 @@ fn parse_http_date(value: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(value, &time::format_description::well_known::Rfc2822)
         .ok()
         .or_else(|| sigv4::parse_amz_date(value))
+        .filter(|time| time.unix_timestamp() >= 0)
 }
 
 /// What `x-amz-content-sha256` announces about the body.
@@ -506,7 +509,8 @@ fn bad_content_sha256() -> S3Error {
 /// The request timestamp: `x-amz-date`, else `Date`.
 fn request_time(headers: &HeaderMap) -> Option<OffsetDateTime> {
     if let Some(value) = headers.get(X_AMZ_DATE) {
-        return sigv4::parse_amz_date(value.to_str().ok()?);
+        let time = sigv4::parse_amz_date(value.to_str().ok()?)?;
+        return (time.unix_timestamp() >= 0).then_some(time);
     }
     parse_http_date(headers.get(header::DATE)?.to_str().ok()?)
 }

@@ -492,6 +492,23 @@ fn aws_sigv2_examples_authenticate() {
         refused(&get, &uri("/photos/puppy.jpg"), &no_date, at),
         AccessDenied
     );
+    // A date before the epoch, or an empty one, is no date: refused, not "skewed".
+    for date in [
+        "Tue, 07 Jul 1950 21:53:04 +0000",
+        "Tue, 07 Jul 1950 21:53:04 GMT",
+        "",
+    ] {
+        let dated = header_map(&[
+            host,
+            ("date", date),
+            ("authorization", "AWS AKIAIOSFODNN7EXAMPLE:x"),
+        ]);
+        assert_eq!(
+            refused(&get, &uri("/photos/puppy.jpg"), &dated, at),
+            AccessDenied,
+            "{date:?}"
+        );
+    }
 
     let presigned = uri("/photos/puppy.jpg?AWSAccessKeyId=AKIAIOSFODNN7EXAMPLE\
          &Signature=NpgCjnDzrM%2BWFzoENXmpNDUsSn8%3D&Expires=1175139620");
