@@ -100,6 +100,21 @@ def test_boto3_presigned_put_get_head_delete_round_trip(s3, bucket):
     assert head_status(s3, bucket, key) == 404
 
 
+def test_boto3_sigv2_presigned_bucket_urls_create_and_delete_buckets(s3_client_for, s3, bucket_name):
+    """boto3 at SigV2 (`signature_version="s3"`) signs a path-style bucket URL as `/bucket/`,
+    the bucket's resource in the virtual-hosted form: the URL creates and deletes it."""
+    v2 = s3_client_for(signature_version="s3")
+    url = v2.generate_presigned_url("create_bucket", Params={"Bucket": bucket_name}, ExpiresIn=300)
+    status, _, body = fetch(url, "PUT")
+    assert status == 200, body
+    s3.head_bucket(Bucket=bucket_name)
+    url = v2.generate_presigned_url("delete_bucket", Params={"Bucket": bucket_name}, ExpiresIn=300)
+    status, _, body = fetch(url, "DELETE")
+    assert status == 204, body
+    with pytest.raises(ClientError):
+        s3.head_bucket(Bucket=bucket_name)
+
+
 def test_boto3_presigned_put_with_content_type_requires_that_type(s3, bucket):
     url = presign(s3, "put_object", bucket, "page.html", ContentType="text/html")
     assert "content-type" in query_of(url)["X-Amz-SignedHeaders"].split(";")

@@ -25,12 +25,22 @@ impl<'a> V2Request<'a> {
 
     /// The resource the signature covers: the path as sent, with the bucket in front when
     /// the request addresses it by its host name, exactly as the router reads the request.
-    fn resource(&self) -> String {
+    /// The resources the signature may cover: a path-style bucket (`/bucket`) is also
+    /// signed as `/bucket/`, the bucket's own resource in the virtual-hosted form, as
+    /// botocore signs its presigned bucket URLs.
+    fn resources(&self) -> Vec<String> {
         let path = self.uri.path();
-        match crate::api::router::virtual_host_bucket(self.uri, self.headers, self.domain) {
-            Some(bucket) => sigv2::canonical_resource(&format!("/{bucket}{path}"), self.params),
-            None => sigv2::canonical_resource(path, self.params),
+        let path =
+            match crate::api::router::virtual_host_bucket(self.uri, self.headers, self.domain) {
+                Some(bucket) => format!("/{bucket}{path}"),
+                None => path.to_string(),
+            };
+        let bare_bucket = path.len() > 1 && !path[1..].contains('/');
+        let mut paths = vec![sigv2::canonical_resource(&path, self.params)];
+        if bare_bucket {
+            paths.push(sigv2::canonical_resource(&format!("{path}/"), self.params));
         }
+        paths
     }
 
     /// Checks `signature` against the string to sign with `date` in the date position;
@@ -63,15 +73,18 @@ impl<'a> V2Request<'a> {
             "" if query_amz => self.param(name).unwrap_or(""),
             value => value,
         };
-        let to_sign = sigv2::string_to_sign(
-            self.method,
-            standard("content-md5"),
-            standard("content-type"),
-            date,
-            &amz,
-            &self.resource(),
-        );
-        if !sigv2::signatures_match(&sigv2::sign(&secret, &to_sign), signature) {
+        let signed = self.resources().iter().any(|resource| {
+            let to_sign = sigv2::string_to_sign(
+                self.method,
+                standard("content-md5"),
+                standard("content-type"),
+                date,
+                &amz,
+                resource,
+            );
+            sigv2::signatures_match(&sigv2::sign(&secret, &to_sign), signature)
+        });
+        if !signed {
             return Err(S3Error::from_code(S3ErrorCode::SignatureDoesNotMatch));
         }
         Ok(Authenticated {
