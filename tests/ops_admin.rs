@@ -397,6 +397,8 @@ fn jobs_lists_every_background_job_with_its_passes() {
         "scrubber",
         "lifecycle",
         "usage-scanner",
+        "read-healer",
+        "heal-metrics-sampler",
     ];
     let deadline = Instant::now() + NOTICE_TIMEOUT;
     let monitor = loop {

@@ -130,30 +130,58 @@ impl Healer {
         pass
     }
 
-    /// Heals, one by one, the objects that reads found damaged (the store's queue is taken
+    /// The job that heals the objects reads found damaged (the store's queue is taken
     /// once: `None` if it was taken already).
-    pub fn spawn_read_healer(
-        self: &Arc<Self>,
-        store: Arc<ObjectStore>,
-    ) -> Option<tokio::task::JoinHandle<()>> {
-        let mut requests = store.take_heal_requests()?;
-        let healer = self.clone();
-        Some(tokio::spawn(async move {
-            while let Some((bucket, key)) = requests.recv().await {
-                match store.heal_object(&bucket, &key, HealDepth::Deep).await {
-                    Ok(report) => {
-                        if report.objects_healed > 0 {
-                            tracing::info!(bucket = %bucket, key = %key, shards_rebuilt = report.shards_rebuilt, "healed an object a read found damaged");
-                        }
-                        let mut status = healer.status.lock().expect("not poisoned");
-                        status.healed_after_reads.add(&report);
+    pub fn read_healer(self: &Arc<Self>, store: Arc<ObjectStore>) -> Option<ReadHealer> {
+        let requests = store.take_heal_requests()?;
+        Some(ReadHealer {
+            store,
+            healer: self.clone(),
+            requests,
+        })
+    }
+}
+
+/// How soon an object a read found damaged is healed.
+const READ_HEAL_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Heals, one by one, the objects that reads found damaged: each pass takes what the
+/// store's queue holds.
+pub struct ReadHealer {
+    store: Arc<ObjectStore>,
+    healer: Arc<Healer>,
+    requests: tokio::sync::mpsc::Receiver<(crate::object::BucketName, crate::object::ObjectKey)>,
+}
+
+#[async_trait]
+impl Worker for ReadHealer {
+    fn name(&self) -> &'static str {
+        "read-healer"
+    }
+
+    fn interval(&self) -> Duration {
+        READ_HEAL_INTERVAL
+    }
+
+    async fn run_once(&mut self) -> anyhow::Result<String> {
+        let (mut healed, mut failed) = (0, 0);
+        while let Ok((bucket, key)) = self.requests.try_recv() {
+            match self.store.heal_object(&bucket, &key, HealDepth::Deep).await {
+                Ok(report) => {
+                    if report.objects_healed > 0 {
+                        healed += 1;
+                        tracing::info!(bucket = %bucket, key = %key, shards_rebuilt = report.shards_rebuilt, "healed an object a read found damaged");
                     }
-                    Err(e) => {
-                        tracing::warn!(bucket = %bucket, key = %key, error = %e, "heal after read failed")
-                    }
+                    let mut status = self.healer.status.lock().expect("not poisoned");
+                    status.healed_after_reads.add(&report);
+                }
+                Err(e) => {
+                    failed += 1;
+                    tracing::warn!(bucket = %bucket, key = %key, error = %e, "heal after read failed")
                 }
             }
-        }))
+        }
+        Ok(format!("{healed} healed after reads, {failed} failed"))
     }
 }
 

@@ -104,6 +104,29 @@ type RuleCount = (
     fn(&crate::lifecycle::engine::RuleActivity) -> u64,
 );
 
+/// Looks at the healer every second, so that the heal counters miss no pass.
+pub struct HealSampler {
+    pub metrics: Arc<Metrics>,
+    pub healer: Arc<Healer>,
+    pub store: Arc<ObjectStore>,
+}
+
+#[async_trait::async_trait]
+impl crate::background::Worker for HealSampler {
+    fn name(&self) -> &'static str {
+        "heal-metrics-sampler"
+    }
+
+    fn interval(&self) -> Duration {
+        HEAL_SAMPLE_INTERVAL
+    }
+
+    async fn run_once(&mut self) -> anyhow::Result<String> {
+        self.metrics.observe_heal(&self.healer.status(&self.store));
+        Ok("sampled".into())
+    }
+}
+
 impl Metrics {
     pub fn new(config: &MetricsConfig, usage: Arc<Usage>) -> Self {
         let mut registry = Registry::default();
@@ -167,21 +190,6 @@ impl Metrics {
         self.sent
             .get_or_create(&by_operation)
             .inc_by(response_bytes(response));
-    }
-
-    /// Looks at the healer every second, so that the heal counters miss no pass.
-    pub fn spawn_heal_sampler(
-        self: &Arc<Self>,
-        healer: Arc<Healer>,
-        store: Arc<ObjectStore>,
-    ) -> tokio::task::JoinHandle<()> {
-        let metrics = self.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(HEAL_SAMPLE_INTERVAL).await;
-                metrics.observe_heal(&healer.status(&store));
-            }
-        })
     }
 
     fn observe_heal(&self, status: &HealStatus) -> HealTotals {

@@ -202,7 +202,9 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         control.as_ref(),
     );
     let healer = Arc::new(Healer::default());
-    healer.spawn_read_healer(store.clone());
+    if let Some(read_healer) = healer.read_healer(store.clone()) {
+        jobs.spawn(None, read_healer);
+    }
     // Drives formatted at this start get everything once the server is up, and so does a
     // node of a cluster: the others went on writing while it was down.
     let heal_pending = match config.cluster {
@@ -264,7 +266,14 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         },
     );
     let metrics = Arc::new(Metrics::new(&config.metrics, usage));
-    metrics.spawn_heal_sampler(healer.clone(), store.clone());
+    jobs.spawn(
+        None,
+        crate::server::metrics::HealSampler {
+            metrics: metrics.clone(),
+            healer: healer.clone(),
+            store: store.clone(),
+        },
+    );
     let iam = crate::iam::Iam::new(
         store.clone(),
         &config.root_user,

@@ -70,9 +70,8 @@ impl PoolTier {
         // once, a drive replaced or back when the drive check sees it, everything else at
         // the periodic scrub.
         let healer = Arc::new(Healer::default());
-        let mut healers: Vec<_> = healer
-            .spawn_read_healer(store.clone())
-            .into_iter()
+        let mut healers: Vec<_> = (healer.read_healer(store.clone()).into_iter())
+            .map(|read_healer| jobs.spawn(Some(name), read_healer))
             .collect();
         healers.push(jobs.spawn(
             Some(name),
