@@ -497,6 +497,40 @@ async fn bucket_owner_preferred_takes_what_is_written_for_it() {
     };
     assert_eq!(owner_of("hers").await, alice_id);
     assert_eq!(owner_of("for-owner").await, canonical_id(ACCESS_KEY));
+
+    // Listings name each object's owner by canonical ID and display name.
+    let hers = (Some(alice_id.clone()), Some("alice".to_string()));
+    let root_owned = (Some(canonical_id(ACCESS_KEY)), Some(ACCESS_KEY.to_string()));
+    let owner_pair = |owner: &aws_sdk_s3::types::Owner| {
+        (
+            owner.id().map(str::to_string),
+            owner.display_name().map(str::to_string),
+        )
+    };
+    let listed = (root
+        .list_objects_v2()
+        .bucket("preferred")
+        .fetch_owner(true)
+        .send())
+    .await
+    .unwrap();
+    for object in listed.contents() {
+        let want = match object.key() {
+            Some("hers") => &hers,
+            _ => &root_owned,
+        };
+        assert_eq!(owner_pair(object.owner().unwrap()), *want, "{object:?}");
+    }
+    let versions = (root.list_object_versions().bucket("preferred").send())
+        .await
+        .unwrap();
+    for version in versions.versions() {
+        let want = match version.key() {
+            Some("hers") => &hers,
+            _ => &root_owned,
+        };
+        assert_eq!(owner_pair(version.owner().unwrap()), *want, "{version:?}");
+    }
 }
 
 /// `--default-object-ownership ObjectWriter` (STRATA_DEFAULT_OBJECT_OWNERSHIP): buckets

@@ -55,7 +55,8 @@ impl Accounts {
         )
     }
 
-    fn name(&self, id: &str) -> Option<&str> {
+    /// The name of the account with canonical ID `id`.
+    pub fn name(&self, id: &str) -> Option<&str> {
         (self.0.iter())
             .find(|(known, _)| known == id)
             .map(|(_, name)| name.as_str())

@@ -85,6 +85,18 @@ pub fn owner(request: &Request<'_>) -> xml::Owner {
     }
 }
 
+/// Who owns a listed version: its writer where the bucket lets writers own what they write
+/// (the version's ACL names them), else the bucket's owner; named by the account's name.
+pub fn version_owner(
+    request: &Request<'_>,
+    accounts: &crate::api::acl::Accounts,
+    record: &crate::object::ObjectRecord,
+) -> xml::Owner {
+    let id = crate::api::acl::of_object(request.state, record.acl.as_ref()).owner;
+    let display_name = accounts.name(&id).unwrap_or(&id).to_string();
+    xml::Owner { id, display_name }
+}
+
 pub async fn create_bucket(
     mut request: Request<'_>,
     bucket: &BucketName,

@@ -4,7 +4,7 @@ use axum::response::Response;
 use base64::Engine;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
-use super::bucket::owner;
+use super::bucket::version_owner;
 use super::Request;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{iso8601, storage_class_name};
@@ -85,6 +85,9 @@ fn contents(
 ) -> (Vec<xml::Object>, Vec<xml::CommonPrefix>) {
     let mut objects = Vec::new();
     let mut prefixes = Vec::new();
+    let accounts = extras
+        .owner
+        .then(|| crate::api::acl::Accounts::of(request.state));
     for entry in &page.entries {
         match entry {
             ListEntry::Object { key, record } => objects.push(xml::Object {
@@ -92,7 +95,7 @@ fn contents(
                 last_modified: iso8601(record.modified_ms),
                 etag: format!("\"{}\"", record.etag),
                 size: record.content_length(),
-                owner: extras.owner.then(|| owner(request)),
+                owner: (accounts.as_ref()).map(|accounts| version_owner(request, accounts, record)),
                 storage_class: storage_class_name(record.storage_class.as_deref()),
                 user_metadata: extras.metadata.then(|| metadata_elements(record)),
                 user_tags: (extras.metadata && !record.tags.is_empty()).then(|| {

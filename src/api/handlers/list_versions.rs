@@ -3,7 +3,7 @@
 
 use axum::response::Response;
 
-use super::bucket::owner;
+use super::bucket::version_owner;
 use super::list::{max_keys, Encoder};
 use super::Request;
 use crate::api::error::{S3Error, S3ErrorCode};
@@ -49,6 +49,7 @@ fn entries(
 ) -> (Vec<xml::VersionItem>, Vec<xml::CommonPrefix>) {
     let mut items = Vec::new();
     let mut prefixes = Vec::new();
+    let accounts = crate::api::acl::Accounts::of(request.state);
     for entry in &page.entries {
         match entry {
             VersionEntry::Version {
@@ -61,7 +62,7 @@ fn entries(
                     version_id: record.version_id_str().to_string(),
                     is_latest: *is_latest,
                     last_modified: iso8601(record.modified_ms),
-                    owner: owner(request),
+                    owner: version_owner(request, &accounts, record),
                 }))
             }
             VersionEntry::Version {
@@ -76,7 +77,7 @@ fn entries(
                 etag: format!("\"{}\"", record.etag),
                 size: record.content_length(),
                 storage_class: storage_class_name(record.storage_class.as_deref()),
-                owner: owner(request),
+                owner: version_owner(request, &accounts, record),
             })),
             VersionEntry::CommonPrefix(prefix) => prefixes.push(xml::CommonPrefix {
                 prefix: encoder.apply(prefix),
