@@ -742,3 +742,108 @@ async fn listing_with_metadata_shows_each_objects_metadata_and_tags_to_who_may_r
     assert_eq!(listing(None, "").await.status, 200);
     assert_eq!(listing(None, "&metadata=true").await.status, 403);
 }
+
+/// Listings name each object's checksum algorithm and type, as S3 lists them, and a PUT
+/// answers with its checksum's type.
+#[tokio::test]
+async fn listings_name_each_objects_checksum_algorithm_and_type() {
+    use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumType};
+    let client = server().client();
+    let bucket = unique_bucket("list-checksums");
+    create_bucket(&client, &bucket).await;
+    let put = ok(
+        client
+            .put_object()
+            .bucket(&bucket)
+            .key("crc32c")
+            .checksum_algorithm(ChecksumAlgorithm::Crc32C)
+            .body(b"summed".to_vec().into())
+            .send()
+            .await,
+        "PUT with CRC32C",
+    );
+    assert_eq!(put.checksum_type(), Some(&ChecksumType::FullObject));
+    let id = ok(
+        client
+            .create_multipart_upload()
+            .bucket(&bucket)
+            .key("sha256-parts")
+            .checksum_algorithm(ChecksumAlgorithm::Sha256)
+            .send()
+            .await,
+        "Create",
+    )
+    .upload_id()
+    .unwrap()
+    .to_string();
+    let part = ok(
+        client
+            .upload_part()
+            .bucket(&bucket)
+            .key("sha256-parts")
+            .upload_id(&id)
+            .part_number(1)
+            .checksum_algorithm(ChecksumAlgorithm::Sha256)
+            .body(b"one part".to_vec().into())
+            .send()
+            .await,
+        "UploadPart",
+    );
+    assert!(part.checksum_sha256().is_some());
+    let completed = aws_sdk_s3::types::CompletedPart::builder()
+        .part_number(1)
+        .e_tag(part.e_tag().unwrap())
+        .checksum_sha256(part.checksum_sha256().unwrap())
+        .build();
+    ok(
+        client
+            .complete_multipart_upload()
+            .bucket(&bucket)
+            .key("sha256-parts")
+            .upload_id(&id)
+            .multipart_upload(
+                aws_sdk_s3::types::CompletedMultipartUpload::builder()
+                    .parts(completed)
+                    .build(),
+            )
+            .send()
+            .await,
+        "Complete",
+    );
+    let want = [
+        (
+            "crc32c",
+            ChecksumAlgorithm::Crc32C,
+            ChecksumType::FullObject,
+        ),
+        (
+            "sha256-parts",
+            ChecksumAlgorithm::Sha256,
+            ChecksumType::Composite,
+        ),
+    ];
+    let listed = ok(
+        client.list_objects_v2().bucket(&bucket).send().await,
+        "ListObjectsV2",
+    );
+    let versions = ok(
+        client.list_object_versions().bucket(&bucket).send().await,
+        "ListObjectVersions",
+    );
+    for (key, algorithm, kind) in want {
+        let object = (listed.contents().iter())
+            .find(|o| o.key() == Some(key))
+            .unwrap();
+        assert_eq!(
+            object.checksum_algorithm(),
+            std::slice::from_ref(&algorithm),
+            "{key}"
+        );
+        assert_eq!(object.checksum_type(), Some(&kind), "{key}");
+        let version = (versions.versions().iter())
+            .find(|v| v.key() == Some(key))
+            .unwrap();
+        assert_eq!(version.checksum_algorithm(), [algorithm], "{key}");
+        assert_eq!(version.checksum_type(), Some(&kind), "{key}");
+    }
+}

@@ -65,6 +65,12 @@ pub struct Object {
     pub last_modified: String,
     #[serde(rename = "ETag")]
     pub etag: String,
+    /// The algorithm of the object's checksum, and its type (of the whole object, or of
+    /// its parts), as S3 lists them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checksum_algorithm: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<String>,
     pub size: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub owner: Option<Owner>,
@@ -584,6 +590,10 @@ pub struct ObjectVersion {
     pub last_modified: String,
     #[serde(rename = "ETag")]
     pub etag: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checksum_algorithm: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checksum_type: Option<String>,
     pub size: u64,
     pub storage_class: String,
     pub owner: Owner,

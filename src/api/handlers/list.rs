@@ -94,6 +94,8 @@ fn contents(
                 key: encoder.apply(key),
                 last_modified: iso8601(record.modified_ms),
                 etag: format!("\"{}\"", record.etag),
+                checksum_algorithm: (record.checksum.as_ref()).map(|c| c.algorithm.as_str().into()),
+                checksum_type: (record.checksum.as_ref()).map(|c| c.kind.as_str().into()),
                 size: record.content_length(),
                 owner: (accounts.as_ref()).map(|accounts| version_owner(request, accounts, record)),
                 storage_class: storage_class_name(record.storage_class.as_deref()),

@@ -75,6 +75,8 @@ fn entries(
                 is_latest: *is_latest,
                 last_modified: iso8601(record.modified_ms),
                 etag: format!("\"{}\"", record.etag),
+                checksum_algorithm: (record.checksum.as_ref()).map(|c| c.algorithm.as_str().into()),
+                checksum_type: (record.checksum.as_ref()).map(|c| c.kind.as_str().into()),
                 size: record.content_length(),
                 storage_class: storage_class_name(record.storage_class.as_deref()),
                 owner: version_owner(request, &accounts, record),

@@ -106,7 +106,7 @@ pub async fn upload_part(
         .store
         .upload_sealed_part(bucket, key, upload_id, number, request.body, options)
         .await?;
-    let mut response = stored_response(&part.etag, part.checksum.as_ref());
+    let mut response = stored_response(&part.etag, part.checksum.as_ref(), false);
     sse::response_headers(sse.as_ref(), customer.as_deref(), response.headers_mut());
     Ok(response)
 }

@@ -128,7 +128,7 @@ pub async fn put_object(
         Some(offset) => (store.append_object(bucket, key, offset, request.body, options)).await?,
         None => store.put_object(bucket, key, request.body, options).await?,
     };
-    let mut response = stored_response(&record.etag, record.checksum.as_ref());
+    let mut response = stored_response(&record.etag, record.checksum.as_ref(), true);
     if offset.is_some() {
         let size = HeaderValue::from(record.content_length());
         response.headers_mut().insert("x-amz-object-size", size);
@@ -164,14 +164,21 @@ pub fn customer_of(options: &PutOptions) -> Option<Arc<CustomerKey>> {
     }
 }
 
-/// The answer to a PUT or UploadPart: the ETag, and the checksum that was verified.
-pub fn stored_response(etag: &str, checksum: Option<&StoredChecksum>) -> Response {
+/// The answer to a PUT or UploadPart: the ETag, and the checksum that was verified (with
+/// its type for an object; S3 gives a part's none).
+pub fn stored_response(etag: &str, checksum: Option<&StoredChecksum>, of_object: bool) -> Response {
     let mut response = StatusCode::OK.into_response();
     let out = response.headers_mut();
     out.insert("etag", quoted(etag));
     if let Some(checksum) = checksum {
         if let Ok(value) = HeaderValue::from_str(&checksum.value) {
             out.insert(checksum.algorithm.header_name(), value);
+        }
+        if of_object {
+            out.insert(
+                "x-amz-checksum-type",
+                HeaderValue::from_static(checksum.kind.as_str()),
+            );
         }
     }
     response
