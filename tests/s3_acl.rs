@@ -588,6 +588,29 @@ async fn the_operator_may_make_new_buckets_take_acls() {
         .await
         .unwrap();
     assert_eq!(anonymous_get(&server, "/shared").await, 403, "revoked");
+    // Re-created in us-east-1, a bucket of one's own is answered 200 and its ACL reset to the
+    // one asked for, as S3 does for legacy clients (private, when none is asked for).
+    (root.create_bucket().bucket("shared"))
+        .acl(BucketCannedAcl::PublicRead)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        anonymous_get(&server, "/shared").await,
+        200,
+        "re-created public"
+    );
+    root.create_bucket().bucket("shared").send().await.unwrap();
+    assert_eq!(
+        anonymous_get(&server, "/shared").await,
+        403,
+        "re-created private"
+    );
+    assert_eq!(
+        anonymous_get(&server, "/shared/open.txt").await,
+        200,
+        "objects keep theirs"
+    );
 
     let enforced = root
         .create_bucket()

@@ -33,6 +33,14 @@ pub fn has_acl_headers(headers: &HeaderMap) -> bool {
     headers.contains_key("x-amz-acl") || GRANT_HEADERS.iter().any(|(h, _)| headers.contains_key(*h))
 }
 
+/// Whether the ACL headers give anyone more than the owner: a canned ACL other than
+/// `private`, or a grant.
+pub fn grants_beyond_the_owner(headers: &HeaderMap) -> bool {
+    let canned = headers.get("x-amz-acl");
+    canned.is_some_and(|acl| acl.as_bytes() != b"private")
+        || GRANT_HEADERS.iter().any(|(h, _)| headers.contains_key(*h))
+}
+
 /// The accounts a grant can name: the root user and every user, by canonical ID.
 pub struct Accounts(Vec<(String, String)>);
 

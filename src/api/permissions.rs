@@ -101,6 +101,10 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
                 checks.push(b("s3:PutBucketObjectLockConfiguration", bucket));
                 checks.push(b("s3:PutBucketVersioning", bucket));
             }
+            // And one that opens it to others, the permission to set its ACL.
+            if crate::api::acl::grants_beyond_the_owner(headers) {
+                checks.push(b("s3:PutBucketAcl", bucket));
+            }
             checks
         }
         HeadBucket { bucket } => vec![b("s3:ListBucket", bucket)],

@@ -414,3 +414,32 @@ fn listings_carry_their_condition_keys() {
     );
     assert_eq!(context.get("s3:prefix"), Some(""));
 }
+
+#[test]
+fn a_bucket_created_open_to_others_needs_the_permission_to_set_its_acl() {
+    let create = Endpoint::CreateBucket {
+        bucket: BucketName::parse("data").unwrap(),
+    };
+    let actions = |pairs: &[(&'static str, &str)]| {
+        let mut headers = HeaderMap::new();
+        for (name, value) in pairs {
+            headers.insert(*name, value.parse().unwrap());
+        }
+        (checks(&create, &headers).iter())
+            .map(|check| check.action)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(actions(&[]), ["s3:CreateBucket"]);
+    assert_eq!(actions(&[("x-amz-acl", "private")]), ["s3:CreateBucket"]);
+    assert_eq!(
+        actions(&[("x-amz-acl", "public-read")]),
+        ["s3:CreateBucket", "s3:PutBucketAcl"]
+    );
+    assert_eq!(
+        actions(&[(
+            "x-amz-grant-read",
+            "uri=http://acs.amazonaws.com/groups/global/AllUsers"
+        )]),
+        ["s3:CreateBucket", "s3:PutBucketAcl"]
+    );
+}

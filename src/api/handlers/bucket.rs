@@ -120,18 +120,23 @@ pub async fn create_bucket(
         }
     }
     check_location(&constraint, region)?;
-    let created = request
-        .state
-        .store
-        .create_bucket_with(bucket, settings)
-        .await;
-    match created.map(drop) {
+    let asked_acl = settings.acl.clone();
+    let store = &request.state.store;
+    match store.create_bucket_with(bucket, settings).await.map(drop) {
         // S3 in us-east-1 answers the re-creation of one's own bucket with 200, for legacy
-        // clients; other regions with 409 BucketAlreadyOwnedByYou.
-        Err(ObjectError::BucketExists) if request.state.keyring.region() == "us-east-1" => {}
-        created => {
-            created?;
+        // clients, and resets its ACL to the one asked for (other regions answer 409
+        // BucketAlreadyOwnedByYou).
+        Err(ObjectError::BucketExists) if region == crate::config::DEFAULT_REGION => {
+            store
+                .update_bucket_settings(bucket, |settings| {
+                    if settings.acls_enabled() {
+                        settings.acl = asked_acl.clone();
+                    }
+                    Ok(())
+                })
+                .await?;
         }
+        created => created?,
     }
     Ok(([("location", format!("/{bucket}"))], StatusCode::OK).into_response())
 }
