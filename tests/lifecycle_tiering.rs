@@ -729,3 +729,90 @@ async fn encrypted_objects_move_to_tiers_sealed_and_read_back() {
     assert!(!files_hold(&tiered.pool_drives, &marker[..]));
     assert!(!files_hold(tiered.remote.drives(), &marker[..]));
 }
+
+/// In an unversioned bucket a rename of an object whose data is in a tier passes the tier
+/// copy to the new name, untouched: read back whole through it, deleted with it. In a
+/// versioned one (where both names would hold the copy) it is still refused.
+#[tokio::test]
+async fn a_tiered_object_renamed_keeps_its_tier_copy() {
+    let tiered = start_tiered().await;
+    let (client, bucket) = tiered.new_bucket("tiers-mv").await;
+    set_rules(
+        &tiered.server,
+        &bucket,
+        r#"{"Rules": [{"ID": "cold", "Status": "Enabled", "Filter": {"Prefix": ""},
+            "Transitions": [{"Days": 1, "StorageClass": "COLD"}]}]}"#,
+    );
+    let data = payload(2 * MIB + 5, 9);
+    put(&client, &bucket, "ckpt.tmp", &data).await;
+    let wait = Duration::from_secs(DAY_SECONDS * 4);
+    wait_for_class(&client, &bucket, "ckpt.tmp", Some("COLD"), wait).await;
+    assert_eq!(remote_objects(&tiered.remote).await.len(), 1);
+
+    ok(
+        client
+            .rename_object()
+            .bucket(&bucket)
+            .key("ckpt")
+            .rename_source(format!("{bucket}/ckpt.tmp"))
+            .send()
+            .await,
+        "RenameObject of a tiered object",
+    );
+    assert_eq!(storage_class(&client, &bucket, "ckpt.tmp").await, None);
+    assert_eq!(
+        storage_class(&client, &bucket, "ckpt").await.as_deref(),
+        Some("COLD")
+    );
+    assert_reads(&client, &bucket, "ckpt", &data, "renamed in COLD").await;
+    assert_eq!(
+        remote_objects(&tiered.remote).await.len(),
+        1,
+        "the tier copy passed to the new name"
+    );
+    ok(
+        client
+            .delete_object()
+            .bucket(&bucket)
+            .key("ckpt")
+            .send()
+            .await,
+        "DELETE",
+    );
+    assert!(
+        remote_objects(&tiered.remote).await.is_empty(),
+        "deleted with its new name"
+    );
+
+    let (client, versioned) = tiered.new_bucket("tiers-mv-v").await;
+    ok(
+        client
+            .put_bucket_versioning()
+            .bucket(&versioned)
+            .versioning_configuration(
+                aws_sdk_s3::types::VersioningConfiguration::builder()
+                    .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
+                    .build(),
+            )
+            .send()
+            .await,
+        "versioning",
+    );
+    set_rules(
+        &tiered.server,
+        &versioned,
+        r#"{"Rules": [{"ID": "cold", "Status": "Enabled", "Filter": {"Prefix": ""},
+            "Transitions": [{"Days": 1, "StorageClass": "COLD"}]}]}"#,
+    );
+    put(&client, &versioned, "ckpt.tmp", &data).await;
+    wait_for_class(&client, &versioned, "ckpt.tmp", Some("COLD"), wait).await;
+    let refused = client
+        .rename_object()
+        .bucket(&versioned)
+        .key("ckpt")
+        .rename_source(format!("{versioned}/ckpt.tmp"))
+        .send()
+        .await;
+    assert_s3_error(refused, 501, "NotImplemented", "a tiered version renamed");
+    assert_reads(&client, &versioned, "ckpt.tmp", &data, "left in place").await;
+}

@@ -204,6 +204,8 @@ impl ObjectStore {
         }
         let mut replaced = replaced_versions(&dest_records, Some(renamed.data_id));
         replaced.extend(replaced_versions(&src_records, Some(tombstone.data_id)));
+        // A tier copy the new version took over stays.
+        replaced.retain(|version| version.tier.is_none() || version.tier != renamed.tier);
         self.delete_data(set, bucket, replaced).await;
         Ok(())
     }
@@ -293,9 +295,11 @@ impl ObjectStore {
         version: &ObjectRecord,
         options: &RenameOptions,
     ) -> Result<ObjectRecord, ObjectError> {
-        if version.tier.is_some() {
+        // In an unversioned bucket the tier copy passes to the new name whole; in a
+        // versioned one both names would hold it, which deletes do not count yet.
+        if version.tier.is_some() && bucket.settings.versioning.is_some() {
             return Err(ObjectError::NotImplemented(
-                "RenameObject of a version whose data is in a tier".into(),
+                "RenameObject of a version whose data is in a tier, in a versioned bucket".into(),
             ));
         }
         let name = bucket.name.as_str();
@@ -334,6 +338,14 @@ impl ObjectStore {
         src: &Source,
         renamed: &ObjectRecord,
     ) -> Carried {
+        // The data is in a tier, which the new version names as the source did.
+        if src.version.tier.is_some() {
+            return Carried {
+                inline: None,
+                holders: src.holders.clone(),
+                linked: None,
+            };
+        }
         if src.version.inline {
             let chunk_key = inline_key(&bucket.name, source.as_str(), src.version.data_id);
             let chunks = set.meta_get_all(MetaTable::Inline, &chunk_key).await;
