@@ -82,6 +82,15 @@ async fn nodes_register_and_each_job_runs_on_one_elected_node() {
     .await;
     let states: Vec<String> = node_states(&seen).into_iter().map(|(n, _)| n).collect();
     assert_eq!(states, names, "info lists the layout's nodes in order");
+    // Each node lists its control plane's loops among its jobs.
+    for node in &cluster.nodes {
+        let output = strata_admin(node, &["jobs", "--json"]);
+        let jobs: Value = serde_json::from_slice(&output.stdout).unwrap();
+        for name in ["etcd-lease-renewal", "election-lapse-check"] {
+            let listed = (jobs.as_array().unwrap().iter()).any(|job| job["name"] == name);
+            assert!(listed, "{name} is not listed: {jobs}");
+        }
+    }
     // Every node sees the same owners.
     let owner = holder(&seen, "lifecycle").unwrap();
     assert!(names.contains(&owner));

@@ -2,6 +2,7 @@
 //! time, with a pause between passes. Every job is spawned into the server's [`Jobs`], which
 //! `strata admin jobs` lists with where each stands.
 
+pub mod control_plane;
 pub mod healing;
 pub mod stale_uploads;
 pub mod usage;

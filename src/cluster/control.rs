@@ -41,9 +41,9 @@ const ROOT: &str = "/strata/";
 /// down, and loses the jobs it was elected for, after this.
 pub const LEASE_TTL: Duration = Duration::from_secs(10);
 /// How often a node renews its lease (and stands for the jobs it wants).
-const RENEW_EVERY: Duration = Duration::from_millis(LEASE_TTL.as_millis() as u64 / 4);
+pub const RENEW_EVERY: Duration = Duration::from_millis(LEASE_TTL.as_millis() as u64 / 4);
 /// How often a node checks that its lease surely lives, apart from renewing it.
-const LAPSE_CHECK_EVERY: Duration = Duration::from_millis(250);
+pub const LAPSE_CHECK_EVERY: Duration = Duration::from_millis(250);
 /// How long a starting node waits between attempts to reach etcd.
 const JOIN_RETRY: Duration = Duration::from_secs(2);
 /// How long a broken watch waits before it watches again.
@@ -202,35 +202,6 @@ impl ControlPlane {
              the same tiers file",
             differ.join(", ")
         )
-    }
-
-    /// Keeps the lease alive (and stands for the jobs asked for) until the server stops.
-    /// Apart from it, a watch gives the jobs up before the lease can lapse: a renewal that
-    /// hangs on an etcd gone silent (each endpoint tried for its timeout) must not hold them
-    /// past that.
-    pub fn spawn_renewal(self: &Arc<Self>) {
-        let control = Arc::downgrade(self);
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(RENEW_EVERY).await;
-                let Some(control) = control.upgrade() else {
-                    break;
-                };
-                if let Err(e) = control.renew().await {
-                    tracing::warn!(error = %e, "could not renew this node's lease in etcd");
-                }
-            }
-        });
-        let control = Arc::downgrade(self);
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(LAPSE_CHECK_EVERY).await;
-                let Some(control) = control.upgrade() else {
-                    break;
-                };
-                control.drop_lapsed_elections();
-            }
-        });
     }
 
     /// Makes etcd the authority over `store`'s bucket and system records, once etcd holds
@@ -415,7 +386,7 @@ impl ControlPlane {
 
     /// Renews the lease, or takes a new one (and registers again) when it lapsed; then
     /// stands for the jobs asked for.
-    async fn renew(&self) -> Result<(), EtcdError> {
+    pub async fn renew(&self) -> Result<(), EtcdError> {
         let started = Instant::now();
         let lease = self.state.lock().expect("not poisoned").lease;
         let lease = match lease {
@@ -460,7 +431,7 @@ impl ControlPlane {
 
     /// A node that could not renew gives its jobs up a margin before its lease can lapse
     /// in etcd, so that the next holder never overlaps it.
-    fn drop_lapsed_elections(&self) {
+    pub fn drop_lapsed_elections(&self) {
         let margin = RENEW_EVERY;
         let until = self.state.lock().expect("not poisoned").alive_until;
         if until.is_none_or(|until| Instant::now() + margin >= until) {

@@ -188,7 +188,15 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     }
     if let Some(control) = &control {
         store.set_change_feed(control.clone());
-        control.spawn_renewal();
+        // The lease's renewal, and the check that gives up elections before it can lapse.
+        jobs.spawn(
+            None,
+            background::control_plane::LeaseRenewal(Arc::downgrade(control)),
+        );
+        jobs.spawn(
+            None,
+            background::control_plane::LapseCheck(Arc::downgrade(control)),
+        );
         control.spawn_adoption(store.clone());
     }
     spawn_singleton(
