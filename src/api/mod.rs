@@ -87,13 +87,6 @@ pub async fn serve(
         }
     };
     let auth = auth.unwrap_or_else(auth::Authenticated::anonymous);
-    // Only a CreateBucket may be signed for another region (its handler judges which).
-    if let Some(signed_for) = &auth.foreign_region {
-        if !matches!(endpoint, router::Endpoint::CreateBucket { .. }) {
-            let refusal = auth::wrong_region(signed_for, state.keyring.region());
-            return (endpoint.name(), Err(refusal));
-        }
-    }
     let query = router::Query::parse(parts.uri.query());
     let source_ip = parts
         .extensions

@@ -151,8 +151,9 @@ pub struct Authenticated {
     pub payload: PayloadCheck,
     /// Decoded length from `x-amz-decoded-content-length` for `aws-chunked` bodies.
     pub decoded_length: Option<u64>,
-    /// The region a SigV4 signature was made for, when not the server's: only a
-    /// CreateBucket may be (see [`creates_bucket`]), and its handler judges it.
+    /// The region a SigV4 signature was made for, when not the server's: only a request
+    /// shaped as a CreateBucket gets here with one (see [`creates_bucket`]), and the
+    /// CreateBucket handler judges it against the bucket's `LocationConstraint`.
     pub foreign_region: Option<String>,
 }
 
@@ -220,17 +221,8 @@ pub fn authenticate(
             v2_header_auth(&request, value.as_bytes(), keyring, now).map(Some)
         }
         Some(value) => {
-            let any_region = creates_bucket(method, uri, headers, domain);
-            header_auth(
-                method,
-                uri,
-                headers,
-                value.as_bytes(),
-                keyring,
-                any_region,
-                now,
-            )
-            .map(Some)
+            let request = (method, uri, headers, domain);
+            header_auth(request, value.as_bytes(), keyring, now).map(Some)
         }
         None if presigned => query_auth(method, uri, headers, &params, keyring, now).map(Some),
         None if sigv2_query => {
@@ -249,8 +241,6 @@ pub fn authenticate(
 
 /// A request date in any form clients send: IMF-fixdate (`GMT`), RFC 2822 with a numeric
 /// zone (`+0000`, `-0000`), or ISO 8601 basic (`20130524T000000Z`).
-/// A date before the epoch is no request's date (S3 answers it `AccessDenied`, not
-/// `RequestTimeTooSkewed`).
 fn parse_http_date(value: &str) -> Option<OffsetDateTime> {
     if let Ok(time) = httpdate::parse_http_date(value) {
         return Some(OffsetDateTime::from(time));
@@ -258,7 +248,13 @@ fn parse_http_date(value: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(value, &time::format_description::well_known::Rfc2822)
         .ok()
         .or_else(|| sigv4::parse_amz_date(value))
-        .filter(|time| time.unix_timestamp() >= 0)
+        .and_then(request_date)
+}
+
+/// A date a request may be dated: one before the epoch is none (S3 answers it
+/// `AccessDenied`, not `RequestTimeTooSkewed`).
+fn request_date(time: OffsetDateTime) -> Option<OffsetDateTime> {
+    (time.unix_timestamp() >= 0).then_some(time)
 }
 
 /// What `x-amz-content-sha256` announces about the body.
@@ -432,12 +428,9 @@ fn creates_bucket(method: &Method, uri: &Uri, headers: &HeaderMap, domain: Optio
 }
 
 fn header_auth(
-    method: &Method,
-    uri: &Uri,
-    headers: &HeaderMap,
+    (method, uri, headers, domain): (&Method, &Uri, &HeaderMap, Option<&str>),
     value: &[u8],
     keyring: &Keyring,
-    any_region: bool,
     now: OffsetDateTime,
 ) -> Result<Authenticated, S3Error> {
     let malformed = |detail: String| {
@@ -465,6 +458,9 @@ fn header_auth(
             "the Credential is mal-formed; expecting {CREDENTIAL_FORM}."
         ))
     })?;
+    // Another region's signature is looked at only for the one request that may carry it.
+    let foreign = credential.region != keyring.region();
+    let any_region = foreign && creates_bucket(method, uri, headers, domain);
     let secret = lookup_secret(&credential, keyring, any_region, malformed)?;
 
     let signed_at = request_time(headers).ok_or_else(|| {
@@ -493,9 +489,7 @@ fn header_auth(
         payload_hash: payload_hash.to_str().map_err(|_| bad_content_sha256())?,
     };
     let mut authenticated = parts.verify(secret, &[])?;
-    if credential.region != keyring.region() {
-        authenticated.foreign_region = Some(credential.region.clone());
-    }
+    authenticated.foreign_region = foreign.then(|| credential.region.clone());
     Ok(authenticated)
 }
 
@@ -509,8 +503,7 @@ fn bad_content_sha256() -> S3Error {
 /// The request timestamp: `x-amz-date`, else `Date`.
 fn request_time(headers: &HeaderMap) -> Option<OffsetDateTime> {
     if let Some(value) = headers.get(X_AMZ_DATE) {
-        let time = sigv4::parse_amz_date(value.to_str().ok()?)?;
-        return (time.unix_timestamp() >= 0).then_some(time);
+        return sigv4::parse_amz_date(value.to_str().ok()?).and_then(request_date);
     }
     parse_http_date(headers.get(header::DATE)?.to_str().ok()?)
 }

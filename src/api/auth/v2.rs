@@ -23,11 +23,10 @@ impl<'a> V2Request<'a> {
             .map(|(_, v)| v.as_str())
     }
 
-    /// The resource the signature covers: the path as sent, with the bucket in front when
-    /// the request addresses it by its host name, exactly as the router reads the request.
-    /// The resources the signature may cover: a path-style bucket (`/bucket`) is also
-    /// signed as `/bucket/`, the bucket's own resource in the virtual-hosted form, as
-    /// botocore signs its presigned bucket URLs.
+    /// The resources the signature may cover: the path as sent, with the bucket in front
+    /// when the request addresses it by its host name, exactly as the router reads the
+    /// request; a bare bucket (`/bucket`) also as `/bucket/`, its resource in the
+    /// virtual-hosted form, which botocore signs its presigned bucket URLs for.
     fn resources(&self) -> Vec<String> {
         let path = self.uri.path();
         let path =
