@@ -714,8 +714,15 @@ async fn listing_with_metadata_shows_each_objects_metadata_and_tags_to_who_may_r
         "{metadata}"
     );
     let tags = with_metadata.xml_element("UserTags").unwrap();
-    let tags: Vec<(String, String)> = form_urlencoded::parse(tags.replace("&amp;", "&").as_bytes())
-        .into_owned()
+    let decode = |s: &str| {
+        (percent_encoding::percent_decode_str(&s.replace('+', " ")))
+            .decode_utf8()
+            .unwrap()
+            .into_owned()
+    };
+    let tags: Vec<(String, String)> = (tags.split("&amp;"))
+        .map(|pair| pair.split_once('=').unwrap())
+        .map(|(k, v)| (decode(k), decode(v)))
         .collect();
     assert_eq!(
         tags,

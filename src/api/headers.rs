@@ -317,6 +317,16 @@ pub fn tags(headers: &HeaderMap) -> Result<Vec<(String, String)>, S3Error> {
     check_tags(tags, OBJECT_TAG_LIMIT)
 }
 
+/// Tags in the `k1=v1&k2=v2` form of `x-amz-tagging`, keys and values URL-encoded: what
+/// [`tags`] reads.
+pub fn tagging_value(tags: &[(String, String)]) -> String {
+    let encode = |s: &str| super::auth::sigv4::uri_encode(s.as_bytes(), true);
+    (tags.iter())
+        .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
 /// How many tags a tag set may hold, and what S3 says past that.
 pub struct TagLimit(usize, &'static str);
 

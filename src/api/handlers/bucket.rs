@@ -85,16 +85,37 @@ pub fn owner(request: &Request<'_>) -> xml::Owner {
     }
 }
 
-/// Who owns a listed version: its writer where the bucket lets writers own what they write
-/// (the version's ACL names them), else the bucket's owner; named by the account's name.
-pub fn version_owner(
-    request: &Request<'_>,
-    accounts: &crate::api::acl::Accounts,
-    record: &crate::object::ObjectRecord,
-) -> xml::Owner {
-    let id = crate::api::acl::of_object(request.state, record.acl.as_ref()).owner;
-    let display_name = accounts.name(&id).unwrap_or(&id).to_string();
-    xml::Owner { id, display_name }
+/// The owners a listing names: the bucket's owner, or a version's writer where the bucket
+/// lets writers own what they write (the version's ACL names them), by the account's name.
+/// The accounts are looked up once per listing, and only for a version another owns.
+pub struct ListedOwners<'a> {
+    request: &'a Request<'a>,
+    accounts: std::cell::OnceCell<crate::api::acl::Accounts>,
+}
+
+impl<'a> ListedOwners<'a> {
+    pub fn new(request: &'a Request<'a>) -> Self {
+        Self {
+            request,
+            accounts: std::cell::OnceCell::new(),
+        }
+    }
+
+    pub fn of(&self, record: &crate::object::ObjectRecord) -> xml::Owner {
+        let bucket_owner = owner(self.request);
+        match record.acl.as_ref().map(|acl| &acl.owner) {
+            Some(id) if *id != bucket_owner.id => {
+                let accounts = (self.accounts)
+                    .get_or_init(|| crate::api::acl::Accounts::of(self.request.state));
+                let display_name = accounts.name(id).unwrap_or(id).to_string();
+                xml::Owner {
+                    id: id.clone(),
+                    display_name,
+                }
+            }
+            _ => bucket_owner,
+        }
+    }
 }
 
 pub async fn create_bucket(

@@ -4,10 +4,10 @@ use axum::response::Response;
 use base64::Engine;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
-use super::bucket::version_owner;
+use super::bucket::ListedOwners;
 use super::Request;
 use crate::api::error::{S3Error, S3ErrorCode};
-use crate::api::headers::{iso8601, storage_class_name};
+use crate::api::headers::{iso8601, storage_class_name, tagging_value};
 use crate::api::{xml, xml_response};
 use crate::object::BucketName;
 use crate::object::{ListEntry, ListPage, ListQuery, ObjectRecord};
@@ -85,33 +85,40 @@ fn contents(
 ) -> (Vec<xml::Object>, Vec<xml::CommonPrefix>) {
     let mut objects = Vec::new();
     let mut prefixes = Vec::new();
-    let accounts = extras
-        .owner
-        .then(|| crate::api::acl::Accounts::of(request.state));
+    let owners = extras.owner.then(|| ListedOwners::new(request));
     for entry in &page.entries {
         match entry {
-            ListEntry::Object { key, record } => objects.push(xml::Object {
-                key: encoder.apply(key),
-                last_modified: iso8601(record.modified_ms),
-                etag: format!("\"{}\"", record.etag),
-                checksum_algorithm: (record.checksum.as_ref()).map(|c| c.algorithm.as_str().into()),
-                checksum_type: (record.checksum.as_ref()).map(|c| c.kind.as_str().into()),
-                size: record.content_length(),
-                owner: (accounts.as_ref()).map(|accounts| version_owner(request, accounts, record)),
-                storage_class: storage_class_name(record.storage_class.as_deref()),
-                user_metadata: extras.metadata.then(|| metadata_elements(record)),
-                user_tags: (extras.metadata && !record.tags.is_empty()).then(|| {
-                    let mut tags = form_urlencoded::Serializer::new(String::new());
-                    tags.extend_pairs(&record.tags);
-                    tags.finish()
-                }),
-            }),
+            ListEntry::Object { key, record } => {
+                let (checksum_algorithm, checksum_type) = listed_checksum(record);
+                objects.push(xml::Object {
+                    key: encoder.apply(key),
+                    last_modified: iso8601(record.modified_ms),
+                    etag: format!("\"{}\"", record.etag),
+                    checksum_algorithm,
+                    checksum_type,
+                    size: record.content_length(),
+                    owner: owners.as_ref().map(|owners| owners.of(record)),
+                    storage_class: storage_class_name(record.storage_class.as_deref()),
+                    user_metadata: extras.metadata.then(|| metadata_elements(record)),
+                    user_tags: (extras.metadata && !record.tags.is_empty())
+                        .then(|| tagging_value(&record.tags)),
+                })
+            }
             ListEntry::CommonPrefix(prefix) => prefixes.push(xml::CommonPrefix {
                 prefix: encoder.apply(prefix),
             }),
         }
     }
     (objects, prefixes)
+}
+
+/// The algorithm and type of a version's checksum, as listings name them.
+pub(super) fn listed_checksum(record: &ObjectRecord) -> (Option<String>, Option<String>) {
+    let checksum = record.checksum.as_ref();
+    (
+        checksum.map(|c| c.algorithm.as_str().to_string()),
+        checksum.map(|c| c.kind.as_str().to_string()),
+    )
 }
 
 /// An object's metadata as MinIO lists it: `Content-Type` and the `x-amz-meta-*` headers,

@@ -3,8 +3,8 @@
 
 use axum::response::Response;
 
-use super::bucket::version_owner;
-use super::list::{max_keys, Encoder};
+use super::bucket::ListedOwners;
+use super::list::{listed_checksum, max_keys, Encoder};
 use super::Request;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{iso8601, storage_class_name};
@@ -49,7 +49,7 @@ fn entries(
 ) -> (Vec<xml::VersionItem>, Vec<xml::CommonPrefix>) {
     let mut items = Vec::new();
     let mut prefixes = Vec::new();
-    let accounts = crate::api::acl::Accounts::of(request.state);
+    let owners = ListedOwners::new(request);
     for entry in &page.entries {
         match entry {
             VersionEntry::Version {
@@ -62,25 +62,28 @@ fn entries(
                     version_id: record.version_id_str().to_string(),
                     is_latest: *is_latest,
                     last_modified: iso8601(record.modified_ms),
-                    owner: version_owner(request, &accounts, record),
+                    owner: owners.of(record),
                 }))
             }
             VersionEntry::Version {
                 key,
                 record,
                 is_latest,
-            } => items.push(xml::VersionItem::Version(xml::ObjectVersion {
-                key: encoder.apply(key),
-                version_id: record.version_id_str().to_string(),
-                is_latest: *is_latest,
-                last_modified: iso8601(record.modified_ms),
-                etag: format!("\"{}\"", record.etag),
-                checksum_algorithm: (record.checksum.as_ref()).map(|c| c.algorithm.as_str().into()),
-                checksum_type: (record.checksum.as_ref()).map(|c| c.kind.as_str().into()),
-                size: record.content_length(),
-                storage_class: storage_class_name(record.storage_class.as_deref()),
-                owner: version_owner(request, &accounts, record),
-            })),
+            } => {
+                let (checksum_algorithm, checksum_type) = listed_checksum(record);
+                items.push(xml::VersionItem::Version(xml::ObjectVersion {
+                    key: encoder.apply(key),
+                    version_id: record.version_id_str().to_string(),
+                    is_latest: *is_latest,
+                    last_modified: iso8601(record.modified_ms),
+                    etag: format!("\"{}\"", record.etag),
+                    checksum_algorithm,
+                    checksum_type,
+                    size: record.content_length(),
+                    storage_class: storage_class_name(record.storage_class.as_deref()),
+                    owner: owners.of(record),
+                }))
+            }
             VersionEntry::CommonPrefix(prefix) => prefixes.push(xml::CommonPrefix {
                 prefix: encoder.apply(prefix),
             }),

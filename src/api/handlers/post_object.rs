@@ -265,13 +265,7 @@ fn put_headers(form: &FormFields) -> Result<HeaderMap, S3Error> {
 /// whose checks then apply as for a PUT.
 fn tagging_query(document: &str) -> Result<String, S3Error> {
     let tagging: xml::Tagging = xml::parse(document.as_bytes())?;
-    let encode = |s: &str| sigv4::uri_encode(s.as_bytes(), true);
-    Ok(tagging
-        .into_pairs()
-        .iter()
-        .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
-        .collect::<Vec<_>>()
-        .join("&"))
+    Ok(headers::tagging_value(&tagging.into_pairs()))
 }
 
 /// The `file` field as the object's body. It fails as soon as the file outgrows the policy's
