@@ -35,24 +35,6 @@ pub fn is_region_name(name: &str) -> bool {
         && !name.ends_with('-')
 }
 
-/// The Object Ownership settings S3 knows; the first is its default (ACLs disabled).
-pub const OBJECT_OWNERSHIPS: [&str; 3] = [
-    "BucketOwnerEnforced",
-    "BucketOwnerPreferred",
-    "ObjectWriter",
-];
-
-/// Checks `--default-object-ownership`.
-pub fn parse_object_ownership(value: &str) -> anyhow::Result<String> {
-    match OBJECT_OWNERSHIPS.contains(&value) {
-        true => Ok(value.to_string()),
-        false => bail!(
-            "--default-object-ownership {value:?}: one of {}",
-            OBJECT_OWNERSHIPS.join(", ")
-        ),
-    }
-}
-
 /// Everything `strata server` needs to start.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -66,9 +48,9 @@ pub struct ServerConfig {
     /// True when the root credentials are the built-in defaults.
     pub default_credentials: bool,
     pub region: String,
-    /// The Object Ownership of a bucket created without `x-amz-object-ownership`: one of
-    /// [`OBJECT_OWNERSHIPS`], S3's `BucketOwnerEnforced` (ACLs off) unless the operator says.
-    pub default_object_ownership: String,
+    /// The Object Ownership of a bucket created without `x-amz-object-ownership`, by S3's
+    /// name, checked at start (`None`: S3's default, `BucketOwnerEnforced`: ACLs off).
+    pub default_object_ownership: Option<String>,
     /// Host name for virtual-hosted-style requests: `bucket.DOMAIN`.
     pub domain: Option<String>,
     /// Multipart uploads older than this are aborted by the stale-upload cleaner.
@@ -102,7 +84,7 @@ impl ServerConfig {
             root_password: String::new(),
             default_credentials: false,
             region: DEFAULT_REGION.into(),
-            default_object_ownership: OBJECT_OWNERSHIPS[0].into(),
+            default_object_ownership: None,
             domain: None,
             stale_upload_expiry: Duration::from_secs(DEFAULT_STALE_UPLOAD_EXPIRY_SECS),
             stale_upload_scan: Duration::from_secs(DEFAULT_STALE_UPLOAD_SCAN_SECS),

@@ -50,8 +50,12 @@ enum Command {
         /// The Object Ownership of buckets created without one: BucketOwnerEnforced (ACLs
         /// off, as on S3), or ObjectWriter / BucketOwnerPreferred to take ACLs as older S3
         /// and other servers did.
-        #[arg(long, env = "STRATA_DEFAULT_OBJECT_OWNERSHIP", default_value = config::OBJECT_OWNERSHIPS[0])]
-        default_object_ownership: String,
+        #[arg(
+            long,
+            env = "STRATA_DEFAULT_OBJECT_OWNERSHIP",
+            value_name = "OWNERSHIP"
+        )]
+        default_object_ownership: Option<String>,
         /// Serve HTTPS with `DIR/public.crt` (certificate chain) and `DIR/private.key`;
         /// both are reloaded when they change.
         #[arg(long, env = "STRATA_CERTS_DIR", value_name = "DIR")]
@@ -121,8 +125,9 @@ fn main() -> std::process::ExitCode {
             match server_config(address, &ec, block_size, domain, layout).and_then(|mut config| {
                 config.listener = listener_config(certs_dir)?;
                 config.region = config::parse_region(&region)?;
-                config.default_object_ownership =
-                    config::parse_object_ownership(&default_object_ownership)?;
+                config.default_object_ownership = (default_object_ownership.as_deref())
+                    .map(object_ownership)
+                    .transpose()?;
                 config.lifecycle.tiers_file = tiers;
                 Ok(config)
             }) {
@@ -259,6 +264,19 @@ impl EtcdArgs {
     }
 }
 
+/// Checks `--default-object-ownership` against the settings S3 knows.
+fn object_ownership(name: &str) -> anyhow::Result<String> {
+    use strata::object::acl::ObjectOwnership;
+    if ObjectOwnership::parse(name).is_none() {
+        let known: Vec<&str> = ObjectOwnership::ALL.iter().map(|o| o.as_str()).collect();
+        anyhow::bail!(
+            "--default-object-ownership {name:?}: one of {}",
+            known.join(", ")
+        );
+    }
+    Ok(name.to_string())
+}
+
 fn server_config(
     address: SocketAddr,
     ec: &str,
@@ -320,7 +338,7 @@ fn server_config(
         root_password,
         default_credentials,
         region: config::DEFAULT_REGION.into(),
-        default_object_ownership: config::OBJECT_OWNERSHIPS[0].into(),
+        default_object_ownership: None,
         domain: domain.map(|d| d.trim_matches('.').to_ascii_lowercase()),
         stale_upload_expiry: seconds_from_env(
             "STRATA_STALE_UPLOAD_EXPIRY_SECS",

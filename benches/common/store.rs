@@ -22,7 +22,7 @@ fn config(drives: &[PathBuf]) -> ServerConfig {
         root_password: PASSWORD.into(),
         default_credentials: false,
         region: REGION.into(),
-        default_object_ownership: strata::config::OBJECT_OWNERSHIPS[0].into(),
+        default_object_ownership: None,
         domain: None,
         stale_upload_expiry: Duration::from_secs(3600),
         stale_upload_scan: Duration::from_secs(3600),

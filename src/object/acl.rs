@@ -199,6 +199,12 @@ pub enum ObjectOwnership {
 }
 
 impl ObjectOwnership {
+    pub const ALL: [ObjectOwnership; 3] = [
+        ObjectOwnership::BucketOwnerEnforced,
+        ObjectOwnership::BucketOwnerPreferred,
+        ObjectOwnership::ObjectWriter,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ObjectOwnership::BucketOwnerEnforced => "BucketOwnerEnforced",
@@ -208,13 +214,7 @@ impl ObjectOwnership {
     }
 
     pub fn parse(name: &str) -> Option<ObjectOwnership> {
-        [
-            ObjectOwnership::BucketOwnerEnforced,
-            ObjectOwnership::BucketOwnerPreferred,
-            ObjectOwnership::ObjectWriter,
-        ]
-        .into_iter()
-        .find(|o| o.as_str() == name)
+        Self::ALL.into_iter().find(|o| o.as_str() == name)
     }
 
     /// Whether ACLs grant anything in the bucket.

@@ -314,9 +314,11 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         )
         .with_users(iam.clone()),
         owner: config.root_user.clone(),
-        // Checked when the configuration was read.
-        default_ownership: ObjectOwnership::parse(&config.default_object_ownership)
-            .unwrap_or(ObjectOwnership::BucketOwnerEnforced),
+        default_ownership: (config.default_object_ownership.as_deref())
+            .map(|name| {
+                ObjectOwnership::parse(name).expect("checked when the configuration was read")
+            })
+            .unwrap_or_default(),
         domain: config.domain.clone(),
         iam: iam.clone(),
         max_retention_days: config.limits.max_retention_days,
