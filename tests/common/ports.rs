@@ -4,7 +4,26 @@
 //! must find them free, and a port the kernel hands out as the source of any connection
 //! meanwhile (another test's, say) would not be.
 
+use std::collections::HashSet;
 use std::net::TcpListener;
+use std::sync::Mutex;
+
+/// Every port handed out in this process: a server stopped to be restarted on its ports
+/// leaves them free, and another server of this test binary (an etcd started meanwhile, a
+/// test running beside it) must not take them.
+static HANDED_OUT: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
+
+/// Takes `wanted` (every port of one server) if none was handed out before and all are free.
+fn take(wanted: &[u16]) -> bool {
+    let mut handed_out = HANDED_OUT.lock().unwrap();
+    let handed_out = handed_out.get_or_insert_with(HashSet::new);
+    let fresh = wanted.iter().all(|port| !handed_out.contains(port));
+    if fresh && wanted.iter().all(|&port| free(port)) {
+        handed_out.extend(wanted);
+        return true;
+    }
+    false
+}
 
 /// The ports this module picks from: from 10,000 to `margin` below the ephemeral range.
 fn range(margin: u16) -> std::ops::Range<u16> {
@@ -24,7 +43,7 @@ pub fn free_ports(count: usize) -> Vec<u16> {
     let mut ports = Vec::new();
     while ports.len() < count {
         let port = rand::random_range(range(0));
-        if !ports.contains(&port) && free(port) {
+        if take(&[port]) {
             ports.push(port);
         }
     }
@@ -36,13 +55,7 @@ pub fn free_port_pairs(count: usize) -> Vec<u16> {
     let mut ports = Vec::new();
     while ports.len() < count {
         let port: u16 = rand::random_range(range(100));
-        let drive_port = port + 100;
-        let taken = |candidate: u16| {
-            ports
-                .iter()
-                .any(|&p| p == candidate || p + 100 == candidate)
-        };
-        if !taken(port) && !taken(drive_port) && free(port) && free(drive_port) {
+        if take(&[port, port + 100]) {
             ports.push(port);
         }
     }
