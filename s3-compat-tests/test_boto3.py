@@ -18,6 +18,7 @@ from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 
 from conftest import (
+    ACCESS_KEY,
     MiB,
     SECRET_KEY,
     empty_and_delete_bucket,
@@ -592,3 +593,28 @@ def test_delete_objects_batch_and_quiet(s3, bucket):
     assert quiet.get("Deleted", []) == [] and quiet.get("Errors", []) == []
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
     assert keys == ["keep"]
+
+
+def test_a_client_in_another_region_re_signs_for_the_servers(server, s3, bucket_name):
+    """boto3 configured for eu-central-1 creates its bucket there (S3's global endpoint takes
+    it), then is answered `AuthorizationHeaderMalformed` with the server's `<Region>` and
+    re-signs its requests for it: the README's claim about regions, with boto3's defaults."""
+    import boto3
+
+    elsewhere = boto3.session.Session().client(
+        "s3",
+        endpoint_url=server.endpoint,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        region_name="eu-central-1",
+        config=botocore.config.Config(s3={"addressing_style": "path"}),
+    )
+    elsewhere.create_bucket(
+        Bucket=bucket_name, CreateBucketConfiguration={"LocationConstraint": "eu-central-1"}
+    )
+    try:
+        elsewhere.put_object(Bucket=bucket_name, Key="k", Body=b"signed twice")
+        assert elsewhere.get_object(Bucket=bucket_name, Key="k")["Body"].read() == b"signed twice"
+        assert s3.get_object(Bucket=bucket_name, Key="k")["Body"].read() == b"signed twice"
+    finally:
+        empty_and_delete_bucket(s3, bucket_name)
