@@ -28,7 +28,7 @@ use crate::storage::{DriveError, MetaOp, MetaTable, ScanPage};
 pub use crate::storage::{rolled_up_len, DataDir};
 pub use bitrot::CHECKSUM_LEN;
 pub use codec::Codec;
-pub use read::{PartReader, ShardSource};
+pub use read::{stream_parts, PartReader, ShardSource};
 pub use write::{Encoded, MemoryBudget, WriteOutcome};
 
 /// Erasure block size: the unit that is encoded, checksummed and read.

@@ -60,19 +60,47 @@ impl ErasureSet {
         file_name: &str,
         holders: &[bool],
     ) -> Vec<Option<ShardSource>> {
-        join_all(self.drives.iter().zip(holders).map(|(drive, &holds)| async move {
-            if !holds {
-                return None;
-            }
-            match drive.open_shard(dir, file_name).await {
-                Ok(reader) => Some(ShardSource::File(reader)),
-                Err(e) => {
-                    tracing::warn!(drive = drive.label(), error = %e, "shard file unavailable");
-                    None
+        let mut parts = self
+            .open_parts(dir, &[file_name.to_string()], holders)
+            .await;
+        parts.pop().expect("one part asked, one answered")
+    }
+
+    /// Opens the shard files of several parts on the drives that hold them, in one call per
+    /// drive: for each part, a source per drive.
+    pub async fn open_parts(
+        &self,
+        dir: &DataDir,
+        files: &[String],
+        holders: &[bool],
+    ) -> Vec<Vec<Option<ShardSource>>> {
+        let per_drive = join_all(self.drives.iter().zip(holders).map(
+            |(drive, &holds)| async move {
+                if !holds {
+                    return files.iter().map(|_| None).collect::<Vec<_>>();
                 }
+                let opened = drive.open_shards(dir, files).await;
+                (opened.into_iter())
+                .map(|opened| match opened {
+                    Ok(reader) => Some(ShardSource::File(reader)),
+                    Err(e) => {
+                        tracing::warn!(drive = drive.label(), error = %e, "shard file unavailable");
+                        None
+                    }
+                })
+                .collect()
+            },
+        ))
+        .await;
+        let mut parts: Vec<Vec<Option<ShardSource>>> = (0..files.len())
+            .map(|_| Vec::with_capacity(per_drive.len()))
+            .collect();
+        for drive in per_drive {
+            for (part, source) in parts.iter_mut().zip(drive) {
+                part.push(source);
             }
-        }))
-        .await
+        }
+        parts
     }
 
     /// A reader over one part of `size` bytes. Fails with [`ErasureError::ReadQuorum`] when
@@ -170,26 +198,33 @@ impl PartReader {
 
     /// Streams bytes `start..end` of the part.
     pub fn stream_range(self: Arc<Self>, start: u64, end: u64) -> ByteStream {
-        if start >= end {
-            return Box::pin(futures::stream::empty());
-        }
-        let block_size = self.block_size as u64;
-        let blocks = (start / block_size)..=((end - 1) / block_size);
-        let stream = futures::stream::iter(blocks)
-            .map(move |index| {
-                let reader = self.clone();
-                async move {
-                    let block = reader
-                        .read_block(index)
-                        .await
-                        .map_err(std::io::Error::other)?;
-                    let block_start = index * block_size;
-                    let from = start.saturating_sub(block_start) as usize;
-                    let to = ((end - block_start) as usize).min(block.len());
-                    Ok(block.slice(from..to))
-                }
-            })
-            .buffered(READ_AHEAD);
-        Box::pin(stream)
+        stream_parts(vec![(self, start, end)])
     }
+}
+
+/// Streams the byte ranges `(part, start, end)` one after another, reading blocks ahead
+/// across the parts' ends as within a part: an object of many short parts (appends) keeps
+/// its drives as busy as one of a single part.
+pub fn stream_parts(ranges: Vec<(Arc<PartReader>, u64, u64)>) -> ByteStream {
+    let blocks = ranges
+        .into_iter()
+        .filter(|(_, start, end)| start < end)
+        .flat_map(|(reader, start, end)| {
+            let block_size = reader.block_size as u64;
+            let indices = (start / block_size)..=((end - 1) / block_size);
+            indices.map(move |index| (reader.clone(), index, start, end))
+        });
+    let stream = futures::stream::iter(blocks)
+        .map(|(reader, index, start, end)| async move {
+            let block = reader
+                .read_block(index)
+                .await
+                .map_err(std::io::Error::other)?;
+            let block_start = index * reader.block_size as u64;
+            let from = start.saturating_sub(block_start) as usize;
+            let to = ((end - block_start) as usize).min(block.len());
+            Ok(block.slice(from..to))
+        })
+        .buffered(READ_AHEAD);
+    Box::pin(stream)
 }

@@ -21,7 +21,7 @@ use super::{
 };
 use crate::body::{chain_reading_ahead, ByteStream};
 use crate::encryption::{encrypt_stream, CustomerKey};
-use crate::erasure::{DataDir, Encoded, ErasureError, ShardSource, WriteOutcome};
+use crate::erasure::{stream_parts, DataDir, Encoded, ErasureError, ShardSource, WriteOutcome};
 use crate::object::digest::hashing::{self, ExpectedChecksum};
 use crate::object::digest::md5_lanes::Md5Lanes;
 use crate::object::versions::agreed::{
@@ -32,8 +32,9 @@ use crate::object::versions::versioning::{delete_marker, version_id_for};
 use crate::records::copies::Guard;
 use crate::records::{MetaOp, MetaTable, RecordSet};
 
-/// The parts of one GET whose shard files are being opened at once.
-const OPENS_AHEAD: usize = 16;
+/// Parts whose shard files one drive call opens, and such calls in flight per GET.
+const PARTS_PER_OPEN: usize = 64;
+const OPENS_AHEAD: usize = 4;
 
 /// What a PUT stores beside the data.
 #[derive(Debug, Default, Clone)]
@@ -496,16 +497,20 @@ impl ObjectStore {
             }
             part_start = part_end;
         }
-        // Opened a few parts at a time: an object of a thousand short segments must not wait
-        // for a thousand rounds of opens before its first byte.
-        let opens: Vec<_> = (spans.iter())
-            .map(|(part, ..)| set.open_shards(&dir, &part.file, holders))
+        // Opened in batches of parts, one drive call per batch: an object of a thousand short
+        // segments must not wait for a thousand rounds of opens before its first byte.
+        let files: Vec<String> = spans.iter().map(|(part, ..)| part.file.clone()).collect();
+        let opens: Vec<_> = (files.chunks(PARTS_PER_OPEN))
+            .map(|batch| set.open_parts(&dir, batch, holders))
             .collect();
         let opened: Vec<_> = futures::stream::iter(opens)
             .buffered(OPENS_AHEAD)
-            .collect()
-            .await;
-        let mut streams = Vec::new();
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        let mut parts = Vec::new();
         for (sources, &(part, part_start, part_end)) in opened.into_iter().zip(&spans) {
             let report = self.heal_queue.reporter(bucket, key);
             // A holder that answered for the record but has no shard file lost it.
@@ -520,9 +525,9 @@ impl ObjectStore {
             let reader = Arc::new(set.part_reader(part.size, sources)?.on_damage(report));
             let from = start.max(part_start) - part_start;
             let to = end.min(part_end) - part_start;
-            streams.push(reader.stream_range(from, to));
+            parts.push((reader, from, to));
         }
-        Ok(streams)
+        Ok(vec![stream_parts(parts)])
     }
 
     /// Deletes a key if `only_if` allows it of its current version, judged on the agreed

@@ -335,6 +335,28 @@ impl Drive for DeadlineDrive {
             health: self.health.clone(),
         }))
     }
+    async fn open_shards(
+        &self,
+        dir: &DataDir,
+        names: &[String],
+    ) -> Vec<Result<Box<dyn ShardReader>, DriveError>> {
+        let opened = (self.health)
+            .call("open shards", async {
+                Ok(self.inner.open_shards(dir, names).await)
+            })
+            .await;
+        match opened {
+            Ok(readers) => (readers.into_iter())
+                .map(|reader| {
+                    Ok(Box::new(DeadlineReader {
+                        inner: reader?,
+                        health: self.health.clone(),
+                    }) as Box<dyn ShardReader>)
+                })
+                .collect(),
+            Err(e) => names.iter().map(|_| Err(e.copied())).collect(),
+        }
+    }
 
     async fn delete_data_dir(&self, dir: &DataDir) -> Result<(), DriveError> {
         self.health

@@ -14,6 +14,7 @@ use redb::{Database, ReadableDatabase, TableDefinition};
 use uuid::Uuid;
 
 mod dir_index;
+mod durable_dirs;
 mod group_commit;
 
 use super::commit_queue::CommitQueue;
@@ -23,6 +24,7 @@ use super::{
     DataDir, DiskInfo, Drive, DriveError, Format, MetaOp, MetaTable, Replaced, ScanPage,
     ShardReader, ShardWriter, RELATED_LIMIT,
 };
+use durable_dirs::{sync_dir, DurableDirs};
 
 const SYSTEM_DIR: &str = ".strata";
 const FORMAT_FILE: &str = "format.json";
@@ -68,6 +70,8 @@ pub struct LocalDrive {
     unhealed: AtomicBool,
     /// Metadata batches waiting to share a transaction.
     commits: Arc<CommitQueue>,
+    /// Folders below `data/` already made durable.
+    data_dirs: Arc<DurableDirs>,
 }
 
 impl LocalDrive {
@@ -138,6 +142,7 @@ impl LocalDrive {
             db: Mutex::new(Some(Arc::new(db))),
             unhealed: AtomicBool::new(Self::is_marked_unhealed(root)),
             commits: Default::default(),
+            data_dirs: Default::default(),
         })
     }
 
@@ -291,12 +296,6 @@ fn write_system_file(root: &Path, name: &str, bytes: &[u8]) -> Result<(), DriveE
     sync_dir(&system)
 }
 
-/// fsyncs a folder so that the entries created or renamed in it survive power loss.
-fn sync_dir(dir: &Path) -> Result<(), DriveError> {
-    File::open(dir)?.sync_all()?;
-    Ok(())
-}
-
 /// Creates `relative` under `root` and fsyncs the parent of every folder on the way, so that
 /// a file renamed into the last one cannot vanish with a folder on power loss. Folders that
 /// existed are synced too: another writer may have just created one and not synced it yet.
@@ -442,17 +441,19 @@ impl Drive for LocalDrive {
     async fn commit_staged(&self, staging: Uuid, dir: &DataDir) -> Result<(), DriveError> {
         let source = self.staging_path(staging);
         let relative = Self::data_path(dir);
+        let dirs = self.data_dirs.clone();
         self.blocking(move |root| {
             // `data` itself was made durable when the drive was opened.
             let below_data = relative
                 .strip_prefix(DATA_DIR)
                 .expect("data paths start there");
-            let dest = create_dir_durable(&root.join(DATA_DIR), below_data)?;
-            for entry in fs::read_dir(&source)? {
-                let entry = entry?;
-                fs::rename(entry.path(), dest.join(entry.file_name()))?;
-            }
-            sync_dir(&dest)?;
+            dirs.make_filled(&root.join(DATA_DIR), below_data, |dest| {
+                for entry in fs::read_dir(&source)? {
+                    let entry = entry?;
+                    fs::rename(entry.path(), dest.join(entry.file_name()))?;
+                }
+                Ok(())
+            })?;
             fs::remove_dir_all(&source)?;
             Ok(())
         })
@@ -482,6 +483,32 @@ impl Drive for LocalDrive {
         }))
     }
 
+    async fn open_shards(
+        &self,
+        dir: &DataDir,
+        names: &[String],
+    ) -> Vec<Result<Box<dyn ShardReader>, DriveError>> {
+        let paths: Vec<PathBuf> = names.iter().map(|n| Self::data_path(dir).join(n)).collect();
+        let count = paths.len();
+        let opened = self
+            .blocking(move |root| {
+                Ok(paths
+                    .into_iter()
+                    .map(|path| File::open(root.join(path)).map_err(DriveError::from))
+                    .collect::<Vec<_>>())
+            })
+            .await;
+        match opened {
+            Ok(files) => (files.into_iter())
+                .map(|file| {
+                    let file = Arc::new(file?);
+                    Ok(Box::new(LocalShardReader { file }) as Box<dyn ShardReader>)
+                })
+                .collect(),
+            Err(e) => (0..count).map(|_| Err(e.copied())).collect(),
+        }
+    }
+
     async fn delete_data_dir(&self, dir: &DataDir) -> Result<(), DriveError> {
         let path = Self::data_path(dir);
         self.blocking(move |root| match fs::remove_dir_all(root.join(path)) {
@@ -494,21 +521,24 @@ impl Drive for LocalDrive {
     async fn link_data_dir(&self, from: &DataDir, to: &DataDir) -> Result<(), DriveError> {
         let source = Self::data_path(from);
         let relative = Self::data_path(to);
+        let dirs = self.data_dirs.clone();
         self.blocking(move |root| {
             // Read first: a folder that is not there makes no empty one.
             let files = fs::read_dir(root.join(source))?.collect::<Result<Vec<_>, _>>()?;
             let below_data = relative
                 .strip_prefix(DATA_DIR)
                 .expect("data paths start there");
-            let dest = create_dir_durable(&root.join(DATA_DIR), below_data)?;
-            for file in files {
-                match fs::hard_link(file.path(), dest.join(file.file_name())) {
-                    Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e.into()),
-                    _ => {}
+            dirs.make_filled(&root.join(DATA_DIR), below_data, |dest| {
+                for file in files {
+                    match fs::hard_link(file.path(), dest.join(file.file_name())) {
+                        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                            return Err(e.into())
+                        }
+                        _ => {}
+                    }
                 }
-            }
-            sync_dir(&dest)?;
-            Ok(())
+                Ok(())
+            })
         })
         .await
     }

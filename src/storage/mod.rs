@@ -207,6 +207,19 @@ pub trait Drive: Send + Sync {
         dir: &DataDir,
         name: &str,
     ) -> Result<Box<dyn ShardReader>, DriveError>;
+    /// Opens several shard files of one data folder, in one call where the drive can (the
+    /// parts of an object of many segments): an answer per name, in order.
+    async fn open_shards(
+        &self,
+        dir: &DataDir,
+        names: &[String],
+    ) -> Vec<Result<Box<dyn ShardReader>, DriveError>> {
+        let mut opened = Vec::with_capacity(names.len());
+        for name in names {
+            opened.push(self.open_shard(dir, name).await);
+        }
+        opened
+    }
     /// Deletes a whole data folder (an object version's shards).
     async fn delete_data_dir(&self, dir: &DataDir) -> Result<(), DriveError>;
     /// Deletes one shard file from a data folder.

@@ -80,6 +80,13 @@ impl Drive for DriveSlot {
     ) -> Result<Box<dyn ShardReader>, DriveError> {
         self.current().open_shard(dir, name).await
     }
+    async fn open_shards(
+        &self,
+        dir: &DataDir,
+        names: &[String],
+    ) -> Vec<Result<Box<dyn ShardReader>, DriveError>> {
+        self.current().open_shards(dir, names).await
+    }
     async fn delete_data_dir(&self, dir: &DataDir) -> Result<(), DriveError> {
         self.current().delete_data_dir(dir).await
     }
