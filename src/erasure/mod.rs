@@ -28,7 +28,7 @@ use crate::storage::{DriveError, MetaOp, MetaTable, ScanPage};
 pub use crate::storage::{rolled_up_len, DataDir};
 pub use bitrot::CHECKSUM_LEN;
 pub use codec::Codec;
-pub use read::{stream_parts, PartReader, ShardSource};
+pub use read::{PartReader, PartSpan, ShardSource};
 pub use write::{Encoded, MemoryBudget, WriteOutcome};
 
 /// Erasure block size: the unit that is encoded, checksummed and read.
@@ -63,7 +63,9 @@ pub enum ErasureError {
 /// Per-drive outcome of a call made on every drive of a set.
 pub type DriveResults<T> = Vec<Result<T, DriveError>>;
 
-/// A set of `data + parity` drives; drive `i` stores shard `i` of every block.
+/// A set of `data + parity` drives; drive `i` stores shard `i` of every block. Cloning one
+/// shares its drives.
+#[derive(Clone)]
 pub struct ErasureSet {
     index: usize,
     drives: Vec<Arc<dyn Drive>>,

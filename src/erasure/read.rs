@@ -198,24 +198,100 @@ impl PartReader {
 
     /// Streams bytes `start..end` of the part.
     pub fn stream_range(self: Arc<Self>, start: u64, end: u64) -> ByteStream {
-        stream_parts(vec![(self, start, end)])
+        stream_parts(futures::stream::iter([Ok((self, start, end))]))
+    }
+}
+
+/// Bytes `start..end` of one part of a stored version, kept in the shard file `file`.
+pub struct PartSpan {
+    pub file: String,
+    pub size: u64,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// Parts whose shard files one drive call opens, and such batches opened ahead of the one
+/// being read.
+const PARTS_PER_OPEN: usize = 64;
+const OPENS_AHEAD: usize = 2;
+
+impl ErasureSet {
+    /// Streams `spans` of the data folder `dir`, one after another, from the drives that
+    /// hold it (`holders`). Shard files are opened a batch of parts at a time, while the
+    /// batch before is read: an object of a thousand short segments neither waits for a
+    /// thousand opens before its first byte nor holds a thousand files open. A shard file
+    /// missing on a drive that vouched for the version (`vouched`), or found damaged, is
+    /// reported to `on_damage`.
+    pub fn stream_spans(
+        &self,
+        dir: DataDir,
+        spans: Vec<PartSpan>,
+        (holders, vouched): (Vec<bool>, Vec<bool>),
+        on_damage: Arc<dyn Fn() + Send + Sync>,
+    ) -> ByteStream {
+        let (set, dir, holders, vouched) = (
+            self.clone(),
+            Arc::new(dir),
+            Arc::new(holders),
+            Arc::new(vouched),
+        );
+        let mut batches = Vec::new();
+        let mut spans = spans.into_iter().peekable();
+        while spans.peek().is_some() {
+            batches.push(spans.by_ref().take(PARTS_PER_OPEN).collect::<Vec<_>>());
+        }
+        let parts = futures::stream::iter(batches)
+            .map(move |batch| {
+                let (set, dir, holders, vouched) =
+                    (set.clone(), dir.clone(), holders.clone(), vouched.clone());
+                let on_damage = on_damage.clone();
+                async move {
+                    let files: Vec<String> = batch.iter().map(|span| span.file.clone()).collect();
+                    let opened = set.open_parts(&dir, &files, &holders).await;
+                    let readers = batch.into_iter().zip(opened).map(move |(span, sources)| {
+                        let lost = (sources.iter().zip(vouched.iter()))
+                            .any(|(source, &vouched)| vouched && source.is_none());
+                        if lost {
+                            on_damage();
+                        }
+                        let report = on_damage.clone();
+                        let reader = set
+                            .part_reader(span.size, sources)?
+                            .on_damage(move || report());
+                        Ok((Arc::new(reader), span.start, span.end))
+                    });
+                    futures::stream::iter(readers.collect::<Vec<_>>())
+                }
+            })
+            .buffered(OPENS_AHEAD)
+            .flatten();
+        stream_parts(parts)
     }
 }
 
 /// Streams the byte ranges `(part, start, end)` one after another, reading blocks ahead
 /// across the parts' ends as within a part: an object of many short parts (appends) keeps
 /// its drives as busy as one of a single part.
-pub fn stream_parts(ranges: Vec<(Arc<PartReader>, u64, u64)>) -> ByteStream {
-    let blocks = ranges
-        .into_iter()
-        .filter(|(_, start, end)| start < end)
-        .flat_map(|(reader, start, end)| {
-            let block_size = reader.block_size as u64;
-            let indices = (start / block_size)..=((end - 1) / block_size);
-            indices.map(move |index| (reader.clone(), index, start, end))
-        });
-    let stream = futures::stream::iter(blocks)
-        .map(|(reader, index, start, end)| async move {
+fn stream_parts<S>(ranges: S) -> ByteStream
+where
+    S: futures::Stream<Item = Result<(Arc<PartReader>, u64, u64), ErasureError>> + Send + 'static,
+{
+    type Block = Result<(Arc<PartReader>, u64, u64, u64), ErasureError>;
+    let blocks = ranges.flat_map(|range| {
+        let blocks: Box<dyn Iterator<Item = Block> + Send> = match range {
+            Ok((reader, start, end)) if start < end => {
+                let block_size = reader.block_size as u64;
+                let indices = (start / block_size)..=((end - 1) / block_size);
+                Box::new(indices.map(move |index| Ok((reader.clone(), index, start, end))))
+            }
+            Ok(_) => Box::new(std::iter::empty()),
+            Err(e) => Box::new(std::iter::once(Err(e))),
+        };
+        futures::stream::iter(blocks)
+    });
+    let stream = blocks
+        .map(|block| async move {
+            let (reader, index, start, end) = block.map_err(std::io::Error::other)?;
             let block = reader
                 .read_block(index)
                 .await

@@ -21,7 +21,7 @@ use super::{
 };
 use crate::body::{chain_reading_ahead, ByteStream};
 use crate::encryption::{encrypt_stream, CustomerKey};
-use crate::erasure::{stream_parts, DataDir, Encoded, ErasureError, ShardSource, WriteOutcome};
+use crate::erasure::{DataDir, Encoded, ErasureError, PartSpan, ShardSource, WriteOutcome};
 use crate::object::digest::hashing::{self, ExpectedChecksum};
 use crate::object::digest::md5_lanes::Md5Lanes;
 use crate::object::versions::agreed::{
@@ -31,10 +31,6 @@ use crate::object::versions::agreed::{
 use crate::object::versions::versioning::{delete_marker, version_id_for};
 use crate::records::copies::Guard;
 use crate::records::{MetaOp, MetaTable, RecordSet};
-
-/// Parts whose shard files one drive call opens, and such calls in flight per GET.
-const PARTS_PER_OPEN: usize = 64;
-const OPENS_AHEAD: usize = 4;
 
 /// What a PUT stores beside the data.
 #[derive(Debug, Default, Clone)]
@@ -487,47 +483,28 @@ impl ObjectStore {
             bucket_id: bucket_record.id.clone(),
             data_id: record.data_id,
         };
-        // The parts the span touches, with their offsets in the object.
+        // The parts the span touches, and what of each.
         let mut spans = Vec::new();
         let mut part_start = 0u64;
         for part in &record.parts {
             let part_end = part_start + part.size;
             if part.size > 0 && part_end > start && part_start < end {
-                spans.push((part, part_start, part_end));
+                spans.push(PartSpan {
+                    file: part.file.clone(),
+                    size: part.size,
+                    start: start.max(part_start) - part_start,
+                    end: end.min(part_end) - part_start,
+                });
             }
             part_start = part_end;
         }
-        // Opened in batches of parts, one drive call per batch: an object of a thousand short
-        // segments must not wait for a thousand rounds of opens before its first byte.
-        let files: Vec<String> = spans.iter().map(|(part, ..)| part.file.clone()).collect();
-        let opens: Vec<_> = (files.chunks(PARTS_PER_OPEN))
-            .map(|batch| set.open_parts(&dir, batch, holders))
+        // A holder that answered for the record and has no shard file lost it.
+        let vouched = (holders.iter().zip(records))
+            .map(|(&holds, record)| holds && record.is_ok())
             .collect();
-        let opened: Vec<_> = futures::stream::iter(opens)
-            .buffered(OPENS_AHEAD)
-            .collect::<Vec<_>>()
-            .await
-            .into_iter()
-            .flatten()
-            .collect();
-        let mut parts = Vec::new();
-        for (sources, &(part, part_start, part_end)) in opened.into_iter().zip(&spans) {
-            let report = self.heal_queue.reporter(bucket, key);
-            // A holder that answered for the record but has no shard file lost it.
-            let lost = sources
-                .iter()
-                .zip(holders)
-                .zip(records)
-                .any(|((s, &h), r)| h && s.is_none() && r.is_ok());
-            if lost {
-                report();
-            }
-            let reader = Arc::new(set.part_reader(part.size, sources)?.on_damage(report));
-            let from = start.max(part_start) - part_start;
-            let to = end.min(part_end) - part_start;
-            parts.push((reader, from, to));
-        }
-        Ok(vec![stream_parts(parts)])
+        let report = Arc::new(self.heal_queue.reporter(bucket, key));
+        let stream = set.stream_spans(dir, spans, (holders.to_vec(), vouched), report);
+        Ok(vec![stream])
     }
 
     /// Deletes a key if `only_if` allows it of its current version, judged on the agreed
