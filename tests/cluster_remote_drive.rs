@@ -288,10 +288,24 @@ async fn shard_files_round_trip() {
         bucket_id: "..".into(),
         data_id: dir.data_id,
     };
-    let refused = [
+    let mut refused = [
         remote.open_shard(&escaping, "part.1").await.err(),
         remote.open_shard(&dir, "../../.strata").await.err(),
         remote.delete_data_file(&dir, "../x").await.err(),
+    ];
+    let escaping_names = ["part.1", "../../.strata"].map(String::from);
+    let batch = remote.open_shards(&dir, &escaping_names).await;
+    // The folder is gone by now: the plain name is answered for itself.
+    assert!(
+        matches!(batch[0], Err(DriveError::NotFound)),
+        "{:?}",
+        batch[0].as_ref().err()
+    );
+    let refused = [
+        refused[0].take(),
+        refused[1].take(),
+        refused[2].take(),
+        batch.into_iter().nth(1).and_then(Result::err),
     ];
     for refused in refused {
         assert!(
@@ -315,6 +329,66 @@ async fn shard_files_round_trip() {
     let nothing = remote.commit_staged(abandoned, &dir).await;
     assert!(matches!(nothing, Err(DriveError::NotFound)), "{nothing:?}");
     served.stop().await;
+}
+
+/// The parts of one read are opened in one call to the node, each name answered for itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shard_files_of_a_read_are_opened_in_one_call() {
+    let root = tempfile::tempdir().unwrap();
+    let local = local_drive(root.path(), 0);
+    let id = root.path().display().to_string();
+    let drives = HashMap::from([(id.clone(), local.clone() as Arc<dyn Drive>)]);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let calls = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = calls.clone();
+    let router = drive_service(drives, auth(), listener.local_addr().unwrap().to_string()).layer(
+        axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let seen = seen.clone();
+                async move {
+                    let call = request
+                        .uri()
+                        .path()
+                        .rsplit('/')
+                        .next()
+                        .unwrap_or("")
+                        .to_string();
+                    seen.lock().unwrap().push(call);
+                    next.run(request).await
+                }
+            },
+        ),
+    );
+    let server = tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let remote = RemoteDrive::new(url, id, auth(), http_client());
+
+    let staging = Uuid::new_v4();
+    let dir = DataDir {
+        bucket_id: "bucket".into(),
+        data_id: Uuid::new_v4(),
+    };
+    for (name, data) in [("part.1", &b"hello"[..]), ("part.2", &b""[..])] {
+        let mut writer = remote.create_staged_file(staging, name).await.unwrap();
+        writer
+            .write(vec![Bytes::copy_from_slice(data)])
+            .await
+            .unwrap();
+        writer.finish().await.unwrap();
+    }
+    remote.commit_staged(staging, &dir).await.unwrap();
+    calls.lock().unwrap().clear();
+
+    let names = ["part.1", "part.9", "part.2"].map(String::from);
+    let mut opened = remote.open_shards(&dir, &names).await.into_iter();
+    let first = opened.next().unwrap().unwrap();
+    assert!(matches!(opened.next(), Some(Err(DriveError::NotFound))));
+    let empty = opened.next().unwrap().unwrap();
+    assert!(opened.next().is_none());
+    assert_eq!(*calls.lock().unwrap(), ["open_shards"]);
+    assert_eq!(&first.read_at(0, 5).await.unwrap()[..], b"hello");
+    assert!(empty.read_at(0, 0).await.unwrap().is_empty());
+    server.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -245,6 +245,24 @@ impl DriveService {
                 })
                 .await
             }
+            Call::OpenShards => {
+                self.run(args, |drive, a: wire::OpenShardsArgs| async move {
+                    if a.names.len() > wire::MAX_OPENS {
+                        return Err(DriveError::Io(std::io::Error::other(
+                            "too many files in one call",
+                        )));
+                    }
+                    let dir = a.dir.try_into()?;
+                    let names = (a.names.iter())
+                        .map(|name| wire::plain_name(name).map(str::to_string))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let opened = drive.open_shards(&dir, &names).await;
+                    Ok((opened.iter())
+                        .map(|o| o.as_ref().err().map(wire::WireError::from))
+                        .collect::<Vec<_>>())
+                })
+                .await
+            }
             Call::DeleteDataDir => {
                 self.run(args, |drive, dir: wire::WireDataDir| async move {
                     drive.delete_data_dir(&dir.try_into()?).await

@@ -398,6 +398,41 @@ impl Drive for RemoteDrive {
         }))
     }
 
+    async fn open_shards(
+        &self,
+        dir: &DataDir,
+        names: &[String],
+    ) -> Vec<Result<Box<dyn ShardReader>, DriveError>> {
+        let args = wire::OpenShardsArgs {
+            dir: dir.into(),
+            names: names.to_vec(),
+        };
+        let answers = match names.len() <= wire::MAX_OPENS {
+            true => (self.peer)
+                .unary::<_, Vec<Option<wire::WireError>>>(Call::OpenShards, args)
+                .await
+                .ok()
+                .filter(|answers| answers.len() == names.len()),
+            false => None,
+        };
+        // A node that cannot open them together (one running an older release) is asked
+        // file by file.
+        let Some(answers) = answers else {
+            let opens = names.iter().map(|name| self.open_shard(dir, name));
+            return futures::future::join_all(opens).await;
+        };
+        (answers.into_iter().zip(names))
+            .map(|(answer, name)| match answer {
+                Some(error) => Err(error.into()),
+                None => Ok(Box::new(RemoteShardReader {
+                    peer: self.peer.clone(),
+                    dir: dir.into(),
+                    name: name.clone(),
+                }) as Box<dyn ShardReader>),
+            })
+            .collect()
+    }
+
     async fn delete_data_dir(&self, dir: &DataDir) -> Result<(), DriveError> {
         let args = WireDataDir::from(dir);
         self.peer.unary(Call::DeleteDataDir, args).await

@@ -63,6 +63,8 @@ pub enum Call {
     CommitStaged,
     RemoveStaged,
     OpenShard,
+    /// Several shard files of one data folder at once (the parts of one read).
+    OpenShards,
     ReadShard,
     DeleteDataDir,
     DeleteDataFile,
@@ -76,7 +78,7 @@ pub enum Call {
 }
 
 impl Call {
-    pub const ALL: [Call; 18] = [
+    pub const ALL: [Call; 19] = [
         Call::MetaGet,
         Call::MetaGetRelated,
         Call::MetaApply,
@@ -86,6 +88,7 @@ impl Call {
         Call::CommitStaged,
         Call::RemoveStaged,
         Call::OpenShard,
+        Call::OpenShards,
         Call::ReadShard,
         Call::DeleteDataDir,
         Call::DeleteDataFile,
@@ -109,6 +112,7 @@ impl Call {
             Call::CommitStaged => "commit_staged",
             Call::RemoveStaged => "remove_staged",
             Call::OpenShard => "open_shard",
+            Call::OpenShards => "open_shards",
             Call::ReadShard => "read_shard",
             Call::DeleteDataDir => "delete_data_dir",
             Call::DeleteDataFile => "delete_data_file",
@@ -386,6 +390,16 @@ pub struct ShardArgs {
     pub dir: WireDataDir,
     pub name: String,
 }
+
+/// Arguments of [`Call::OpenShards`]: files of one data folder.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OpenShardsArgs {
+    pub dir: WireDataDir,
+    pub names: Vec<String>,
+}
+
+/// The most files one [`Call::OpenShards`] may name.
+pub const MAX_OPENS: usize = 1024;
 
 /// Arguments of [`Call::ReadShard`]: `len` bytes at `offset` of one shard file.
 #[derive(Debug, Serialize, Deserialize)]
