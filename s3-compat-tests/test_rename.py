@@ -112,20 +112,27 @@ def test_rename_in_an_unversioned_bucket_moves_the_object_and_copies_no_data(
     listed = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]]
     assert listed == ["ckpt", "small"]
 
-    # No shard file was written: the new name's files are the old ones, linked.
-    assert shard_inodes(server.drives) <= before
+    # No shard file was written: the new name's files are the old ones.
+    assert shard_inodes(server.drives) == before
 
     # A rename over an existing object replaces it, and its data goes.
     s3.put_object(Bucket=bucket, Key="next.tmp", Body=b"step 8")
     rename(s3, bucket, "small", "next.tmp")
     assert body(s3, bucket, "small") == b"step 8"
     assert missing(s3, bucket, "next.tmp")
+    nine = [os.urandom(5 * MiB), os.urandom(MiB)]
+    multipart(s3, bucket, "ckpt.next", nine)
+    with_both = shard_inodes(server.drives)
+    rename(s3, bucket, "ckpt", "ckpt.next")
+    assert body(s3, bucket, "ckpt") == b"".join(nine)
+    left = shard_inodes(server.drives)
+    assert left < with_both and not (left & before), "the replaced checkpoint's files went"
 
     # Renaming what is not there is NoSuchKey, and changes nothing.
     with pytest.raises(ClientError) as e:
         rename(s3, bucket, "ckpt", "no-such-key")
     assert error_of(e.value) == ("NoSuchKey", 404)
-    assert body(s3, bucket, "ckpt") == b"".join(large)
+    assert body(s3, bucket, "ckpt") == b"".join(nine)
 
 
 def test_rename_in_a_versioned_bucket_keeps_both_histories(s3, versioned):

@@ -431,6 +431,53 @@ async fn heal(size: usize, loss: Loss) -> Scenario {
     pre.scenario(name, operation, content, content)
 }
 
+/// After a rename, however it was cut short: heal both names, write over the one that does
+/// not hold the object and delete it again, heal and collect orphans after each step: the
+/// object still reads whole under its name. (Until the rename is settled, both names'
+/// records may refer to one data folder; neither may take it from the other.)
+async fn renamed_object_outlives_the_other_name(
+    store: &ObjectStore,
+    scenario: &Scenario,
+) -> Option<String> {
+    let (source, moved) = scenario.renamed_from.as_ref()?;
+    let holder = match read_key(store, source).await {
+        Ok(content) if content == *moved => source.as_str(),
+        _ => TARGET,
+    };
+    let other = if holder == TARGET {
+        source.as_str()
+    } else {
+        TARGET
+    };
+    let settle = || async {
+        for name in [holder, other] {
+            let _ = store
+                .heal_object(&bucket(), &key(name), HealDepth::Quick)
+                .await;
+        }
+        let far_future = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+        let _ = store.collect_orphans(far_future).await;
+    };
+    settle().await;
+    let newcomer = payload(BLOCKS, 700);
+    let (bucket, other_key) = (bucket(), key(other));
+    let written = store.put_object(&bucket, &other_key, body(&newcomer), PutOptions::default());
+    if let Err(e) = written.await {
+        return Some(format!("writing over {other:?} after the rename: {e}"));
+    }
+    settle().await;
+    if let Err(e) = store.delete_object(&bucket, &other_key, None).await {
+        return Some(format!("deleting {other:?} after the rename: {e}"));
+    }
+    settle().await;
+    match read_key(store, holder).await {
+        Ok(content) if content == *moved => None,
+        got => Some(format!(
+            "after {other:?} was written over and deleted, {holder:?} reads {got:?}"
+        )),
+    }
+}
+
 /// After an acknowledged heal the drives it healed serve the object: with three others
 /// offline, it still reads back whole.
 async fn healed_drives_serve(crashed: &CrashController, scenario: &Scenario) -> Option<String> {
@@ -645,6 +692,9 @@ async fn crash_everywhere(scenario: &Scenario) -> Sweep {
             sweep.crashes += 1;
             sweep.objects_checked += 1 + scenario.bystanders.len();
             let mut found = violations(&store, scenario, acked).await;
+            if found.is_empty() {
+                found.extend(renamed_object_outlives_the_other_name(&store, scenario).await);
+            }
             if acked && matches!(scenario.operation, Operation::Heal) {
                 found.extend(healed_drives_serve(&crashed, scenario).await);
             }

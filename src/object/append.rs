@@ -380,6 +380,8 @@ fn appended_record(
         lock: ObjectLock::default(),
         upload_id: None,
         renamed_by: None,
+        lent_data: None,
+        data_from: None,
         ..version.clone()
     }
 }

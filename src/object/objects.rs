@@ -174,6 +174,8 @@ impl ObjectStore {
             acl: options.acl,
             sse: sealing.map(|new| new.sse),
             renamed_by: None,
+            lent_data: None,
+            data_from: None,
         };
         let mut data_holders = None;
         let inline = match outcome.encoded {
@@ -312,7 +314,10 @@ impl ObjectStore {
         for version in versions {
             if let Some(location) = &version.tier {
                 self.delete_from_tier(location).await;
-            } else if !version.inline && !version.delete_marker {
+            } else if !version.inline
+                && !version.delete_marker
+                && !self.folder_held_by_source(set, bucket, &version).await
+            {
                 set.delete_data_dir(&DataDir {
                     bucket_id: bucket.id.clone(),
                     data_id: version.data_id,
@@ -320,6 +325,26 @@ impl ObjectStore {
                 .await;
             }
         }
+    }
+
+    /// Whether the key a rename took `version`'s data folder from may still hold it as its
+    /// current version (a rename cut short, not yet healed either way): then the folder
+    /// stays, for that key. A drive that does not answer may hold it.
+    pub(crate) async fn folder_held_by_source(
+        &self,
+        set: &RecordSet,
+        bucket: &BucketRecord,
+        version: &ObjectRecord,
+    ) -> bool {
+        let Some(source) = &version.data_from else {
+            return false;
+        };
+        let records = read_records(set, &bucket.name, source).await;
+        records.iter().any(|held| match held {
+            Ok(Some(held)) => held.data_id == version.data_id && !held.delete_marker,
+            Ok(None) => false,
+            Err(_) => true,
+        })
     }
 
     pub async fn head_object(

@@ -265,6 +265,16 @@ pub struct ObjectRecord {
     /// (same token, same source) succeeds again without doing anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub renamed_by: Option<RenameToken>,
+    /// On a rename's tombstone in an unversioned bucket: the data folder of the version it
+    /// replaced, which passed to the rename's destination. This key never deletes it, even
+    /// from a drive that missed the rename; a crash's leftover goes to the orphan collector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lent_data: Option<Uuid>,
+    /// On a version a rename made without a new data folder: the key it took the folder
+    /// from. A rename cut short may leave that key holding the folder as its own, so the
+    /// folder is deleted with this version only once that key's current version is another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_from: Option<String>,
 }
 
 /// A rename's `x-amz-client-token` and the source it named.
@@ -393,6 +403,8 @@ impl ObjectRecord {
             acl: None,
             sse: None,
             renamed_by: None,
+            lent_data: None,
+            data_from: None,
         }
     }
 }

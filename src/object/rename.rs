@@ -8,12 +8,16 @@
 //! they were read. Racing writers of either key make it read again and retry; a crash leaves
 //! the old name or the new one, resolved like any commit cut short.
 //!
-//! No byte of the data is copied or rewritten. The new version gets a data id of its own,
-//! whose folder on each drive holds hard links to the source's shard files (the file system
-//! keeps the bytes while either name refers to them), and a small object's inline chunks
-//! are carried over in the same transaction. An encrypted version's object key is re-wrapped
-//! for its new name. Every other path (overwrite, delete, heal, lifecycle) goes on seeing one
-//! data folder per version, deleted when its version goes.
+//! No byte of the data is copied or rewritten, and a small object's inline chunks are
+//! carried over in the same transaction. In an unversioned bucket the source's version is
+//! gone once the rename wins, so its data folder simply passes to the new version: nothing
+//! on disk changes, and the rename costs what a small PUT costs. Until every drive agrees,
+//! two keys' records may name that folder; the tombstone names it as lent (`lent_data`),
+//! the new version names where it came from (`data_from`), and neither key deletes it while
+//! the other may still hold it (see `ObjectStore::delete_data`). In a versioned bucket both
+//! names keep a version of the data, so the new version gets a folder of its own holding
+//! hard links to the source's shard files (the file system keeps the bytes while either
+//! name refers to them). An encrypted version's object key is re-wrapped for its new name.
 
 use std::sync::Arc;
 
@@ -157,10 +161,27 @@ impl ObjectStore {
         if key == source {
             return Ok(());
         }
-        let renamed = self
+        let mut renamed = self
             .renamed(bucket, key, source, &src.version, options)
             .await?;
-        let carried = self.carry(set, bucket, source, &src, &renamed).await;
+        let mut tombstone = delete_marker(None, set);
+        let passes_folder = !src.version.inline && src.version.tier.is_none();
+        if passes_folder {
+            // The source's folder becomes the destination's: nothing on disk changes. A new
+            // revision, so that no drive's stale record of either key passes for this one.
+            renamed.data_id = src.version.data_id;
+            renamed.revision = src.version.revision + 1;
+            renamed.data_from = Some(source.as_str().to_string());
+            tombstone.lent_data = Some(src.version.data_id);
+        }
+        let carried = match passes_folder {
+            true => Carried {
+                inline: None,
+                holders: src.holders.clone(),
+                linked: None,
+            },
+            false => self.carry(set, bucket, source, &src, &renamed).await,
+        };
 
         let new_version = NewVersion {
             record: &renamed,
@@ -178,7 +199,6 @@ impl ObjectStore {
             dest_agreed.as_ref(),
             &new_version,
         );
-        let tombstone = delete_marker(None, set);
         let removal = NewVersion {
             record: &tombstone,
             inline: None,
@@ -204,8 +224,11 @@ impl ObjectStore {
         }
         let mut replaced = replaced_versions(&dest_records, Some(renamed.data_id));
         replaced.extend(replaced_versions(&src_records, Some(tombstone.data_id)));
-        // A tier copy the new version took over stays.
-        replaced.retain(|version| version.tier.is_none() || version.tier != renamed.tier);
+        // The data the new version took over stays: its folder, or its tier copy.
+        replaced.retain(|version| {
+            version.data_id != renamed.data_id
+                && (version.tier.is_none() || version.tier != renamed.tier)
+        });
         self.delete_data(set, bucket, replaced).await;
         Ok(())
     }
@@ -320,6 +343,8 @@ impl ObjectStore {
             lock: ObjectLock::default(),
             upload_id: None,
             sse,
+            lent_data: None,
+            data_from: None,
             renamed_by: (options.client_token.clone()).map(|client_token| RenameToken {
                 client_token,
                 source: source.as_str().to_string(),

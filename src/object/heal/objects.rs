@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::erasure::{DataDir, ErasureError, ShardSource};
 use crate::object::record::{self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo};
-use crate::object::versions::agreed::{agree_on_version, read_records};
+use crate::object::versions::agreed::{agree_on_version, lent_data, read_records};
 use crate::object::versions::versioning::{key_versions, read_states};
 use crate::object::{Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::records::copies::Guard;
@@ -253,7 +253,9 @@ impl ObjectStore {
         drop(guard);
         report.records_repaired = results.iter().filter(|&&ok| ok).count() as u64;
         report.objects_healed = u64::from(report.records_repaired > 0);
-        // What the healed drives held before, other than this version, is garbage now.
+        // What the healed drives held before, other than this version (and data a rename
+        // passed on), is garbage now.
+        let lent = lent_data(&records);
         for (i, held) in records.iter().enumerate() {
             if !results[i] {
                 continue;
@@ -261,7 +263,7 @@ impl ObjectStore {
             if let Ok(Some(old)) = held {
                 for stale in old
                     .with_superseded()
-                    .filter(|v| v.data_id != version.data_id)
+                    .filter(|v| v.data_id != version.data_id && !lent.contains(&v.data_id))
                 {
                     self.drop_version_on(set, i, &bucket_record, key, stale)
                         .await;

@@ -5,7 +5,7 @@
 
 use crate::erasure::DataDir;
 use crate::object::record::{inline_key, object_key, BucketRecord, ObjectRecord};
-use crate::object::versions::agreed::{agree_on_version, read_records, DriveRecords};
+use crate::object::versions::agreed::{agree_on_version, lent_data, read_records, DriveRecords};
 use crate::object::versions::versioning::read_states;
 use crate::object::{Agreement, ObjectError, ObjectKey, ObjectStore};
 use crate::records::copies::Guard;
@@ -134,8 +134,11 @@ impl ObjectStore {
         }
         purge.purged += 1;
         tracing::info!(drive = set.drive_label(i), bucket = %bucket.name, key = %key, "heal: removed the record of a deleted object");
+        let lent = lent_data(records);
         for version in stale.with_superseded() {
-            self.drop_version_on(set, i, bucket, key, version).await;
+            if !lent.contains(&version.data_id) {
+                self.drop_version_on(set, i, bucket, key, version).await;
+            }
         }
         true
     }
@@ -156,12 +159,14 @@ impl ObjectStore {
                 key,
             };
             set.meta_apply_on(index, vec![delete]).await
-        } else {
+        } else if !self.folder_held_by_source(set, bucket, version).await {
             let dir = DataDir {
                 bucket_id: bucket.id.clone(),
                 data_id: version.data_id,
             };
             set.delete_data_dir_on(index, &dir).await
+        } else {
+            Ok(())
         };
     }
 }

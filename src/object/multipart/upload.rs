@@ -566,6 +566,8 @@ impl ObjectStore {
             acl: upload.acl.clone(),
             sse: upload.sse.clone(),
             renamed_by: None,
+            lent_data: None,
+            data_from: None,
         };
         let mut extra = vec![MetaOp::Put {
             table: MetaTable::Uploads,

@@ -82,15 +82,18 @@ pub(crate) fn agreed_or_conflict(
 }
 
 /// The versions, other than `keep`, that drives held as current or superseded: their data
-/// can go once a newer version is committed.
+/// can go once a newer version is committed. Data a rename passed to another key is not
+/// among them.
 pub(crate) fn replaced_versions(
     records: &RecordAnswers,
     keep: Option<uuid::Uuid>,
 ) -> Vec<ObjectRecord> {
+    let lent = lent_data(records);
     let mut out: Vec<ObjectRecord> = Vec::new();
     for record in records.iter().flatten().flatten() {
         for version in record.with_superseded() {
-            if Some(version.data_id) != keep && !out.iter().any(|o| o.data_id == version.data_id) {
+            let id = version.data_id;
+            if Some(id) != keep && !lent.contains(&id) && !out.iter().any(|o| o.data_id == id) {
                 let mut version = version.clone();
                 version.superseded = None;
                 out.push(version);
@@ -98,6 +101,16 @@ pub(crate) fn replaced_versions(
         }
     }
     out
+}
+
+/// Data folders a rename passed from this key to another, as any drive's records say (see
+/// [`ObjectRecord::lent_data`]): never this key's to delete, even where a drive that missed
+/// the rename still holds the version as its own.
+pub(crate) fn lent_data(records: &RecordAnswers) -> Vec<uuid::Uuid> {
+    (records.iter().flatten().flatten())
+        .flat_map(ObjectRecord::with_superseded)
+        .filter_map(|version| version.lent_data)
+        .collect()
 }
 
 #[cfg(test)]

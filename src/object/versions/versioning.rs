@@ -22,7 +22,7 @@ use crate::object::record::{
     Versioning, VersionsRecord,
 };
 use crate::object::versions::agreed::{
-    agree_on_version, held_for_commit, read_records, DriveRecords,
+    agree_on_version, held_for_commit, lent_data, read_records, DriveRecords,
 };
 use crate::object::{
     now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore,
@@ -348,11 +348,14 @@ impl ObjectStore {
                     .flatten()
                     .flat_map(ObjectRecord::with_superseded),
             );
+        // Data a rename passed to another key (while the bucket was unversioned) stays.
+        let lent = lent_data(&current.records);
         for version in known {
             let referenced = versions
                 .iter()
                 .any(|v| v.data_id == version.data_id && v.tier == version.tier);
-            if !referenced && !gone.iter().any(|g| g.data_id == version.data_id) {
+            let lent = lent.contains(&version.data_id);
+            if !referenced && !lent && !gone.iter().any(|g| g.data_id == version.data_id) {
                 let mut version = version.clone();
                 version.superseded = None;
                 gone.push(version);
@@ -678,5 +681,7 @@ pub(crate) fn delete_marker(versioning: Option<Versioning>, set: &RecordSet) -> 
         acl: None,
         sse: None,
         renamed_by: None,
+        lent_data: None,
+        data_from: None,
     }
 }
