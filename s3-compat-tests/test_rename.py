@@ -6,6 +6,7 @@ inodes."""
 
 from __future__ import annotations
 
+import collections
 import datetime
 import os
 import urllib.parse
@@ -60,6 +61,11 @@ def shard_inodes(drives: list[str]) -> set[tuple[int, int]]:
     return found
 
 
+def data_folders(drives: list[str]) -> set[Path]:
+    """Every object data folder on the drives (`data/<bucket>/<xx>/<data id>`)."""
+    return {folder for drive in drives for folder in (Path(drive) / "data").glob("*/*/*")}
+
+
 def multipart(s3, bucket: str, key: str, parts: list[bytes], **kwargs) -> str:
     upload = s3.create_multipart_upload(Bucket=bucket, Key=key, **kwargs)["UploadId"]
     done = []
@@ -90,7 +96,14 @@ def test_rename_in_an_unversioned_bucket_moves_the_object_and_copies_no_data(
     large = [os.urandom(5 * MiB), os.urandom(2 * MiB)]
     s3.put_object(Bucket=bucket, Key="small.tmp", Body=small, ContentType="text/x-ckpt",
                   Metadata={"step": "7"}, Tagging="run=1")
+    folders_before = data_folders(server.drives)
     etag = multipart(s3, bucket, "ckpt.tmp", large)
+    # The checkpoint's folders: one per drive, in this bucket's (the one new nine times).
+    made = data_folders(server.drives) - folders_before
+    counts = collections.Counter(folder.parent.parent.name for folder in made)
+    bucket_id = max(counts, key=counts.get)
+    ckpt_folders = {folder for folder in made if folder.parent.parent.name == bucket_id}
+    assert len(ckpt_folders) == len(server.drives)
     before = shard_inodes(server.drives)
     assert before, "the multipart object has shard files"
 
@@ -122,11 +135,10 @@ def test_rename_in_an_unversioned_bucket_moves_the_object_and_copies_no_data(
     assert missing(s3, bucket, "next.tmp")
     nine = [os.urandom(5 * MiB), os.urandom(MiB)]
     multipart(s3, bucket, "ckpt.next", nine)
-    with_both = shard_inodes(server.drives)
+    assert ckpt_folders <= data_folders(server.drives)
     rename(s3, bucket, "ckpt", "ckpt.next")
     assert body(s3, bucket, "ckpt") == b"".join(nine)
-    left = shard_inodes(server.drives)
-    assert left < with_both and not (left & before), "the replaced checkpoint's files went"
+    assert not (ckpt_folders & data_folders(server.drives)), "the replaced checkpoint's data went"
 
     # Renaming what is not there is NoSuchKey, and changes nothing.
     with pytest.raises(ClientError) as e:

@@ -329,7 +329,9 @@ impl ObjectStore {
 
     /// Whether the key a rename took `version`'s data folder from may still hold it as its
     /// current version (a rename cut short, not yet healed either way): then the folder
-    /// stays, for that key. A drive that does not answer may hold it.
+    /// stays, for that key. Its drives decide it as for a read: once they agree on another
+    /// version, or on none, the rename has won for good; when they agree on nothing, it may
+    /// not have.
     pub(crate) async fn folder_held_by_source(
         &self,
         set: &RecordSet,
@@ -340,11 +342,13 @@ impl ObjectStore {
             return false;
         };
         let records = read_records(set, &bucket.name, source).await;
-        records.iter().any(|held| match held {
-            Ok(Some(held)) => held.data_id == version.data_id && !held.delete_marker,
-            Ok(None) => false,
+        match agree_on_version(set, &records) {
+            Ok(Agreement::Found { value, .. }) => {
+                value.data_id == version.data_id && !value.delete_marker
+            }
+            Ok(Agreement::NotFound) => false,
             Err(_) => true,
-        })
+        }
     }
 
     pub async fn head_object(
