@@ -11,7 +11,7 @@
 //! No byte of the data is copied or rewritten, and a small object's inline chunks are
 //! carried over in the same transaction. In an unversioned bucket the source's version is
 //! gone once the rename wins, so its data folder simply passes to the new version: nothing
-//! on disk changes, and the rename costs what a small PUT costs. Until every drive agrees,
+//! on disk changes, and the rename is metadata commits alone. Until every drive agrees,
 //! two keys' records may name that folder; the tombstone names it as lent (`lent_data`),
 //! the new version names where it came from (`data_from`), and neither key deletes it while
 //! the other may still hold it (see `ObjectStore::delete_data`). In a versioned bucket both
