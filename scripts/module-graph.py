@@ -54,6 +54,7 @@ def main():
     edges = defaultdict(int)
     long_files = []
     object_names = 0
+    object_drive_ops = 0
     for room, paths in found.items():
         for path in files(paths):
             with open(path) as f:
@@ -70,6 +71,7 @@ def main():
                     edges[(room, target)] += 1
             if room == "object":
                 object_names += len(re.findall(r"\bcrate::(erasure|storage)\b", code))
+                object_drive_ops += len(re.findall(r"\bMetaOp\b|\bMetaTable\b|\.meta_\w+\(", code))
     graph = defaultdict(set)
     for a, b in edges:
         graph[a].add(b)
@@ -110,6 +112,7 @@ def main():
     for lines, path in sorted(long_files, reverse=True):
         print(f"  {lines:5} {path}")
     print(f"object naming erasure or storage: {object_names}")
+    print(f"object naming drive operations on records (MetaOp, MetaTable, meta_*): {object_drive_ops}")
     if "--edges" in sys.argv:
         for (a, b), n in sorted(edges.items()):
             print(f"  {a} -> {b} ({n})")

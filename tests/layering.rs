@@ -67,11 +67,16 @@ fn storage_knows_nothing_above_it() {
     );
 }
 
+/// The erasure sets move data: they make no record call and name no record's table or
+/// change (those are the records layer's, which drives the drives' databases itself).
 #[test]
-fn erasure_knows_nothing_of_s3_or_http() {
+fn erasure_knows_nothing_of_records_s3_or_http() {
     assert_no_imports(
         "erasure",
         &[
+            "MetaOp",
+            "MetaTable",
+            ".meta_",
             "crate::records",
             "crate::object",
             "crate::api",
@@ -138,13 +143,18 @@ fn records_know_nothing_of_s3() {
     );
 }
 
-/// The object layer reaches drives only through its erasure sets, which decide quorum and
-/// agreement for it: no drive handle, no storage import.
+/// The object layer reaches drives only through its erasure sets (data) and the records
+/// layer (records), which decide quorum and agreement for it: no drive handle, no storage
+/// import, no drive operation on a record — it names records by their typed tables and
+/// changes (`records::Table`, `records::Change`).
 #[test]
 fn object_layer_does_not_reach_up_or_past_the_erasure_sets() {
     assert_no_imports(
         "object",
         &[
+            "MetaOp",
+            "MetaTable",
+            ".meta_",
             "crate::storage",
             "dyn Drive",
             "crate::api",

@@ -5,6 +5,7 @@
 //! one real PUT, after checking that this file writes records and keys byte for byte as the
 //! store does.
 
+use futures::future::join_all;
 use strata::object::{ObjectKey, ObjectRecord, ObjectStore, PutOptions};
 use strata::storage::{MetaOp, MetaTable};
 
@@ -48,16 +49,12 @@ pub async fn template(store: &ObjectStore, buckets: &[&str]) -> ObjectRecord {
         .put_object(&bucket(TEMPLATE_BUCKET), &key, empty, PutOptions::default())
         .await
         .expect("PUT of the template");
-    let set = &store.sets()[0];
-    let first_drive = |answers: Vec<Result<Option<Vec<u8>>, _>>| answers.into_iter().next();
-    let stored = first_drive(
-        set.meta_get_all(
-            MetaTable::Objects,
-            &object_key(TEMPLATE_BUCKET, TEMPLATE_KEY),
-        )
-        .await,
-    )
-    .expect("a drive")
+    let first_drive = &store.sets()[0].drives()[0];
+    let stored = (first_drive.meta_get(
+        MetaTable::Objects,
+        object_key(TEMPLATE_BUCKET, TEMPLATE_KEY),
+    ))
+    .await
     .expect("drive answers")
     .expect("the object key layout matches the store's");
     let record: ObjectRecord = rmp_serde::from_slice(&stored[1..]).expect("record decodes");
@@ -66,14 +63,11 @@ pub async fn template(store: &ObjectStore, buckets: &[&str]) -> ObjectRecord {
         "the record encoding changed: update encode() in benches/common/fill.rs"
     );
     assert!(record.inline && record.size == 0 && record.superseded.is_none());
-    let chunk = first_drive(
-        set.meta_get_all(
-            MetaTable::Inline,
-            &inline_key(TEMPLATE_BUCKET, TEMPLATE_KEY, record.data_id),
-        )
-        .await,
-    )
-    .expect("a drive")
+    let chunk = (first_drive.meta_get(
+        MetaTable::Inline,
+        inline_key(TEMPLATE_BUCKET, TEMPLATE_KEY, record.data_id),
+    ))
+    .await
     .expect("drive answers")
     .expect("the inline key layout matches the store's");
     assert!(chunk.is_empty(), "an empty object has empty inline chunks");
@@ -111,7 +105,9 @@ pub async fn fill(
                 value: encode(&record),
             });
         }
-        for result in set.meta_apply_all(ops).await {
+        let drives = set.drives();
+        let applied = join_all(drives.iter().map(|d| d.meta_apply(ops.clone()))).await;
+        for result in applied {
             result.expect("fill transaction");
         }
         start = end;

@@ -12,7 +12,6 @@ pub mod quorum;
 mod read;
 mod write;
 
-use std::ops::Bound;
 use std::sync::Arc;
 
 use futures::future::join_all;
@@ -21,7 +20,7 @@ use uuid::Uuid;
 
 use crate::storage::Drive;
 
-use crate::storage::{DriveError, MetaOp, MetaTable, ScanPage};
+use crate::storage::DriveError;
 
 /// The data folder a set's data calls name, and the length of its rolled-up shard files:
 /// the object layer names its data with these (records with [`crate::records`]'s types).
@@ -152,73 +151,6 @@ impl ErasureSet {
             ok,
             needed: self.write_quorum(),
         })
-    }
-
-    /// Reads one metadata record from every drive, each with what another table holds
-    /// under `related` (see the drives' `meta_get_related`).
-    pub async fn meta_get_related_all(
-        &self,
-        table: MetaTable,
-        key: &[u8],
-        related: (MetaTable, &[u8]),
-    ) -> DriveResults<(Option<Vec<u8>>, ScanPage)> {
-        join_all(
-            self.drives
-                .iter()
-                .map(|d| d.meta_get_related(table, key.to_vec(), (related.0, related.1.to_vec()))),
-        )
-        .await
-    }
-
-    /// Reads one metadata record from every drive.
-    pub async fn meta_get_all(
-        &self,
-        table: MetaTable,
-        key: &[u8],
-    ) -> DriveResults<Option<Vec<u8>>> {
-        join_all(self.drives.iter().map(|d| d.meta_get(table, key.to_vec()))).await
-    }
-
-    /// Applies a batch of metadata changes on each drive (`None`: leave that drive alone).
-    pub async fn meta_apply_each(&self, batches: Vec<Option<Vec<MetaOp>>>) -> DriveResults<()> {
-        join_all(
-            self.drives
-                .iter()
-                .zip(batches)
-                .map(|(drive, ops)| async move {
-                    match ops {
-                        Some(ops) => drive.meta_apply(ops).await.map(drop),
-                        None => Err(DriveError::Offline(drive.label().to_string())),
-                    }
-                }),
-        )
-        .await
-    }
-
-    /// Applies the same metadata changes on every drive.
-    pub async fn meta_apply_all(&self, ops: Vec<MetaOp>) -> DriveResults<()> {
-        join_all(
-            self.drives
-                .iter()
-                .map(|d| async { d.meta_apply(ops.clone()).await.map(drop) }),
-        )
-        .await
-    }
-
-    /// Scans one table on every drive.
-    pub async fn meta_scan_all(
-        &self,
-        table: MetaTable,
-        start: Bound<Vec<u8>>,
-        prefix: &[u8],
-        limit: usize,
-    ) -> DriveResults<Vec<(Vec<u8>, Vec<u8>)>> {
-        join_all(
-            self.drives
-                .iter()
-                .map(|d| d.meta_scan(table, start.clone(), prefix.to_vec(), limit)),
-        )
-        .await
     }
 
     /// Moves staged shard files into their data folder on the drives that hold them, and

@@ -24,13 +24,15 @@ use std::sync::Arc;
 
 use super::record::BucketRecord;
 use super::system::SystemRecord;
-use super::{read_agreed, HealReport, ObjectError, ObjectStore};
+use super::{HealReport, ObjectError, ObjectStore};
+use crate::object::record::BUCKETS;
+use crate::object::system::SYSTEM;
 use crate::records::authority::{
     agreed_records, authority_key, copy_fixes, decided_in, is_later, put_if_absent, Held,
     RecordAuthority, DECIDED, DELETED, RECORDS_REVISION,
 };
 use crate::records::revisioned::Revisioned;
-use crate::records::{DriveError, MetaOp, MetaTable, RecordSet};
+use crate::records::{Change, DriveError, RecordSet, Table, TableId};
 
 /// How many times a record's copy is written again because the authority's value changed
 /// meanwhile, before heal is left to bring the drives in line.
@@ -45,20 +47,10 @@ type Replacement<'a> = (String, Option<&'a [u8]>, &'a [u8]);
 
 /// Which of two copies of a record to keep when the authority is behind the drives: the
 /// drives' (`from_drives`), unless the authority's is a later revision of the same record.
-fn newer_of<'a>(
-    table: MetaTable,
-    in_authority: Option<&'a [u8]>,
-    from_drives: &'a [u8],
-) -> &'a [u8] {
+fn newer_of<'a>(table: TableId, in_authority: Option<&'a [u8]>, from_drives: &'a [u8]) -> &'a [u8] {
     match in_authority {
-        Some(held)
-            if table == MetaTable::Buckets && is_later::<BucketRecord>(held, from_drives) =>
-        {
-            held
-        }
-        Some(held) if table == MetaTable::System && is_later::<SystemRecord>(held, from_drives) => {
-            held
-        }
+        Some(held) if table == BUCKETS.id() && is_later::<BucketRecord>(held, from_drives) => held,
+        Some(held) if table == SYSTEM.id() && is_later::<SystemRecord>(held, from_drives) => held,
         _ => from_drives,
     }
 }
@@ -91,13 +83,13 @@ impl ObjectStore {
     pub(super) async fn decided<T: Revisioned>(
         &self,
         authority: &Arc<dyn RecordAuthority>,
-        table: MetaTable,
+        table: Table<T>,
         key: &[u8],
     ) -> Result<Option<(T, Vec<u8>)>, ObjectError> {
-        let bytes = match authority.get(&authority_key(table, key)).await? {
+        let bytes = match authority.get(&authority_key(table.id(), key)).await? {
             Some(bytes) if bytes == DELETED => return Ok(None),
             Some(bytes) => bytes,
-            None => match self.put_back::<T>(authority, table, key).await? {
+            None => match self.put_back(authority, table, key).await? {
                 Some(bytes) => bytes,
                 None => return Ok(None),
             },
@@ -112,14 +104,14 @@ impl ObjectStore {
     async fn put_back<T: Revisioned>(
         &self,
         authority: &Arc<dyn RecordAuthority>,
-        table: MetaTable,
+        table: Table<T>,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>, ObjectError> {
-        let Some(record) = read_agreed::<T>(&self.sets[0], table, key).await?.found() else {
+        let Some(record) = self.sets[0].read_agreed(table, key).await?.found() else {
             return Ok(None);
         };
         let bytes = super::record::encode(&record);
-        let name = authority_key(table, key);
+        let name = authority_key(table.id(), key);
         if put_if_absent(authority, &name, &bytes).await? {
             self.divergence
                 .records_put_back
@@ -136,15 +128,15 @@ impl ObjectStore {
     /// Changes a record in the authority if it still holds `base` ([`ObjectError::Conflict`]
     /// when another server changed it, or any record, first), then its copy on the drives.
     /// `value` `None` deletes the record: the authority keeps its tombstone.
-    pub(super) async fn decide(
+    pub(super) async fn decide<T>(
         &self,
         authority: &Arc<dyn RecordAuthority>,
-        (table, key): (MetaTable, &[u8]),
+        (table, key): (Table<T>, &[u8]),
         base: Option<&[u8]>,
         value: Option<Vec<u8>>,
     ) -> Result<(), ObjectError> {
         let revision = self.revision_not_behind(authority).await?;
-        let name = authority_key(table, key);
+        let name = authority_key(table.id(), key);
         let stored = value.as_deref().unwrap_or(DELETED);
         let mut swapped = authority.swap(&name, base, stored, revision).await?;
         if !swapped && base.is_none() {
@@ -169,14 +161,14 @@ impl ObjectStore {
     /// writer of a record thus always ends on the decided value. Each set is written again
     /// while fewer than its write quorum took the copy (a few times; heal puts back what a
     /// drive still misses, and a failed read of the authority leaves the rest to heal too).
-    async fn copy_to_drives(
+    async fn copy_to_drives<T>(
         &self,
         authority: &Arc<dyn RecordAuthority>,
-        (table, key): (MetaTable, &[u8]),
+        (table, key): (Table<T>, &[u8]),
         mut value: Option<Vec<u8>>,
         mut revision: u64,
     ) {
-        let name = authority_key(table, key);
+        let name = authority_key(table.id(), key);
         for _ in 0..COPY_ROUNDS {
             self.write_copies(table, key, value.clone(), revision).await;
             let (Ok(now), Ok(now_revision)) =
@@ -195,33 +187,23 @@ impl ObjectStore {
 
     /// One write of a record's copy and the records revision on every drive of every set,
     /// again on a set whose write quorum did not take it.
-    async fn write_copies(
+    async fn write_copies<T>(
         &self,
-        table: MetaTable,
+        table: Table<T>,
         key: &[u8],
         value: Option<Vec<u8>>,
         revision: u64,
     ) {
         let op = match value {
-            Some(value) => MetaOp::Put {
-                table,
-                key: key.to_vec(),
-                value,
-            },
-            None => MetaOp::Delete {
-                table,
-                key: key.to_vec(),
-            },
+            Some(value) => table.put_stored(key.to_vec(), value),
+            None => table.delete(key.to_vec()),
         };
-        let copied = MetaOp::Put {
-            table: MetaTable::System,
-            key: RECORDS_REVISION.to_vec(),
-            value: revision.to_string().into_bytes(),
-        };
+        let copied =
+            SYSTEM.put_stored(RECORDS_REVISION.to_vec(), revision.to_string().into_bytes());
         let ops = vec![op, copied];
         futures::future::join_all(self.sets.iter().map(|set| async {
             for _ in 0..SET_WRITES {
-                let answers = set.meta_apply_all(ops.clone()).await;
+                let answers = set.apply_all(ops.clone()).await;
                 if answers.iter().filter(|a| a.is_ok()).count() >= set.write_quorum() {
                     return;
                 }
@@ -237,9 +219,7 @@ impl ObjectStore {
 
     /// The highest records revision any drive of the first set copied (0: none).
     async fn drives_revision(&self) -> u64 {
-        let answers = (self.sets[0])
-            .meta_get_all(MetaTable::System, RECORDS_REVISION)
-            .await;
+        let answers = (self.sets[0]).stored_all(SYSTEM, RECORDS_REVISION).await;
         (answers.into_iter().flatten().flatten())
             .filter_map(|bytes| std::str::from_utf8(&bytes).ok()?.parse::<u64>().ok())
             .max()
@@ -331,11 +311,11 @@ impl ObjectStore {
     ) -> Result<usize, ObjectError> {
         let mut records: Vec<(String, Vec<u8>)> = Vec::new();
         for bucket in self.list_buckets().await? {
-            let key = authority_key(MetaTable::Buckets, bucket.name.as_bytes());
+            let key = authority_key(BUCKETS, bucket.name.as_bytes());
             records.push((key, super::record::encode(&bucket)));
         }
         for (key, record) in self.system_records("").await? {
-            let key = authority_key(MetaTable::System, key.as_bytes());
+            let key = authority_key(SYSTEM, key.as_bytes());
             records.push((key, super::record::encode(&record)));
         }
         let mut added = 0;
@@ -363,12 +343,10 @@ impl ObjectStore {
         self.refill_authority(authority).await?;
         for (table, _) in DECIDED {
             for set in &self.sets {
-                let scans = set
-                    .meta_scan_all(table, Bound::Unbounded, &[], usize::MAX)
-                    .await;
+                let scans = set.scan_all(table, Bound::Unbounded, &[], usize::MAX).await;
                 let decided = decided_in(authority, table).await?;
                 report.objects_checked += decided.len() as u64;
-                let fixes: Vec<Option<Vec<MetaOp>>> = (scans.iter())
+                let fixes: Vec<Option<Vec<Change>>> = (scans.iter())
                     .map(|scan| match scan {
                         Ok(entries) => copy_fixes(table, &decided, Some(entries)),
                         Err(DriveError::Unhealed(_)) => copy_fixes(table, &decided, None),
@@ -376,10 +354,10 @@ impl ObjectStore {
                     })
                     .collect();
                 let repaired = (fixes.iter().flatten().flatten())
-                    .filter(|op| !matches!(op, MetaOp::Expect { .. }))
+                    .filter(|change| !change.is_condition())
                     .count();
                 if repaired > 0 {
-                    set.meta_apply_each(fixes).await;
+                    set.apply_each(fixes).await;
                     report.records_repaired += repaired as u64;
                 }
                 // Records the drives hold that the authority lacks go back into it.
@@ -407,11 +385,11 @@ impl ObjectStore {
 /// Fails unless a read quorum of drives listed theirs.
 async fn records_on_drives(
     set: &RecordSet,
-    table: MetaTable,
+    table: TableId,
 ) -> Result<BTreeMap<Vec<u8>, Held>, ObjectError> {
-    match table {
-        MetaTable::Buckets => Ok(agreed_records::<BucketRecord>(set, table).await?),
-        _ => Ok(agreed_records::<SystemRecord>(set, table).await?),
+    match table == BUCKETS.id() {
+        true => Ok(agreed_records(set, BUCKETS).await?),
+        false => Ok(agreed_records(set, SYSTEM).await?),
     }
 }
 
@@ -530,9 +508,7 @@ mod tests {
         );
 
         // The drives hold the decided record, byte for byte.
-        let held = store.sets[0]
-            .meta_get_all(MetaTable::Buckets, b"decided")
-            .await;
+        let held = store.sets[0].stored_all(BUCKETS, b"decided").await;
         let decided_bytes = memory.records.lock().unwrap()["buckets/decided"].clone();
         assert!(held
             .iter()
@@ -567,9 +543,7 @@ mod tests {
             decided.settings.tags,
             Some(vec![("by".into(), "a later change".into())])
         );
-        let held = store.sets[0]
-            .meta_get_all(MetaTable::Buckets, b"decided")
-            .await;
+        let held = store.sets[0].stored_all(BUCKETS, b"decided").await;
         assert!(
             held.iter()
                 .all(|h| h.as_ref().ok() == Some(&Some(decided_bytes.clone()))),
@@ -594,27 +568,20 @@ mod tests {
         // One drive lost the copy of a decided record, another missed a deletion; every
         // drive holds one the authority lacks (`kept` was made before there was an
         // authority, as after an etcd that lost its keys).
-        let lost = MetaOp::Delete {
-            table: MetaTable::Buckets,
-            key: b"made".to_vec(),
-        };
-        set.meta_apply_on(2, vec![lost]).await.unwrap();
+        let lost = BUCKETS.delete(b"made".to_vec());
+        set.apply_on(2, vec![lost]).await.unwrap();
         let (gone_key, gone_copy) = (b"gone".to_vec(), b"stale".to_vec());
-        let missed = MetaOp::Put {
-            table: MetaTable::Buckets,
-            key: gone_key.clone(),
-            value: gone_copy,
-        };
-        set.meta_apply_on(5, vec![missed]).await.unwrap();
+        let missed = BUCKETS.put_stored(gone_key.clone(), gone_copy);
+        set.apply_on(5, vec![missed]).await.unwrap();
 
         let report = store.heal_copies(&(memory.clone() as _)).await.unwrap();
         assert_eq!(report.records_repaired, 3, "{report:?}");
-        let made_copies = set.meta_get_all(MetaTable::Buckets, b"made").await;
+        let made_copies = set.stored_all(BUCKETS, b"made").await;
         assert!(made_copies.iter().all(|c| matches!(c, Ok(Some(_)))));
-        let gone_copies = set.meta_get_all(MetaTable::Buckets, &gone_key).await;
+        let gone_copies = set.stored_all(BUCKETS, &gone_key).await;
         assert!(gone_copies.iter().all(|c| matches!(c, Ok(None))));
         // Absence in the authority deleted nothing: `kept` is back in it, and on every drive.
-        let kept_copies = set.meta_get_all(MetaTable::Buckets, b"kept").await;
+        let kept_copies = set.stored_all(BUCKETS, b"kept").await;
         assert!(kept_copies.iter().all(|c| matches!(c, Ok(Some(_)))));
         assert!(memory.records.lock().unwrap().contains_key("buckets/kept"));
         assert!(store.bucket(&kept).await.is_ok());
@@ -657,13 +624,9 @@ mod tests {
             .await
             .unwrap();
         // Two drives missed the deletion's copy: they still hold the bucket.
-        let missed = MetaOp::Put {
-            table: MetaTable::Buckets,
-            key: b"deleted".to_vec(),
-            value: deleted_copy,
-        };
+        let missed = BUCKETS.put_stored(b"deleted".to_vec(), deleted_copy);
         for i in 0..2 {
-            let drive = store.sets[0].meta_apply_on(i, vec![missed.clone()]);
+            let drive = store.sets[0].apply_on(i, vec![missed.clone()]);
             drive.await.unwrap();
         }
         // The snapshot is restored.

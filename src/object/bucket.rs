@@ -1,14 +1,13 @@
 //! Buckets: a record on every drive of every set.
 
+use crate::object::record::{BUCKETS, UPLOADS};
 use futures::future::join_all;
 
 use super::record::{self, BucketRecord, BucketSettings, ObjectRecord, VersionsRecord};
-use super::{
-    now_ms, read_agreed, retry_conflicts, Agreement, BucketName, ObjectError, ObjectStore,
-};
+use super::{now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectStore};
 use crate::records::authority::authority_key;
 use crate::records::changes::RecordChange;
-use crate::records::{revisioned, MetaOp, MetaTable};
+use crate::records::revisioned;
 
 impl ObjectStore {
     pub async fn create_bucket(&self, name: &BucketName) -> Result<BucketRecord, ObjectError> {
@@ -40,19 +39,15 @@ impl ObjectStore {
             };
             if let Some(authority) = self.authority() {
                 let value = Some(record::encode(&record));
-                let decided = self.decide(authority, (MetaTable::Buckets, key), None, value);
+                let decided = self.decide(authority, (BUCKETS, key), None, value);
                 self.in_force(name, decided.await, &record)?;
                 return Ok(record);
             }
-            let op = MetaOp::Put {
-                table: MetaTable::Buckets,
-                key: key.to_vec(),
-                value: record::encode(&record),
-            };
+            let op = BUCKETS.put(key.to_vec(), &record);
             // Two creates at once: one wins, the other finds the bucket when it retries. A
             // create that fails is undone: the name stays free.
             let no_base: Option<&BucketRecord> = None;
-            let committed = revisioned::commit(&self.sets, (MetaTable::Buckets, key), no_base, op);
+            let committed = revisioned::commit(&self.sets, (BUCKETS, key), no_base, op);
             self.in_force(name, committed.await.map_err(ObjectError::from), &record)?;
             Ok(record)
         })
@@ -102,7 +97,7 @@ impl ObjectStore {
     async fn find_bucket(&self, name: &BucketName) -> Result<Option<BucketRecord>, ObjectError> {
         if let Some(authority) = self.authority() {
             let key = name.as_str().as_bytes();
-            match self.decided(authority, MetaTable::Buckets, key).await {
+            match self.decided(authority, BUCKETS, key).await {
                 Ok(decided) => return Ok(decided.map(|(record, _)| record)),
                 Err(e) => tracing::debug!(error = %e, "bucket record read from the drives' copy"),
             }
@@ -110,9 +105,7 @@ impl ObjectStore {
         // Every set holds every bucket; the first set answers for all.
         let set = &self.sets[0];
         let key = name.as_str().as_bytes();
-        Ok(read_agreed::<BucketRecord>(set, MetaTable::Buckets, key)
-            .await?
-            .found())
+        Ok(set.read_agreed(BUCKETS, key).await?.found())
     }
 
     /// Changes a bucket's settings on every drive of every set. The new record carries a
@@ -130,18 +123,13 @@ impl ObjectStore {
         let key = name.as_str().as_bytes();
         let changed = retry_conflicts(|| async {
             if let Some(authority) = self.authority() {
-                let base = self.decided::<BucketRecord>(authority, MetaTable::Buckets, key);
+                let base = self.decided::<BucketRecord>(authority, BUCKETS, key);
                 let (base, base_bytes) = base.await?.ok_or(ObjectError::NoSuchBucket)?;
                 let mut record = base;
                 change(&mut record.settings)?;
                 record.revision += 1;
                 let value = Some(record::encode(&record));
-                let decided = self.decide(
-                    authority,
-                    (MetaTable::Buckets, key),
-                    Some(&base_bytes),
-                    value,
-                );
+                let decided = self.decide(authority, (BUCKETS, key), Some(&base_bytes), value);
                 self.in_force(name, decided.await, &record)?;
                 return Ok(record);
             }
@@ -150,13 +138,8 @@ impl ObjectStore {
             let mut record = base.clone();
             change(&mut record.settings)?;
             record.revision += 1;
-            let op = MetaOp::Put {
-                table: MetaTable::Buckets,
-                key: key.to_vec(),
-                value: record::encode(&record),
-            };
-            let committed =
-                revisioned::commit(&self.sets, (MetaTable::Buckets, key), Some(&base), op);
+            let op = BUCKETS.put(key.to_vec(), &record);
+            let committed = revisioned::commit(&self.sets, (BUCKETS, key), Some(&base), op);
             self.in_force(name, committed.await.map_err(ObjectError::from), &record)?;
             Ok(record)
         })
@@ -169,10 +152,7 @@ impl ObjectStore {
 
     pub async fn list_buckets(&self) -> Result<Vec<BucketRecord>, ObjectError> {
         if let Some(authority) = self.authority() {
-            match authority
-                .list(&authority_key(MetaTable::Buckets, b""))
-                .await
-            {
+            match authority.list(&authority_key(BUCKETS, b"")).await {
                 Ok(records) => {
                     return Ok((records.iter())
                         .filter_map(|(_, value)| record::decode(value).ok())
@@ -184,12 +164,7 @@ impl ObjectStore {
         // Too few drives answering (offline, or unhealed and so unable to list) may miss a
         // bucket: an error, as for a bucket the drives cannot agree on.
         let page = (self.sets[0])
-            .scan_records::<BucketRecord>(
-                MetaTable::Buckets,
-                std::ops::Bound::Unbounded,
-                &[],
-                usize::MAX,
-            )
+            .scan_records::<BucketRecord>(BUCKETS, std::ops::Bound::Unbounded, &[], usize::MAX)
             .await?;
         let mut buckets = Vec::new();
         for scanned in page.records {
@@ -210,7 +185,7 @@ impl ObjectStore {
         let deleted = retry_conflicts(|| async {
             let decided = match self.authority() {
                 Some(authority) => {
-                    let base = self.decided::<BucketRecord>(authority, MetaTable::Buckets, key);
+                    let base = self.decided::<BucketRecord>(authority, BUCKETS, key);
                     Some(base.await?.ok_or(ObjectError::NoSuchBucket)?)
                 }
                 None => None,
@@ -229,18 +204,13 @@ impl ObjectStore {
                 return Err(ObjectError::BucketNotEmpty);
             }
             if let (Some(authority), Some((_, base_bytes))) = (self.authority(), &decided) {
-                let deleted =
-                    self.decide(authority, (MetaTable::Buckets, key), Some(base_bytes), None);
+                let deleted = self.decide(authority, (BUCKETS, key), Some(base_bytes), None);
                 let deleted = deleted.await;
                 self.buckets.forget(name.as_str());
                 return deleted;
             }
-            let delete = MetaOp::Delete {
-                table: MetaTable::Buckets,
-                key: key.to_vec(),
-            };
-            let deleted =
-                revisioned::commit(&self.sets, (MetaTable::Buckets, key), Some(&base), delete);
+            let delete = BUCKETS.delete(key.to_vec());
+            let deleted = revisioned::commit(&self.sets, (BUCKETS, key), Some(&base), delete);
             let deleted = deleted.await.map_err(ObjectError::from);
             // Gone, or in doubt: either way read again.
             self.buckets.forget(name.as_str());
@@ -253,11 +223,8 @@ impl ObjectStore {
         // exists can be neither listed nor completed).
         let mut uploads_prefix = key.to_vec();
         uploads_prefix.push(0);
-        let uploads = vec![MetaOp::DeletePrefix {
-            table: MetaTable::Uploads,
-            prefix: uploads_prefix,
-        }];
-        join_all(self.sets.iter().map(|s| s.meta_apply_all(uploads.clone()))).await;
+        let uploads = vec![UPLOADS.delete_prefix(uploads_prefix)];
+        join_all(self.sets.iter().map(|s| s.apply_all(uploads.clone()))).await;
         Ok(())
     }
 }

@@ -3,6 +3,7 @@
 //! per drive in the drive's transaction and undone below quorum, is the erasure set's
 //! ([`crate::records::commit`]).
 
+use crate::object::record::INLINE_CHUNKS;
 use uuid::Uuid;
 
 use super::record::{inline_key, ObjectRecord};
@@ -11,13 +12,13 @@ use crate::object::versions::agreed::DriveRecords;
 use crate::object::versions::versioning::KeyVersions;
 use crate::records::commit::Batch;
 use crate::records::copies::Guard;
-use crate::records::{MetaOp, MetaTable, RecordSet};
+use crate::records::{Change, RecordSet};
 
 /// Each drive's batch (`None`: leave the drive out), guarded by `guard(i)` and by `also[i]`
 /// (what else the decision read on that drive, e.g. the upload a completion ends; empty:
 /// nothing else).
 fn guarded(
-    batches: Vec<Option<Vec<MetaOp>>>,
+    batches: Vec<Option<Vec<Change>>>,
     guard: impl Fn(usize) -> Guard,
     also: &[Guard],
 ) -> Vec<Batch> {
@@ -42,7 +43,7 @@ pub(crate) type RecordsBasis<'a> = (&'a DriveRecords, Option<Option<&'a ObjectRe
 /// each drive's guard on the other records the decision read (see [`guarded`]).
 pub(crate) fn guarded_on_records(
     set: &RecordSet,
-    batches: Vec<Option<Vec<MetaOp>>>,
+    batches: Vec<Option<Vec<Change>>>,
     (records, agreed): RecordsBasis<'_>,
     also: &[Guard],
 ) -> Vec<Batch> {
@@ -60,7 +61,7 @@ pub(crate) fn guarded_on_records(
 /// commit records, if any (see [`RecordSet::commit`]). Answers how many drives took it.
 pub(crate) async fn commit_on_records(
     set: &RecordSet,
-    batches: Vec<Option<Vec<MetaOp>>>,
+    batches: Vec<Option<Vec<Change>>>,
     basis: RecordsBasis<'_>,
     data_on: Option<&[bool]>,
     also: &[Guard],
@@ -74,7 +75,7 @@ pub(crate) async fn commit_on_records(
 /// and the object record it was read with, and both are ones the decision accounts for.
 pub(crate) fn guarded_on_versions(
     set: &RecordSet,
-    batches: Vec<Option<Vec<MetaOp>>>,
+    batches: Vec<Option<Vec<Change>>>,
     current: &KeyVersions,
     also: &[Guard],
 ) -> Vec<Batch> {
@@ -89,7 +90,7 @@ pub(crate) fn guarded_on_versions(
 /// many drives took it.
 pub(crate) async fn commit_on_versions(
     set: &RecordSet,
-    batches: Vec<Option<Vec<MetaOp>>>,
+    batches: Vec<Option<Vec<Change>>>,
     current: &KeyVersions,
     data_on: Option<&[bool]>,
     also: &[Guard],
@@ -118,7 +119,7 @@ pub(crate) fn together(first: Vec<Batch>, second: Vec<Batch>) -> Vec<Batch> {
 /// took it.
 pub(crate) async fn commit_guarded(
     set: &RecordSet,
-    batches: Vec<Option<Vec<MetaOp>>>,
+    batches: Vec<Option<Vec<Change>>>,
     guards: &[Guard],
     data_on: Option<&[bool]>,
 ) -> Result<usize, ObjectError> {
@@ -133,7 +134,7 @@ pub(crate) fn dropped_inline_chunks<'a>(
     key: &str,
     held: impl Iterator<Item = &'a ObjectRecord>,
     kept: impl Fn(Uuid) -> bool,
-) -> Vec<MetaOp> {
+) -> Vec<Change> {
     let mut dropped: Vec<Uuid> = Vec::new();
     for version in held.filter(|v| v.inline && !kept(v.data_id)) {
         if !dropped.contains(&version.data_id) {
@@ -142,9 +143,6 @@ pub(crate) fn dropped_inline_chunks<'a>(
     }
     dropped
         .into_iter()
-        .map(|data_id| MetaOp::Delete {
-            table: MetaTable::Inline,
-            key: inline_key(bucket, key, data_id),
-        })
+        .map(|data_id| INLINE_CHUNKS.delete(inline_key(bucket, key, data_id)))
         .collect()
 }

@@ -19,8 +19,9 @@ use futures::future::{join_all, BoxFuture};
 use super::record::{self, object_key, ObjectRecord, VersionsRecord};
 use super::{BucketName, ObjectError, ObjectStore};
 use crate::erasure::{rolled_up_len, ErasureError};
+use crate::object::record::{OBJECTS, VERSIONS};
 use crate::records::agreement::held_by_majority;
-use crate::records::{DriveError, MetaTable, RecordSet, Replica};
+use crate::records::{DriveError, RecordSet, Replica, Table};
 
 /// A byte that never occurs in UTF-8: appended to a prefix, it sorts after every key that
 /// starts with that prefix.
@@ -82,7 +83,7 @@ pub struct ListQuery {
 
 /// A record kind a listing merges: its table, and how drives' copies agree.
 pub(crate) trait Listed: Replica + Send + Sync + serde::de::DeserializeOwned {
-    const TABLE: MetaTable;
+    const TABLE: Table<Self>;
     /// Drops what only crash recovery needs (the superseded copy).
     fn strip(&mut self);
     /// Whether the record is listed at all (a delete marker's tombstone is not).
@@ -92,7 +93,7 @@ pub(crate) trait Listed: Replica + Send + Sync + serde::de::DeserializeOwned {
 }
 
 impl Listed for ObjectRecord {
-    const TABLE: MetaTable = MetaTable::Objects;
+    const TABLE: Table<Self> = OBJECTS;
     fn strip(&mut self) {
         self.superseded = None;
     }
@@ -102,7 +103,7 @@ impl Listed for ObjectRecord {
 }
 
 impl Listed for VersionsRecord {
-    const TABLE: MetaTable = MetaTable::Versions;
+    const TABLE: Table<Self> = VERSIONS;
     fn strip(&mut self) {
         self.superseded = None;
     }
@@ -500,7 +501,7 @@ impl<R: Listed> Listing<'_, R> {
             let set = &self.store.sets[set];
             let (start, prefix) = (cursor.clone(), scope.scan_prefix.clone());
             let delimiter = scope.delimiter.map(<[u8]>::to_vec);
-            set.meta_scan_on(drive, R::TABLE, start, prefix, delimiter, batch)
+            set.scan_on(drive, R::TABLE.id(), start, prefix, delimiter, batch)
         }))
         .await;
         for ((set, drive), answer) in to_read.into_iter().zip(answers) {
@@ -631,7 +632,7 @@ mod tests {
 
     use super::*;
     use crate::erasure::ErasureSet;
-    use crate::storage::{Drive, Format, LocalDrive, MetaOp, OfflineDrive};
+    use crate::storage::{Drive, Format, LocalDrive, MetaOp, MetaTable, OfflineDrive};
 
     const DRIVES: usize = 9;
 

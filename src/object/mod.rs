@@ -40,8 +40,7 @@ use std::hash::Hasher;
 use thiserror::Error;
 
 use crate::erasure::ErasureError;
-use crate::records::MetaTable;
-use crate::records::{Agreement, RecordError, RecordSet, Replica};
+use crate::records::{Agreement, RecordError, RecordSet};
 
 pub use at_rest::{check_customer_key, Encryption};
 pub use conditions::{DeleteConditions, DeleteIf, WriteCondition};
@@ -264,19 +263,6 @@ impl ObjectStore {
         h.write(key.as_str().as_bytes());
         &self.sets[(h.finish() % self.sets.len() as u64) as usize]
     }
-}
-
-/// Reads and decodes one record from every drive of a set and reduces the answers.
-pub(crate) async fn read_agreed<T>(
-    set: &RecordSet,
-    table: MetaTable,
-    key: &[u8],
-) -> Result<Agreement<T>, ObjectError>
-where
-    T: Replica + serde::de::DeserializeOwned,
-{
-    let copies = crate::records::copies::Copies::<T>::read(set, table, key.to_vec()).await;
-    Ok(set.agree(&copies)?)
 }
 
 /// How long a read-decide-commit step keeps trying while it loses races: long enough for a

@@ -12,8 +12,7 @@ use super::commit::{commit_on_records, dropped_inline_chunks};
 use super::conditions::{DeleteIf, WriteCondition};
 use super::object_lock::{self, ObjectLock};
 use super::record::{
-    self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, StoredChecksum,
-    SINGLE_PUT_FILE,
+    inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, StoredChecksum, SINGLE_PUT_FILE,
 };
 use super::{
     now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, ReadSpan,
@@ -24,13 +23,14 @@ use crate::encryption::{encrypt_stream, CustomerKey};
 use crate::erasure::{DataDir, Encoded, ErasureError, PartSpan, ShardSource, WriteOutcome};
 use crate::object::digest::hashing::{self, ExpectedChecksum};
 use crate::object::digest::md5_lanes::Md5Lanes;
+use crate::object::record::{INLINE_CHUNKS, OBJECTS};
 use crate::object::versions::agreed::{
     agree_on_version, agreed_or_conflict, held_for_commit, read_records, read_records_with_data,
     replaced_versions, DriveRecords,
 };
 use crate::object::versions::versioning::{delete_marker, version_id_for};
 use crate::records::copies::Guard;
-use crate::records::{MetaOp, MetaTable, RecordSet};
+use crate::records::{Change, RecordSet};
 
 /// What a PUT stores beside the data.
 #[derive(Debug, Default, Clone)]
@@ -88,7 +88,7 @@ pub(crate) struct NewVersion<'a> {
     /// when there are none to hold (inline data goes in with the record, or no new data).
     pub data_holders: Option<Vec<bool>>,
     /// Other changes committed with it on every drive (e.g. ending the upload).
-    pub extra: Vec<MetaOp>,
+    pub extra: Vec<Change>,
     /// What else the commit was decided on, drive by drive (the upload and the parts a
     /// completion reads): a drive takes the commit only where its guard lets it. Empty:
     /// nothing else.
@@ -490,7 +490,7 @@ impl ObjectStore {
                 .collect();
             let chunks = match read_with_records {
                 Some(chunks) => chunks,
-                None => (set.meta_get_all(MetaTable::Inline, &chunk_key).await)
+                None => (set.stored_all(INLINE_CHUNKS, &chunk_key).await)
                     .into_iter()
                     .map(|chunk| chunk.ok().flatten())
                     .collect(),
@@ -619,15 +619,8 @@ pub(crate) async fn remove_tombstone(
     let mut held = tombstone.clone();
     held.superseded = Some(Box::new(replaced.clone()));
     let mut ops = vec![
-        MetaOp::Expect {
-            table: MetaTable::Objects,
-            key: db_key.clone(),
-            value: Some(record::encode(&held)),
-        },
-        MetaOp::Delete {
-            table: MetaTable::Objects,
-            key: db_key,
-        },
+        OBJECTS.expect_record(db_key.clone(), &held),
+        OBJECTS.delete(db_key),
     ];
     ops.extend(dropped_inline_chunks(
         &bucket.name,
@@ -635,7 +628,7 @@ pub(crate) async fn remove_tombstone(
         std::iter::once(&replaced),
         |_| false,
     ));
-    set.meta_apply_all(ops).await;
+    set.apply_all(ops).await;
 }
 
 /// Writes `version` over the records drives hold now (`current`, read under the key's write
@@ -664,7 +657,7 @@ pub(crate) fn batches_over(
     current: &DriveRecords,
     agreed: Option<&Option<ObjectRecord>>,
     version: &NewVersion<'_>,
-) -> Vec<Option<Vec<MetaOp>>> {
+) -> Vec<Option<Vec<Change>>> {
     let NewVersion {
         record,
         inline,
@@ -699,17 +692,12 @@ pub(crate) fn batches_over(
                 kept,
             ));
             new.superseded = replaced.map(Box::new);
-            ops.push(MetaOp::Put {
-                table: MetaTable::Objects,
-                key: db_key.clone(),
-                value: record::encode(&new),
-            });
+            ops.push(OBJECTS.put(db_key.clone(), &new));
             if let Some(chunks) = inline {
-                ops.push(MetaOp::Put {
-                    table: MetaTable::Inline,
-                    key: inline_key(&bucket.name, key.as_str(), record.data_id),
-                    value: chunks[i].to_vec(),
-                });
+                ops.push(INLINE_CHUNKS.put_stored(
+                    inline_key(&bucket.name, key.as_str(), record.data_id),
+                    chunks[i].to_vec(),
+                ));
             }
             ops.extend(extra.iter().cloned());
             Some(ops)

@@ -10,8 +10,21 @@ use super::acl::{Acl, ObjectOwnership, PublicAccessBlock};
 use super::object_lock::{ObjectLock, ObjectLockConfig};
 use crate::object::digest::checksum::{ChecksumAlgorithm, ChecksumType};
 use crate::records::revisioned::Revisioned;
+use crate::records::Table;
 
 pub use crate::records::codec::{decode, encode};
+
+/// Where each kind of record lives on the drives of a set (see [`crate::records::Table`]).
+pub const BUCKETS: Table<BucketRecord> = Table::buckets();
+pub const OBJECTS: Table<ObjectRecord> = Table::objects();
+pub const VERSIONS: Table<VersionsRecord> = Table::versions();
+pub const INLINE_CHUNKS: Table<InlineChunk> = Table::inline_chunks();
+pub const UPLOADS: Table<UploadRecord> = Table::uploads();
+pub const PARTS: Table<PartRecord> = Table::parts();
+
+/// One drive's own chunk of a small object's data (see [`Table::inline_chunks`]): raw bytes
+/// as stored, never a record to decode, so only ever put as stored.
+pub enum InlineChunk {}
 
 /// A bucket, stored on every drive of every set.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -31,11 +31,12 @@ use super::record::{inline_key, BucketRecord, ObjectRecord, RenameToken};
 use super::{now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::encryption::CustomerKey;
 use crate::erasure::DataDir;
+use crate::object::record::INLINE_CHUNKS;
 use crate::object::versions::agreed::{agreed_or_conflict, read_records, replaced_versions};
 use crate::object::versions::versioning::{
     delete_marker, key_versions, state_batches, version_id_for, Addition, NewState,
 };
-use crate::records::{MetaTable, RecordSet};
+use crate::records::RecordSet;
 
 /// A judgement on a version (`None`: no object, or a delete marker): `Err` is the answer.
 pub type Judge = dyn Fn(Option<&ObjectRecord>) -> Result<(), ObjectError> + Send + Sync;
@@ -373,7 +374,7 @@ impl ObjectStore {
         }
         if src.version.inline {
             let chunk_key = inline_key(&bucket.name, source.as_str(), src.version.data_id);
-            let chunks = set.meta_get_all(MetaTable::Inline, &chunk_key).await;
+            let chunks = set.stored_all(INLINE_CHUNKS, &chunk_key).await;
             let holders = (chunks.iter().zip(&src.holders))
                 .map(|(chunk, &holds)| holds && matches!(chunk, Ok(Some(_))))
                 .collect();

@@ -1,7 +1,7 @@
 //! Deployment-wide records: settings of the whole deployment rather than of a bucket or an
 //! object, such as users and policies (see `crate::iam`).
 //!
-//! They are kept like bucket records: in the [`MetaTable::System`] table of every drive of
+//! They are kept like bucket records: in the [`SYSTEM`] table of every drive of
 //! every set, written with a write quorum of each set, and read from the first set by the
 //! agreement of a read quorum. Each record carries a random id (a record deleted and made
 //! again is another record) and a revision bumped by every change; of the agreed record,
@@ -17,14 +17,17 @@ use std::ops::Bound;
 use serde::{Deserialize, Serialize};
 
 use super::record;
-use super::{read_agreed, retry_conflicts, ObjectError, ObjectStore};
+use super::{retry_conflicts, ObjectError, ObjectStore};
 use crate::records::authority::authority_key;
 use crate::records::changes::RecordChange;
 use crate::records::revisioned::{self, Revisioned};
-use crate::records::{MetaOp, MetaTable};
+use crate::records::{Change, Table};
 
 /// The lock namespace of system records: never a bucket name (`_` is not allowed in one).
 const LOCK_NAMESPACE: &str = "_system";
+
+/// Where deployment-wide records live on the drives.
+pub(crate) const SYSTEM: Table<SystemRecord> = Table::system();
 
 /// One deployment-wide record as stored on a drive.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,7 +51,7 @@ impl Revisioned for SystemRecord {
 impl ObjectStore {
     /// Puts deployment-wide records back where drives miss them or hold older revisions.
     pub(crate) async fn heal_system_records(&self) -> Result<super::HealReport, ObjectError> {
-        self.heal_table::<SystemRecord>(MetaTable::System).await
+        self.heal_table::<SystemRecord>(SYSTEM).await
     }
 
     /// The value of a deployment-wide record; `None` when it does not exist.
@@ -90,7 +93,7 @@ impl ObjectStore {
         let put = retry_conflicts(|| async {
             let (base, base_bytes) = match self.authority() {
                 Some(authority) => {
-                    let decided = self.decided(authority, MetaTable::System, key.as_bytes());
+                    let decided = self.decided(authority, SYSTEM, key.as_bytes());
                     decided.await?.unzip()
                 }
                 None => (self.system_record(key).await?, None),
@@ -112,16 +115,12 @@ impl ObjectStore {
             };
             if let Some(authority) = self.authority() {
                 let value = Some(record::encode(&record));
-                let decided = (MetaTable::System, key.as_bytes());
+                let decided = (SYSTEM, key.as_bytes());
                 self.decide(authority, decided, base_bytes.as_deref(), value)
                     .await?;
                 return Ok(true);
             }
-            let op = MetaOp::Put {
-                table: MetaTable::System,
-                key: key.as_bytes().to_vec(),
-                value: record::encode(&record),
-            };
+            let op = SYSTEM.put(key.as_bytes().to_vec(), &record);
             self.system_apply(key, op, base.as_ref()).await?;
             Ok(true)
         })
@@ -138,21 +137,17 @@ impl ObjectStore {
         let _guard = self.locks.write(LOCK_NAMESPACE, key).await;
         let deleted = retry_conflicts(|| async {
             if let Some(authority) = self.authority() {
-                let decided =
-                    self.decided::<SystemRecord>(authority, MetaTable::System, key.as_bytes());
+                let decided = self.decided::<SystemRecord>(authority, SYSTEM, key.as_bytes());
                 let Some((_, base_bytes)) = decided.await? else {
                     return Ok(false);
                 };
-                let decided = (MetaTable::System, key.as_bytes());
+                let decided = (SYSTEM, key.as_bytes());
                 self.decide(authority, decided, Some(&base_bytes), None)
                     .await?;
                 return Ok(true);
             }
             let base = self.system_record(key).await?;
-            let op = MetaOp::Delete {
-                table: MetaTable::System,
-                key: key.as_bytes().to_vec(),
-            };
+            let op = SYSTEM.delete(key.as_bytes().to_vec());
             self.system_apply(key, op, base.as_ref()).await?;
             Ok(base.is_some())
         })
@@ -164,7 +159,7 @@ impl ObjectStore {
     /// Every deployment-wide record whose key starts with `prefix`, in key order.
     pub async fn system_list(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, ObjectError> {
         if let Some(authority) = self.authority() {
-            let root = authority_key(MetaTable::System, b"");
+            let root = authority_key(SYSTEM, b"");
             match authority.list(&format!("{root}{prefix}")).await {
                 Ok(records) => {
                     return Ok((records.into_iter())
@@ -192,12 +187,7 @@ impl ObjectStore {
         prefix: &str,
     ) -> Result<Vec<(String, SystemRecord)>, ObjectError> {
         let page = (self.sets[0])
-            .scan_records::<SystemRecord>(
-                MetaTable::System,
-                Bound::Unbounded,
-                prefix.as_bytes(),
-                usize::MAX,
-            )
+            .scan_records::<SystemRecord>(SYSTEM, Bound::Unbounded, prefix.as_bytes(), usize::MAX)
             .await?;
         let mut out = Vec::new();
         for scanned in page.records {
@@ -216,16 +206,13 @@ impl ObjectStore {
     /// while it cannot be reached).
     async fn system_record(&self, key: &str) -> Result<Option<SystemRecord>, ObjectError> {
         if let Some(authority) = self.authority() {
-            match self
-                .decided(authority, MetaTable::System, key.as_bytes())
-                .await
-            {
+            match self.decided(authority, SYSTEM, key.as_bytes()).await {
                 Ok(decided) => return Ok(decided.map(|(record, _)| record)),
                 Err(e) => tracing::debug!(error = %e, "system record read from the drives' copy"),
             }
         }
         // Every set holds every record; the first set answers for all.
-        let agreed = read_agreed::<SystemRecord>(&self.sets[0], MetaTable::System, key.as_bytes());
+        let agreed = self.sets[0].read_agreed(SYSTEM, key.as_bytes());
         Ok(agreed.await?.found())
     }
 
@@ -234,10 +221,10 @@ impl ObjectStore {
     async fn system_apply(
         &self,
         key: &str,
-        op: MetaOp,
+        op: Change,
         base: Option<&SystemRecord>,
     ) -> Result<(), ObjectError> {
-        revisioned::commit(&self.sets, (MetaTable::System, key.as_bytes()), base, op)
+        revisioned::commit(&self.sets, (SYSTEM, key.as_bytes()), base, op)
             .await
             .map_err(ObjectError::from)
     }

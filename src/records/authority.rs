@@ -18,6 +18,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::revisioned::Revisioned;
+use super::table::{Change, Table, TableId};
 use super::{codec, Agreement, RecordError, RecordSet};
 use crate::erasure::ErasureError;
 use crate::storage::{DriveError, MetaOp, MetaTable};
@@ -54,13 +55,14 @@ pub const DELETED: &[u8] = b"deleted";
 pub const RECORDS_REVISION: &[u8] = b"records-revision";
 
 /// The tables whose records the authority decides, and the prefix of their keys there.
-pub const DECIDED: [(MetaTable, &str); 2] = [
-    (MetaTable::Buckets, "buckets/"),
-    (MetaTable::System, "system/"),
+pub const DECIDED: [(TableId, &str); 2] = [
+    (TableId(MetaTable::Buckets), "buckets/"),
+    (TableId(MetaTable::System), "system/"),
 ];
 
 /// The authority's key of a record of `table`.
-pub fn authority_key(table: MetaTable, key: &[u8]) -> String {
+pub fn authority_key(table: impl Into<TableId>, key: &[u8]) -> String {
+    let table = table.into();
     let prefix = (DECIDED.iter())
         .find(|(decided, _)| *decided == table)
         .map_or("", |(_, prefix)| prefix);
@@ -99,7 +101,7 @@ pub async fn put_if_absent(
 /// drives.
 pub async fn decided_in(
     authority: &Arc<dyn RecordAuthority>,
-    table: MetaTable,
+    table: TableId,
 ) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, RecordError> {
     let prefix = authority_key(table, b"");
     Ok((authority.list(&prefix).await?.into_iter())
@@ -121,18 +123,17 @@ pub enum Held {
 /// each read as a `T`. Fails unless a read quorum of drives listed theirs.
 pub async fn agreed_records<T: Revisioned>(
     set: &RecordSet,
-    table: MetaTable,
+    table: Table<T>,
 ) -> Result<BTreeMap<Vec<u8>, Held>, RecordError> {
-    let scans = set
-        .meta_scan_all(table, Bound::Unbounded, &[], usize::MAX)
-        .await;
+    let table = table.id();
+    let scans = set.scan_all(table, Bound::Unbounded, &[], usize::MAX).await;
     if scans.iter().flatten().count() < set.read_quorum() {
         return Err(RecordError::Erasure(ErasureError::ReadQuorum));
     }
     let mut keys: Vec<&Vec<u8>> = (scans.iter().flatten())
         .flat_map(|entries| entries.iter().map(|(key, _)| key))
         // The drive's own note of the records' revision is no record.
-        .filter(|key| !(table == MetaTable::System && key.as_slice() == RECORDS_REVISION))
+        .filter(|key| !(table.meta() == MetaTable::System && key.as_slice() == RECORDS_REVISION))
         .collect();
     keys.sort();
     keys.dedup();
@@ -161,10 +162,11 @@ pub async fn agreed_records<T: Revisioned>(
 /// which lists nothing and only receives). A tombstone in the authority removes the copy; a
 /// copy the authority lacks stays. `None` when nothing is to change.
 pub fn copy_fixes(
-    table: MetaTable,
+    table: TableId,
     decided: &BTreeMap<Vec<u8>, Vec<u8>>,
     held: Option<&[(Vec<u8>, Vec<u8>)]>,
-) -> Option<Vec<MetaOp>> {
+) -> Option<Vec<Change>> {
+    let table = table.meta();
     let held_map: BTreeMap<&[u8], &[u8]> = (held.unwrap_or_default().iter())
         .map(|(k, v)| (k.as_slice(), v.as_slice()))
         .collect();
@@ -185,13 +187,13 @@ pub fn copy_fixes(
             },
         };
         if held.is_some() {
-            ops.push(MetaOp::Expect {
+            ops.push(Change(MetaOp::Expect {
                 table,
                 key: key.to_vec(),
                 value: on_drive.map(<[u8]>::to_vec),
-            });
+            }));
         }
-        ops.push(fix);
+        ops.push(Change(fix));
     }
     Some(ops).filter(|ops| !ops.is_empty())
 }

@@ -13,15 +13,16 @@
 use futures::future::join_all;
 
 use super::in_flight::InFlight;
+use super::table::{ops, Change};
 use super::RecordSet;
 use crate::erasure::{DriveResults, ErasureError};
 use crate::storage::{DriveError, MetaOp, Replaced};
 
 /// What one drive is asked to do in a commit.
 pub enum Batch {
-    /// Apply these changes, if its conditions ([`MetaOp::Expect`]: what the drive held when
-    /// the writer read it) still hold when the drive's transaction runs.
-    Apply(Vec<MetaOp>),
+    /// Apply these changes, if its conditions ([`super::Table::expect`]: what the drive held
+    /// when the writer read it) still hold when the drive's transaction runs.
+    Apply(Vec<Change>),
     /// Nothing: the drive did not answer the read the decision was made on.
     LeaveOut,
     /// Nothing: the read showed that another writer got there first (a conflict).
@@ -105,16 +106,16 @@ impl RecordSet {
     pub async fn apply_undoable(&self, batches: Vec<Batch>) -> Applied<'_> {
         let keys = (batches.iter())
             .flat_map(|batch| match batch {
-                Batch::Apply(ops) => ops.as_slice(),
+                Batch::Apply(changes) => changes.as_slice(),
                 _ => &[],
             })
-            .filter_map(MetaOp::table_and_key);
+            .filter_map(|change| change.op().table_and_key());
         let in_flight = self.local_commits.begin(keys);
         let started = std::time::Instant::now();
         let results = join_all(self.drives().iter().zip(&batches).map(
             |(drive, batch)| async move {
                 match batch {
-                    Batch::Apply(ops) => drive.meta_apply(ops.clone()).await,
+                    Batch::Apply(changes) => drive.meta_apply(ops(changes.clone())).await,
                     Batch::LeaveOut => Err(DriveError::Offline(drive.label().to_string())),
                     Batch::Refuse => Err(DriveError::Conflict),
                 }
@@ -152,12 +153,22 @@ impl RecordSet {
     /// Puts the drives that took a commit back as they were, where no later writer replaced
     /// what the commit wrote.
     pub async fn undo(&self, applied: &Applied<'_>) {
-        let undos = (applied.results.iter().zip(&applied.batches))
+        let undos: Vec<Option<Vec<MetaOp>>> = (applied.results.iter().zip(&applied.batches))
             .map(|(result, batch)| match (result, batch) {
-                (Ok(replaced), Batch::Apply(ops)) => Some(undo(replaced, ops)),
+                (Ok(replaced), Batch::Apply(changes)) => {
+                    Some(undo(replaced, &ops(changes.clone())))
+                }
                 _ => None,
             })
             .collect();
-        self.meta_apply_each(undos).await;
+        let drives = self.drives();
+        join_all((drives.iter().zip(undos)).map(|(drive, undo)| async move {
+            if let Some(undo) = undo {
+                // A drive that cannot be put back keeps a write below quorum: a leftover
+                // that agreement accounts for as it does a writer's crash.
+                let _ = drive.meta_apply(undo).await;
+            }
+        }))
+        .await;
     }
 }

@@ -1,6 +1,6 @@
 //! Each drive's copy of one record, as a read found it: decoded, for deciding, and as
 //! stored, for the condition of a commit decided on it (the drive must still hold exactly
-//! those bytes when its transaction runs, see [`MetaOp::Expect`]).
+//! those bytes when its transaction runs, see [`Table::expect`]).
 
 use std::ops::Deref;
 use std::time::Instant;
@@ -8,12 +8,13 @@ use std::time::Instant;
 use serde::de::DeserializeOwned;
 
 use super::in_flight::{Mark, ReadWindow};
+use super::table::{Change, Table};
 use super::{codec, RecordError, RecordSet, Replica};
-use crate::storage::{DriveError, MetaOp, MetaTable, ScanPage, RELATED_LIMIT};
+use crate::storage::{DriveError, ScanPage, RELATED_LIMIT};
 
 /// One record's copies on the drives of a set; derefs to the decoded answers, drive by drive.
 pub(crate) struct Copies<T> {
-    table: MetaTable,
+    table: Table<T>,
     key: Vec<u8>,
     decoded: Vec<Result<Option<T>, DriveError>>,
     /// What each drive held as bytes; `None` when it could not be read.
@@ -26,8 +27,8 @@ pub(crate) struct Copies<T> {
 /// What one drive is asked to do with a commit decided on copies of a record.
 #[derive(Clone)]
 pub(crate) enum Guard {
-    /// Take it if these conditions still hold ([`MetaOp::Expect`]: it holds what was read).
-    Expect(Vec<MetaOp>),
+    /// Take it if these conditions still hold ([`Table::expect`]: it holds what was read).
+    Expect(Vec<Change>),
     /// Nothing: it could not be read.
     LeaveOut,
     /// Nothing: it holds another writer's value, which may be a commit in flight.
@@ -50,22 +51,22 @@ impl Guard {
 
 impl<T: DeserializeOwned> Copies<T> {
     /// Reads the record from every drive of the set.
-    pub async fn read(set: &RecordSet, table: MetaTable, key: Vec<u8>) -> Self {
-        let began = (Instant::now(), set.mark((table, &key)));
-        let answers = set.meta_get_all(table, &key).await;
+    pub async fn read(set: &RecordSet, table: Table<T>, key: Vec<u8>) -> Self {
+        let began = (Instant::now(), set.mark((table.meta(), &key)));
+        let answers = set.stored_all(table, &key).await;
         Self::from_answers((table, key), answers, None, began)
     }
 
     /// Reads the record from every drive of the set, each with what another table holds
     /// under `related` (an object's inline chunks), in the same call.
-    pub async fn read_related(
+    pub async fn read_related<R>(
         set: &RecordSet,
-        table: MetaTable,
+        table: Table<T>,
         key: Vec<u8>,
-        related: (MetaTable, &[u8]),
+        related: (Table<R>, &[u8]),
     ) -> Self {
-        let began = (Instant::now(), set.mark((table, &key)));
-        let answers = set.meta_get_related_all(table, &key, related).await;
+        let began = (Instant::now(), set.mark((table.meta(), &key)));
+        let answers = set.stored_related_all(table, &key, related).await;
         let mut pages = Vec::with_capacity(answers.len());
         let answers = (answers.into_iter())
             .map(|answer| {
@@ -81,7 +82,7 @@ impl<T: DeserializeOwned> Copies<T> {
     }
 
     fn from_answers(
-        (table, key): (MetaTable, Vec<u8>),
+        (table, key): (Table<T>, Vec<u8>),
         answers: Vec<Result<Option<Vec<u8>>, DriveError>>,
         related: Option<Vec<ScanPage>>,
         (started, mark): (Instant, Mark),
@@ -143,7 +144,7 @@ impl<T: Replica> Copies<T> {
             _ => false,
         };
         let cut_short = || match &self.stored[i] {
-            Some(Some(bytes)) => set.cut_short((self.table, &self.key), bytes, self.window),
+            Some(Some(bytes)) => set.cut_short((self.table.meta(), &self.key), bytes, self.window),
             _ => true,
         };
         match settled || cut_short() {
@@ -180,12 +181,8 @@ impl<T: Replica> Copies<T> {
 impl<T> Copies<T> {
     /// The condition for drive `i` to take a commit decided on these copies: it still holds
     /// what was read. `None` when the drive could not be read (it is left out).
-    pub fn unchanged_on(&self, i: usize) -> Option<MetaOp> {
-        Some(MetaOp::Expect {
-            table: self.table,
-            key: self.key.clone(),
-            value: self.stored[i].clone()?,
-        })
+    pub fn unchanged_on(&self, i: usize) -> Option<Change> {
+        Some((self.table).expect(self.key.clone(), self.stored[i].clone()?))
     }
 
     /// What drive `i` held under `key` in the related table; `None` when that is not known

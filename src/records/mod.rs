@@ -13,9 +13,11 @@ pub mod changes;
 pub mod codec;
 pub mod commit;
 pub(crate) mod copies;
+mod drives;
 pub mod in_flight;
 pub mod revisioned;
 pub mod scan;
+mod table;
 
 use std::ops::Deref;
 use std::time::Duration;
@@ -23,13 +25,15 @@ use std::time::Duration;
 use thiserror::Error;
 
 use crate::erasure::{ErasureError, ErasureSet};
+use crate::storage::MetaTable;
 
-/// What a record is, in the drives' terms: the table it lives in, the operations that change
-/// it, a page of a scan and a drive's failure, which the object layer names its records with.
-pub use crate::storage::{DriveError, MetaOp, MetaTable, ScanPage};
+/// A drive's failure to answer for a copy, and a page of a scan as stored: part of each
+/// drive's answer, which the layers above weigh.
+pub use crate::storage::{DriveError, ScanPage};
 pub use agreement::{Agreement, Replica};
 pub use in_flight::{LocalCommits, ReadWindow, Writers};
 pub use scan::{KeyPage, RecordPage, Scanned, SCAN_PAGE};
+pub use table::{Change, Table, TableId};
 
 /// What can go wrong with a record itself (the drives' failures are the erasure set's).
 #[derive(Debug, Error)]
@@ -91,15 +95,30 @@ impl RecordSet {
 
     /// Where this server's commits on `key` stand: taken when a read of it begins, for
     /// [`Self::cut_short`].
-    pub fn mark(&self, key: (MetaTable, &[u8])) -> in_flight::Mark {
+    pub(crate) fn mark(&self, key: (MetaTable, &[u8])) -> in_flight::Mark {
         self.local_commits.mark(key)
     }
 
     /// Whether `value`, found under `key` by a read made in `window` and accounted for by
     /// no agreement, is the leftover of a write that can no longer be acknowledged (see
     /// [`in_flight`]).
-    pub fn cut_short(&self, key: (MetaTable, &[u8]), value: &[u8], window: ReadWindow) -> bool {
+    pub(crate) fn cut_short(
+        &self,
+        key: (MetaTable, &[u8]),
+        value: &[u8],
+        window: ReadWindow,
+    ) -> bool {
         (self.writers).cut_short(key, value, window, &self.local_commits)
+    }
+
+    /// Reads one record from every drive and what they agree on about it.
+    pub async fn read_agreed<T: Replica + serde::de::DeserializeOwned>(
+        &self,
+        table: Table<T>,
+        key: &[u8],
+    ) -> Result<Agreement<T>, ErasureError> {
+        let copies = copies::Copies::read(self, table, key.to_vec()).await;
+        self.agree(&copies)
     }
 
     /// What the drives agree on, from each drive's answer about one record (see

@@ -10,9 +10,10 @@ use serde::Serialize;
 
 use super::commit::Batch;
 use super::copies::{Copies, Guard};
-use super::{codec, Agreement, RecordSet, Replica};
+use super::table::{Change, Table};
+use super::{Agreement, RecordSet, Replica};
 use crate::erasure::ErasureError;
-use crate::storage::{DriveError, MetaOp, MetaTable};
+use crate::storage::DriveError;
 
 /// A record changed in place. `id` tells a record from a later one of the same name.
 pub trait Revisioned: Serialize + DeserializeOwned + Clone + Send + Sync {
@@ -37,7 +38,7 @@ impl<T: Revisioned> Replica for T {
     }
 }
 
-/// Commits `op` on a record every set holds, decided on `base` (the agreed record, `None`
+/// Commits `change` on a record every set holds, decided on `base` (the agreed record, `None`
 /// when there was none), under the record's write lock. Each drive takes it if it holds no
 /// copy, `base` or an earlier revision of it, and still holds that when its transaction
 /// runs; a newer copy, or another record (one made meanwhile), means another writer got there
@@ -46,15 +47,17 @@ impl<T: Revisioned> Replica for T {
 /// error is in force nowhere.
 pub async fn commit<T: Revisioned>(
     sets: &[RecordSet],
-    (table, key): (MetaTable, &[u8]),
+    (table, key): (Table<T>, &[u8]),
     base: Option<&T>,
-    op: MetaOp,
+    change: Change,
 ) -> Result<(), ErasureError> {
     let applied = join_all(sets.iter().map(|set| async {
         let copies = Copies::<T>::read(set, table, key.to_vec()).await;
         let batches = (0..set.width())
             .map(|i| match copies.guard_on(set, i, base) {
-                Guard::Expect(held) => Batch::Apply(held.into_iter().chain([op.clone()]).collect()),
+                Guard::Expect(held) => {
+                    Batch::Apply(held.into_iter().chain([change.clone()]).collect())
+                }
                 Guard::Refuse => Batch::Refuse,
                 Guard::LeaveOut => Batch::LeaveOut,
             })
@@ -84,7 +87,7 @@ pub struct Healed {
 
 /// Heals one record across a set's drives: the newest revision of the agreed record goes
 /// where it is missing or older; a record agreement says is gone is removed.
-pub async fn heal<T: Revisioned>(set: &RecordSet, table: MetaTable, name: &[u8]) -> Healed {
+pub async fn heal<T: Revisioned>(set: &RecordSet, table: Table<T>, name: &[u8]) -> Healed {
     let answers = Copies::<T>::read(set, table, name.to_vec()).await;
     let held: Vec<Option<T>> = answers
         .iter()
@@ -103,21 +106,8 @@ pub async fn heal<T: Revisioned>(set: &RecordSet, table: MetaTable, name: &[u8])
     // Each drive changes only if it still holds what was read, and never where that is a
     // value no agreement accounts for that may be a write in flight (a record being made).
     let (newest, change) = match &agreed {
-        Agreement::Found { value, .. } => (
-            Some(value),
-            MetaOp::Put {
-                table,
-                key: name.to_vec(),
-                value: codec::encode(value),
-            },
-        ),
-        Agreement::NotFound => (
-            None,
-            MetaOp::Delete {
-                table,
-                key: name.to_vec(),
-            },
-        ),
+        Agreement::Found { value, .. } => (Some(value), table.put(name.to_vec(), value)),
+        Agreement::NotFound => (None, table.delete(name.to_vec())),
     };
     for i in 0..set.width() {
         let up_to_date = match (&held[i], newest) {
@@ -130,7 +120,7 @@ pub async fn heal<T: Revisioned>(set: &RecordSet, table: MetaTable, name: &[u8])
         match answers.guard_on(set, i, newest) {
             Guard::Expect(mut ops) => {
                 ops.push(change.clone());
-                let changed = u64::from(set.meta_apply_on(i, ops).await.is_ok());
+                let changed = u64::from(set.apply_on(i, ops).await.is_ok());
                 match newest {
                     Some(_) => healed.repaired += changed,
                     None => healed.purged += changed,

@@ -12,9 +12,10 @@ use std::ops::Bound;
 use futures::future::join_all;
 use serde::de::DeserializeOwned;
 
+use super::table::{Table, TableId};
 use super::{codec, Agreement, RecordSet, Replica};
 use crate::erasure::ErasureError;
-use crate::storage::{DriveError, MetaTable};
+use crate::storage::DriveError;
 
 /// Keys each drive is asked for per page of a scan over a whole namespace.
 pub const SCAN_PAGE: usize = 500;
@@ -72,13 +73,12 @@ impl RecordSet {
     /// over what it can see.
     pub async fn scan_keys(
         &self,
-        tables: &[MetaTable],
+        tables: &[TableId],
         start: Bound<Vec<u8>>,
         prefix: &[u8],
     ) -> KeyPage {
         let scans = join_all(
-            (tables.iter())
-                .map(|&table| self.meta_scan_all(table, start.clone(), prefix, SCAN_PAGE)),
+            (tables.iter()).map(|&table| self.scan_all(table, start.clone(), prefix, SCAN_PAGE)),
         )
         .await;
         // A drive is unanswered if any of its tables' scans failed.
@@ -109,12 +109,12 @@ impl RecordSet {
     /// all miss a record a write quorum holds, and a listing never decides from absence.
     pub async fn scan_records<T: Replica + DeserializeOwned>(
         &self,
-        table: MetaTable,
+        table: Table<T>,
         start: Bound<Vec<u8>>,
         prefix: &[u8],
         limit: usize,
     ) -> Result<RecordPage<T>, ErasureError> {
-        let scans = self.meta_scan_all(table, start, prefix, limit).await;
+        let scans = self.scan_all(table.id(), start, prefix, limit).await;
         if scans.iter().filter(|scan| scan.is_ok()).count() < self.read_quorum() {
             return Err(ErasureError::ReadQuorum);
         }
@@ -155,7 +155,7 @@ mod tests {
 
     use super::*;
     use crate::erasure::ErasureSet;
-    use crate::storage::{Drive, Format, LocalDrive, MetaOp, OfflineDrive};
+    use crate::storage::{Drive, Format, LocalDrive, MetaOp, MetaTable, OfflineDrive};
 
     /// A record written once, told apart by its id.
     #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -217,7 +217,7 @@ mod tests {
     }
 
     async fn page(set: &RecordSet, start: Bound<Vec<u8>>) -> RecordPage<Toy> {
-        let scanned = set.scan_records::<Toy>(MetaTable::System, start, b"", 2);
+        let scanned = set.scan_records(Table::<Toy>::system(), start, b"", 2);
         scanned.await.unwrap()
     }
 
@@ -273,7 +273,7 @@ mod tests {
         for drive in &drives {
             put(drive, "k1", codec::encode(&Toy { id: 1 })).await;
         }
-        let scanned = (set.scan_records::<Toy>(MetaTable::System, Bound::Unbounded, b"", 10)).await;
+        let scanned = (set.scan_records(Table::<Toy>::system(), Bound::Unbounded, b"", 10)).await;
         assert!(matches!(scanned, Err(ErasureError::ReadQuorum)));
 
         let dir = tempfile::tempdir().unwrap();
@@ -281,7 +281,7 @@ mod tests {
         for drive in &drives {
             put(drive, "k1", codec::encode(&Toy { id: 1 })).await;
         }
-        let page = (set.scan_records::<Toy>(MetaTable::System, Bound::Unbounded, b"", 10)).await;
+        let page = (set.scan_records(Table::<Toy>::system(), Bound::Unbounded, b"", 10)).await;
         let found = page.unwrap().records.remove(0).agreed.unwrap().found();
         assert_eq!(
             found,

@@ -14,13 +14,16 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use crate::erasure::{DataDir, ErasureError, ShardSource};
-use crate::object::record::{self, inline_key, object_key, BucketRecord, ObjectRecord, PartInfo};
+use crate::object::record::{
+    inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, BUCKETS, INLINE_CHUNKS, OBJECTS,
+    VERSIONS,
+};
 use crate::object::versions::agreed::{agree_on_version, lent_data, read_records};
 use crate::object::versions::versioning::{key_versions, read_states};
 use crate::object::{Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::records::copies::Guard;
 use crate::records::revisioned::{self, reachable, Revisioned};
-use crate::records::{MetaOp, MetaTable, RecordSet};
+use crate::records::{Change, RecordSet, Table, TableId};
 
 /// How hard to look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,7 +104,7 @@ impl ObjectStore {
         for set in self.sets_in(scope) {
             let mut start = Bound::Unbounded;
             loop {
-                let page = set.scan_keys(&OBJECT_TABLES, start, &scan_prefix).await;
+                let page = set.scan_keys(&object_tables(), start, &scan_prefix).await;
                 count += page.keys.len() as u64;
                 match page.next {
                     Some(after) => start = Bound::Excluded(after),
@@ -123,7 +126,7 @@ impl ObjectStore {
         for set in &self.sets {
             let mut start = Bound::Unbounded;
             loop {
-                let page = set.scan_keys(&OBJECT_TABLES, start, &prefix).await;
+                let page = set.scan_keys(&object_tables(), start, &prefix).await;
                 // Too few drives answered to see every leftover a quorum committed.
                 if !page.holds_every_committed_key(set) {
                     return Err(ObjectError::Erasure(ErasureError::ReadQuorum));
@@ -229,11 +232,7 @@ impl ObjectStore {
         }
         let mut healed = version.clone();
         healed.superseded = None;
-        let record = vec![MetaOp::Put {
-            table: MetaTable::Objects,
-            key: object_key(bucket.as_str(), key.as_str()),
-            value: record::encode(&healed),
-        }];
+        let record = vec![OBJECTS.put(object_key(bucket.as_str(), key.as_str()), &healed)];
         // A drive holding a value no agreement accounts for (a write in flight) is left.
         let targets = (targets.iter().enumerate())
             .map(|(i, &target)| match target {
@@ -370,21 +369,10 @@ impl ObjectStore {
         };
         let db_key = object_key(&bucket_record.name, key.as_str());
         let records = vec![
-            MetaOp::Put {
-                table: MetaTable::Versions,
-                key: db_key.clone(),
-                value: record::encode(&state),
-            },
+            VERSIONS.put(db_key.clone(), &state),
             match newest {
-                Some(newest) => MetaOp::Put {
-                    table: MetaTable::Objects,
-                    key: db_key,
-                    value: record::encode(newest),
-                },
-                None => MetaOp::Delete {
-                    table: MetaTable::Objects,
-                    key: db_key,
-                },
+                Some(newest) => OBJECTS.put(db_key, newest),
+                None => OBJECTS.delete(db_key),
             },
         ];
         // A drive holding a value no agreement accounts for (a write in flight) is left.
@@ -413,7 +401,7 @@ impl ObjectStore {
             self.forget_agreed_buckets();
             return healed;
         }
-        let healed = self.heal_table::<BucketRecord>(MetaTable::Buckets).await;
+        let healed = self.heal_table::<BucketRecord>(BUCKETS).await;
         // What the drives agree on may differ from what this server had agreed on before.
         self.forget_agreed_buckets();
         let mut report = healed?;
@@ -424,12 +412,12 @@ impl ObjectStore {
     /// Heals every record of a replicated table on every set.
     pub(crate) async fn heal_table<T: Revisioned>(
         &self,
-        table: MetaTable,
+        table: Table<T>,
     ) -> Result<HealReport, ObjectError> {
         let mut report = HealReport::default();
         for set in &self.sets {
             let scans = set
-                .meta_scan_all(table, Bound::Unbounded, &[], usize::MAX)
+                .scan_all(table.id(), Bound::Unbounded, &[], usize::MAX)
                 .await;
             let mut names: Vec<Vec<u8>> = scans
                 .iter()
@@ -439,7 +427,7 @@ impl ObjectStore {
             names.sort();
             names.dedup();
             for name in names {
-                let healed = revisioned::heal::<T>(set, table, &name).await;
+                let healed = revisioned::heal(set, table, &name).await;
                 report.records_repaired += healed.repaired;
                 report.stale_purged += healed.purged;
                 report.unresolved += u64::from(healed.unresolved);
@@ -464,7 +452,7 @@ impl ObjectStore {
         for set in self.sets_in(scope) {
             let mut start = Bound::Unbounded;
             loop {
-                let page = set.scan_keys(&OBJECT_TABLES, start, &scan_prefix).await;
+                let page = set.scan_keys(&object_tables(), start, &scan_prefix).await;
                 // With a write quorum of drives unanswered, a key a write quorum committed may
                 // be on none that answered: the pass is not settled.
                 if !page.holds_every_committed_key(set) {
@@ -623,7 +611,7 @@ pub(in crate::object) async fn heal_data(
     if let Some(size) = data.inline_size {
         let chunk_key = inline_key(bucket.as_str(), key.as_str(), data.data_id);
         let sources: Vec<Option<ShardSource>> = set
-            .meta_get_all(MetaTable::Inline, &chunk_key)
+            .stored_all(INLINE_CHUNKS, &chunk_key)
             .await
             .into_iter()
             .map(|c| c.ok().flatten().map(|b| ShardSource::Inline(b.into())))
@@ -682,7 +670,7 @@ pub(in crate::object) async fn commit_healed(
     key: &ObjectKey,
     targets: Vec<Guard>,
     healed: &[(Uuid, DataHeal)],
-    records: Vec<MetaOp>,
+    records: Vec<Change>,
 ) -> Vec<bool> {
     let results = join_all(targets.into_iter().enumerate().map(|(i, target)| {
         let records = records.clone();
@@ -701,14 +689,13 @@ pub(in crate::object) async fn commit_healed(
                     return false;
                 }
                 if let Some(chunks) = &heal.inline_chunks {
-                    ops.push(MetaOp::Put {
-                        table: MetaTable::Inline,
-                        key: inline_key(&bucket.name, key.as_str(), *data_id),
-                        value: chunks[i].to_vec(),
-                    });
+                    ops.push(INLINE_CHUNKS.put_stored(
+                        inline_key(&bucket.name, key.as_str(), *data_id),
+                        chunks[i].to_vec(),
+                    ));
                 }
             }
-            set.meta_apply_on(i, ops).await.is_ok()
+            set.apply_on(i, ops).await.is_ok()
         }
     }))
     .await;
@@ -740,31 +727,13 @@ fn split_object_key(db_key: &[u8]) -> Option<(BucketName, ObjectKey)> {
 /// referenced by nothing and go with the orphans. Unresolved while a drive cannot be read
 /// or written, as it may hold them too.
 pub(in crate::object) async fn remove_leftover(set: &RecordSet, db_key: &[u8]) -> HealReport {
-    let held = join_all(OBJECT_TABLES.map(|table| set.meta_get_all(table, db_key))).await;
-    let mut batches: Vec<Vec<MetaOp>> = vec![Vec::new(); set.width()];
-    let mut unread = false;
-    for (table, answers) in OBJECT_TABLES.iter().zip(held) {
-        for (batch, answer) in batches.iter_mut().zip(answers) {
-            match answer {
-                Ok(Some(value)) => batch.extend([
-                    MetaOp::Expect {
-                        table: *table,
-                        key: db_key.to_vec(),
-                        value: Some(value),
-                    },
-                    MetaOp::Delete {
-                        table: *table,
-                        key: db_key.to_vec(),
-                    },
-                ]),
-                Ok(None) => {}
-                Err(_) => unread = true,
-            }
-        }
-    }
+    let mut batches: Vec<Vec<Change>> = vec![Vec::new(); set.width()];
+    let objects = remove_if_unchanged(set, OBJECTS, db_key, &mut batches).await;
+    let versions = remove_if_unchanged(set, VERSIONS, db_key, &mut batches).await;
+    let unread = !(objects && versions);
     let batches = batches.into_iter().map(|b| (!b.is_empty()).then_some(b));
     let held: Vec<bool> = batches.clone().map(|b| b.is_some()).collect();
-    let removed = set.meta_apply_each(batches.collect()).await;
+    let removed = set.apply_each(batches.collect()).await;
     let failed = removed.iter().zip(&held).any(|(r, &h)| h && r.is_err());
     HealReport {
         stale_purged: removed.iter().filter(|r| r.is_ok()).count() as u64,
@@ -773,7 +742,30 @@ pub(in crate::object) async fn remove_leftover(set: &RecordSet, db_key: &[u8]) -
     }
 }
 
+/// Adds to each drive's batch the removal of the record it holds under `db_key` in
+/// `table`, if it still holds it then. Whether every drive answered.
+async fn remove_if_unchanged<T>(
+    set: &RecordSet,
+    table: Table<T>,
+    db_key: &[u8],
+    batches: &mut [Vec<Change>],
+) -> bool {
+    let mut answered = true;
+    for (batch, answer) in batches.iter_mut().zip(set.stored_all(table, db_key).await) {
+        match answer {
+            Ok(Some(held)) => batch.extend([
+                table.expect(db_key.to_vec(), Some(held)),
+                table.delete(db_key.to_vec()),
+            ]),
+            Ok(None) => {}
+            Err(_) => answered = false,
+        }
+    }
+    answered
+}
+
 /// The tables whose keys are a set's objects: keys of versioned buckets whose newest
 /// version is a delete marker have only a versions record.
-pub(in crate::object) const OBJECT_TABLES: [MetaTable; 2] =
-    [MetaTable::Objects, MetaTable::Versions];
+pub(in crate::object) fn object_tables() -> [TableId; 2] {
+    [OBJECTS.id(), VERSIONS.id()]
+}

@@ -7,9 +7,9 @@ use std::time::SystemTime;
 
 use uuid::Uuid;
 
-use crate::object::record::{self, ObjectRecord, VersionsRecord};
+use crate::object::record::{self, ObjectRecord, VersionsRecord, OBJECTS, UPLOADS, VERSIONS};
 use crate::object::{ObjectError, ObjectStore};
-use crate::records::{MetaTable, RecordSet, SCAN_PAGE};
+use crate::records::{RecordSet, SCAN_PAGE};
 
 impl ObjectStore {
     /// Deletes data folders no record refers to: leftovers of writes cut short between placing
@@ -49,18 +49,18 @@ impl ObjectStore {
 async fn referenced_data(set: &RecordSet) -> Option<HashSet<Uuid>> {
     let mut referenced = HashSet::new();
     for drive in 0..set.width() {
-        for table in [MetaTable::Objects, MetaTable::Versions, MetaTable::Uploads] {
+        for table in [OBJECTS.id(), VERSIONS.id(), UPLOADS.id()] {
             let mut start = Bound::Unbounded;
             loop {
                 let page = set
-                    .meta_scan_on(drive, table, start, Vec::new(), None, SCAN_PAGE)
+                    .scan_on(drive, table, start, Vec::new(), None, SCAN_PAGE)
                     .await
                     .ok()?;
                 for (_, value) in &page {
-                    if table == MetaTable::Objects {
+                    if table == OBJECTS.id() {
                         let record = record::decode::<ObjectRecord>(value).ok()?;
                         referenced.extend(record.with_superseded().map(|v| v.data_id));
-                    } else if table == MetaTable::Versions {
+                    } else if table == VERSIONS.id() {
                         let record = record::decode::<VersionsRecord>(value).ok()?;
                         let states = record.with_superseded();
                         referenced

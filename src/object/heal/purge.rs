@@ -4,12 +4,14 @@
 //! make current, and takes a tombstone away last.
 
 use crate::erasure::DataDir;
-use crate::object::record::{inline_key, object_key, BucketRecord, ObjectRecord};
+use crate::object::record::{
+    inline_key, object_key, BucketRecord, ObjectRecord, INLINE_CHUNKS, OBJECTS, VERSIONS,
+};
 use crate::object::versions::agreed::{agree_on_version, lent_data, read_records, DriveRecords};
 use crate::object::versions::versioning::read_states;
 use crate::object::{Agreement, ObjectError, ObjectKey, ObjectStore};
 use crate::records::copies::Guard;
-use crate::records::{MetaOp, MetaTable, RecordSet};
+use crate::records::{Change, RecordSet};
 
 impl ObjectStore {
     /// Removes versions records that agreement says no longer exist (every version of the
@@ -31,11 +33,8 @@ impl ObjectStore {
             let Some(mut ops) = purge.condition(states.guard_on(set, i, None)) else {
                 continue;
             };
-            ops.push(MetaOp::Delete {
-                table: MetaTable::Versions,
-                key: object_key(&bucket.name, key.as_str()),
-            });
-            purge.purged += u64::from(set.meta_apply_on(i, ops).await.is_ok());
+            ops.push(VERSIONS.delete(object_key(&bucket.name, key.as_str())));
+            purge.purged += u64::from(set.apply_on(i, ops).await.is_ok());
         }
         Ok(purge)
     }
@@ -54,7 +53,7 @@ pub(in crate::object) struct Purge {
 impl Purge {
     /// What a drive's removal is conditioned on (it still holds what was read, and that is
     /// no write in flight), or `None` to leave it: a possible commit in flight defers it.
-    fn condition(&mut self, guard: Guard) -> Option<Vec<MetaOp>> {
+    fn condition(&mut self, guard: Guard) -> Option<Vec<Change>> {
         match guard {
             Guard::Expect(ops) => Some(ops),
             Guard::Refuse => {
@@ -125,11 +124,8 @@ impl ObjectStore {
         let Some(mut ops) = purge.condition(records.guard_on(set, i, tombstone)) else {
             return false;
         };
-        ops.push(MetaOp::Delete {
-            table: MetaTable::Objects,
-            key: object_key(&bucket.name, key.as_str()),
-        });
-        if set.meta_apply_on(i, ops).await.is_err() {
+        ops.push(OBJECTS.delete(object_key(&bucket.name, key.as_str())));
+        if set.apply_on(i, ops).await.is_err() {
             return false;
         }
         purge.purged += 1;
@@ -154,11 +150,8 @@ impl ObjectStore {
     ) {
         let _ = if version.inline {
             let key = inline_key(&bucket.name, key.as_str(), version.data_id);
-            let delete = MetaOp::Delete {
-                table: MetaTable::Inline,
-                key,
-            };
-            set.meta_apply_on(index, vec![delete]).await
+            let delete = INLINE_CHUNKS.delete(key);
+            set.apply_on(index, vec![delete]).await
         } else if !self.folder_held_by_source(set, bucket, version).await {
             let dir = DataDir {
                 bucket_id: bucket.id.clone(),

@@ -15,12 +15,14 @@ use std::ops::Bound;
 use crate::erasure::ErasureError;
 use crate::object::heal::objects::{commit_healed, heal_data, HealReport, HealScope, StoredData};
 use crate::object::multipart::upload::take_away_tombstone;
-use crate::object::record::{self, parts_prefix, BucketRecord, PartInfo, PartRecord, UploadRecord};
+use crate::object::record::{
+    self, parts_prefix, BucketRecord, PartInfo, PartRecord, UploadRecord, PARTS, UPLOADS,
+};
 use crate::object::{Agreement, BucketName, HealDepth, ObjectError, ObjectKey, ObjectStore};
 use crate::records::copies::Copies;
 use crate::records::copies::Guard;
 use crate::records::revisioned::reachable;
-use crate::records::{DriveError, MetaOp, MetaTable, RecordSet, Replica};
+use crate::records::{Change, DriveError, RecordSet, Replica};
 
 /// Parts an upload can have, plus one: a scan this long sees them all.
 const PARTS_SCAN: usize = 10_001;
@@ -33,9 +35,7 @@ impl ObjectStore {
         for set in self.sets_in(scope) {
             let mut start = Bound::Unbounded;
             loop {
-                let page = set
-                    .scan_keys(&[MetaTable::Uploads], start, &scan_prefix)
-                    .await;
+                let page = set.scan_keys(&[UPLOADS.id()], start, &scan_prefix).await;
                 // With a write quorum of drives unanswered, a key a write quorum committed may
                 // be on none that answered: the pass is not settled.
                 if !page.holds_every_committed_key(set) {
@@ -89,7 +89,7 @@ async fn heal_upload(
     db_key: &[u8],
 ) -> Result<HealReport, ObjectError> {
     let mut report = HealReport::default();
-    let answers = Copies::<UploadRecord>::read(set, MetaTable::Uploads, db_key.to_vec()).await;
+    let answers = Copies::<UploadRecord>::read(set, UPLOADS, db_key.to_vec()).await;
     let online: Vec<bool> = answers.iter().map(reachable).collect();
     let held: Vec<bool> = answers.iter().map(|a| matches!(a, Ok(Some(_)))).collect();
     let upload = match set.agree(&answers) {
@@ -114,8 +114,8 @@ async fn heal_upload(
 
     // The parts a read quorum agrees on; stale ones go, undecided ones stay.
     let scans = set
-        .meta_scan_all(
-            MetaTable::Parts,
+        .scan_all(
+            PARTS,
             Bound::Unbounded,
             &parts_prefix(upload_id),
             PARTS_SCAN,
@@ -159,14 +159,11 @@ async fn heal_upload(
         }
     }
     for (number, holding) in stale_parts {
-        let delete = MetaOp::Delete {
-            table: MetaTable::Parts,
-            key: record::part_key(upload_id, number),
-        };
-        let ops: Vec<Option<Vec<MetaOp>>> = (holding.iter())
+        let delete = PARTS.delete(record::part_key(upload_id, number));
+        let ops: Vec<Option<Vec<Change>>> = (holding.iter())
             .map(|&h| h.then(|| vec![delete.clone()]))
             .collect();
-        let removed = set.meta_apply_each(ops).await;
+        let removed = set.apply_each(ops).await;
         report.stale_purged += removed.iter().filter(|r| r.is_ok()).count() as u64;
     }
 
@@ -195,16 +192,12 @@ async fn heal_upload(
         set.remove_staged(heal.staging).await;
         return Ok(report);
     }
-    let mut records = vec![MetaOp::Put {
-        table: MetaTable::Uploads,
-        key: db_key.to_vec(),
-        value: record::encode(&upload),
-    }];
-    records.extend(parts.iter().map(|(part, _)| MetaOp::Put {
-        table: MetaTable::Parts,
-        key: record::part_key(upload_id, part.info.number),
-        value: record::encode(part),
-    }));
+    let mut records = vec![UPLOADS.put(db_key.to_vec(), &upload)];
+    records.extend(
+        parts
+            .iter()
+            .map(|(part, _)| PARTS.put(record::part_key(upload_id, part.info.number), part)),
+    );
     // Each target takes them only while it holds what was read: the open upload (or
     // nothing) and, under each part's key, the copy the scan found.
     let targets = (targets.iter().enumerate())
@@ -221,11 +214,7 @@ async fn heal_upload(
             let parts_as_read = parts.iter().map(|(part, _)| {
                 let part_key = record::part_key(upload_id, part.info.number);
                 let held = scanned.iter().find(|(k, _)| *k == part_key);
-                MetaOp::Expect {
-                    table: MetaTable::Parts,
-                    value: held.map(|(_, v)| v.clone()),
-                    key: part_key,
-                }
+                PARTS.expect(part_key, held.map(|(_, v)| v.clone()))
             });
             let parts_as_read = Guard::Expect(parts_as_read.collect());
             answers.guard_on(set, i, Some(&upload)).and(parts_as_read)
@@ -260,17 +249,10 @@ async fn spread_tombstone(
                 Err(_) => false,
             };
             let held = answers.unchanged_on(i).filter(|_| missing)?;
-            Some(vec![
-                held,
-                MetaOp::Put {
-                    table: MetaTable::Uploads,
-                    key: db_key.to_vec(),
-                    value: record::encode(tombstone),
-                },
-            ])
+            Some(vec![held, UPLOADS.put(db_key.to_vec(), tombstone)])
         })
         .collect();
-    let results = set.meta_apply_each(batches).await;
+    let results = set.apply_each(batches).await;
     results.iter().filter(|r| r.is_ok()).count() as u64
 }
 
@@ -279,21 +261,15 @@ async fn spread_tombstone(
 async fn purge_upload(set: &RecordSet, upload_id: &str, db_key: &[u8], held: &[bool]) -> u64 {
     let ops = upload_purge(upload_id, db_key);
     let batches = held.iter().map(|&h| h.then(|| ops.clone())).collect();
-    let removed = set.meta_apply_each(batches).await;
+    let removed = set.apply_each(batches).await;
     removed.iter().filter(|r| r.is_ok()).count() as u64
 }
 
 /// The batch that removes an upload's record and its parts' records from a drive.
-fn upload_purge(upload_id: &str, db_key: &[u8]) -> Vec<MetaOp> {
+fn upload_purge(upload_id: &str, db_key: &[u8]) -> Vec<Change> {
     vec![
-        MetaOp::Delete {
-            table: MetaTable::Uploads,
-            key: db_key.to_vec(),
-        },
-        MetaOp::DeletePrefix {
-            table: MetaTable::Parts,
-            prefix: parts_prefix(upload_id),
-        },
+        UPLOADS.delete(db_key.to_vec()),
+        PARTS.delete_prefix(parts_prefix(upload_id)),
     ]
 }
 
@@ -301,7 +277,7 @@ fn upload_purge(upload_id: &str, db_key: &[u8]) -> Vec<MetaOp> {
 /// took away only the upload records it reached); unresolved while a drive cannot be
 /// reached, as it may hold them too.
 async fn end_orphaned_upload(set: &RecordSet, upload_id: &str, db_key: &[u8]) -> HealReport {
-    let removed = set.meta_apply_all(upload_purge(upload_id, db_key)).await;
+    let removed = set.apply_all(upload_purge(upload_id, db_key)).await;
     let everywhere = removed.iter().all(Result::is_ok);
     HealReport {
         stale_purged: u64::from(everywhere),

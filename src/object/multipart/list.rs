@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use futures::future::join_all;
 
-use crate::object::record::{object_key, UploadRecord};
+use crate::object::record::{object_key, UploadRecord, UPLOADS};
 use crate::object::{now_ms, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
-use crate::records::MetaTable;
 
 /// Most uploads one listing or cleanup pass reads per drive. In-progress uploads are few
 /// next to objects; a bucket with more lists the first ones only.
@@ -48,12 +47,7 @@ impl ObjectStore {
     /// set cannot tell.
     async fn agreed_uploads(&self, prefix: &[u8]) -> Result<Vec<UploadEntry>, ObjectError> {
         let pages = join_all(self.sets.iter().map(|set| {
-            set.scan_records::<UploadRecord>(
-                MetaTable::Uploads,
-                Bound::Unbounded,
-                prefix,
-                MAX_SCANNED_UPLOADS,
-            )
+            set.scan_records::<UploadRecord>(UPLOADS, Bound::Unbounded, prefix, MAX_SCANNED_UPLOADS)
         }))
         .await;
         let mut found = BTreeMap::new();

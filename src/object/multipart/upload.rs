@@ -31,8 +31,8 @@ use crate::object::digest::parts::{checksum_of_parts, etag_of_parts, sent_checks
 use crate::object::object_lock::{self, ObjectLock};
 use crate::object::objects::{write_verified, NewVersion};
 use crate::object::record::{
-    self, part_key, parts_prefix, upload_key, BucketRecord, ObjectRecord, PartInfo, PartRecord,
-    StoredChecksum, UploadEnd, UploadRecord,
+    part_key, parts_prefix, upload_key, BucketRecord, ObjectRecord, PartInfo, PartRecord,
+    StoredChecksum, UploadEnd, UploadRecord, PARTS, UPLOADS,
 };
 use crate::object::versions::agreed::{agree_on_version, read_records};
 use crate::object::versions::versioning::key_versions;
@@ -40,7 +40,7 @@ use crate::object::{
     now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, PutOptions,
 };
 use crate::records::copies::{Copies, Guard};
-use crate::records::{MetaOp, MetaTable, RecordSet, Replica};
+use crate::records::{RecordSet, Replica};
 
 /// Smallest size of every part but the last.
 pub const MIN_PART_SIZE: u64 = 5 << 20;
@@ -97,11 +97,10 @@ impl StoredPart {
     /// What drive `i` is asked of a completion that takes this part.
     fn guard(&self, upload_id: &str, i: usize) -> Guard {
         match &self.held[i] {
-            Some(bytes) if self.holders[i] => Guard::Expect(vec![MetaOp::Expect {
-                table: MetaTable::Parts,
-                key: part_key(upload_id, self.record.info.number),
-                value: Some(bytes.clone()),
-            }]),
+            Some(bytes) if self.holders[i] => Guard::Expect(vec![PARTS.expect(
+                part_key(upload_id, self.record.info.number),
+                Some(bytes.clone()),
+            )]),
             _ => Guard::LeaveOut,
         }
     }
@@ -180,11 +179,10 @@ impl ObjectStore {
             ended: None,
         };
         let results = set
-            .meta_apply_all(vec![MetaOp::Put {
-                table: MetaTable::Uploads,
-                key: upload_key(bucket.as_str(), key.as_str(), &upload_id),
-                value: record::encode(&record),
-            }])
+            .apply_all(vec![UPLOADS.put(
+                upload_key(bucket.as_str(), key.as_str(), &upload_id),
+                &record,
+            )])
             .await;
         set.require_write_quorum(&results)?;
         Ok((upload_id, record))
@@ -365,8 +363,7 @@ impl ObjectStore {
             0 => Bound::Unbounded,
             after => Bound::Excluded(part_key(upload_id, after)),
         };
-        let page =
-            (set.scan_records::<PartRecord>(MetaTable::Parts, start, &prefix, batch)).await?;
+        let page = (set.scan_records::<PartRecord>(PARTS, start, &prefix, batch)).await?;
         let mut parts = BTreeMap::new();
         for scanned in page.records {
             if let Agreement::Found { value, holders } = scanned.agreed? {
@@ -569,15 +566,11 @@ impl ObjectStore {
             lent_data: None,
             data_from: None,
         };
-        let mut extra = vec![MetaOp::Put {
-            table: MetaTable::Uploads,
-            key: upload_key(bucket.as_str(), key.as_str(), upload_id),
-            value: record::encode(&upload.ended(UploadEnd::Completed)),
-        }];
-        extra.extend(seen.keys().map(|&n| MetaOp::Delete {
-            table: MetaTable::Parts,
-            key: part_key(upload_id, n),
-        }));
+        let mut extra = vec![UPLOADS.put(
+            upload_key(bucket.as_str(), key.as_str(), upload_id),
+            &upload.ended(UploadEnd::Completed),
+        )];
+        extra.extend(seen.keys().map(|&n| PARTS.delete(part_key(upload_id, n))));
         let version = NewVersion {
             record: &record,
             inline: None,
@@ -637,11 +630,7 @@ impl ObjectStore {
         let db_key = upload_key(bucket.as_str(), key.as_str(), upload_id);
         let attempt = || async {
             let (upload, copies) = read_open_upload(set, bucket, key, upload_id).await?;
-            let tombstone = MetaOp::Put {
-                table: MetaTable::Uploads,
-                key: db_key.clone(),
-                value: record::encode(&upload.ended(UploadEnd::Aborted)),
-            };
+            let tombstone = UPLOADS.put(db_key.clone(), &upload.ended(UploadEnd::Aborted));
             let guards: Vec<Guard> = (0..set.width())
                 .map(|i| copies.guard_holding(i, &upload))
                 .collect();
@@ -650,11 +639,8 @@ impl ObjectStore {
         };
         let upload = retry_conflicts(attempt).await?;
         // The abort won: no part or completion can commit to the upload any more.
-        set.meta_apply_all(vec![MetaOp::DeletePrefix {
-            table: MetaTable::Parts,
-            prefix: parts_prefix(upload_id),
-        }])
-        .await;
+        set.apply_all(vec![PARTS.delete_prefix(parts_prefix(upload_id))])
+            .await;
         set.delete_data_dir(&DataDir {
             bucket_id: bucket_record.id,
             data_id: upload.data_id,
@@ -674,7 +660,7 @@ async fn read_open_upload(
     upload_id: &str,
 ) -> Result<(UploadRecord, Copies<UploadRecord>), ObjectError> {
     let db_key = upload_key(bucket.as_str(), key.as_str(), upload_id);
-    let copies = Copies::<UploadRecord>::read(set, MetaTable::Uploads, db_key).await;
+    let copies = Copies::<UploadRecord>::read(set, UPLOADS, db_key).await;
     match set.agree(&copies)? {
         Agreement::Found { value, .. } if value.ended.is_none() => Ok((value, copies)),
         _ => Err(ObjectError::NoSuchUpload),
@@ -696,7 +682,7 @@ async fn commit_part_once(
     } = placed;
     let (upload, upload_copies) = read_open_upload(set, bucket, key, upload_id).await?;
     let db_key = part_key(upload_id, info.number);
-    let earlier = Copies::<PartRecord>::read(set, MetaTable::Parts, db_key.clone()).await;
+    let earlier = Copies::<PartRecord>::read(set, PARTS, db_key.clone()).await;
     let agreed = match set.agree(&earlier) {
         Ok(Agreement::Found { value, .. }) => Some(value),
         _ => None,
@@ -711,11 +697,7 @@ async fn commit_part_once(
         info: info.clone(),
         modified_ms: now_ms(),
     };
-    let put = MetaOp::Put {
-        table: MetaTable::Parts,
-        key: db_key,
-        value: record::encode(&part),
-    };
+    let put = PARTS.put(db_key, &part);
     // Only the drives holding the part's shards take its record.
     let batches = vec![Some(vec![put]); set.width()];
     commit_guarded(set, batches, &guards, data_holders.as_deref()).await?;
@@ -731,7 +713,7 @@ async fn commit_part_once(
 /// Takes an ended upload's tombstone away, with any part records left, once every drive
 /// holds the same one (see [`UploadEnd`]); otherwise heal spreads it first.
 pub(crate) async fn take_away_tombstone(set: &RecordSet, db_key: &[u8]) {
-    let copies = Copies::<UploadRecord>::read(set, MetaTable::Uploads, db_key.to_vec()).await;
+    let copies = Copies::<UploadRecord>::read(set, UPLOADS, db_key.to_vec()).await;
     let Some(Ok(Some(tombstone))) = copies.first() else {
         return;
     };
@@ -747,18 +729,12 @@ pub(crate) async fn take_away_tombstone(set: &RecordSet, db_key: &[u8]) {
             let held = copies.unchanged_on(i)?;
             Some(vec![
                 held,
-                MetaOp::Delete {
-                    table: MetaTable::Uploads,
-                    key: db_key.to_vec(),
-                },
-                MetaOp::DeletePrefix {
-                    table: MetaTable::Parts,
-                    prefix: parts.clone(),
-                },
+                UPLOADS.delete(db_key.to_vec()),
+                PARTS.delete_prefix(parts.clone()),
             ])
         })
         .collect();
-    set.meta_apply_each(batches).await;
+    set.apply_each(batches).await;
 }
 
 /// The upload id at the end of an upload's database key (after its last NUL).

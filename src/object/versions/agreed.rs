@@ -5,10 +5,10 @@
 //! (`superseded`) until the key is written again: the old version then still has a copy on
 //! every drive, and a reader takes the newest version that a read quorum of drives holds.
 
-use crate::object::record::{inline_prefix, object_key, ObjectRecord};
+use crate::object::record::{inline_prefix, object_key, ObjectRecord, INLINE_CHUNKS, OBJECTS};
 use crate::object::{Agreement, ObjectError};
 use crate::records::copies::Copies;
-use crate::records::{DriveError, MetaTable, RecordSet};
+use crate::records::{DriveError, RecordSet};
 
 /// Each drive's record of a key, decoded.
 pub(crate) type DriveRecords = Copies<ObjectRecord>;
@@ -29,7 +29,7 @@ pub(crate) fn held_for_commit<T>(answer: &Result<Option<T>, DriveError>) -> Opti
 
 /// Reads a key's record from every drive of its set.
 pub(crate) async fn read_records(set: &RecordSet, bucket: &str, key: &str) -> DriveRecords {
-    Copies::read(set, MetaTable::Objects, object_key(bucket, key)).await
+    Copies::read(set, OBJECTS, object_key(bucket, key)).await
 }
 
 /// Reads a key's record from every drive of its set with its inline chunks, in one call per
@@ -41,13 +41,7 @@ pub(crate) async fn read_records_with_data(
 ) -> DriveRecords {
     let db_key = object_key(bucket, key);
     let chunks = inline_prefix(bucket, key);
-    Copies::read_related(
-        set,
-        MetaTable::Objects,
-        db_key,
-        (MetaTable::Inline, &chunks),
-    )
-    .await
+    Copies::read_related(set, OBJECTS, db_key, (INLINE_CHUNKS, &chunks)).await
 }
 
 /// The version of a key the drives agree on (see [`crate::records::agreement`]), with the

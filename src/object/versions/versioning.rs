@@ -11,16 +11,16 @@
 //! once the commit has its quorum. Keys written before versioning was enabled have no
 //! `Versions` record; their one version (the `null` one) is their `Objects` record.
 
+use crate::object::record::{
+    inline_key, is_valid_version_id, new_version_id, object_key, BucketRecord, ObjectRecord,
+    Versioning, VersionsRecord, INLINE_CHUNKS, OBJECTS, VERSIONS,
+};
 use bytes::Bytes;
 use uuid::Uuid;
 
 use crate::object::commit::{commit_on_versions, dropped_inline_chunks};
 use crate::object::conditions::DeleteIf;
 use crate::object::object_lock::{self, ObjectLock};
-use crate::object::record::{
-    self, inline_key, is_valid_version_id, new_version_id, object_key, BucketRecord, ObjectRecord,
-    Versioning, VersionsRecord,
-};
 use crate::object::versions::agreed::{
     agree_on_version, held_for_commit, lent_data, read_records, DriveRecords,
 };
@@ -29,7 +29,7 @@ use crate::object::{
 };
 use crate::records::copies::Copies;
 use crate::records::copies::Guard;
-use crate::records::{MetaOp, MetaTable, RecordSet};
+use crate::records::{Change, RecordSet};
 
 /// Each drive's versions record of a key, decoded.
 pub(crate) type DriveStates = Copies<VersionsRecord>;
@@ -58,7 +58,7 @@ pub struct Deleted {
 
 /// Reads a key's versions record from every drive of its set.
 pub(crate) async fn read_states(set: &RecordSet, bucket: &str, key: &str) -> DriveStates {
-    Copies::read(set, MetaTable::Versions, object_key(bucket, key)).await
+    Copies::read(set, VERSIONS, object_key(bucket, key)).await
 }
 
 /// A key's versions as its set agrees on them, with what each drive holds.
@@ -144,7 +144,7 @@ pub(crate) struct Addition<'a> {
 pub(crate) struct NewState<'a> {
     pub versions: Vec<ObjectRecord>,
     pub added: Option<Addition<'a>>,
-    pub extra: Vec<MetaOp>,
+    pub extra: Vec<Change>,
     /// What else the change was decided on, drive by drive (see
     /// [`crate::object::objects::NewVersion::decided_on`]).
     pub decided_on: Vec<Guard>,
@@ -169,7 +169,7 @@ pub(crate) fn state_batches(
     key: &ObjectKey,
     current: &KeyVersions,
     next: NewState<'_>,
-) -> (Vec<Option<Vec<MetaOp>>>, Vec<ObjectRecord>) {
+) -> (Vec<Option<Vec<Change>>>, Vec<ObjectRecord>) {
     let NewState {
         versions,
         added,
@@ -189,7 +189,7 @@ pub(crate) fn state_batches(
         versions.iter().any(|v| v.data_id == data_id)
             || (new_state.is_some() && current.versions.iter().any(|v| v.data_id == data_id))
     };
-    let batches: Vec<Option<Vec<MetaOp>>> = current
+    let batches: Vec<Option<Vec<Change>>> = current
         .states
         .iter()
         .zip(&current.records)
@@ -202,31 +202,17 @@ pub(crate) fn state_batches(
                 Some(state) => {
                     let mut state = state.clone();
                     state.superseded = current.state.clone().map(Box::new);
-                    ops.push(MetaOp::Put {
-                        table: MetaTable::Versions,
-                        key: db_key.clone(),
-                        value: record::encode(&state),
-                    });
+                    ops.push(VERSIONS.put(db_key.clone(), &state));
                 }
-                None => ops.push(MetaOp::Delete {
-                    table: MetaTable::Versions,
-                    key: db_key.clone(),
-                }),
+                None => ops.push(VERSIONS.delete(db_key.clone())),
             }
             match newest_object {
                 Some(newest) => {
                     let mut newest = newest.clone();
                     newest.superseded = current.object.clone().map(Box::new);
-                    ops.push(MetaOp::Put {
-                        table: MetaTable::Objects,
-                        key: db_key.clone(),
-                        value: record::encode(&newest),
-                    });
+                    ops.push(OBJECTS.put(db_key.clone(), &newest));
                 }
-                None => ops.push(MetaOp::Delete {
-                    table: MetaTable::Objects,
-                    key: db_key.clone(),
-                }),
+                None => ops.push(OBJECTS.delete(db_key.clone())),
             }
             if let Some(Addition {
                 record,
@@ -234,11 +220,10 @@ pub(crate) fn state_batches(
                 ..
             }) = &added
             {
-                ops.push(MetaOp::Put {
-                    table: MetaTable::Inline,
-                    key: inline_key(&bucket.name, key.as_str(), record.data_id),
-                    value: chunks[i].to_vec(),
-                });
+                ops.push(INLINE_CHUNKS.put_stored(
+                    inline_key(&bucket.name, key.as_str(), record.data_id),
+                    chunks[i].to_vec(),
+                ));
             }
             let held_versions = held_state
                 .into_iter()
@@ -318,16 +303,9 @@ impl ObjectStore {
             // record a read quorum of vouchers again (heal spreads it, then removes it).
             let mut tombstone = tombstone.clone();
             tombstone.superseded = current.object.clone().map(Box::new);
-            set.meta_apply_all(vec![
-                MetaOp::Expect {
-                    table: MetaTable::Objects,
-                    key: db_key.clone(),
-                    value: Some(record::encode(&tombstone)),
-                },
-                MetaOp::Delete {
-                    table: MetaTable::Objects,
-                    key: db_key.clone(),
-                },
+            set.apply_all(vec![
+                OBJECTS.expect_record(db_key.clone(), &tombstone),
+                OBJECTS.delete(db_key.clone()),
             ])
             .await;
         }
