@@ -9,7 +9,6 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use arc_swap::ArcSwap;
@@ -113,66 +112,81 @@ impl Certificates {
         Ok(Arc::new(config))
     }
 
-    /// Checks the files every `interval` and swaps in the new certificate when they changed
-    /// (and stayed the same for one more look, so a copy in progress is not taken).
-    pub fn spawn_watcher(self: &Arc<Self>, interval: Duration) -> tokio::task::JoinHandle<()> {
-        let this = self.clone();
-        tokio::spawn(async move { this.watch(interval).await })
+    /// Reads the files now: where a watch of them starts (see [`CertificateWatch`]).
+    pub async fn watch(self: &Arc<Self>) -> CertificateWatch {
+        CertificateWatch {
+            certificates: self.clone(),
+            loaded: self.read_files().await.ok(),
+            candidate: None,
+            read_failed: false,
+        }
     }
 
-    async fn watch(&self, interval: Duration) {
-        let mut loaded = {
-            let dir = self.dir.clone();
-            match tokio::task::spawn_blocking(move || read_files(&dir)).await {
-                Ok(Ok(files)) => Some(files),
-                _ => None,
+    async fn read_files(&self) -> anyhow::Result<Files> {
+        let dir = self.dir.clone();
+        (tokio::task::spawn_blocking(move || read_files(&dir)).await)
+            .unwrap_or_else(|e| Err(anyhow!("reading the certificate files: {e}")))
+    }
+}
+
+/// A watch of the certificate files, looked at now and then (the server's
+/// `certificate-reload` job): the new certificate is swapped in when they changed, and
+/// stayed the same for one more look, so a copy in progress is not taken.
+pub struct CertificateWatch {
+    certificates: Arc<Certificates>,
+    /// What the certificate in use, or the last pair that failed, was made of.
+    loaded: Option<Files>,
+    /// Files seen changed at the last look, not taken yet.
+    candidate: Option<Files>,
+    read_failed: bool,
+}
+
+impl CertificateWatch {
+    /// One look at the files; answers what it did.
+    pub async fn look(&mut self) -> String {
+        let certificates = &self.certificates;
+        let files = match certificates.read_files().await {
+            Ok(files) => files,
+            Err(e) => {
+                if !std::mem::replace(&mut self.read_failed, true) {
+                    tracing::warn!("TLS certificate reload: {e:#}; keeping the current one");
+                }
+                self.candidate = None;
+                return format!("keeping the current certificate: {e:#}");
             }
         };
-        let mut candidate: Option<Files> = None;
-        let mut read_failed = false;
-        loop {
-            tokio::time::sleep(interval).await;
-            let dir = self.dir.clone();
-            let files = match tokio::task::spawn_blocking(move || read_files(&dir)).await {
-                Ok(Ok(files)) => files,
-                Ok(Err(e)) => {
-                    if !read_failed {
-                        tracing::warn!("TLS certificate reload: {e:#}; keeping the current one");
-                        read_failed = true;
-                    }
-                    candidate = None;
-                    continue;
-                }
-                Err(_) => continue,
-            };
-            read_failed = false;
-            if loaded.as_ref() == Some(&files) {
-                candidate = None;
-                continue;
-            }
-            if candidate.as_ref() != Some(&files) {
-                // Changed since the last look: wait until it stops changing.
-                candidate = Some(files);
-                continue;
-            }
-            candidate = None;
-            match certified_key(&self.dir, &files, &self.provider) {
-                Ok(key) => {
-                    let fingerprint = fingerprint(&key);
-                    self.current.store(Arc::new(key));
-                    tracing::info!(
-                        dir = %self.dir.display(),
-                        sha256 = %fingerprint,
-                        "TLS certificate reloaded; new connections use it"
-                    );
-                }
-                Err(e) => tracing::warn!(
-                    "TLS certificate reload failed: {e:#}; keeping the previous certificate"
-                ),
-            }
-            // A broken pair is not tried again until the files change once more.
-            loaded = Some(files);
+        self.read_failed = false;
+        if self.loaded.as_ref() == Some(&files) {
+            self.candidate = None;
+            return "unchanged".into();
         }
+        if self.candidate.as_ref() != Some(&files) {
+            // Changed since the last look: wait until it stops changing.
+            self.candidate = Some(files);
+            return "changed; taken once it stays the same".into();
+        }
+        self.candidate = None;
+        let outcome = match certified_key(&certificates.dir, &files, &certificates.provider) {
+            Ok(key) => {
+                let fingerprint = fingerprint(&key);
+                certificates.current.store(Arc::new(key));
+                tracing::info!(
+                    dir = %certificates.dir.display(),
+                    sha256 = %fingerprint,
+                    "TLS certificate reloaded; new connections use it"
+                );
+                format!("reloaded: sha256 {fingerprint}")
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "TLS certificate reload failed: {e:#}; keeping the previous certificate"
+                );
+                format!("keeping the previous certificate: {e:#}")
+            }
+        };
+        // A broken pair is not tried again until the files change once more.
+        self.loaded = Some(files);
+        outcome
     }
 }
 

@@ -82,14 +82,39 @@ async fn nodes_register_and_each_job_runs_on_one_elected_node() {
     .await;
     let states: Vec<String> = node_states(&seen).into_iter().map(|(n, _)| n).collect();
     assert_eq!(states, names, "info lists the layout's nodes in order");
-    // Each node lists its control plane's loops among its jobs.
+    // Each node lists its control plane's loops among its jobs, and a liveness job for each
+    // other node; the records come to be decided in etcd.
     for node in &cluster.nodes {
-        let output = strata_admin(node, &["jobs", "--json"]);
-        let jobs: Value = serde_json::from_slice(&output.stdout).unwrap();
-        for name in ["etcd-lease-renewal", "election-lapse-check"] {
-            let listed = (jobs.as_array().unwrap().iter()).any(|job| job["name"] == name);
-            assert!(listed, "{name} is not listed: {jobs}");
+        let jobs_of = || -> Vec<Value> {
+            let output = strata_admin(node, &["jobs", "--json"]);
+            serde_json::from_slice(&output.stdout).unwrap()
+        };
+        let adopted = |jobs: &[Value]| {
+            (jobs.iter()).any(|job| {
+                job["name"] == "etcd-records-adoption"
+                    && job["last_outcome"] == "etcd decides the records"
+            })
+        };
+        let mut jobs = jobs_of();
+        eventually(Duration::from_secs(10), "the records adopted", || {
+            jobs = jobs_of();
+            adopted(&jobs)
+        })
+        .await;
+        let named = |name: &str| jobs.iter().find(|job| job["name"] == name);
+        for name in [
+            "etcd-lease-renewal",
+            "election-lapse-check",
+            "etcd-records-adoption",
+            "etcd-change-watch",
+            "identity-reload",
+        ] {
+            assert!(named(name).is_some(), "{name} is not listed: {jobs:?}");
         }
+        let pinged = (jobs.iter())
+            .filter(|job| job["name"].as_str().unwrap().ends_with("/peer-liveness"))
+            .count();
+        assert_eq!(pinged, cluster.nodes.len() - 1, "{jobs:?}");
     }
     // Every node sees the same owners.
     let owner = holder(&seen, "lifecycle").unwrap();

@@ -390,7 +390,16 @@ async fn the_admin_api_takes_only_header_signatures_over_the_body() {
 /// they run (the drive monitor looks every second here).
 #[test]
 fn jobs_lists_every_background_job_with_its_passes() {
-    let server = start();
+    let server = TestServer::start_with(ServerOptions {
+        env: vec![
+            ("STRATA_DRIVE_CHECK_SECS".into(), "1".into()),
+            (
+                "STRATA_KMS_SECRET_KEY".into(),
+                "admin-test-key:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=".into(),
+            ),
+        ],
+        ..ServerOptions::default()
+    });
     let names = [
         "stale-upload-cleaner",
         "drive-monitor",
@@ -399,6 +408,8 @@ fn jobs_lists_every_background_job_with_its_passes() {
         "usage-scanner",
         "read-healer",
         "heal-metrics-sampler",
+        "identity-reload",
+        "key-service",
     ];
     let deadline = Instant::now() + NOTICE_TIMEOUT;
     let monitor = loop {

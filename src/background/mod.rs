@@ -1,9 +1,14 @@
 //! Background work: each job implements [`Worker`] and runs on its own task, one pass at a
 //! time, with a pause between passes. Every job is spawned into the server's [`Jobs`], which
-//! `strata admin jobs` lists with where each stands.
+//! `strata admin jobs` lists with where each stands: healing and scrubbing, lifecycle, usage,
+//! stale uploads, the control plane's loops, other nodes' liveness, users and policies read
+//! again, the key service, and the TLS certificate's reload.
 
+pub mod certificates;
 pub mod control_plane;
 pub mod healing;
+pub mod identities;
+pub mod peers;
 pub mod stale_uploads;
 pub mod usage;
 
@@ -19,8 +24,13 @@ use crate::object::now_ms;
 #[async_trait]
 pub trait Worker: Send + 'static {
     fn name(&self) -> &'static str;
-    /// The pause between two passes.
+    /// The pause between two passes (asked again before each).
     fn interval(&self) -> Duration;
+    /// The pause before the first pass: an interval, unless the job is what the server
+    /// waits on (its records' authority, its users).
+    fn first_pass_after(&self) -> Duration {
+        self.interval()
+    }
     /// One pass; returns a line for the log.
     async fn run_once(&mut self) -> anyhow::Result<String>;
 }
@@ -82,8 +92,10 @@ impl Jobs {
         }));
         self.listed.lock().unwrap().push(status.clone());
         tokio::spawn(async move {
+            let mut pause = worker.first_pass_after();
             loop {
-                tokio::time::sleep(worker.interval()).await;
+                tokio::time::sleep(pause).await;
+                pause = worker.interval();
                 {
                     let mut status = status.lock().unwrap();
                     status.running = true;
@@ -125,6 +137,10 @@ impl<W: Worker> Worker for Elected<W> {
 
     fn interval(&self) -> Duration {
         self.worker.interval()
+    }
+
+    fn first_pass_after(&self) -> Duration {
+        self.worker.first_pass_after()
     }
 
     /// A pass stops where it is when this node loses the election ([`while_held`]).

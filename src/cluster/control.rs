@@ -47,9 +47,9 @@ pub const LAPSE_CHECK_EVERY: Duration = Duration::from_millis(250);
 /// How long a starting node waits between attempts to reach etcd.
 const JOIN_RETRY: Duration = Duration::from_secs(2);
 /// How long a broken watch waits before it watches again.
-const REWATCH_AFTER: Duration = Duration::from_secs(1);
-/// How often a node tries again to take its records from etcd (see [`ControlPlane::spawn_adoption`]).
-const ADOPT_RETRY: Duration = Duration::from_millis(250);
+pub const REWATCH_AFTER: Duration = Duration::from_secs(1);
+/// How often a node tries again to take its records from etcd (see [`ControlPlane::adopt`]).
+pub const ADOPT_RETRY: Duration = Duration::from_millis(250);
 /// How long a record change waits for the node to take its records from etcd before 503.
 const ADOPTION_WAIT: Duration = Duration::from_secs(10);
 
@@ -206,22 +206,10 @@ impl ControlPlane {
 
     /// Makes etcd the authority over `store`'s bucket and system records, once etcd holds
     /// them: the first node to get here fills etcd from the drives and marks it filled (which
-    /// needs a read quorum of the drives: it tries until the other nodes are up). Until then
-    /// reads go to the drives and record changes wait.
-    pub fn spawn_adoption(self: &Arc<Self>, store: Arc<ObjectStore>) {
-        let control = self.clone();
-        tokio::spawn(async move {
-            let mut warned = false;
-            while let Err(e) = control.adopt(&store).await {
-                if !std::mem::replace(&mut warned, true) {
-                    tracing::warn!(error = %e, "cannot take the records from etcd yet; trying again");
-                }
-                tokio::time::sleep(ADOPT_RETRY).await;
-            }
-        });
-    }
-
-    async fn adopt(self: &Arc<Self>, store: &Arc<ObjectStore>) -> anyhow::Result<()> {
+    /// needs a read quorum of the drives: the job that calls this tries until the other nodes
+    /// are up, see `background::control_plane`). Until then reads go to the drives and
+    /// record changes wait.
+    pub async fn adopt(self: &Arc<Self>, store: &Arc<ObjectStore>) -> anyhow::Result<()> {
         let marker = format!("{ROOT}records-filled");
         let authority: Arc<dyn RecordAuthority> = self.clone();
         if self.etcd.get(&marker).await?.is_none() {
@@ -318,62 +306,33 @@ impl ControlPlane {
             .collect())
     }
 
-    /// Calls `heard` with every change another node announces, from now on, until the
-    /// server stops; after a broken watch, with `None` (anything may have changed).
-    pub fn spawn_watch(
-        self: &Arc<Self>,
-        heard: impl Fn(Option<RecordChange>) + Send + Sync + 'static,
-    ) {
-        let control = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let prefix = format!("{ROOT}changes/");
-            let mut first = true;
-            loop {
-                let Some((etcd, this_node)) =
-                    control.upgrade().map(|c| (c.etcd.clone(), c.node.clone()))
-                else {
-                    break;
-                };
-                // List to learn the revision to watch from; after a break, what was missed
-                // is unknown, so everything is read again.
-                let from = match etcd.list(&prefix).await {
-                    Ok((_, revision)) => revision + 1,
-                    Err(_) => {
-                        tokio::time::sleep(REWATCH_AFTER).await;
-                        continue;
-                    }
-                };
-                if !first {
-                    heard(None);
+    /// Where a watch of the changes other nodes announce starts: the revision after the
+    /// last one etcd holds now (what came before is read again, not watched for).
+    pub async fn changes_revision(&self) -> Result<i64, EtcdError> {
+        let (_, revision) = self.etcd.list(&format!("{ROOT}changes/")).await?;
+        Ok(revision + 1)
+    }
+
+    /// Calls `heard` with every change another node announces from revision `from` on, until
+    /// the watch ends (`Err`: it could not start, or broke).
+    pub async fn watch_changes(
+        &self,
+        from: i64,
+        heard: &(dyn Fn(Option<RecordChange>) + Send + Sync),
+    ) -> Result<(), EtcdError> {
+        let events = self.etcd.watch(&format!("{ROOT}changes/"), from).await?;
+        let mut events = std::pin::pin!(events);
+        while let Some(batch) = events.next().await {
+            for event in batch? {
+                let WatchEvent::Put(kv) = event else { continue };
+                match parse_change(&kv.value) {
+                    Some((_, node)) if node == self.node => {}
+                    Some((change, _)) => heard(Some(change)),
+                    None => heard(None),
                 }
-                first = false;
-                match etcd.watch(&prefix, from).await {
-                    Ok(events) => {
-                        let mut events = std::pin::pin!(events);
-                        while let Some(batch) = events.next().await {
-                            match batch {
-                                Ok(batch) => {
-                                    for event in batch {
-                                        let WatchEvent::Put(kv) = event else { continue };
-                                        match parse_change(&kv.value) {
-                                            Some((_, node)) if node == this_node => {}
-                                            Some((change, _)) => heard(Some(change)),
-                                            None => heard(None),
-                                        }
-                                    }
-                                }
-                                Err(e) => {
-                                    tracing::warn!(error = %e, "the etcd watch broke");
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                    Err(e) => tracing::warn!(error = %e, "could not watch etcd"),
-                }
-                tokio::time::sleep(REWATCH_AFTER).await;
             }
-        });
+        }
+        Ok(())
     }
 
     /// Leaves the cluster at once: this node's keys (and jobs) go with its lease.

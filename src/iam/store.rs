@@ -10,7 +10,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -220,20 +219,6 @@ impl Iam {
                 tracing::warn!(user = %record.name, error = %e, "could not seal the user's secret key again")
             }
         }
-    }
-
-    /// Reloads the cache every `every`, for as long as the server runs.
-    pub fn spawn_refresh(self: &Arc<Self>, every: Duration) {
-        let iam = Arc::downgrade(self);
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(every).await;
-                let Some(iam) = iam.upgrade() else { return };
-                if let Err(e) = iam.reload().await {
-                    tracing::warn!(error = %e, "could not reload users and policies");
-                }
-            }
-        });
     }
 
     /// The secret key of an enabled user.

@@ -184,7 +184,8 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         serve_drives(&config, cluster, &deployment, certificates.clone()).await?;
     }
     for peer in &deployment.peers {
-        peer.spawn_pings();
+        let pings = background::peers::PeerLiveness::new(Arc::downgrade(peer));
+        jobs.spawn(Some(peer.node()), pings);
     }
     if let Some(control) = &control {
         store.set_change_feed(control.clone());
@@ -197,7 +198,10 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             None,
             background::control_plane::LapseCheck(Arc::downgrade(control)),
         );
-        control.spawn_adoption(store.clone());
+        jobs.spawn(
+            None,
+            background::control_plane::RecordsAdoption::new(Arc::downgrade(control), store.clone()),
+        );
     }
     spawn_singleton(
         background::stale_uploads::StaleUploadCleaner {
@@ -293,14 +297,21 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     }
     // Other nodes change users too: the control plane tells this one, and without it they
     // are read again often.
-    iam.spawn_refresh(match (&config.cluster, &control) {
+    let every = match (&config.cluster, &control) {
         (Some(_), None) => CLUSTER_IAM_REFRESH,
         _ => IAM_REFRESH,
-    });
+    };
+    let iam_reload = background::identities::IdentityReload {
+        iam: Arc::downgrade(&iam),
+        every,
+    };
+    jobs.spawn(None, iam_reload);
     if let Some(control) = &control {
-        control.spawn_watch(apply_others_changes(store.clone(), iam.clone()));
+        let heard = apply_others_changes(store.clone(), iam.clone());
+        let watch = background::control_plane::ChangeWatch::new(Arc::downgrade(control), heard);
+        jobs.spawn(None, watch);
     }
-    kms::start(&store)
+    kms::start(&store, &jobs)
         .await
         .context("opening the key service")?;
     let s3 = S3State {
@@ -335,7 +346,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         healer,
         lifecycle_status,
         lifecycle_day: config.lifecycle.day,
-        jobs,
+        jobs: jobs.clone(),
     };
     let state = Arc::new(AppState {
         s3,
@@ -379,7 +390,11 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             tls::CERT_FILE,
             tls::KEY_FILE
         );
-        certificates.spawn_watcher(config.listener.cert_check_interval);
+        let reload = background::certificates::CertificateReload {
+            watch: certificates.watch().await,
+            every: config.listener.cert_check_interval,
+        };
+        jobs.spawn(None, reload);
     }
     let signal = shutdown_signal();
     tracing::info!("listening on {scheme}://{address}");

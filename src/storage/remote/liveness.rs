@@ -67,26 +67,19 @@ impl NodeLiveness {
         DriveError::Offline(format!("{label} (node {} is down)", self.node))
     }
 
-    /// Pings the node every [`PING_EVERY`] until the server stops.
-    pub fn spawn_pings(self: &Arc<Self>) {
-        let liveness = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(PING_EVERY);
-            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                ticks.tick().await;
-                let Some(liveness) = liveness.upgrade() else {
-                    break;
-                };
-                let sent = std::time::Instant::now();
-                let answered = tokio::time::timeout(PING_EVERY, liveness.pinger.ping()).await;
-                // A ping lost to this process's own pause says nothing of the node.
-                if answered.is_err() && crate::storage::pause::paused_since(sent) {
-                    continue;
-                }
-                liveness.heard(matches!(answered, Ok(Ok(()))));
-            }
-        });
+    /// Pings the node once, waiting at most [`PING_EVERY`] (the server's `peer-liveness`
+    /// job does so every [`PING_EVERY`]): whether it answered, `None` when a lost ping says
+    /// nothing (this process was paused meanwhile).
+    pub async fn ping(&self) -> Option<bool> {
+        let sent = std::time::Instant::now();
+        let answered = tokio::time::timeout(PING_EVERY, self.pinger.ping()).await;
+        // A ping lost to this process's own pause says nothing of the node.
+        if answered.is_err() && crate::storage::pause::paused_since(sent) {
+            return None;
+        }
+        let answered = matches!(answered, Ok(Ok(())));
+        self.heard(answered);
+        Some(answered)
     }
 
     /// Takes one ping's outcome into account.

@@ -18,4 +18,4 @@ pub mod protocol;
 
 pub use auth::{AuthError, ClusterAuth, NonceCache};
 pub use client::RemoteDrive;
-pub use liveness::NodeLiveness;
+pub use liveness::{NodeLiveness, PING_EVERY};
