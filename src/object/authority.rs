@@ -1,59 +1,19 @@
-//! How the object store uses the authority that decides its deployment-wide records in a
-//! cluster (its contract and tombstones: `crate::records::authority`): bucket records,
-//! and the system records that hold users, policies and the key catalog. Each change is a
-//! compare-and-swap in the authority (etcd), on the bytes the change was decided on; the
-//! drives then keep a copy of the record, the same bytes, as on a server alone. The copy
-//! serves reads while the authority cannot be reached (settings changes wait for it), and
-//! lets a new etcd be filled from the drives. Heal brings the copies in line with it.
-//!
-//! Absence in the authority is never taken for a deletion: an etcd restored from an older
-//! snapshot, or whose keys were deleted, lacks what it once held. So a deleted record stays
-//! in the authority as a tombstone, and a record the authority lacks that the
-//! drives agree on is put back into it. Every change also raises the records' revision, in
-//! the same transaction, and each drive keeps the revision of the last change it copied
-//! (`RECORDS_REVISION`): a drive ahead of the authority shows that the authority lost
-//! changes, and it is filled again from the drives before any change is decided over it.
-//!
-//! A server alone on its drives has no authority: the drives decide, each change committed
-//! conditionally on a write quorum (see `bucket.rs`, `system.rs`).
+//! The authority that decides the object store's deployment-wide records in a cluster (etcd):
+//! bucket records and the system records. How it decides and how the drives keep their
+//! copies is the records layer's ([`crate::records::decided`]); here the store names the
+//! kinds it decides, and fills a new authority from what it lists.
 
-use std::collections::BTreeMap;
-use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::record::BucketRecord;
-use super::system::SystemRecord;
-use super::{HealReport, ObjectError, ObjectStore};
+use super::{ObjectError, ObjectStore};
 use crate::object::record::BUCKETS;
 use crate::object::system::SYSTEM;
-use crate::records::authority::{
-    agreed_records, authority_key, copy_fixes, decided_in, is_later, put_if_absent, Held,
-    RecordAuthority, DECIDED, DELETED, RECORDS_REVISION,
-};
-use crate::records::revisioned::Revisioned;
-use crate::records::{Change, DriveError, RecordSet, Table, TableId};
+use crate::records::authority::{authority_key, put_if_absent, RecordAuthority};
+use crate::records::decided::{Decided, DecidedKind};
 
-/// How many times a record's copy is written again because the authority's value changed
-/// meanwhile, before heal is left to bring the drives in line.
-const COPY_ROUNDS: usize = 3;
-/// How many times one set is written while fewer than its write quorum took the copy, and the
-/// pause between two writes.
-const SET_WRITES: usize = 3;
-const SET_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
-
-/// A record to replace in the authority: its key there, what it holds now, what it takes.
-type Replacement<'a> = (String, Option<&'a [u8]>, &'a [u8]);
-
-/// Which of two copies of a record to keep when the authority is behind the drives: the
-/// drives' (`from_drives`), unless the authority's is a later revision of the same record.
-fn newer_of<'a>(table: TableId, in_authority: Option<&'a [u8]>, from_drives: &'a [u8]) -> &'a [u8] {
-    match in_authority {
-        Some(held) if table == BUCKETS.id() && is_later::<BucketRecord>(held, from_drives) => held,
-        Some(held) if table == SYSTEM.id() && is_later::<SystemRecord>(held, from_drives) => held,
-        _ => from_drives,
-    }
-}
+/// The kinds of record the authority decides.
+static DECIDED_KINDS: [&dyn DecidedKind; 2] = [&BUCKETS, &SYSTEM];
 
 impl ObjectStore {
     /// From now on, changes to bucket and system records are decided by `authority`, and
@@ -64,11 +24,24 @@ impl ObjectStore {
         }
     }
 
-    pub(super) fn authority(&self) -> Option<&Arc<dyn RecordAuthority>> {
-        self.authority.get()
+    /// The decided records, once an authority decides them.
+    pub(super) fn authority(&self) -> Option<Decided<'_>> {
+        self.authority
+            .get()
+            .map(|authority| self.decided_by(authority))
     }
 
-    /// How often the authority was found behind the drives (see [`Divergence`]).
+    fn decided_by<'a>(&'a self, authority: &'a Arc<dyn RecordAuthority>) -> Decided<'a> {
+        Decided {
+            authority,
+            sets: &self.sets,
+            divergence: &self.divergence,
+            kinds: &DECIDED_KINDS,
+        }
+    }
+
+    /// How often the authority was found behind the drives (see
+    /// [`crate::records::authority::Divergence`]).
     pub fn authority_divergence(&self) -> (u64, u64) {
         let d = &self.divergence;
         (
@@ -77,229 +50,13 @@ impl ObjectStore {
         )
     }
 
-    /// A record as the authority holds it, with its bytes (what a change compares); `Err`
-    /// when the authority cannot be reached. A record the authority lacks (and holds no
-    /// tombstone of) that the drives agree on is put back into it first.
-    pub(super) async fn decided<T: Revisioned>(
-        &self,
-        authority: &Arc<dyn RecordAuthority>,
-        table: Table<T>,
-        key: &[u8],
-    ) -> Result<Option<(T, Vec<u8>)>, ObjectError> {
-        let bytes = match authority.get(&authority_key(table.id(), key)).await? {
-            Some(bytes) if bytes == DELETED => return Ok(None),
-            Some(bytes) => bytes,
-            None => match self.put_back(authority, table, key).await? {
-                Some(bytes) => bytes,
-                None => return Ok(None),
-            },
-        };
-        let record = super::record::decode(&bytes)
-            .map_err(|e| ObjectError::Internal(format!("a record in the authority: {e}")))?;
-        Ok(Some((record, bytes)))
-    }
-
-    /// Puts a record the authority lacks back into it from the drives, when a read quorum of
-    /// them agrees on it; answers what the authority then holds (`None`: no record).
-    async fn put_back<T: Revisioned>(
-        &self,
-        authority: &Arc<dyn RecordAuthority>,
-        table: Table<T>,
-        key: &[u8],
-    ) -> Result<Option<Vec<u8>>, ObjectError> {
-        let Some(record) = self.sets[0].read_agreed(table, key).await?.found() else {
-            return Ok(None);
-        };
-        let bytes = super::record::encode(&record);
-        let name = authority_key(table.id(), key);
-        if put_if_absent(authority, &name, &bytes).await? {
-            self.divergence
-                .records_put_back
-                .fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(record = %name, "etcd lacked a record the drives hold (restored or deleted keys?): put back from the drives");
-        }
-        match authority.get(&name).await? {
-            Some(held) if held == DELETED => Ok(None),
-            Some(held) => Ok(Some(held)),
-            None => Ok(Some(bytes)),
-        }
-    }
-
-    /// Changes a record in the authority if it still holds `base` ([`ObjectError::Conflict`]
-    /// when another server changed it, or any record, first), then its copy on the drives.
-    /// `value` `None` deletes the record: the authority keeps its tombstone.
-    pub(super) async fn decide<T>(
-        &self,
-        authority: &Arc<dyn RecordAuthority>,
-        (table, key): (Table<T>, &[u8]),
-        base: Option<&[u8]>,
-        value: Option<Vec<u8>>,
-    ) -> Result<(), ObjectError> {
-        let revision = self.revision_not_behind(authority).await?;
-        let name = authority_key(table.id(), key);
-        let stored = value.as_deref().unwrap_or(DELETED);
-        let mut swapped = authority.swap(&name, base, stored, revision).await?;
-        if !swapped && base.is_none() {
-            // Holding no record is also holding a deleted one's tombstone.
-            swapped = authority
-                .swap(&name, Some(DELETED), stored, revision)
-                .await?;
-        }
-        if !swapped {
-            return Err(ObjectError::Conflict);
-        }
-        self.copy_to_drives(authority, (table, key), value, revision + 1)
-            .await;
-        Ok(())
-    }
-
-    /// Writes a decided record's copy, and the records revision, on every drive of every
-    /// set, until the drives hold what the authority holds: a later change decided by
-    /// another server may have copied its value first, which this copy, arriving late, would
-    /// otherwise replace with an older one. So after each write the authority is read again,
-    /// and its value now, with its revision now, is what the next write takes; the last
-    /// writer of a record thus always ends on the decided value. Each set is written again
-    /// while fewer than its write quorum took the copy (a few times; heal puts back what a
-    /// drive still misses, and a failed read of the authority leaves the rest to heal too).
-    async fn copy_to_drives<T>(
-        &self,
-        authority: &Arc<dyn RecordAuthority>,
-        (table, key): (Table<T>, &[u8]),
-        mut value: Option<Vec<u8>>,
-        mut revision: u64,
-    ) {
-        let name = authority_key(table.id(), key);
-        for _ in 0..COPY_ROUNDS {
-            self.write_copies(table, key, value.clone(), revision).await;
-            let (Ok(now), Ok(now_revision)) =
-                (authority.get(&name).await, authority.revision().await)
-            else {
-                return;
-            };
-            let now = now.filter(|held| held != DELETED);
-            if now == value {
-                return;
-            }
-            (value, revision) = (now, now_revision.max(revision));
-        }
-        tracing::warn!(record = %name, "the drives' copies of a record changed faster than they could be written; heal brings them in line");
-    }
-
-    /// One write of a record's copy and the records revision on every drive of every set,
-    /// again on a set whose write quorum did not take it.
-    async fn write_copies<T>(
-        &self,
-        table: Table<T>,
-        key: &[u8],
-        value: Option<Vec<u8>>,
-        revision: u64,
-    ) {
-        let op = match value {
-            Some(value) => table.put_stored(key.to_vec(), value),
-            None => table.delete(key.to_vec()),
-        };
-        let copied =
-            SYSTEM.put_stored(RECORDS_REVISION.to_vec(), revision.to_string().into_bytes());
-        let ops = vec![op, copied];
-        futures::future::join_all(self.sets.iter().map(|set| async {
-            for _ in 0..SET_WRITES {
-                let answers = set.apply_all(ops.clone()).await;
-                if answers.iter().filter(|a| a.is_ok()).count() >= set.write_quorum() {
-                    return;
-                }
-                tokio::time::sleep(SET_RETRY).await;
-            }
-            tracing::warn!(
-                set = set.index(),
-                "fewer drives than the write quorum took a record's copy; heal puts it back"
-            );
-        }))
-        .await;
-    }
-
-    /// The highest records revision any drive of the first set copied (0: none).
-    async fn drives_revision(&self) -> u64 {
-        let answers = (self.sets[0]).stored_all(SYSTEM, RECORDS_REVISION).await;
-        (answers.into_iter().flatten().flatten())
-            .filter_map(|bytes| std::str::from_utf8(&bytes).ok()?.parse::<u64>().ok())
-            .max()
-            .unwrap_or(0)
-    }
-
-    /// The authority's records revision, once it is not behind the drives' (else it is
-    /// filled from them first): a change decided over an etcd that lost changes could undo
-    /// them, a key catalog saved over an older one would lose keys.
-    async fn revision_not_behind(
-        &self,
-        authority: &Arc<dyn RecordAuthority>,
-    ) -> Result<u64, ObjectError> {
-        let revision = authority.revision().await?;
-        if self.drives_revision().await <= revision {
-            return Ok(revision);
-        }
-        self.refill_authority(authority).await?;
-        Ok(authority.revision().await?)
-    }
-
-    /// When the authority is behind the drives (a drive copied a later records revision
-    /// than it holds: etcd restored from an older snapshot, or its records deleted), makes
-    /// each record in it what a read quorum of the drives agrees on (a later revision of the
-    /// same record in the authority stays), turns records no drive holds into tombstones,
-    /// and raises its revision to the drives'. Records the drives disagree on are left as
-    /// they are. Answers whether it was behind.
+    /// When `authority` is behind the drives, fills it again from them (see
+    /// [`Decided::refill`]). Answers whether it was behind.
     pub async fn refill_authority(
         &self,
         authority: &Arc<dyn RecordAuthority>,
     ) -> Result<bool, ObjectError> {
-        let copied = self.drives_revision().await;
-        let mut revision = authority.revision().await?;
-        if copied <= revision {
-            return Ok(false);
-        }
-        tracing::warn!(
-            etcd_revision = revision,
-            drives_revision = copied,
-            "etcd is behind the drives' copy of the records (restored from an older snapshot, or records deleted): filling it again from the drives"
-        );
-        self.divergence.refills.fetch_add(1, Ordering::Relaxed);
-        let mut put_back = 0;
-        for (table, _) in DECIDED {
-            let decided = decided_in(authority, table).await?;
-            let on_drives = records_on_drives(&self.sets[0], table).await?;
-            let mut changes: Vec<Replacement> = Vec::new();
-            for (key, held) in &on_drives {
-                let in_authority = decided.get(key).map(Vec::as_slice);
-                let keep = match held {
-                    Held::Agreed(bytes) => newer_of(table, in_authority, bytes),
-                    Held::Nowhere => DELETED,
-                    Held::Undecided => continue,
-                };
-                if in_authority != Some(keep) {
-                    changes.push((authority_key(table, key), in_authority, keep));
-                }
-            }
-            for (key, value) in &decided {
-                if !on_drives.contains_key(key) && value.as_slice() != DELETED {
-                    changes.push((authority_key(table, key), Some(value), DELETED));
-                }
-            }
-            for (name, expected, value) in changes {
-                if !authority.swap(&name, expected, value, revision).await? {
-                    return Err(ObjectError::Conflict);
-                }
-                tracing::warn!(record = %name, "etcd's record replaced by the drives' copy");
-                revision += 1;
-                put_back += 1;
-            }
-        }
-        if revision < copied && !authority.raise_revision(revision, copied).await? {
-            return Err(ObjectError::Conflict);
-        }
-        self.divergence
-            .records_put_back
-            .fetch_add(put_back, Ordering::Relaxed);
-        tracing::warn!(put_back, "etcd is in line with the drives' records again");
-        Ok(true)
+        Ok(self.decided_by(authority).refill().await?)
     }
 
     /// Fills the authority with the records the drives hold that it lacks (a cluster that ran
@@ -323,73 +80,6 @@ impl ObjectStore {
             added += usize::from(put_if_absent(authority, &key, &value).await?);
         }
         Ok(added)
-    }
-
-    /// Brings every drive's copies of the decided records in line with the authority: puts
-    /// what a drive misses or holds otherwise, removes what the authority holds a tombstone
-    /// of. A record the authority lacks is never removed from the drives: it is put back
-    /// into the authority when the drives agree on it (and the authority is filled again
-    /// first when it is behind the drives).
-    ///
-    /// The drives are read before the authority: a change decides in the authority before
-    /// it copies to the drives, so the authority read is never older than a copy seen, and
-    /// each fix applies only where the drive still holds what was read (a copy written since
-    /// stays). An unhealed drive lists nothing: it is given every record.
-    pub(super) async fn heal_copies(
-        &self,
-        authority: &Arc<dyn RecordAuthority>,
-    ) -> Result<HealReport, ObjectError> {
-        let mut report = HealReport::default();
-        self.refill_authority(authority).await?;
-        for (table, _) in DECIDED {
-            for set in &self.sets {
-                let scans = set.scan_all(table, Bound::Unbounded, &[], usize::MAX).await;
-                let decided = decided_in(authority, table).await?;
-                report.objects_checked += decided.len() as u64;
-                let fixes: Vec<Option<Vec<Change>>> = (scans.iter())
-                    .map(|scan| match scan {
-                        Ok(entries) => copy_fixes(table, &decided, Some(entries)),
-                        Err(DriveError::Unhealed(_)) => copy_fixes(table, &decided, None),
-                        Err(_) => None,
-                    })
-                    .collect();
-                let repaired = (fixes.iter().flatten().flatten())
-                    .filter(|change| !change.is_condition())
-                    .count();
-                if repaired > 0 {
-                    set.apply_each(fixes).await;
-                    report.records_repaired += repaired as u64;
-                }
-                // Records the drives hold that the authority lacks go back into it.
-                for (key, held) in records_on_drives(set, table).await? {
-                    let Held::Agreed(bytes) = held else { continue };
-                    if decided.contains_key(&key) {
-                        continue;
-                    }
-                    let name = authority_key(table, &key);
-                    if put_if_absent(authority, &name, &bytes).await? {
-                        self.divergence
-                            .records_put_back
-                            .fetch_add(1, Ordering::Relaxed);
-                        tracing::warn!(record = %name, "etcd lacked a record the drives hold (restored or deleted keys?): put back from the drives");
-                        report.records_repaired += 1;
-                    }
-                }
-            }
-        }
-        Ok(report)
-    }
-}
-
-/// Every record of `table` some drive of `set` holds, and what the set agrees on about it.
-/// Fails unless a read quorum of drives listed theirs.
-async fn records_on_drives(
-    set: &RecordSet,
-    table: TableId,
-) -> Result<BTreeMap<Vec<u8>, Held>, ObjectError> {
-    match table == BUCKETS.id() {
-        true => Ok(agreed_records(set, BUCKETS).await?),
-        false => Ok(agreed_records(set, SYSTEM).await?),
     }
 }
 
@@ -550,7 +240,7 @@ mod tests {
             "every drive holds the later change"
         );
         let revision = *memory.revision.lock().unwrap();
-        assert_eq!(store.drives_revision().await, revision);
+        assert_eq!(store.authority().unwrap().drives_revision().await, revision);
     }
 
     #[tokio::test]
@@ -574,8 +264,8 @@ mod tests {
         let missed = BUCKETS.put_stored(gone_key.clone(), gone_copy);
         set.apply_on(5, vec![missed]).await.unwrap();
 
-        let report = store.heal_copies(&(memory.clone() as _)).await.unwrap();
-        assert_eq!(report.records_repaired, 3, "{report:?}");
+        let report = store.authority().unwrap().heal_copies().await.unwrap();
+        assert_eq!(report.repaired, 3, "{report:?}");
         let made_copies = set.stored_all(BUCKETS, b"made").await;
         assert!(made_copies.iter().all(|c| matches!(c, Ok(Some(_)))));
         let gone_copies = set.stored_all(BUCKETS, &gone_key).await;
@@ -589,8 +279,8 @@ mod tests {
             store.bucket(&gone).await,
             Err(ObjectError::NoSuchBucket)
         ));
-        let again = store.heal_copies(&(memory as _)).await.unwrap();
-        assert_eq!(again.records_repaired, 0, "{again:?}");
+        let again = store.authority().unwrap().heal_copies().await.unwrap();
+        assert_eq!(again.repaired, 0, "{again:?}");
     }
 
     /// An authority that lost changes (restored from an older snapshot): the drives' copies

@@ -1,11 +1,9 @@
 //! Buckets: a record on every drive of every set.
 
-use crate::object::record::{BUCKETS, UPLOADS};
 use futures::future::join_all;
 
-use super::record::{self, BucketRecord, BucketSettings, ObjectRecord, VersionsRecord};
+use super::record::{BucketRecord, BucketSettings, ObjectRecord, VersionsRecord, BUCKETS, UPLOADS};
 use super::{now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectStore};
-use crate::records::authority::authority_key;
 use crate::records::changes::RecordChange;
 use crate::records::revisioned;
 
@@ -38,9 +36,8 @@ impl ObjectStore {
                 settings: settings.clone(),
             };
             if let Some(authority) = self.authority() {
-                let value = Some(record::encode(&record));
-                let decided = self.decide(authority, (BUCKETS, key), None, value);
-                self.in_force(name, decided.await, &record)?;
+                let decided = authority.change((BUCKETS, key), None, Some(&record));
+                self.in_force(name, decided.await.map_err(ObjectError::from), &record)?;
                 return Ok(record);
             }
             let op = BUCKETS.put(key.to_vec(), &record);
@@ -97,7 +94,7 @@ impl ObjectStore {
     async fn find_bucket(&self, name: &BucketName) -> Result<Option<BucketRecord>, ObjectError> {
         if let Some(authority) = self.authority() {
             let key = name.as_str().as_bytes();
-            match self.decided(authority, BUCKETS, key).await {
+            match authority.read(BUCKETS, key).await {
                 Ok(decided) => return Ok(decided.map(|(record, _)| record)),
                 Err(e) => tracing::debug!(error = %e, "bucket record read from the drives' copy"),
             }
@@ -123,14 +120,13 @@ impl ObjectStore {
         let key = name.as_str().as_bytes();
         let changed = retry_conflicts(|| async {
             if let Some(authority) = self.authority() {
-                let base = self.decided::<BucketRecord>(authority, BUCKETS, key);
+                let base = authority.read(BUCKETS, key);
                 let (base, base_bytes) = base.await?.ok_or(ObjectError::NoSuchBucket)?;
                 let mut record = base;
                 change(&mut record.settings)?;
                 record.revision += 1;
-                let value = Some(record::encode(&record));
-                let decided = self.decide(authority, (BUCKETS, key), Some(&base_bytes), value);
-                self.in_force(name, decided.await, &record)?;
+                let decided = authority.change((BUCKETS, key), Some(&base_bytes), Some(&record));
+                self.in_force(name, decided.await.map_err(ObjectError::from), &record)?;
                 return Ok(record);
             }
             let base = self.find_bucket(name).await?;
@@ -152,12 +148,8 @@ impl ObjectStore {
 
     pub async fn list_buckets(&self) -> Result<Vec<BucketRecord>, ObjectError> {
         if let Some(authority) = self.authority() {
-            match authority.list(&authority_key(BUCKETS, b"")).await {
-                Ok(records) => {
-                    return Ok((records.iter())
-                        .filter_map(|(_, value)| record::decode(value).ok())
-                        .collect())
-                }
+            match authority.list(BUCKETS, b"").await {
+                Ok(records) => return Ok(records.into_iter().map(|(_, bucket)| bucket).collect()),
                 Err(e) => tracing::debug!(error = %e, "buckets listed from the drives' copy"),
             }
         }
@@ -185,7 +177,7 @@ impl ObjectStore {
         let deleted = retry_conflicts(|| async {
             let decided = match self.authority() {
                 Some(authority) => {
-                    let base = self.decided::<BucketRecord>(authority, BUCKETS, key);
+                    let base = authority.read(BUCKETS, key);
                     Some(base.await?.ok_or(ObjectError::NoSuchBucket)?)
                 }
                 None => None,
@@ -204,8 +196,8 @@ impl ObjectStore {
                 return Err(ObjectError::BucketNotEmpty);
             }
             if let (Some(authority), Some((_, base_bytes))) = (self.authority(), &decided) {
-                let deleted = self.decide(authority, (BUCKETS, key), Some(base_bytes), None);
-                let deleted = deleted.await;
+                let deleted = authority.change((BUCKETS, key), Some(base_bytes), None);
+                let deleted = deleted.await.map_err(ObjectError::from);
                 self.buckets.forget(name.as_str());
                 return deleted;
             }

@@ -1,36 +1,17 @@
 //! What the object layer's commits are conditioned on: each drive takes its batch only if it
-//! still holds the records the writer's decision read from it. The commit itself, checked
-//! per drive in the drive's transaction and undone below quorum, is the erasure set's
-//! ([`crate::records::commit`]).
+//! still holds the object and versions records the writer's decision read from it. How
+//! guards make batches, and the commit itself (checked per drive in the drive's transaction,
+//! undone below quorum), are the records layer's ([`crate::records::commit`]).
 
-use crate::object::record::INLINE_CHUNKS;
 use uuid::Uuid;
 
-use super::record::{inline_key, ObjectRecord};
+use super::record::{inline_key, ObjectRecord, INLINE_CHUNKS};
 use super::ObjectError;
 use crate::object::versions::agreed::DriveRecords;
 use crate::object::versions::versioning::KeyVersions;
-use crate::records::commit::Batch;
+use crate::records::commit::{guarded, Batch};
 use crate::records::copies::Guard;
 use crate::records::{Change, RecordSet};
-
-/// Each drive's batch (`None`: leave the drive out), guarded by `guard(i)` and by `also[i]`
-/// (what else the decision read on that drive, e.g. the upload a completion ends; empty:
-/// nothing else).
-fn guarded(
-    batches: Vec<Option<Vec<Change>>>,
-    guard: impl Fn(usize) -> Guard,
-    also: &[Guard],
-) -> Vec<Batch> {
-    let also = |i: usize| also.get(i).cloned().unwrap_or(Guard::Expect(Vec::new()));
-    (batches.into_iter().enumerate())
-        .map(|(i, ops)| match (ops, guard(i).and(also(i))) {
-            (Some(ops), Guard::Expect(held)) => Batch::Apply(held.into_iter().chain(ops).collect()),
-            (Some(_), Guard::Refuse) => Batch::Refuse,
-            _ => Batch::LeaveOut,
-        })
-        .collect()
-}
 
 /// What a key's object records are, as a commit decided on them sees them: every drive's,
 /// and the one the set agreed on (`Some(None)`: that the key does not exist; `None`: on
@@ -96,34 +77,6 @@ pub(crate) async fn commit_on_versions(
     also: &[Guard],
 ) -> Result<usize, ObjectError> {
     let batches = guarded_on_versions(set, batches, current, also);
-    Ok(set.commit(batches, data_on).await?)
-}
-
-/// Two changes of one set, each guarded on what it was decided on, as one commit: each
-/// drive takes both in one transaction, or neither.
-pub(crate) fn together(first: Vec<Batch>, second: Vec<Batch>) -> Vec<Batch> {
-    (first.into_iter().zip(second))
-        .map(|pair| match pair {
-            (Batch::Apply(mut ops), Batch::Apply(more)) => {
-                ops.extend(more);
-                Batch::Apply(ops)
-            }
-            (Batch::Refuse, _) | (_, Batch::Refuse) => Batch::Refuse,
-            _ => Batch::LeaveOut,
-        })
-        .collect()
-}
-
-/// Commits `batches[i]` on drive `i` (`None`: leave it out) where `guards[i]` lets it: a
-/// change decided on records the caller read and guarded itself. Answers how many drives
-/// took it.
-pub(crate) async fn commit_guarded(
-    set: &RecordSet,
-    batches: Vec<Option<Vec<Change>>>,
-    guards: &[Guard],
-    data_on: Option<&[bool]>,
-) -> Result<usize, ObjectError> {
-    let batches = guarded(batches, |_| Guard::Expect(Vec::new()), guards);
     Ok(set.commit(batches, data_on).await?)
 }
 

@@ -16,10 +16,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::future::{join_all, BoxFuture};
 
-use super::record::{self, object_key, ObjectRecord, VersionsRecord};
+use super::record::{self, object_key, ObjectRecord, VersionsRecord, OBJECTS, VERSIONS};
 use super::{BucketName, ObjectError, ObjectStore};
 use crate::erasure::{rolled_up_len, ErasureError};
-use crate::object::record::{OBJECTS, VERSIONS};
 use crate::records::agreement::held_by_majority;
 use crate::records::{DriveError, RecordSet, Replica, Table};
 

@@ -12,7 +12,8 @@ use super::commit::{commit_on_records, dropped_inline_chunks};
 use super::conditions::{DeleteIf, WriteCondition};
 use super::object_lock::{self, ObjectLock};
 use super::record::{
-    inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, StoredChecksum, SINGLE_PUT_FILE,
+    inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, StoredChecksum, INLINE_CHUNKS,
+    OBJECTS, SINGLE_PUT_FILE,
 };
 use super::{
     now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore, ReadSpan,
@@ -23,7 +24,6 @@ use crate::encryption::{encrypt_stream, CustomerKey};
 use crate::erasure::{DataDir, Encoded, ErasureError, PartSpan, ShardSource, WriteOutcome};
 use crate::object::digest::hashing::{self, ExpectedChecksum};
 use crate::object::digest::md5_lanes::Md5Lanes;
-use crate::object::record::{INLINE_CHUNKS, OBJECTS};
 use crate::object::versions::agreed::{
     agree_on_version, agreed_or_conflict, held_for_commit, read_records, read_records_with_data,
     replaced_versions, DriveRecords,

@@ -24,18 +24,18 @@ use std::sync::Arc;
 use bytes::Bytes;
 use uuid::Uuid;
 
-use super::commit::{guarded_on_records, guarded_on_versions, together};
+use super::commit::{guarded_on_records, guarded_on_versions};
 use super::object_lock::{self, ObjectLock};
 use super::objects::{batches_over, remove_tombstone, NewVersion};
-use super::record::{inline_key, BucketRecord, ObjectRecord, RenameToken};
+use super::record::{inline_key, BucketRecord, ObjectRecord, RenameToken, INLINE_CHUNKS};
 use super::{now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::encryption::CustomerKey;
 use crate::erasure::DataDir;
-use crate::object::record::INLINE_CHUNKS;
 use crate::object::versions::agreed::{agreed_or_conflict, read_records, replaced_versions};
 use crate::object::versions::versioning::{
     delete_marker, key_versions, state_batches, version_id_for, Addition, NewState,
 };
+use crate::records::commit::together;
 use crate::records::RecordSet;
 
 /// A judgement on a version (`None`: no object, or a delete marker): `Err` is the answer.

@@ -16,9 +16,7 @@ use std::ops::Bound;
 
 use serde::{Deserialize, Serialize};
 
-use super::record;
 use super::{retry_conflicts, ObjectError, ObjectStore};
-use crate::records::authority::authority_key;
 use crate::records::changes::RecordChange;
 use crate::records::revisioned::{self, Revisioned};
 use crate::records::{Change, Table};
@@ -93,7 +91,7 @@ impl ObjectStore {
         let put = retry_conflicts(|| async {
             let (base, base_bytes) = match self.authority() {
                 Some(authority) => {
-                    let decided = self.decided(authority, SYSTEM, key.as_bytes());
+                    let decided = authority.read(SYSTEM, key.as_bytes());
                     decided.await?.unzip()
                 }
                 None => (self.system_record(key).await?, None),
@@ -114,10 +112,8 @@ impl ObjectStore {
                 },
             };
             if let Some(authority) = self.authority() {
-                let value = Some(record::encode(&record));
                 let decided = (SYSTEM, key.as_bytes());
-                self.decide(authority, decided, base_bytes.as_deref(), value)
-                    .await?;
+                (authority.change(decided, base_bytes.as_deref(), Some(&record))).await?;
                 return Ok(true);
             }
             let op = SYSTEM.put(key.as_bytes().to_vec(), &record);
@@ -137,13 +133,12 @@ impl ObjectStore {
         let _guard = self.locks.write(LOCK_NAMESPACE, key).await;
         let deleted = retry_conflicts(|| async {
             if let Some(authority) = self.authority() {
-                let decided = self.decided::<SystemRecord>(authority, SYSTEM, key.as_bytes());
+                let decided = authority.read(SYSTEM, key.as_bytes());
                 let Some((_, base_bytes)) = decided.await? else {
                     return Ok(false);
                 };
                 let decided = (SYSTEM, key.as_bytes());
-                self.decide(authority, decided, Some(&base_bytes), None)
-                    .await?;
+                (authority.change(decided, Some(&base_bytes), None)).await?;
                 return Ok(true);
             }
             let base = self.system_record(key).await?;
@@ -159,14 +154,10 @@ impl ObjectStore {
     /// Every deployment-wide record whose key starts with `prefix`, in key order.
     pub async fn system_list(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, ObjectError> {
         if let Some(authority) = self.authority() {
-            let root = authority_key(SYSTEM, b"");
-            match authority.list(&format!("{root}{prefix}")).await {
+            match authority.list(SYSTEM, prefix.as_bytes()).await {
                 Ok(records) => {
                     return Ok((records.into_iter())
-                        .filter_map(|(key, value)| {
-                            let record = record::decode::<SystemRecord>(&value).ok()?;
-                            Some((key[root.len()..].to_string(), record.value))
-                        })
+                        .map(|(key, record)| (String::from_utf8_lossy(&key).into(), record.value))
                         .collect())
                 }
                 Err(e) => {
@@ -206,7 +197,7 @@ impl ObjectStore {
     /// while it cannot be reached).
     async fn system_record(&self, key: &str) -> Result<Option<SystemRecord>, ObjectError> {
         if let Some(authority) = self.authority() {
-            match self.decided(authority, SYSTEM, key.as_bytes()).await {
+            match authority.read(SYSTEM, key.as_bytes()).await {
                 Ok(decided) => return Ok(decided.map(|(record, _)| record)),
                 Err(e) => tracing::debug!(error = %e, "system record read from the drives' copy"),
             }

@@ -8,7 +8,7 @@
 //! in the authority as a tombstone ([`DELETED`]), and every change raises the records'
 //! revision in the same transaction, which each drive copies ([`RECORDS_REVISION`]). This
 //! file holds the authority's contract and what is decided from its records and the drives'
-//! alone; the object layer runs the flows (see `object/authority.rs`).
+//! alone; the flows that read, change, refill and heal through it are [`super::decided`].
 
 use std::collections::BTreeMap;
 use std::ops::Bound;

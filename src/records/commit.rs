@@ -12,6 +12,7 @@
 
 use futures::future::join_all;
 
+use super::copies::Guard;
 use super::in_flight::InFlight;
 use super::table::{ops, Change};
 use super::RecordSet;
@@ -27,6 +28,41 @@ pub enum Batch {
     LeaveOut,
     /// Nothing: the read showed that another writer got there first (a conflict).
     Refuse,
+}
+
+/// Each drive's batch (`None`: leave the drive out), guarded by `guard(i)` and by `also[i]`
+/// (what else the decision read on that drive, e.g. the upload a completion ends; empty:
+/// nothing else).
+pub(crate) fn guarded(
+    batches: Vec<Option<Vec<Change>>>,
+    guard: impl Fn(usize) -> Guard,
+    also: &[Guard],
+) -> Vec<Batch> {
+    let also = |i: usize| also.get(i).cloned().unwrap_or(Guard::Expect(Vec::new()));
+    (batches.into_iter().enumerate())
+        .map(|(i, changes)| match (changes, guard(i).and(also(i))) {
+            (Some(changes), Guard::Expect(held)) => {
+                Batch::Apply(held.into_iter().chain(changes).collect())
+            }
+            (Some(_), Guard::Refuse) => Batch::Refuse,
+            _ => Batch::LeaveOut,
+        })
+        .collect()
+}
+
+/// Two changes of one set, each guarded on what it was decided on, as one commit: each
+/// drive takes both in one transaction, or neither.
+pub fn together(first: Vec<Batch>, second: Vec<Batch>) -> Vec<Batch> {
+    (first.into_iter().zip(second))
+        .map(|pair| match pair {
+            (Batch::Apply(mut changes), Batch::Apply(more)) => {
+                changes.extend(more);
+                Batch::Apply(changes)
+            }
+            (Batch::Refuse, _) | (_, Batch::Refuse) => Batch::Refuse,
+            _ => Batch::LeaveOut,
+        })
+        .collect()
 }
 
 /// What a batch leaves under each key it changes.
@@ -98,6 +134,19 @@ impl RecordSet {
             return Err(e);
         }
         Ok(applied.results.iter().filter(|r| r.is_ok()).count())
+    }
+
+    /// Commits `batches[i]` on drive `i` (`None`: leave it out) where `guards[i]` lets it:
+    /// a change decided on records the caller read and guarded itself. Answers how many
+    /// drives took it.
+    pub(crate) async fn commit_guarded(
+        &self,
+        batches: Vec<Option<Vec<Change>>>,
+        guards: &[Guard],
+        data_on: Option<&[bool]>,
+    ) -> Result<usize, ErasureError> {
+        let batches = guarded(batches, |_| Guard::Expect(Vec::new()), guards);
+        self.commit(batches, data_on).await
     }
 
     /// Applies `batches[i]` on drive `i`, each in one transaction that answers what it

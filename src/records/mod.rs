@@ -13,6 +13,7 @@ pub mod changes;
 pub mod codec;
 pub mod commit;
 pub(crate) mod copies;
+pub mod decided;
 mod drives;
 pub mod in_flight;
 pub mod revisioned;

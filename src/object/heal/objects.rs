@@ -397,9 +397,14 @@ impl ObjectStore {
     /// copies are brought in line with it instead.
     pub async fn heal_buckets(&self) -> Result<HealReport, ObjectError> {
         if let Some(authority) = self.authority() {
-            let healed = self.heal_copies(authority).await;
+            let healed = authority.heal_copies().await;
             self.forget_agreed_buckets();
-            return healed;
+            let healed = healed?;
+            return Ok(HealReport {
+                objects_checked: healed.checked,
+                records_repaired: healed.repaired,
+                ..HealReport::default()
+            });
         }
         let healed = self.heal_table::<BucketRecord>(BUCKETS).await;
         // What the drives agree on may differ from what this server had agreed on before.

@@ -23,7 +23,6 @@ use crate::body::ByteStream;
 use crate::erasure::{DataDir, Encoded};
 use crate::object::acl::Acl;
 use crate::object::at_rest::{self, Encryption};
-use crate::object::commit::commit_guarded;
 use crate::object::conditions::WriteCondition;
 use crate::object::digest::checksum::{ChecksumAlgorithm, ChecksumType};
 use crate::object::digest::hashing::ExpectedChecksum;
@@ -634,7 +633,8 @@ impl ObjectStore {
             let guards: Vec<Guard> = (0..set.width())
                 .map(|i| copies.guard_holding(i, &upload))
                 .collect();
-            commit_guarded(set, vec![Some(vec![tombstone]); set.width()], &guards, None).await?;
+            set.commit_guarded(vec![Some(vec![tombstone]); set.width()], &guards, None)
+                .await?;
             Ok(upload)
         };
         let upload = retry_conflicts(attempt).await?;
@@ -700,7 +700,8 @@ async fn commit_part_once(
     let put = PARTS.put(db_key, &part);
     // Only the drives holding the part's shards take its record.
     let batches = vec![Some(vec![put]); set.width()];
-    commit_guarded(set, batches, &guards, data_holders.as_deref()).await?;
+    set.commit_guarded(batches, &guards, data_holders.as_deref())
+        .await?;
     let mut replaced: Vec<String> = (earlier.iter().flatten().flatten())
         .map(|p| p.info.file.clone())
         .filter(|f| !f.is_empty() && *f != info.file)
