@@ -229,6 +229,46 @@ async fn records_on(drives: &[Arc<FaultyDrive>], bucket: &str, key: &str) -> usi
     held
 }
 
+/// A multipart upload whose record misses its write quorum is refused, and the drives that
+/// took its record are put back as they were: none keeps an upload that was never begun.
+#[tokio::test]
+async fn an_upload_begun_below_its_write_quorum_leaves_no_record() {
+    let FaultySet {
+        _sim,
+        faulty,
+        store,
+        bucket,
+        ..
+    } = faulty_set().await;
+    let key = ObjectKey::parse("ckpt").unwrap();
+    // Five of nine drives take the record: the write quorum of 6+3 is six.
+    for drive in &faulty[..4] {
+        drive.fail(&[Call::MetaApply]);
+    }
+    let begun = store
+        .create_multipart_upload(&bucket, &key, Default::default())
+        .await;
+    faulty.iter().for_each(|d| d.recover());
+    assert!(begun.is_err(), "an upload begun on five drives of nine");
+    for drive in &faulty {
+        let uploads = drive
+            .meta_scan(
+                MetaTable::Uploads,
+                std::ops::Bound::Unbounded,
+                Vec::new(),
+                10,
+            )
+            .await
+            .unwrap();
+        assert!(
+            uploads.is_empty(),
+            "{} keeps {} upload records",
+            drive.label(),
+            uploads.len()
+        );
+    }
+}
+
 /// A delete that reaches a quorum but not every drive leaves its tombstone (readers and
 /// listings skip it); heal then removes the version the missed drives still hold, then the
 /// tombstones, and the object stays deleted throughout. A delete that reaches every drive

@@ -177,13 +177,15 @@ impl ObjectStore {
             sse: sealing.map(|new| new.sse),
             ended: None,
         };
-        let results = set
-            .apply_all(vec![UPLOADS.put(
-                upload_key(bucket.as_str(), key.as_str(), &upload_id),
-                &record,
-            )])
-            .await;
-        set.require_write_quorum(&results)?;
+        // A new id: each drive takes the record where it holds none, and one that misses its
+        // write quorum is undone, as every record commit is.
+        let db_key = upload_key(bucket.as_str(), key.as_str(), &upload_id);
+        let batch = vec![
+            UPLOADS.expect(db_key.clone(), None),
+            UPLOADS.put(db_key, &record),
+        ];
+        set.commit_guarded(vec![Some(batch); set.width()], &[], None)
+            .await?;
         Ok((upload_id, record))
     }
 
