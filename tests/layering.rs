@@ -370,3 +370,97 @@ fn every_integration_test_is_named_by_its_area() {
         );
     }
 }
+
+/// The wings of `src/`, from the top of the stack down: a wing imports only wings below it
+/// (README, "How it stores data"). The shared leaves at the bottom import no wing.
+const STACK: [&str; 21] = [
+    "server",
+    "admin",
+    "api",
+    "tier",
+    "lifecycle",
+    "background",
+    "iam",
+    "deployment",
+    "config",
+    "cluster",
+    "object",
+    "encryption",
+    "kms",
+    "records",
+    "erasure",
+    "storage",
+    "body",
+    "query",
+    "signing",
+    "tls",
+    "untrusted_xml",
+];
+
+/// The wings a file's production code names (`crate::wing`, `crate::{wing, ...}`), outside
+/// comments and unit tests.
+fn wings_named(text: &str) -> Vec<String> {
+    let mut named = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line == "#[cfg(test)]" {
+            break;
+        }
+        if line.starts_with("//") {
+            continue;
+        }
+        for (at, _) in line.match_indices("crate::") {
+            let rest = &line[at + "crate::".len()..];
+            let group = match rest.strip_prefix('{') {
+                Some(group) => group.split('}').next().unwrap_or_default(),
+                None => rest,
+            };
+            for item in group.split(',') {
+                let wing: String = (item.trim().chars())
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !wing.is_empty() {
+                    named.push(wing);
+                }
+            }
+        }
+    }
+    named
+}
+
+/// Every arrow between wings points down the stack: a new wing takes its place in
+/// [`STACK`], and an import of a wing above fails here (the arrow that would close a cycle).
+#[test]
+fn every_import_points_down_the_stack() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let rank = |wing: &str| STACK.iter().position(|w| *w == wing);
+    let mut arrows = 0;
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if ["lib", "main"].contains(&name.as_str()) {
+            continue;
+        }
+        let from = rank(&name).unwrap_or_else(|| panic!("src/{name} has no place in STACK"));
+        let files = match path.is_dir() {
+            true => sources(&path),
+            false => vec![(
+                path.display().to_string(),
+                std::fs::read_to_string(&path).unwrap(),
+            )],
+        };
+        for (file, text) in files {
+            for wing in wings_named(&text) {
+                let Some(to) = rank(&wing) else { continue };
+                assert!(
+                    to >= from,
+                    "{file} imports crate::{wing}, which is above {name} in the stack"
+                );
+                arrows += usize::from(to > from);
+            }
+        }
+    }
+    assert!(
+        arrows > 100,
+        "only {arrows} imports between wings were seen"
+    );
+}
