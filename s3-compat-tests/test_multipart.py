@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import http.client
 import json
+import threading
 import time
+import urllib.parse
 import zlib
 
 import pytest
@@ -406,3 +409,59 @@ def test_complete_sent_again_gets_the_same_answer(s3, bucket):
             Bucket=bucket, Key="retried", UploadId=upload, MultipartUpload={"Parts": parts[:1]}
         )
     assert e.value.response["Error"]["Code"] == "NoSuchUpload"
+
+
+def send_part_slowly(s3, bucket, key, upload, data, pause):
+    """UploadPart through a presigned URL, pausing `pause` seconds after the first KiB: a
+    slow client whose request began first."""
+    url = s3.generate_presigned_url(
+        "upload_part",
+        Params={"Bucket": bucket, "Key": key, "UploadId": upload, "PartNumber": 1},
+    )
+    target = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(target.hostname, target.port, timeout=60)
+    connection.putrequest("PUT", f"{target.path}?{target.query}")
+    connection.putheader("Content-Length", str(len(data)))
+    connection.endheaders()
+    connection.send(data[:1024])
+    time.sleep(pause)
+    connection.send(data[1024:])
+    answer = connection.getresponse()
+    answer.read()
+    assert answer.status == 200, answer.status
+    return answer.getheader("ETag"), time.monotonic()
+
+
+def test_a_part_uploaded_twice_is_the_one_that_finished_last(s3, bucket):
+    """S3 keeps the last upload of a part number: when the first upload of part 1 finishes
+    after a second one, the first's bytes are the part, and the second's ETag no longer
+    names a part of the upload."""
+    key = "resent"
+    upload = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+    first_data, second_data = b"A" * (5 * MiB), b"B" * (5 * MiB)
+    finished = {}
+    slow = threading.Thread(
+        target=lambda: finished.update(
+            first=send_part_slowly(s3, bucket, key, upload, first_data, 3)
+        )
+    )
+    slow.start()
+    time.sleep(0.5)
+    finished["second"] = send_part_slowly(s3, bucket, key, upload, second_data, 0)
+    slow.join()
+    (first_etag, first_done), (second_etag, second_done) = finished["first"], finished["second"]
+    assert first_done > second_done, "the first upload finished last"
+
+    listed = s3.list_parts(Bucket=bucket, Key=key, UploadId=upload)["Parts"]
+    assert [p["ETag"] for p in listed] == [first_etag]
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(
+            Bucket=bucket, Key=key, UploadId=upload,
+            MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": second_etag}]},
+        )
+    assert e.value.response["Error"]["Code"] == "InvalidPart"
+    s3.complete_multipart_upload(
+        Bucket=bucket, Key=key, UploadId=upload,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": first_etag}]},
+    )
+    assert sha256(s3.get_object(Bucket=bucket, Key=key)["Body"].read()) == sha256(first_data)

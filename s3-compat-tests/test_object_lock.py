@@ -66,6 +66,27 @@ def test_boto3_bucket_configuration_and_default_retention(s3, locked_bucket):
         "ObjectLockConfigurationNotFoundError"
 
 
+def test_a_default_retention_of_no_days_is_invalid_argument_as_on_aws(s3, locked_bucket):
+    """AWS answers a default retention of zero or negative days `400 InvalidArgument`
+    ("Default retention period must be a positive integer value"); a conformance suite
+    written against another server expects `InvalidRetentionPeriod`: AWS wins (README)."""
+    for days in (0, -1):
+        with pytest.raises(ClientError) as caught:
+            s3.put_object_lock_configuration(
+                Bucket=locked_bucket,
+                ObjectLockConfiguration={
+                    "ObjectLockEnabled": "Enabled",
+                    "Rule": {"DefaultRetention": {"Mode": "GOVERNANCE", "Days": days}},
+                },
+            )
+        error = caught.value.response["Error"]
+        assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+        assert error["Code"] == "InvalidArgument", error
+        assert error["Message"] == "Default retention period must be a positive integer value"
+    config = s3.get_object_lock_configuration(Bucket=locked_bucket)["ObjectLockConfiguration"]
+    assert "Rule" not in config, "a refused rule changed nothing"
+
+
 def test_boto3_retention_and_legal_hold(s3, locked_bucket):
     b = locked_bucket
     until = now() + dt.timedelta(days=1)
