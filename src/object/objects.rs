@@ -303,8 +303,9 @@ impl ObjectStore {
         Ok(())
     }
 
-    /// Removes the shard files of versions no longer referenced as current (best effort: a
-    /// drive that misses it keeps an orphan, never a live object's data).
+    /// Removes the shard files (or tier copies) of versions no longer referenced as current
+    /// (best effort: a drive that misses it keeps an orphan, never a live object's data).
+    /// What a rename passed on from a key that may still hold it stays, for that key.
     pub(crate) async fn delete_data(
         &self,
         set: &RecordSet,
@@ -312,12 +313,15 @@ impl ObjectStore {
         versions: Vec<ObjectRecord>,
     ) {
         for version in versions {
+            if version.inline
+                || version.delete_marker
+                || self.folder_held_by_source(set, bucket, &version).await
+            {
+                continue;
+            }
             if let Some(location) = &version.tier {
                 self.delete_from_tier(location).await;
-            } else if !version.inline
-                && !version.delete_marker
-                && !self.folder_held_by_source(set, bucket, &version).await
-            {
+            } else {
                 set.delete_data_dir(&DataDir {
                     bucket_id: bucket.id.clone(),
                     data_id: version.data_id,

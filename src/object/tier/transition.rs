@@ -162,3 +162,109 @@ impl ObjectStore {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    use async_trait::async_trait;
+    use bytes::Bytes;
+    use futures::StreamExt;
+
+    use super::*;
+    use crate::erasure::ErasureSet;
+    use crate::object::tier::{Tier, TierError, Tiers};
+    use crate::object::{ObjectRecord, PutOptions};
+    use crate::storage::sim::CrashController;
+
+    /// A tier in memory.
+    #[derive(Default)]
+    struct MemoryTier(Mutex<BTreeMap<String, Bytes>>);
+
+    #[async_trait]
+    impl Tier for MemoryTier {
+        fn name(&self) -> &str {
+            "COLD"
+        }
+
+        async fn put(&self, object: &str, mut body: ByteStream, _: u64) -> Result<(), TierError> {
+            let mut bytes = Vec::new();
+            while let Some(chunk) = body.next().await {
+                bytes.extend_from_slice(&chunk.expect("a readable body"));
+            }
+            self.0.lock().unwrap().insert(object.into(), bytes.into());
+            Ok(())
+        }
+
+        async fn get(&self, object: &str, start: u64, end: u64) -> Result<ByteStream, TierError> {
+            let held = self.0.lock().unwrap().get(object).cloned();
+            let held = held.ok_or_else(|| TierError::Missing {
+                tier: "COLD".into(),
+                object: object.into(),
+            })?;
+            let part = held.slice(start as usize..end as usize);
+            Ok(Box::pin(futures::stream::iter([Ok(part)])))
+        }
+
+        async fn delete(&self, object: &str) -> Result<(), TierError> {
+            self.0.lock().unwrap().remove(object);
+            Ok(())
+        }
+
+        async fn list(&self) -> Result<Vec<String>, TierError> {
+            Ok(self.0.lock().unwrap().keys().cloned().collect())
+        }
+    }
+
+    /// A version a rename made takes the source's tier copy with it. Until the rename is
+    /// settled the source's drives may still agree on the source's version, which reads from
+    /// that copy: deleting the renamed version must leave it (before, it took the copy, and
+    /// the source's object with it).
+    #[tokio::test]
+    async fn a_tier_copy_stays_while_the_key_a_rename_took_it_from_may_hold_it() {
+        let set = ErasureSet::new(0, CrashController::new(9).drives(), 3, 64 << 10).unwrap();
+        let store = ObjectStore::new(vec![set], "tiers");
+        let tier = Arc::new(MemoryTier::default());
+        store.set_tiers(Tiers::new(vec![tier.clone()]));
+        let bucket = BucketName::parse("cold").unwrap();
+        let bucket_record = store.create_bucket(&bucket).await.unwrap();
+        let source = ObjectKey::parse("ckpt.tmp").unwrap();
+        let data = Bytes::from(vec![7u8; 300 << 10]);
+        let body: ByteStream = Box::pin(futures::stream::iter([Ok(data.clone())]));
+        (store.put_object(&bucket, &source, body, PutOptions::default()))
+            .await
+            .unwrap();
+        let moved = store.transition_object(&bucket, &source, None, "COLD", |_| true);
+        assert!(moved.await.unwrap());
+        let held = store.head_object(&bucket, &source, None).await.unwrap();
+        assert!(held.tier.is_some());
+
+        let set = store.set_for(&bucket, &source);
+        let renamed = |from: &str| ObjectRecord {
+            data_from: Some(from.into()),
+            ..held.clone()
+        };
+        store
+            .delete_data(set, &bucket_record, vec![renamed(source.as_str())])
+            .await;
+        assert_eq!(
+            tier.list().await.unwrap().len(),
+            1,
+            "the source's copy is gone"
+        );
+        let read = store.get_object(&bucket, &source, GetOptions::default());
+        let mut body = read.await.unwrap().body;
+        let mut got = Vec::new();
+        while let Some(chunk) = body.next().await {
+            got.extend_from_slice(&chunk.unwrap());
+        }
+        assert!(got == data, "the source reads back whole");
+
+        // Once the key it came from holds it no more, the copy is the renamed version's.
+        store
+            .delete_data(set, &bucket_record, vec![renamed("elsewhere")])
+            .await;
+        assert!(tier.list().await.unwrap().is_empty());
+    }
+}
