@@ -198,6 +198,43 @@ async fn user_metadata_and_content_type_round_trip() {
     }
 }
 
+/// User metadata beyond US-ASCII, as S3 carries it in headers: a value sent as raw UTF-8
+/// (as Go's HTTP client sends it) or as RFC 2047 encoded-words is stored as its text and
+/// answered as one UTF-8 encoded-word, "mail-safe"; a plain ASCII value as sent. Before,
+/// raw UTF-8 came back raw and an encoded-word as sent, however it was encoded.
+#[tokio::test]
+async fn user_metadata_beyond_ascii_is_answered_as_encoded_words() {
+    let (client, bucket) = new_bucket("utf8meta").await;
+    let url = server().url(&format!("/{bucket}/cafe"));
+    let headers = hdrs(&[
+        ("x-amz-meta-raw", "café"),
+        ("x-amz-meta-quoted", "=?UTF-8?Q?caf=C3=A9?="),
+        ("x-amz-meta-latin", "=?ISO-8859-1?Q?caf=E9?="),
+        ("x-amz-meta-plain", "au lait"),
+    ]);
+    let resp = signed_send(&Signer::test(), "PUT", &url, &headers, b"x".to_vec()).await;
+    assert_eq!(resp.status, 200, "PUT with UTF-8 metadata: {}", resp.text());
+    let head = ok(
+        client
+            .head_object()
+            .bucket(&bucket)
+            .key("cafe")
+            .send()
+            .await,
+        "HeadObject",
+    );
+    let meta = head.metadata().cloned().unwrap_or_default();
+    let cafe = "=?UTF-8?B?Y2Fmw6k=?=";
+    for name in ["raw", "quoted", "latin"] {
+        assert_eq!(
+            meta.get(name).map(String::as_str),
+            Some(cafe),
+            "{name}: {meta:?}"
+        );
+    }
+    assert_eq!(meta.get("plain").map(String::as_str), Some("au lait"));
+}
+
 #[tokio::test]
 async fn overwrite_replaces_content_and_metadata() {
     let (client, bucket) = new_bucket("overwrite").await;

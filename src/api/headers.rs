@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 use axum::http::{HeaderMap, HeaderValue};
 use base64::Engine;
 
+use super::encoded_words;
 use super::error::{S3Error, S3ErrorCode};
 use crate::body::TrailerSlot;
 use crate::object::{
@@ -29,13 +30,14 @@ pub fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// `x-amz-meta-*` headers, names lower-cased without the prefix.
+/// `x-amz-meta-*` headers, names lower-cased without the prefix, values as S3 stores them
+/// (encoded-words decoded, see [`encoded_words`]).
 pub fn user_metadata(headers: &HeaderMap) -> Result<Vec<(String, String)>, S3Error> {
     let mut meta = Vec::new();
     let mut size = 0;
     for (name, value) in headers {
         if let Some(short) = name.as_str().strip_prefix("x-amz-meta-") {
-            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            let value = encoded_words::decode(&String::from_utf8_lossy(value.as_bytes()));
             size += short.len() + value.len();
             meta.push((short.to_string(), value));
         }
@@ -285,7 +287,7 @@ pub fn object_headers(record: &ObjectRecord, with_checksum: bool) -> HeaderMap {
     for (name, value) in &record.user_meta {
         if let (Ok(name), Ok(value)) = (
             axum::http::HeaderName::from_bytes(format!("x-amz-meta-{name}").as_bytes()),
-            HeaderValue::from_str(value),
+            HeaderValue::from_str(&encoded_words::encode(value)),
         ) {
             out.insert(name, value);
         }

@@ -7,6 +7,7 @@
 pub mod acl;
 pub mod auth;
 mod cors;
+mod encoded_words;
 pub mod error;
 #[cfg(test)]
 mod fuzz_tests;
