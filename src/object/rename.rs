@@ -10,11 +10,12 @@
 //!
 //! No byte of the data is copied or rewritten, and a small object's inline chunks are
 //! carried over in the same transaction. In an unversioned bucket the source's version is
-//! gone once the rename wins, so its data folder simply passes to the new version: nothing
-//! on disk changes, and the rename is metadata commits alone. Until every drive agrees,
-//! two keys' records may name that folder; the tombstone names it as lent (`lent_data`),
-//! the new version names where it came from (`data_from`), and neither key deletes it while
-//! the other may still hold it (see `ObjectStore::delete_data`). In a versioned bucket both
+//! gone once the rename wins, so its data folder (or its tier copy) simply passes to the new
+//! version: nothing on disk or in the tier changes, and the rename is metadata commits
+//! alone. Until every drive agrees, two keys' records may name that data; the tombstone
+//! names it as lent (`lent_data`), the new version names where it came from (`data_from`),
+//! and neither key deletes it while the other may still hold it (see
+//! `ObjectStore::delete_data`). In a versioned bucket both
 //! names keep a version of the data, so the new version gets a folder of its own holding
 //! hard links to the source's shard files (the file system keeps the bytes while either
 //! name refers to them). An encrypted version's object key is re-wrapped for its new name.
@@ -166,23 +167,16 @@ impl ObjectStore {
             .renamed(bucket, key, source, &src.version, options)
             .await?;
         let mut tombstone = delete_marker(None, set);
-        let passes_folder = !src.version.inline && src.version.tier.is_none();
-        if passes_folder {
-            // The source's folder becomes the destination's: nothing on disk changes. A new
-            // revision, so that no drive's stale record of either key passes for this one.
+        if passes_data(bucket, &src.version) {
+            // The source's data becomes the destination's: nothing on disk or in a tier
+            // changes. A new revision, so that no drive's stale record of either key passes
+            // for this one.
             renamed.data_id = src.version.data_id;
             renamed.revision = src.version.revision + 1;
             renamed.data_from = Some(source.as_str().to_string());
             tombstone.lent_data = Some(src.version.data_id);
         }
-        let carried = match passes_folder {
-            true => Carried {
-                inline: None,
-                holders: src.holders.clone(),
-                linked: None,
-            },
-            false => self.carry(set, bucket, source, &src, &renamed).await,
-        };
+        let carried = self.carry(set, bucket, source, &src, &renamed).await;
 
         let new_version = NewVersion {
             record: &renamed,
@@ -225,11 +219,8 @@ impl ObjectStore {
         }
         let mut replaced = replaced_versions(&dest_records, Some(renamed.data_id));
         replaced.extend(replaced_versions(&src_records, Some(tombstone.data_id)));
-        // The data the new version took over stays: its folder, or its tier copy.
-        replaced.retain(|version| {
-            version.data_id != renamed.data_id
-                && (version.tier.is_none() || version.tier != renamed.tier)
-        });
+        // The data the new version took over stays.
+        replaced.retain(|version| version.data_id != renamed.data_id);
         self.delete_data(set, bucket, replaced).await;
         Ok(())
     }
@@ -354,8 +345,9 @@ impl ObjectStore {
         })
     }
 
-    /// Gives the new version the source's data on the drives that hold it: hard links to
-    /// the shard files, or each drive's inline chunk.
+    /// Gives the new version the source's data on the drives that hold it: the data as it
+    /// is, when it passes whole ([`passes_data`]); else each drive's inline chunk, or hard
+    /// links to the shard files.
     async fn carry(
         &self,
         set: &RecordSet,
@@ -364,8 +356,7 @@ impl ObjectStore {
         src: &Source,
         renamed: &ObjectRecord,
     ) -> Carried {
-        // The data is in a tier, which the new version names as the source did.
-        if src.version.tier.is_some() {
+        if passes_data(bucket, &src.version) {
             return Carried {
                 inline: None,
                 holders: src.holders.clone(),
@@ -418,6 +409,15 @@ impl ObjectStore {
         }
         Ok(committed?)
     }
+}
+
+/// Whether a rename passes the source's data to the new version whole: in an unversioned
+/// bucket the source's version is gone once the rename wins, so its data folder, or its
+/// tier copy, changes hands and nothing is copied or linked. (A small version's inline
+/// chunks are written with the new record; in a versioned bucket both names keep a version
+/// of the data.)
+fn passes_data(bucket: &BucketRecord, version: &ObjectRecord) -> bool {
+    bucket.settings.versioning.is_none() && !version.inline
 }
 
 /// Judges a rename on what the keys hold: `Ok(None)` when a retry of it (same client token,

@@ -175,8 +175,10 @@ mod tests {
     use super::*;
     use crate::erasure::ErasureSet;
     use crate::object::tier::{Tier, TierError, Tiers};
-    use crate::object::{ObjectRecord, PutOptions};
+    use crate::object::{ObjectRecord, PutOptions, RenameOptions};
+    use crate::storage::faulty::{Call, FaultyDrive};
     use crate::storage::sim::CrashController;
+    use crate::storage::Drive;
 
     /// A tier in memory.
     #[derive(Default)]
@@ -266,5 +268,68 @@ mod tests {
             .delete_data(set, &bucket_record, vec![renamed("elsewhere")])
             .await;
         assert!(tier.list().await.unwrap().is_empty());
+    }
+
+    fn body(data: &Bytes) -> ByteStream {
+        Box::pin(futures::stream::iter([Ok(data.clone())]))
+    }
+
+    async fn read(store: &ObjectStore, bucket: &BucketName, key: &ObjectKey) -> Vec<u8> {
+        let read = store.get_object(bucket, key, GetOptions::default());
+        let mut body = read.await.unwrap().body;
+        let mut got = Vec::new();
+        while let Some(chunk) = body.next().await {
+            got.extend_from_slice(&chunk.unwrap());
+        }
+        got
+    }
+
+    /// The checkpoint pattern over a tier: `ckpt.tmp` (moved to the tier) is renamed to
+    /// `ckpt` while one drive misses the commit, so that drive keeps `ckpt.tmp`'s version,
+    /// and then the next `ckpt.tmp` is written. The tier copy passed to `ckpt` with the
+    /// rename; before, the write took it as the replaced version's data, and `ckpt` could
+    /// no longer be read.
+    #[tokio::test]
+    async fn a_tier_copy_a_rename_passed_on_outlives_the_next_write_of_the_old_name() {
+        let sim = CrashController::new(9);
+        let faulty: Vec<Arc<FaultyDrive>> =
+            sim.drives().into_iter().map(FaultyDrive::new).collect();
+        let drives = faulty.iter().map(|d| d.clone() as Arc<dyn Drive>).collect();
+        let store = ObjectStore::new(vec![ErasureSet::new(0, drives, 3, 64 << 10).unwrap()], "t");
+        let tier = Arc::new(MemoryTier::default());
+        store.set_tiers(Tiers::new(vec![tier.clone()]));
+        let bucket = BucketName::parse("cold").unwrap();
+        store.create_bucket(&bucket).await.unwrap();
+        let (tmp, ckpt) = (
+            ObjectKey::parse("ckpt.tmp").unwrap(),
+            ObjectKey::parse("ckpt").unwrap(),
+        );
+        let first = Bytes::from(vec![1u8; 300 << 10]);
+        (store.put_object(&bucket, &tmp, body(&first), PutOptions::default()))
+            .await
+            .unwrap();
+        let moved = store.transition_object(&bucket, &tmp, None, "COLD", |_| true);
+        assert!(moved.await.unwrap());
+
+        faulty[8].fail(&[Call::MetaApply]);
+        let options = RenameOptions::default();
+        let renamed = store.rename_object(&bucket, &ckpt, &tmp, &options);
+        renamed.await.unwrap();
+        faulty[8].recover();
+        let next = Bytes::from(vec![2u8; 300 << 10]);
+        (store.put_object(&bucket, &tmp, body(&next), PutOptions::default()))
+            .await
+            .unwrap();
+
+        assert_eq!(
+            tier.list().await.unwrap().len(),
+            1,
+            "ckpt's tier copy is gone"
+        );
+        assert!(
+            read(&store, &bucket, &ckpt).await == first,
+            "ckpt reads back whole"
+        );
+        assert!(read(&store, &bucket, &tmp).await == next);
     }
 }
