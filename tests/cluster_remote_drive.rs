@@ -332,12 +332,18 @@ async fn shard_files_round_trip() {
 }
 
 /// The parts of one read are opened in one call to the node, each name answered for itself.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_shard_files_of_a_read_are_opened_in_one_call() {
-    let root = tempfile::tempdir().unwrap();
-    let local = local_drive(root.path(), 0);
-    let id = root.path().display().to_string();
-    let drives = HashMap::from([(id.clone(), local.clone() as Arc<dyn Drive>)]);
+/// The calls a drive service was asked, by name; `older_release`: it does not know the
+/// batched open (as a node of an older release), which it answers as such a node would.
+struct CountedService {
+    url: String,
+    calls: Arc<std::sync::Mutex<Vec<String>>>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+async fn counted_service(
+    drives: HashMap<String, Arc<dyn Drive>>,
+    older_release: bool,
+) -> CountedService {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let calls = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
@@ -354,15 +360,22 @@ async fn the_shard_files_of_a_read_are_opened_in_one_call() {
                         .next()
                         .unwrap_or("")
                         .to_string();
-                    seen.lock().unwrap().push(call);
+                    seen.lock().unwrap().push(call.clone());
+                    if older_release && call == "open_shards" {
+                        let unknown = (axum::http::StatusCode::NOT_FOUND, "unknown call");
+                        return axum::response::IntoResponse::into_response(unknown);
+                    }
                     next.run(request).await
                 }
             },
         ),
     );
     let server = tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    let remote = RemoteDrive::new(url, id, auth(), http_client());
+    CountedService { url, calls, server }
+}
 
+/// Two shard files, `part.1` ("hello") and an empty `part.2`, in a data folder of `remote`.
+async fn two_shard_files(remote: &RemoteDrive) -> DataDir {
     let staging = Uuid::new_v4();
     let dir = DataDir {
         bucket_id: "bucket".into(),
@@ -377,18 +390,77 @@ async fn the_shard_files_of_a_read_are_opened_in_one_call() {
         writer.finish().await.unwrap();
     }
     remote.commit_staged(staging, &dir).await.unwrap();
-    calls.lock().unwrap().clear();
+    dir
+}
 
+/// Opens `part.1`, `part.9` (missing) and `part.2`: each answered for itself.
+async fn open_three(remote: &RemoteDrive, dir: &DataDir) {
     let names = ["part.1", "part.9", "part.2"].map(String::from);
-    let mut opened = remote.open_shards(&dir, &names).await.into_iter();
+    let mut opened = remote.open_shards(dir, &names).await.into_iter();
     let first = opened.next().unwrap().unwrap();
     assert!(matches!(opened.next(), Some(Err(DriveError::NotFound))));
     let empty = opened.next().unwrap().unwrap();
     assert!(opened.next().is_none());
-    assert_eq!(*calls.lock().unwrap(), ["open_shards"]);
     assert_eq!(&first.read_at(0, 5).await.unwrap()[..], b"hello");
     assert!(empty.read_at(0, 0).await.unwrap().is_empty());
-    server.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shard_files_of_a_read_are_opened_in_one_call() {
+    let root = tempfile::tempdir().unwrap();
+    let local = local_drive(root.path(), 0);
+    let id = root.path().display().to_string();
+    let drives = HashMap::from([(id.clone(), local.clone() as Arc<dyn Drive>)]);
+    let service = counted_service(drives, false).await;
+    let remote = RemoteDrive::new(service.url.clone(), id, auth(), http_client());
+    let dir = two_shard_files(&remote).await;
+
+    service.calls.lock().unwrap().clear();
+    open_three(&remote, &dir).await;
+    let calls = std::mem::take(&mut *service.calls.lock().unwrap());
+    assert_eq!(calls[0], "open_shards");
+    assert!(!calls.contains(&"open_shard".to_string()), "{calls:?}");
+
+    // A drive the node does not serve fails every file with the one call: asked again file
+    // by file, it would fail as many times more.
+    let unserved = RemoteDrive::new(
+        service.url.clone(),
+        "/not/here".into(),
+        auth(),
+        http_client(),
+    );
+    let names = ["part.1", "part.2"].map(String::from);
+    let opened = unserved.open_shards(&dir, &names).await;
+    assert!(
+        (opened.iter()).all(|o| matches!(o, Err(DriveError::Offline(_)))),
+        "{:?}",
+        opened.iter().map(|o| o.as_ref().err()).collect::<Vec<_>>()
+    );
+    assert_eq!(*service.calls.lock().unwrap(), ["open_shards"]);
+    service.server.abort();
+}
+
+/// A node of an older release does not know the batched open: it is asked file by file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_cannot_open_files_together_is_asked_file_by_file() {
+    let root = tempfile::tempdir().unwrap();
+    let local = local_drive(root.path(), 0);
+    let id = root.path().display().to_string();
+    let drives = HashMap::from([(id.clone(), local.clone() as Arc<dyn Drive>)]);
+    let service = counted_service(drives, true).await;
+    let remote = RemoteDrive::new(service.url.clone(), id, auth(), http_client());
+    let dir = two_shard_files(&remote).await;
+
+    service.calls.lock().unwrap().clear();
+    open_three(&remote, &dir).await;
+    let mut calls = std::mem::take(&mut *service.calls.lock().unwrap());
+    calls.retain(|call| call.starts_with("open_shard"));
+    calls.sort();
+    assert_eq!(
+        calls,
+        ["open_shard", "open_shard", "open_shard", "open_shards"]
+    );
+    service.server.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

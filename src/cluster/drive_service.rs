@@ -253,12 +253,21 @@ impl DriveService {
                         )));
                     }
                     let dir = a.dir.try_into()?;
-                    let names = (a.names.iter())
+                    // A name that would reach outside the folder is refused for itself.
+                    let checked: Vec<_> = (a.names.iter())
                         .map(|name| wire::plain_name(name).map(str::to_string))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    let opened = drive.open_shards(&dir, &names).await;
-                    Ok((opened.iter())
-                        .map(|o| o.as_ref().err().map(wire::WireError::from))
+                        .collect();
+                    let plain: Vec<String> = checked.iter().flatten().cloned().collect();
+                    let mut opened = drive.open_shards(&dir, &plain).await.into_iter();
+                    Ok((checked.iter())
+                        .map(|name| match name {
+                            Ok(_) => {
+                                let fewer = || std::io::Error::other("fewer answers than files");
+                                let opened = opened.next().unwrap_or(Err(DriveError::Io(fewer())));
+                                opened.err().map(|e| wire::WireError::from(&e))
+                            }
+                            Err(e) => Some(wire::WireError::from(e)),
+                        })
                         .collect::<Vec<_>>())
                 })
                 .await

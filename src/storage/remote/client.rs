@@ -197,6 +197,8 @@ impl Peer {
             let text = String::from_utf8_lossy(&body);
             let kind = match status {
                 StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => io::ErrorKind::PermissionDenied,
+                // A call the node does not know: it runs an older release.
+                StatusCode::NOT_FOUND => io::ErrorKind::Unsupported,
                 _ => io::ErrorKind::Other,
             };
             return Err(DriveError::Io(io::Error::new(
@@ -408,18 +410,35 @@ impl Drive for RemoteDrive {
             names: names.to_vec(),
         };
         let answers = match names.len() <= wire::MAX_OPENS {
-            true => (self.peer)
-                .unary::<_, Vec<Option<wire::WireError>>>(Call::OpenShards, args)
-                .await
-                .ok()
-                .filter(|answers| answers.len() == names.len()),
-            false => None,
+            true => {
+                (self.peer)
+                    .unary::<_, Vec<Option<wire::WireError>>>(Call::OpenShards, args)
+                    .await
+            }
+            false => Err(DriveError::Io(io::ErrorKind::Unsupported.into())),
         };
-        // A node that cannot open them together (one running an older release) is asked
-        // file by file.
-        let Some(answers) = answers else {
-            let opens = names.iter().map(|name| self.open_shard(dir, name));
-            return futures::future::join_all(opens).await;
+        let answers = match answers {
+            Ok(answers) if answers.len() == names.len() => answers,
+            Ok(answers) => {
+                let wrong = format!(
+                    "{} answered for {} of {} shard files",
+                    self.label(),
+                    answers.len(),
+                    names.len()
+                );
+                let wrong =
+                    || DriveError::Io(io::Error::new(io::ErrorKind::InvalidData, wrong.clone()));
+                return names.iter().map(|_| Err(wrong())).collect();
+            }
+            // A node that cannot open them together (one running an older release) is asked
+            // file by file.
+            Err(DriveError::Io(e)) if e.kind() == io::ErrorKind::Unsupported => {
+                let opens = names.iter().map(|name| self.open_shard(dir, name));
+                return futures::future::join_all(opens).await;
+            }
+            // Any other failure is every file's: asking again file by file would only fail
+            // as many times more.
+            Err(e) => return names.iter().map(|_| Err(e.copied())).collect(),
         };
         (answers.into_iter().zip(names))
             .map(|(answer, name)| match answer {
