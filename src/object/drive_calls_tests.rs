@@ -4,7 +4,8 @@
 use bytes::Bytes;
 use futures::StreamExt;
 
-use super::{BucketName, GetOptions, ObjectKey, ObjectStore, PutOptions, ReadIf};
+use super::heal::purge::SourcesAsked;
+use super::{BucketName, GetOptions, ObjectKey, ObjectRecord, ObjectStore, PutOptions, ReadIf};
 use crate::erasure::ErasureSet;
 use crate::storage::sim::CrashController;
 
@@ -66,4 +67,44 @@ async fn a_small_put_and_get_cost_few_drive_calls() {
     println!("small GET: {get} drive calls {get_kinds:?}");
     assert!(put <= 18, "small PUT: {put} drive calls {put_kinds:?}");
     assert!(get <= 9, "small GET: {get} drive calls {get_kinds:?}");
+}
+
+/// A heal or purge that drops a renamed version's folder from every drive asks the key the
+/// rename took it from once, not once per drive (nine reads of nine drives each, before).
+#[tokio::test]
+async fn dropping_a_renamed_folder_from_every_drive_asks_its_source_once() {
+    let sim = CrashController::new(9);
+    let set = ErasureSet::new(0, sim.drives(), 3, 1 << 20).unwrap();
+    let store = ObjectStore::new(vec![set], "calls");
+    let bucket = BucketName::parse("calls").unwrap();
+    let bucket_record = store.create_bucket(&bucket).await.unwrap();
+    let source = ObjectKey::parse("ckpt.tmp").unwrap();
+    let data = Bytes::from(vec![7u8; 300 << 10]);
+    store
+        .put_object(&bucket, &source, body(data.clone()), PutOptions::default())
+        .await
+        .unwrap();
+    let held = store.head_object(&bucket, &source, None).await.unwrap();
+    // A version a rename made of it, as drives that missed the rename's end may drop it.
+    let renamed = ObjectRecord {
+        data_from: Some(source.as_str().into()),
+        ..held
+    };
+    let key = ObjectKey::parse("ckpt").unwrap();
+    let mut sources = SourcesAsked::default();
+    sim.reset_calls();
+    for i in 0..9 {
+        let owner = (&bucket_record, &key);
+        (store.drop_version_on(&store.sets[0], i, owner, &renamed, &mut sources)).await;
+    }
+    let reads = sim.calls_by_kind().get("meta_get").copied().unwrap_or(0);
+    assert_eq!(reads, 9, "{:?}", sim.calls_by_kind());
+    // The source holds the folder still: nothing was dropped.
+    let got = store.get_object(&bucket, &source, GetOptions::default());
+    let mut stream = got.await.unwrap().body;
+    let mut read = Vec::new();
+    while let Some(piece) = stream.next().await {
+        read.extend_from_slice(&piece.unwrap());
+    }
+    assert!(read == data);
 }

@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use crate::erasure::{DataDir, ErasureError, ShardSource};
+use crate::object::heal::purge::SourcesAsked;
 use crate::object::record::{
     inline_key, object_key, BucketRecord, ObjectRecord, PartInfo, BUCKETS, INLINE_CHUNKS, OBJECTS,
     VERSIONS,
@@ -255,6 +256,7 @@ impl ObjectStore {
         // What the healed drives held before, other than this version (and data a rename
         // passed on), is garbage now.
         let lent = lent_data(&records);
+        let mut sources = SourcesAsked::default();
         for (i, held) in records.iter().enumerate() {
             if !results[i] {
                 continue;
@@ -264,8 +266,8 @@ impl ObjectStore {
                     .with_superseded()
                     .filter(|v| v.data_id != version.data_id && !lent.contains(&v.data_id))
                 {
-                    self.drop_version_on(set, i, &bucket_record, key, stale)
-                        .await;
+                    let owner = (&bucket_record, key);
+                    (self.drop_version_on(set, i, owner, stale, &mut sources)).await;
                 }
             }
         }

@@ -3,6 +3,10 @@
 //! acts only on what agreement says is deleted, never on a value a commit in flight may still
 //! make current, and takes a tombstone away last.
 
+use std::collections::HashMap;
+
+use uuid::Uuid;
+
 use crate::erasure::DataDir;
 use crate::object::record::{
     inline_key, object_key, BucketRecord, ObjectRecord, INLINE_CHUNKS, OBJECTS, VERSIONS,
@@ -48,7 +52,13 @@ pub(in crate::object) struct Purge {
     /// A drive holds a value that may be another server's commit in flight: left for a
     /// later pass, which takes it for a leftover once no commit can still be answered.
     pub deferred: bool,
+    sources: SourcesAsked,
 }
+
+/// Whether the keys renames took data folders from may still hold them, asked once per
+/// folder (see [`ObjectStore::folder_held_by_source`]), however many drives drop it.
+#[derive(Default)]
+pub(in crate::object) struct SourcesAsked(HashMap<Uuid, bool>);
 
 impl Purge {
     /// What a drive's removal is conditioned on (it still holds what was read, and that is
@@ -133,26 +143,37 @@ impl ObjectStore {
         let lent = lent_data(records);
         for version in stale.with_superseded() {
             if !lent.contains(&version.data_id) {
-                self.drop_version_on(set, i, bucket, key, version).await;
+                (self.drop_version_on(set, i, (bucket, key), version, &mut purge.sources)).await;
             }
         }
         true
     }
 
-    /// Deletes one version's data (shard folder or inline chunk) from drive `index`.
+    /// Deletes one version's data (shard folder or inline chunk) from drive `index`, unless
+    /// a rename took its folder from a key that may still hold it (`sources`: what was
+    /// found of such keys so far).
     pub(in crate::object) async fn drop_version_on(
         &self,
         set: &RecordSet,
         index: usize,
-        bucket: &BucketRecord,
-        key: &ObjectKey,
+        (bucket, key): (&BucketRecord, &ObjectKey),
         version: &ObjectRecord,
+        sources: &mut SourcesAsked,
     ) {
+        let held_by_source = match sources.0.get(&version.data_id) {
+            Some(&held) => held,
+            None if version.inline => false,
+            None => {
+                let held = self.folder_held_by_source(set, bucket, version).await;
+                sources.0.insert(version.data_id, held);
+                held
+            }
+        };
         let _ = if version.inline {
             let key = inline_key(&bucket.name, key.as_str(), version.data_id);
             let delete = INLINE_CHUNKS.delete(key);
             set.apply_on(index, vec![delete]).await
-        } else if !self.folder_held_by_source(set, bucket, version).await {
+        } else if !held_by_source {
             let dir = DataDir {
                 bucket_id: bucket.id.clone(),
                 data_id: version.data_id,
