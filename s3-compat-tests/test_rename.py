@@ -1,8 +1,8 @@
 """RenameObject through boto3 (`rename_object`, `PUT /{key}?renameObject` with
 `x-amz-rename-source: bucket/key`), on ordinary buckets: unversioned, versioned and suspended;
 small and multipart objects; SSE-S3, SSE-KMS and SSE-C; every precondition; a retry by client
-token; authorisation. A rename copies no data: the shard files on the drives keep their
-inodes."""
+token; authorisation. A rename copies no data: the bucket's shard files on the drives are
+the same files, under the same paths."""
 
 from __future__ import annotations
 
@@ -49,15 +49,17 @@ def missing(s3, bucket: str, key: str) -> bool:
         return True
 
 
-def shard_inodes(drives: list[str]) -> set[tuple[int, int]]:
-    """Every shard file on the drives, as (device, inode)."""
-    found = set()
+def shard_files(drives: list[str], bucket_id: str) -> dict[Path, tuple[int, int]]:
+    """Every shard file of one bucket on the drives: its path, and the file it is (device,
+    inode). Only this bucket's: other tests' writes on the shared server do not show."""
+    found = {}
     for drive in drives:
-        for root, _, files in os.walk(Path(drive) / "data"):
+        for root, _, files in os.walk(Path(drive) / "data" / bucket_id):
             for name in files:
                 if name.startswith("part."):
-                    st = os.stat(Path(root) / name)
-                    found.add((st.st_dev, st.st_ino))
+                    path = Path(root) / name
+                    st = os.stat(path)
+                    found[path] = (st.st_dev, st.st_ino)
     return found
 
 
@@ -104,7 +106,7 @@ def test_rename_in_an_unversioned_bucket_moves_the_object_and_copies_no_data(
     bucket_id = max(counts, key=counts.get)
     ckpt_folders = {folder for folder in made if folder.parent.parent.name == bucket_id}
     assert len(ckpt_folders) == len(server.drives)
-    before = shard_inodes(server.drives)
+    before = shard_files(server.drives, bucket_id)
     assert before, "the multipart object has shard files"
 
     assert rename(s3, bucket, "small", "small.tmp")["ResponseMetadata"]["HTTPStatusCode"] == 200
@@ -125,8 +127,9 @@ def test_rename_in_an_unversioned_bucket_moves_the_object_and_copies_no_data(
     listed = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]]
     assert listed == ["ckpt", "small"]
 
-    # No shard file was written: the new name's files are the old ones.
-    assert shard_inodes(server.drives) == before
+    # No shard file was written, moved or linked: the new name's files are the old ones,
+    # where they were.
+    assert shard_files(server.drives, bucket_id) == before
 
     # A rename over an existing object replaces it, and its data goes.
     s3.put_object(Bucket=bucket, Key="next.tmp", Body=b"step 8")
