@@ -449,27 +449,38 @@ async fn renamed_object_outlives_the_other_name(
     } else {
         TARGET
     };
+    // With every drive back, a heal and an orphan collection each succeed.
     let settle = || async {
         for name in [holder, other] {
-            let _ = store
-                .heal_object(&bucket(), &key(name), HealDepth::Quick)
-                .await;
+            let (bucket, key) = (bucket(), key(name));
+            if let Err(e) = store.heal_object(&bucket, &key, HealDepth::Quick).await {
+                return Err(format!("healing {name:?}: {e}"));
+            }
         }
         let far_future = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
-        let _ = store.collect_orphans(far_future).await;
+        let collected = store.collect_orphans(far_future).await;
+        collected
+            .map(drop)
+            .map_err(|e| format!("collecting orphans: {e}"))
     };
-    settle().await;
+    if let Err(problem) = settle().await {
+        return Some(problem);
+    }
     let newcomer = payload(BLOCKS, 700);
     let (bucket, other_key) = (bucket(), key(other));
     let written = store.put_object(&bucket, &other_key, body(&newcomer), PutOptions::default());
     if let Err(e) = written.await {
         return Some(format!("writing over {other:?} after the rename: {e}"));
     }
-    settle().await;
+    if let Err(problem) = settle().await {
+        return Some(problem);
+    }
     if let Err(e) = store.delete_object(&bucket, &other_key, None).await {
         return Some(format!("deleting {other:?} after the rename: {e}"));
     }
-    settle().await;
+    if let Err(problem) = settle().await {
+        return Some(problem);
+    }
     match read_key(store, holder).await {
         Ok(content) if content == *moved => None,
         got => Some(format!(
