@@ -32,7 +32,7 @@ fn store_on(drives: Vec<Arc<dyn Drive>>) -> Arc<ObjectStore> {
 
 fn unavailable<T: std::fmt::Debug>(result: Result<T, ObjectError>, what: &str) {
     match result {
-        Err(ObjectError::Erasure(ErasureError::ReadQuorum)) => {}
+        Err(ObjectError::Unavailable(ErasureError::ReadQuorum)) => {}
         other => panic!("{what}: expected 503 (no read quorum), got {other:?}"),
     }
 }

@@ -31,7 +31,7 @@ fn bucket() -> BucketName {
 fn is_unavailable<T>(result: &Result<T, ObjectError>) -> bool {
     matches!(
         result,
-        Err(ObjectError::Erasure(
+        Err(ObjectError::Unavailable(
             ErasureError::ReadQuorum | ErasureError::WriteQuorum { .. }
         ))
     )
@@ -488,7 +488,7 @@ async fn a_commit_past_its_deadline_is_undone() {
     assert!(
         matches!(
             late,
-            Err(ObjectError::Erasure(ErasureError::CommitDeadline))
+            Err(ObjectError::Unavailable(ErasureError::CommitDeadline))
         ),
         "{late:?}"
     );

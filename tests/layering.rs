@@ -267,12 +267,14 @@ fn no_loose_files_at_the_top_of_src() {
 }
 
 /// The S3 protocol is one service behind the front door (`src/server`): it knows nothing of
-/// the admin API, health probes, metrics or the server's state.
+/// the admin API, health probes, metrics or the server's state, nor of the erasure sets below
+/// the object layer (whose errors it answers in the object layer's terms).
 #[test]
 fn the_s3_protocol_knows_nothing_of_the_front_door() {
     assert_no_imports(
         "api",
         &[
+            "crate::erasure",
             "crate::server",
             "crate::admin",
             "crate::server::metrics",

@@ -932,9 +932,12 @@ impl From<ObjectError> for AdminError {
             ObjectError::NoSuchBucket => (StatusCode::NOT_FOUND, "NoSuchBucket"),
             ObjectError::InvalidBucketName(_) => (StatusCode::BAD_REQUEST, "InvalidBucketName"),
             ObjectError::InvalidArgument(_) => (StatusCode::BAD_REQUEST, "InvalidArgument"),
-            ObjectError::Conflict | ObjectError::Erasure(_) | ObjectError::Tier(_) => {
-                (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable")
-            }
+            ObjectError::Conflict
+            | ObjectError::Unavailable(_)
+            | ObjectError::DriveFull
+            | ObjectError::Body(_)
+            | ObjectError::Erasure(_)
+            | ObjectError::Tier(_) => (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "InternalError"),
         };
         AdminError {

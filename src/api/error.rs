@@ -5,7 +5,6 @@ use std::borrow::Cow;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use crate::erasure::ErasureError;
 use crate::object::ObjectError;
 
 /// The S3 error codes Strata emits, each with the HTTP status AWS uses for it.
@@ -567,15 +566,9 @@ impl From<ObjectError> for S3Error {
             ),
             // Writers on other servers kept winning the race for this key: back off.
             ObjectError::Conflict => S3Error::from_code(C::SlowDown),
-            ObjectError::Erasure(
-                ErasureError::ReadQuorum
-                | ErasureError::WriteQuorum { .. }
-                | ErasureError::CommitDeadline,
-            ) => S3Error::from_code(C::ServiceUnavailable),
-            ObjectError::Erasure(ErasureError::DriveFull) => {
-                S3Error::from_code(C::InsufficientStorage)
-            }
-            ObjectError::Erasure(ErasureError::Body(io)) => {
+            ObjectError::Unavailable(_) => S3Error::from_code(C::ServiceUnavailable),
+            ObjectError::DriveFull => S3Error::from_code(C::InsufficientStorage),
+            ObjectError::Body(io) => {
                 S3Error::from_io(&io).unwrap_or_else(|| S3Error::from_code(C::IncompleteBody))
             }
             ObjectError::Erasure(other) => S3Error::new(C::InternalError, other.to_string()),

@@ -784,7 +784,10 @@ mod tests {
         };
         let listing = f.store.list_objects(&f.bucket, &query).await;
         assert!(
-            matches!(listing, Err(ObjectError::Erasure(ErasureError::ReadQuorum))),
+            matches!(
+                listing,
+                Err(ObjectError::Unavailable(ErasureError::ReadQuorum))
+            ),
             "{:?}",
             listing.map(|p| p.entries.len())
         );

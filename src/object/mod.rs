@@ -136,6 +136,18 @@ pub enum ObjectError {
     /// tried again for a while and gave up.
     #[error("the record changed under a concurrent writer")]
     Conflict,
+    /// Too few drives answered, took the write, or took it in time: the answer is 503 until
+    /// they are back. (One of [`ErasureError::ReadQuorum`], [`ErasureError::WriteQuorum`],
+    /// [`ErasureError::CommitDeadline`].)
+    #[error(transparent)]
+    Unavailable(ErasureError),
+    /// The drives have no room for the write.
+    #[error("the drives are full")]
+    DriveFull,
+    /// The request's body could not be read whole (cut short, or a verification failed).
+    #[error("request body: {0}")]
+    Body(std::io::Error),
+    /// Any other failure of the erasure sets (a codec error): an internal error.
     #[error(transparent)]
     Erasure(ErasureError),
     #[error(transparent)]
@@ -173,7 +185,12 @@ impl From<ErasureError> for ObjectError {
     fn from(e: ErasureError) -> Self {
         match e {
             ErasureError::Conflict => ObjectError::Conflict,
-            e => ObjectError::Erasure(e),
+            e @ (ErasureError::ReadQuorum
+            | ErasureError::WriteQuorum { .. }
+            | ErasureError::CommitDeadline) => ObjectError::Unavailable(e),
+            ErasureError::DriveFull => ObjectError::DriveFull,
+            ErasureError::Body(e) => ObjectError::Body(e),
+            e @ ErasureError::Codec(_) => ObjectError::Erasure(e),
         }
     }
 }

@@ -773,8 +773,8 @@ fn read_failure(err: std::io::Error) -> ObjectError {
         .into_inner()
         .map(|inner| inner.downcast::<ErasureError>())
     {
-        Some(Ok(erasure)) => ObjectError::Erasure(*erasure),
+        Some(Ok(erasure)) => ObjectError::from(*erasure),
         Some(Err(other)) => ObjectError::Internal(other.to_string()),
-        None => ObjectError::Erasure(ErasureError::ReadQuorum),
+        None => ObjectError::Unavailable(ErasureError::ReadQuorum),
     }
 }

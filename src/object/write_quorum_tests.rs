@@ -597,7 +597,7 @@ async fn a_new_bucket_waits_while_too_few_drives_answer_the_sweep() {
     assert!(
         matches!(
             refused,
-            Err(super::ObjectError::Erasure(
+            Err(super::ObjectError::Unavailable(
                 crate::erasure::ErasureError::ReadQuorum
             ))
         ),

@@ -12,7 +12,6 @@ use super::config::PoolConfig;
 use crate::background::healing::{DriveMonitor, Healer, Scrubber};
 use crate::body::ByteStream;
 use crate::config::{HealingConfig, ServerConfig};
-use crate::erasure::ErasureError;
 use crate::object::{
     BucketName, ByteRange, GetOptions, ListEntry, ListQuery, ObjectError, ObjectKey, ObjectStore,
     PutOptions, ReadSpan, Tier, TierError,
@@ -140,12 +139,7 @@ impl PoolTier {
                 tier,
                 object: object.to_string(),
             },
-            ObjectError::Erasure(
-                ErasureError::ReadQuorum
-                | ErasureError::WriteQuorum { .. }
-                | ErasureError::CommitDeadline
-                | ErasureError::DriveFull,
-            ) => TierError::Unavailable {
+            ObjectError::Unavailable(_) | ObjectError::DriveFull => TierError::Unavailable {
                 tier,
                 reason: err.to_string(),
             },

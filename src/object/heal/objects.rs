@@ -130,7 +130,7 @@ impl ObjectStore {
                 let page = set.scan_keys(&object_tables(), start, &prefix).await;
                 // Too few drives answered to see every leftover a quorum committed.
                 if !page.holds_every_committed_key(set) {
-                    return Err(ObjectError::Erasure(ErasureError::ReadQuorum));
+                    return Err(ObjectError::Unavailable(ErasureError::ReadQuorum));
                 }
                 for db_key in &page.keys {
                     total.add(&remove_leftover(set, db_key).await);
@@ -146,7 +146,7 @@ impl ObjectStore {
         }
         match total.unresolved {
             0 => Ok(()),
-            _ => Err(ObjectError::Erasure(ErasureError::ReadQuorum)),
+            _ => Err(ObjectError::Unavailable(ErasureError::ReadQuorum)),
         }
     }
 
@@ -189,7 +189,7 @@ impl ObjectStore {
                 report.unresolved = u64::from(purge.deferred);
                 return Ok(report);
             }
-            Err(ObjectError::Erasure(ErasureError::ReadQuorum)) => {
+            Err(ObjectError::Unavailable(ErasureError::ReadQuorum)) => {
                 tracing::warn!(bucket = %bucket, key = %key, "heal: drives do not agree on this object; left as it is");
                 report.unresolved = 1;
                 return Ok(report);
@@ -294,7 +294,7 @@ impl ObjectStore {
         };
         let current = match key_versions(set, &bucket_record.name, key.as_str()).await {
             Ok(current) => current,
-            Err(ObjectError::Erasure(ErasureError::ReadQuorum)) => {
+            Err(ObjectError::Unavailable(ErasureError::ReadQuorum)) => {
                 tracing::warn!(bucket = %bucket_record.name, key = %key, "heal: drives do not agree on this key's versions; left as they are");
                 report.unresolved = 1;
                 return Ok(Some(report));

@@ -219,7 +219,7 @@ mod tests {
         records[0] = Err(DriveError::Offline("d0".into()));
         assert!(matches!(
             agree_on_version(&set(), &records),
-            Err(ObjectError::Erasure(ErasureError::ReadQuorum))
+            Err(ObjectError::Unavailable(ErasureError::ReadQuorum))
         ));
         // With every drive answering, five holders cannot be an acknowledged write.
         records[0] = Ok(Some(old.clone()));
@@ -252,7 +252,7 @@ mod tests {
         offline[7] = Err(DriveError::Offline("d7".into()));
         assert!(matches!(
             agree_on_version(&set(), &offline),
-            Err(ObjectError::Erasure(ErasureError::ReadQuorum))
+            Err(ObjectError::Unavailable(ErasureError::ReadQuorum))
         ));
     }
 }
