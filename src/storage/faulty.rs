@@ -40,6 +40,8 @@ pub struct FaultyDrive {
     apply_delay: Mutex<std::time::Duration>,
     /// Shard reads served.
     shard_reads: Arc<AtomicUsize>,
+    /// Shard files open now, and the most that were open at once.
+    open_files: Arc<OpenFiles>,
     /// Passes for another node's drive.
     remote: AtomicBool,
 }
@@ -52,6 +54,7 @@ impl FaultyDrive {
             delay: Mutex::new(std::time::Duration::ZERO),
             apply_delay: Mutex::new(std::time::Duration::ZERO),
             shard_reads: Arc::default(),
+            open_files: Arc::default(),
             remote: AtomicBool::new(false),
         })
     }
@@ -64,6 +67,11 @@ impl FaultyDrive {
     /// The shard reads it has served.
     pub fn shard_reads(&self) -> usize {
         self.shard_reads.load(Ordering::SeqCst)
+    }
+
+    /// The most shard files it had open at once.
+    pub fn most_open_files(&self) -> usize {
+        self.open_files.most.load(Ordering::SeqCst)
     }
 
     /// From now on, these calls fail.
@@ -157,9 +165,12 @@ impl Drive for FaultyDrive {
     ) -> Result<Box<dyn ShardReader>, DriveError> {
         self.check(Call::OpenShard)?;
         let inner = self.inner.open_shard(dir, name).await?;
+        let now = self.open_files.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.open_files.most.fetch_max(now, Ordering::SeqCst);
         Ok(Box::new(CountedReader {
             inner,
             reads: self.shard_reads.clone(),
+            open_files: self.open_files.clone(),
         }))
     }
     async fn delete_data_dir(&self, dir: &DataDir) -> Result<(), DriveError> {
@@ -225,10 +236,24 @@ impl Drive for FaultyDrive {
     }
 }
 
-/// A shard file whose reads are counted.
+/// Shard files open now, and the most open at once.
+#[derive(Default)]
+struct OpenFiles {
+    now: AtomicUsize,
+    most: AtomicUsize,
+}
+
+/// A shard file whose reads are counted, and which counts as open until dropped.
 struct CountedReader {
     inner: Box<dyn ShardReader>,
     reads: Arc<AtomicUsize>,
+    open_files: Arc<OpenFiles>,
+}
+
+impl Drop for CountedReader {
+    fn drop(&mut self) {
+        self.open_files.now.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 #[async_trait]
