@@ -56,9 +56,28 @@ pub(in crate::object) struct Purge {
 }
 
 /// Whether the keys renames took data folders from may still hold them, asked once per
-/// folder (see [`ObjectStore::folder_held_by_source`]), however many drives drop it.
+/// folder and source (see [`ObjectStore::folder_held_by_source`]), however many drives drop
+/// it.
 #[derive(Default)]
-pub(in crate::object) struct SourcesAsked(HashMap<Uuid, bool>);
+pub(in crate::object) struct SourcesAsked(HashMap<(Uuid, Option<String>), bool>);
+
+impl ObjectStore {
+    async fn folder_held_by_source_once(
+        &self,
+        set: &RecordSet,
+        bucket: &BucketRecord,
+        version: &ObjectRecord,
+        asked: &mut SourcesAsked,
+    ) -> bool {
+        let question = (version.data_id, version.data_from.clone());
+        if let Some(&held) = asked.0.get(&question) {
+            return held;
+        }
+        let held = self.folder_held_by_source(set, bucket, version).await;
+        asked.0.insert(question, held);
+        held
+    }
+}
 
 impl Purge {
     /// What a drive's removal is conditioned on (it still holds what was read, and that is
@@ -160,20 +179,11 @@ impl ObjectStore {
         version: &ObjectRecord,
         sources: &mut SourcesAsked,
     ) {
-        let held_by_source = match sources.0.get(&version.data_id) {
-            Some(&held) => held,
-            None if version.inline => false,
-            None => {
-                let held = self.folder_held_by_source(set, bucket, version).await;
-                sources.0.insert(version.data_id, held);
-                held
-            }
-        };
         let _ = if version.inline {
             let key = inline_key(&bucket.name, key.as_str(), version.data_id);
             let delete = INLINE_CHUNKS.delete(key);
             set.apply_on(index, vec![delete]).await
-        } else if !held_by_source {
+        } else if !(self.folder_held_by_source_once(set, bucket, version, sources)).await {
             let dir = DataDir {
                 bucket_id: bucket.id.clone(),
                 data_id: version.data_id,
