@@ -273,6 +273,7 @@ pub fn checks(endpoint: &Endpoint, headers: &HeaderMap) -> Vec<Check> {
             bucket,
             key,
         )],
+        GetObjectTorrent { bucket, key } => vec![k("s3:GetObjectTorrent", bucket, key)],
         GetObjectTagging {
             bucket,
             key,

@@ -65,6 +65,14 @@ fn requests_map_to_actions_and_resources() {
             "arn:aws:s3:::data/a/b.txt",
         ),
         (
+            Endpoint::GetObjectTorrent {
+                bucket: bucket(),
+                key: key(),
+            },
+            "s3:GetObjectTorrent",
+            "arn:aws:s3:::data/a/b.txt",
+        ),
+        (
             Endpoint::UploadPart {
                 bucket: bucket(),
                 key: key(),

@@ -74,6 +74,11 @@ pub enum Endpoint {
         /// `?versionId=`: the version to act on (`null` names the null version).
         version_id: Option<VersionId>,
     },
+    /// `GET /{key}?torrent`: a BitTorrent file of the newest version.
+    GetObjectTorrent {
+        bucket: BucketName,
+        key: ObjectKey,
+    },
     GetObjectTagging {
         bucket: BucketName,
         key: ObjectKey,
@@ -291,6 +296,7 @@ impl Endpoint {
             Endpoint::CopyObject { .. } => "CopyObject",
             Endpoint::RenameObject { .. } => "RenameObject",
             Endpoint::GetObjectAttributes { .. } => "GetObjectAttributes",
+            Endpoint::GetObjectTorrent { .. } => "GetObjectTorrent",
             Endpoint::GetObjectTagging { .. } => "GetObjectTagging",
             Endpoint::PutObjectTagging { .. } => "PutObjectTagging",
             Endpoint::DeleteObjectTagging { .. } => "DeleteObjectTagging",
@@ -678,6 +684,12 @@ pub fn parse(
                     version_id: version_id()?,
                 },
             ),
+            _ => not_implemented(),
+        };
+    }
+    if query.has("torrent") {
+        return match *method {
+            Method::GET => only(&["torrent"], Endpoint::GetObjectTorrent { bucket, key }),
             _ => not_implemented(),
         };
     }

@@ -274,7 +274,7 @@ fn acl_permission(action: &str) -> Option<(bool, Permission)> {
         | "s3:AbortMultipartUpload" => (false, Permission::Write),
         "s3:GetBucketAcl" => (false, Permission::ReadAcp),
         "s3:PutBucketAcl" => (false, Permission::WriteAcp),
-        "s3:GetObject" | "s3:GetObjectVersion" => (true, Permission::Read),
+        "s3:GetObject" | "s3:GetObjectVersion" | "s3:GetObjectTorrent" => (true, Permission::Read),
         "s3:GetObjectAcl" | "s3:GetObjectVersionAcl" => (true, Permission::ReadAcp),
         "s3:PutObjectAcl" | "s3:PutObjectVersionAcl" => (true, Permission::WriteAcp),
         _ => return None,

@@ -17,6 +17,7 @@ mod policy;
 mod post_object;
 mod rename;
 mod tagging;
+mod torrent;
 mod versioning;
 
 use std::sync::Arc;
@@ -207,6 +208,9 @@ pub async fn call(endpoint: Endpoint, request: Request<'_>) -> Result<Response, 
         } => {
             let version = version_id.as_ref().map(VersionId::as_str);
             attributes::get_object_attributes(request, &bucket, &key, version).await
+        }
+        GetObjectTorrent { bucket, key } => {
+            torrent::get_object_torrent(request, &bucket, &key).await
         }
         GetObjectTagging {
             bucket,
