@@ -872,6 +872,28 @@ async fn multipart_uploads_are_sealed_part_by_part() {
         .send()
         .await;
     assert_s3_status(keyless, 400, "a part without the upload's key");
+    // A part under another key is refused as a GET under another key is, and not kept.
+    let other_key = client
+        .upload_part()
+        .bucket("parts")
+        .key("customer")
+        .upload_id(&upload_id)
+        .part_number(1)
+        .sse_customer_algorithm("AES256")
+        .sse_customer_key(KEY_B)
+        .sse_customer_key_md5(KEY_B_MD5)
+        .body(ByteStream::from_static(b"another key"))
+        .send()
+        .await;
+    assert_s3_error(other_key, 403, "AccessDenied", "a part under another key");
+    let listed = ok(
+        (client.list_parts().bucket("parts").key("customer"))
+            .upload_id(&upload_id)
+            .send()
+            .await,
+        "list parts",
+    );
+    assert!(listed.parts().is_empty(), "{listed:?}");
     let completed = upload_parts(
         &client,
         "parts",
