@@ -633,3 +633,204 @@ async fn the_operator_may_make_new_buckets_take_acls() {
         "{refused:?}"
     );
 }
+
+/// Adds user `name` with the IAM policy `document` (named after the user).
+fn user_with_policy(server: &TestServer, name: &str, secret: &str, document: &str) -> Client {
+    let added = strata_admin(server, &["user", "add", name, "--secret", secret]);
+    assert!(added.status.success(), "{added:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("policy.json");
+    std::fs::write(&file, document).unwrap();
+    let policy = format!("{name}-policy");
+    for args in [
+        vec!["policy", "add", &policy, file.to_str().unwrap()],
+        vec!["policy", "attach", name, &policy],
+    ] {
+        let output = strata_admin(server, &args);
+        assert!(output.status.success(), "{args:?}: {output:?}");
+    }
+    server.client_with(name, secret)
+}
+
+/// Two users, as S3 has two accounts meet in one bucket: bob owns a bucket he made (its
+/// ACLs on), alice writes into it. Each grant lets in exactly what it names, revoked grants
+/// let in nothing, objects alice writes are hers (bob reads them only when she grants him, or
+/// writes with `bucket-owner-full-control`), and the owners are reported by name.
+#[tokio::test]
+async fn a_bucket_another_user_owns_is_governed_by_its_acls() {
+    let server = TestServer::start();
+    let bob = user_with_policy(
+        &server,
+        "bob",
+        "bob-secret-0123456789",
+        r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow",
+            "Action":["s3:CreateBucket","s3:ListAllMyBuckets"],"Resource":"*"}]}"#,
+    );
+    let alice = user_with_policy(
+        &server,
+        "alice",
+        ALICE_SECRET,
+        r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow",
+            "Action":["s3:PutObject","s3:PutObjectAcl"],"Resource":"arn:aws:s3:::lab/*"}]}"#,
+    );
+    let root = server.client();
+    let (bob_id, alice_id) = (canonical_id("bob"), canonical_id("alice"));
+    bucket_with_acls(&bob, "lab").await;
+
+    // Bob owns what he made, and is named so.
+    let acl = bob.get_bucket_acl().bucket("lab").send().await.unwrap();
+    let owner = acl.owner().unwrap();
+    assert_eq!(owner.id(), Some(bob_id.as_str()));
+    assert_eq!(owner.display_name(), Some("bob"));
+    let listed = bob.list_buckets().send().await.unwrap();
+    assert_eq!(listed.owner().unwrap().id(), Some(bob_id.as_str()));
+    put_as(&bob, "lab", "notes").await.unwrap();
+    assert_eq!(list_as(&bob, "lab").await.unwrap(), 1);
+    let expecting = |owner: &str| {
+        (bob.head_bucket().bucket("lab"))
+            .expected_bucket_owner(owner)
+            .send()
+    };
+    expecting(&bob_id).await.unwrap();
+    let root_id = canonical_id(ACCESS_KEY);
+    assert!(expecting(&root_id).await.is_err(), "another owner expected");
+    // The name is bob's: another user cannot take it over by creating it again.
+    let again = root.create_bucket().bucket("lab").send().await;
+    assert_eq!(error_code(again), "BucketAlreadyExists");
+    bob.create_bucket().bucket("lab").send().await.unwrap();
+
+    // Alice writes (her policy lets her); what she writes is hers.
+    put_as(&alice, "lab", "hers").await.unwrap();
+    (alice.put_object().bucket("lab").key("for-bob"))
+        .acl(ObjectCannedAcl::BucketOwnerFullControl)
+        .body(ByteStream::from_static(b"for the owner"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get_as(&alice, "lab", "hers").await.unwrap(), b"written");
+    assert_eq!(
+        get_as(&bob, "lab", "hers").await.unwrap_err(),
+        "AccessDenied"
+    );
+    let hers_acl = bob.get_object_acl().bucket("lab").key("hers").send().await;
+    assert_eq!(error_code(hers_acl), "AccessDenied");
+    assert_eq!(
+        get_as(&bob, "lab", "for-bob").await.unwrap(),
+        b"for the owner"
+    );
+    let for_bob = (bob.get_object_acl().bucket("lab").key("for-bob").send())
+        .await
+        .unwrap();
+    assert_eq!(for_bob.owner().unwrap().id(), Some(alice_id.as_str()));
+    let listed = (bob.list_objects_v2().bucket("lab").fetch_owner(true).send())
+        .await
+        .unwrap();
+    let owners: Vec<_> = (listed.contents().iter())
+        .map(|o| (o.key().unwrap(), o.owner().unwrap().display_name().unwrap()))
+        .collect();
+    assert_eq!(
+        owners,
+        [("for-bob", "alice"), ("hers", "alice"), ("notes", "bob")]
+    );
+
+    // READ_ACP, then WRITE_ACP on her object: bob reads its ACL, then changes it.
+    (alice.put_object_acl().bucket("lab").key("hers"))
+        .grant_read_acp(format!("id={bob_id}"))
+        .send()
+        .await
+        .unwrap();
+    (bob.get_object_acl().bucket("lab").key("hers").send())
+        .await
+        .unwrap();
+    assert_eq!(
+        get_as(&bob, "lab", "hers").await.unwrap_err(),
+        "AccessDenied"
+    );
+    let change = (bob.put_object_acl().bucket("lab").key("hers"))
+        .grant_read(format!("id={bob_id}"))
+        .send()
+        .await;
+    assert_eq!(error_code(change), "AccessDenied");
+    (alice.put_object_acl().bucket("lab").key("hers"))
+        .grant_write_acp(format!("id={bob_id}"))
+        .send()
+        .await
+        .unwrap();
+    (bob.put_object_acl().bucket("lab").key("hers"))
+        .grant_read(format!("id={bob_id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get_as(&bob, "lab", "hers").await.unwrap(), b"written");
+    // What bob set replaced alice's grants: the object is still hers, she keeps control.
+    (alice.get_object_acl().bucket("lab").key("hers").send())
+        .await
+        .unwrap();
+
+    // Bucket grants: FULL_CONTROL gives alice listing and the bucket's ACL; revoked, nothing.
+    assert_eq!(list_as(&alice, "lab").await.unwrap_err(), "AccessDenied");
+    (bob.put_bucket_acl().bucket("lab"))
+        .grant_full_control(format!("id={alice_id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(list_as(&alice, "lab").await.unwrap(), 3);
+    (alice.get_bucket_acl().bucket("lab").send()).await.unwrap();
+    (bob.put_bucket_acl().bucket("lab"))
+        .acl(BucketCannedAcl::Private)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(list_as(&alice, "lab").await.unwrap_err(), "AccessDenied");
+    let revoked = alice.get_bucket_acl().bucket("lab").send().await;
+    assert_eq!(error_code(revoked), "AccessDenied");
+    // AuthenticatedUsers: any signed caller lists, an anonymous one does not.
+    (bob.put_bucket_acl().bucket("lab"))
+        .grant_read("uri=\"http://acs.amazonaws.com/groups/global/AuthenticatedUsers\"")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(list_as(&alice, "lab").await.unwrap(), 3);
+    assert_eq!(anonymous_get(&server, "/lab?list-type=2").await, 403);
+
+    // public-read-write: anyone writes, and what an anonymous caller writes is anonymous's;
+    // Block Public Access's IgnorePublicAcls shuts that door.
+    (bob.put_bucket_acl().bucket("lab"))
+        .acl(BucketCannedAcl::PublicReadWrite)
+        .send()
+        .await
+        .unwrap();
+    let anonymous_put = || async {
+        let put = reqwest::Client::new()
+            .put(server.url("/lab/dropped"))
+            .body("from anyone");
+        put.send().await.unwrap().status().as_u16()
+    };
+    assert_eq!(anonymous_put().await, 200);
+    assert_eq!(anonymous_get(&server, "/lab?list-type=2").await, 200);
+    let dropped = (root.get_object_acl().bucket("lab").key("dropped").send())
+        .await
+        .unwrap();
+    assert_eq!(
+        dropped.owner().unwrap().id(),
+        Some("65a011a29cdf8ec533ec3d1ccaae921c")
+    );
+    root.put_public_access_block()
+        .bucket("lab")
+        .public_access_block_configuration(
+            PublicAccessBlockConfiguration::builder()
+                .ignore_public_acls(true)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous_put().await, 403);
+    assert_eq!(anonymous_get(&server, "/lab?list-type=2").await, 403);
+
+    // The bucket's owner may delete what others wrote in it (WRITE on the bucket).
+    (bob.delete_object().bucket("lab").key("hers").send())
+        .await
+        .unwrap();
+    assert_eq!(list_as(&bob, "lab").await.unwrap(), 3);
+}

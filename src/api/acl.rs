@@ -316,7 +316,7 @@ pub fn for_new_object(
     settings: &BucketSettings,
     writer: &Identity,
 ) -> Result<Option<Acl>, S3Error> {
-    let bucket_owner = state.owner_id();
+    let bucket_owner = bucket_owner(state, settings);
     let writer = requester_id(state, writer);
     let asked_canned = header(headers, "x-amz-acl").map(str::trim);
     // The bucket owner takes what is written with `bucket-owner-full-control` under
@@ -344,10 +344,15 @@ pub fn for_new_object(
 }
 
 /// An object's ACL as stored (`None`: the bucket owner's alone).
-pub fn of_object(state: &S3State, stored: Option<&Acl>) -> Acl {
+pub fn of_object(bucket_owner: &str, stored: Option<&Acl>) -> Acl {
     stored
         .cloned()
-        .unwrap_or_else(|| Acl::private(&state.owner_id()))
+        .unwrap_or_else(|| Acl::private(bucket_owner))
+}
+
+/// The canonical ID of a bucket's owner.
+pub fn bucket_owner(state: &S3State, settings: &BucketSettings) -> String {
+    settings.owner(&state.owner_id()).to_string()
 }
 
 #[cfg(test)]

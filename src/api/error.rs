@@ -17,6 +17,7 @@ pub enum S3ErrorCode {
     AuthorizationQueryParametersError,
     BadDigest,
     BadRequest,
+    BucketAlreadyExists,
     BucketAlreadyOwnedByYou,
     BucketNotEmpty,
     EntityTooLarge,
@@ -91,6 +92,7 @@ impl S3ErrorCode {
             AuthorizationQueryParametersError => "AuthorizationQueryParametersError",
             BadDigest => "BadDigest",
             BadRequest => "BadRequest",
+            BucketAlreadyExists => "BucketAlreadyExists",
             BucketAlreadyOwnedByYou => "BucketAlreadyOwnedByYou",
             BucketNotEmpty => "BucketNotEmpty",
             EntityTooLarge => "EntityTooLarge",
@@ -180,7 +182,9 @@ impl S3ErrorCode {
             | NoSuchPublicAccessBlockConfiguration
             | OwnershipControlsNotFoundError
             | ServerSideEncryptionConfigurationNotFoundError => StatusCode::NOT_FOUND,
-            BucketAlreadyOwnedByYou | BucketNotEmpty | InvalidBucketState => StatusCode::CONFLICT,
+            BucketAlreadyExists | BucketAlreadyOwnedByYou | BucketNotEmpty | InvalidBucketState => {
+                StatusCode::CONFLICT
+            }
             InvalidRange | InvalidPartNumber => StatusCode::RANGE_NOT_SATISFIABLE,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             MissingContentLength => StatusCode::LENGTH_REQUIRED,
@@ -378,6 +382,9 @@ fn default_message(code: S3ErrorCode) -> &'static str {
         AuthorizationQueryParametersError => "Error parsing the X-Amz-Credential parameter.",
         BadDigest => "The Content-MD5 you specified did not match what we received.",
         BadRequest => "Insufficient information. Origin request header needed.",
+        BucketAlreadyExists => {
+            "The requested bucket name is not available. The bucket namespace is shared by all users of the system. Please select a different name and try again."
+        }
         BucketAlreadyOwnedByYou => {
             "Your previous request to create the named bucket succeeded and you already own it."
         }

@@ -62,6 +62,38 @@ impl S3State {
     }
 }
 
+/// Refuses a request that names the owner it expects of the bucket it addresses
+/// (`x-amz-expected-bucket-owner`) or of a copy's source bucket
+/// (`x-amz-source-expected-bucket-owner`) when that bucket has another; a bucket that does
+/// not exist is left to the handler to answer.
+async fn owners_as_expected(state: &S3State, parts: &Parts) -> Result<(), S3Error> {
+    let addressed = router::bucket_and_key(&parts.uri, &parts.headers, state.domain.as_deref())
+        .ok()
+        .map(|(bucket, _)| bucket);
+    let source = router::copy_source(&parts.headers).map(|source| source.bucket);
+    let expected = [
+        ("x-amz-expected-bucket-owner", addressed),
+        ("x-amz-source-expected-bucket-owner", source),
+    ];
+    for (header, bucket) in expected {
+        let Some(id) = headers::header(&parts.headers, header) else {
+            continue;
+        };
+        let Some(name) = bucket.and_then(|b| crate::object::BucketName::parse(&b).ok()) else {
+            continue;
+        };
+        let owner = match state.store.bucket(&name).await {
+            Ok(record) => acl::bucket_owner(state, &record.settings),
+            Err(crate::object::ObjectError::NoSuchBucket) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if id.trim() != owner {
+            return Err(S3Error::from_code(S3ErrorCode::AccessDenied));
+        }
+    }
+    Ok(())
+}
+
 /// Answers an S3 request whose signature the front door checked (`auth` is `None` for an
 /// unsigned one): routes it, authorises it and calls its handler. Returns the operation's
 /// name with the answer.
@@ -108,18 +140,8 @@ pub async fn serve(
             return (endpoint.name(), Err(err));
         }
     }
-    // A client that names the owner it expects of the bucket (or of a copy's source bucket)
-    // is refused by any other.
-    for name in [
-        "x-amz-expected-bucket-owner",
-        "x-amz-source-expected-bucket-owner",
-    ] {
-        if headers::header(&parts.headers, name).is_some_and(|id| id != state.owner_id()) {
-            return (
-                endpoint.name(),
-                Err(S3Error::from_code(S3ErrorCode::AccessDenied)),
-            );
-        }
+    if let Err(err) = owners_as_expected(state, parts).await {
+        return (endpoint.name(), Err(err));
     }
     let trailers = Arc::new(TrailerSlot::default());
     let body = auth::verified_body(raw, &auth, trailers.clone());

@@ -23,7 +23,7 @@ fn xmlns() -> &'static str {
     XMLNS
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct Owner {
     #[serde(rename = "ID")]

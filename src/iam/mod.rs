@@ -186,17 +186,7 @@ pub async fn authorize(
         // An ACL grant allows what nothing denied.
         if decision == Decision::NotApplicable {
             if let (Some(bucket), Some(name)) = (&bucket, &check.bucket) {
-                if acl_grants(
-                    store,
-                    &iam.owner_id(),
-                    bucket,
-                    name,
-                    &check,
-                    caller,
-                    &context,
-                )
-                .await
-                {
+                if acl_grants(store, bucket, name, &check, caller, &context).await {
                     decision = Decision::Allow;
                 }
             }
@@ -217,7 +207,6 @@ pub async fn authorize(
 /// stands for to the caller; never when the bucket disables ACLs.
 async fn acl_grants(
     store: &ObjectStore,
-    owner: &str,
     bucket: &BucketAccess,
     name: &str,
     check: &Check,
@@ -242,19 +231,17 @@ async fn acl_grants(
     let ignore_public = bucket.block.ignore_public_acls;
     match (of_object, &check.on) {
         (false, _) => (bucket.acl.clone())
-            .unwrap_or_else(|| Acl::private(owner))
+            .unwrap_or_else(|| Acl::private(&bucket.owner))
             .allows(requester, wanted, ignore_public),
         (true, On::Key(key)) => {
-            let (Ok(bucket), Ok(key)) = (BucketName::parse(name), ObjectKey::parse(key)) else {
+            let (Ok(name), Ok(key)) = (BucketName::parse(name), ObjectKey::parse(key)) else {
                 return false;
             };
             let version = context.get("s3:versionid");
-            match store.head_object(&bucket, &key, version).await {
-                Ok(record) => (record.acl).unwrap_or_else(|| Acl::private(owner)).allows(
-                    requester,
-                    wanted,
-                    ignore_public,
-                ),
+            match store.head_object(&name, &key, version).await {
+                Ok(record) => (record.acl)
+                    .unwrap_or_else(|| Acl::private(&bucket.owner))
+                    .allows(requester, wanted, ignore_public),
                 Err(_) => false,
             }
         }
@@ -316,6 +303,8 @@ struct BucketAccess {
     /// Whether ACLs count (Object Ownership is not `BucketOwnerEnforced`).
     acls: bool,
     acl: Option<Acl>,
+    /// Canonical ID of the bucket's owner.
+    owner: String,
     block: PublicAccessBlock,
 }
 
@@ -353,6 +342,7 @@ async fn bucket_access(
         policy,
         acls: settings.acls_enabled(),
         acl: settings.acl.clone(),
+        owner: settings.owner(&iam.owner_id()).to_string(),
         block: settings.public_access_block.unwrap_or_default(),
     }))
 }

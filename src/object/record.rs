@@ -85,6 +85,10 @@ pub struct BucketSettings {
     /// Default encryption (`?encryption`): what uploads that ask for none get.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encryption: Option<DefaultEncryption>,
+    /// Canonical ID of the user who created the bucket; `None`: the deployment's root user
+    /// (who also owns the buckets made before owners were kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 /// How a bucket encrypts the objects uploaded without encryption headers.
@@ -146,6 +150,7 @@ impl Default for BucketSettings {
             ownership: enforced(),
             public_access_block: None,
             encryption: None,
+            owner: None,
         }
     }
 }
@@ -155,6 +160,11 @@ impl BucketSettings {
     /// `BucketOwnerEnforced`).
     pub fn acls_enabled(&self) -> bool {
         self.ownership.is_none_or(ObjectOwnership::acls_enabled)
+    }
+
+    /// The canonical ID of the bucket's owner, `root` being the root user's.
+    pub fn owner<'a>(&'a self, root: &'a str) -> &'a str {
+        self.owner.as_deref().unwrap_or(root)
     }
 }
 
@@ -585,6 +595,7 @@ mod tests {
                     kms_key_id: Some("datasets".into()),
                     bucket_key_enabled: true,
                 }),
+                owner: Some("alice-id".into()),
             },
         };
         let bytes = encode(&record);

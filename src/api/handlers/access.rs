@@ -44,7 +44,7 @@ pub async fn get_bucket_acl(
     bucket: &BucketName,
 ) -> Result<Response, S3Error> {
     let record = request.state.store.bucket(bucket).await?;
-    let owner = request.state.owner_id();
+    let owner = acl::bucket_owner(request.state, &record.settings);
     let acl = (record.settings.acl).unwrap_or_else(|| Acl::private(&owner));
     Ok(xml_response(acl::to_xml(
         &acl,
@@ -57,7 +57,7 @@ pub async fn put_bucket_acl(
     bucket: &BucketName,
 ) -> Result<Response, S3Error> {
     let record = request.state.store.bucket(bucket).await?;
-    let owner = request.state.owner_id();
+    let owner = acl::bucket_owner(request.state, &record.settings);
     let acl = requested_acl(&mut request, (&owner, &owner)).await?;
     acl::admit(
         &acl,
@@ -77,12 +77,10 @@ pub async fn get_object_acl(
     key: &ObjectKey,
     version_id: Option<&str>,
 ) -> Result<Response, S3Error> {
-    let record = request
-        .state
-        .store
-        .head_object(bucket, key, version_id)
-        .await?;
-    let acl = acl::of_object(request.state, record.acl.as_ref());
+    let store = &request.state.store;
+    let bucket_owner = acl::bucket_owner(request.state, &store.bucket(bucket).await?.settings);
+    let record = store.head_object(bucket, key, version_id).await?;
+    let acl = acl::of_object(&bucket_owner, record.acl.as_ref());
     let response = xml_response(acl::to_xml(&acl, &Accounts::of(request.state)));
     Ok(with_version(request.state, bucket, &record, version_id, response).await)
 }
@@ -96,8 +94,8 @@ pub async fn put_object_acl(
     let store = request.state.store.clone();
     let bucket_record = store.bucket(bucket).await?;
     let current = store.head_object(bucket, key, version_id).await?;
-    let bucket_owner = request.state.owner_id();
-    let owner = acl::of_object(request.state, current.acl.as_ref()).owner;
+    let bucket_owner = acl::bucket_owner(request.state, &bucket_record.settings);
+    let owner = acl::of_object(&bucket_owner, current.acl.as_ref()).owner;
     let acl = requested_acl(&mut request, (&owner, &bucket_owner)).await?;
     acl::admit(
         &acl,

@@ -48,7 +48,10 @@ pub async fn list_buckets(request: Request<'_>) -> Result<Response, S3Error> {
         .flatten();
     let doc = xml::ListAllMyBucketsResult {
         xmlns: (),
-        owner: owner(&request),
+        owner: account(
+            request.state,
+            &acl::requester_id(request.state, &request.identity),
+        ),
         buckets: xml::Buckets {
             bucket: buckets
                 .into_iter()
@@ -77,12 +80,28 @@ fn decode_bucket_token(token: &str) -> Result<String, S3Error> {
         })
 }
 
-/// The owner shown in listings: the deployment's root user.
-pub fn owner(request: &Request<'_>) -> xml::Owner {
+/// The account with canonical ID `id`, as an `Owner` element names it (by its ID alone
+/// once no account has it any more).
+pub fn account(state: &crate::api::S3State, id: &str) -> xml::Owner {
+    let display_name = match id == state.owner_id() {
+        true => state.owner.clone(),
+        false => (crate::api::acl::Accounts::of(state).name(id))
+            .unwrap_or(id)
+            .to_string(),
+    };
     xml::Owner {
-        id: request.state.owner_id(),
-        display_name: request.state.owner.clone(),
+        id: id.to_string(),
+        display_name,
     }
+}
+
+/// The owner of a bucket: the user who created it.
+pub async fn bucket_owner(
+    state: &crate::api::S3State,
+    bucket: &BucketName,
+) -> Result<xml::Owner, S3Error> {
+    let record = state.store.bucket(bucket).await?;
+    Ok(account(state, &acl::bucket_owner(state, &record.settings)))
 }
 
 /// The owners a listing names: the bucket's owner, or a version's writer where the bucket
@@ -90,21 +109,22 @@ pub fn owner(request: &Request<'_>) -> xml::Owner {
 /// The accounts are looked up once per listing, and only for a version another owns.
 pub struct ListedOwners<'a> {
     request: &'a Request<'a>,
+    bucket_owner: xml::Owner,
     accounts: std::cell::OnceCell<crate::api::acl::Accounts>,
 }
 
 impl<'a> ListedOwners<'a> {
-    pub fn new(request: &'a Request<'a>) -> Self {
+    pub fn new(request: &'a Request<'a>, bucket_owner: xml::Owner) -> Self {
         Self {
             request,
+            bucket_owner,
             accounts: std::cell::OnceCell::new(),
         }
     }
 
     pub fn of(&self, record: &crate::object::ObjectRecord) -> xml::Owner {
-        let bucket_owner = owner(self.request);
         match record.acl.as_ref().map(|acl| &acl.owner) {
-            Some(id) if *id != bucket_owner.id => {
+            Some(id) if *id != self.bucket_owner.id => {
                 let accounts = (self.accounts)
                     .get_or_init(|| crate::api::acl::Accounts::of(self.request.state));
                 let display_name = accounts.name(id).unwrap_or(id).to_string();
@@ -113,7 +133,7 @@ impl<'a> ListedOwners<'a> {
                     display_name,
                 }
             }
-            _ => bucket_owner,
+            _ => self.bucket_owner.clone(),
         }
     }
 }
@@ -126,7 +146,11 @@ pub async fn create_bucket(
     if creates_locked_bucket(request.headers) {
         settings = settings.with_object_lock();
     }
-    (settings.ownership, settings.acl) = initial_access(&request)?;
+    let creator = acl::requester_id(request.state, &request.identity);
+    if creator != request.state.owner_id() {
+        settings.owner = Some(creator.clone());
+    }
+    (settings.ownership, settings.acl) = initial_access(&request, &creator)?;
     let body = request.small_body().await?;
     let mut constraint = String::new();
     if !body.iter().all(u8::is_ascii_whitespace) {
@@ -144,10 +168,18 @@ pub async fn create_bucket(
     let asked_acl = settings.acl.clone();
     let store = &request.state.store;
     match store.create_bucket_with(bucket, settings).await.map(drop) {
-        // S3 in us-east-1 answers the re-creation of one's own bucket with 200, for legacy
-        // clients, and resets its ACL to the one asked for (other regions answer 409
-        // BucketAlreadyOwnedByYou).
-        Err(ObjectError::BucketExists) if region == crate::config::DEFAULT_REGION => {
+        Err(ObjectError::BucketExists) => {
+            // Another user's bucket is not re-created: its name is taken.
+            let held = store.bucket(bucket).await?;
+            if held.settings.owner(&request.state.owner_id()) != creator {
+                return Err(S3Error::from_code(S3ErrorCode::BucketAlreadyExists));
+            }
+            // S3 in us-east-1 answers the re-creation of one's own bucket with 200, for
+            // legacy clients, and resets its ACL to the one asked for (other regions answer
+            // 409 BucketAlreadyOwnedByYou).
+            if region != crate::config::DEFAULT_REGION {
+                return Err(ObjectError::BucketExists.into());
+            }
             store
                 .update_bucket_settings(bucket, |settings| {
                     if settings.acls_enabled() {
@@ -186,6 +218,7 @@ fn check_location(constraint: &str, region: &str) -> Result<(), S3Error> {
 /// by default) and ACL (`x-amz-acl` or grants), which ACLs disabled by the first refuse.
 fn initial_access(
     request: &Request<'_>,
+    owner: &str,
 ) -> Result<(Option<ObjectOwnership>, Option<Acl>), S3Error> {
     let ownership = match headers::header(request.headers, "x-amz-object-ownership") {
         None => request.state.default_ownership,
@@ -196,9 +229,8 @@ fn initial_access(
             )
         })?,
     };
-    let owner = request.state.owner_id();
     let accounts = acl::Accounts::of(request.state);
-    let acl = acl::from_headers(request.headers, (&owner, &owner), &accounts)?;
+    let acl = acl::from_headers(request.headers, (owner, owner), &accounts)?;
     let acl = acl.filter(|acl| !acl.is_private());
     if acl.is_some() && !ownership.acls_enabled() {
         return Err(S3Error::from_code(

@@ -4,7 +4,7 @@ use axum::response::Response;
 use base64::Engine;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
-use super::bucket::ListedOwners;
+use super::bucket::{bucket_owner, ListedOwners};
 use super::Request;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{iso8601, storage_class_name, tagging_value};
@@ -70,9 +70,10 @@ pub(super) fn max_keys(request: &Request<'_>) -> Result<usize, S3Error> {
 }
 
 /// What a listing's entries carry besides key, date, ETag, size and storage class.
-#[derive(Clone, Copy, Default)]
+#[derive(Default)]
 struct Extras {
-    owner: bool,
+    /// The bucket's owner, when entries name their owners.
+    owner: Option<xml::Owner>,
     /// MinIO's `metadata=true`: user metadata and tags.
     metadata: bool,
 }
@@ -85,7 +86,7 @@ fn contents(
 ) -> (Vec<xml::Object>, Vec<xml::CommonPrefix>) {
     let mut objects = Vec::new();
     let mut prefixes = Vec::new();
-    let owners = extras.owner.then(|| ListedOwners::new(request));
+    let owners = (extras.owner).map(|bucket_owner| ListedOwners::new(request, bucket_owner));
     for entry in &page.entries {
         match entry {
             ListEntry::Object { key, record } => {
@@ -166,8 +167,12 @@ pub async fn list_objects_v2(
         max_keys: max_keys(&request)?,
     };
     let page = request.state.store.list_objects(name, &query).await?;
+    let fetch_owner = request.query.get("fetch-owner") == Some("true");
     let extras = Extras {
-        owner: request.query.get("fetch-owner") == Some("true"),
+        owner: match fetch_owner {
+            true => Some(bucket_owner(request.state, name).await?),
+            false => None,
+        },
         metadata: with_metadata,
     };
     let (objects, prefixes) = contents(&request, &page, &encoder, extras);
@@ -204,7 +209,7 @@ pub async fn list_objects_v1(request: Request<'_>, name: &BucketName) -> Result<
     };
     let page = request.state.store.list_objects(name, &query).await?;
     let extras = Extras {
-        owner: true,
+        owner: Some(bucket_owner(request.state, name).await?),
         ..Extras::default()
     };
     let (objects, prefixes) = contents(&request, &page, &encoder, extras);

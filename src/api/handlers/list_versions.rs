@@ -3,7 +3,7 @@
 
 use axum::response::Response;
 
-use super::bucket::ListedOwners;
+use super::bucket::{bucket_owner, ListedOwners};
 use super::list::{listed_checksum, max_keys, Encoder};
 use super::Request;
 use crate::api::error::{S3Error, S3ErrorCode};
@@ -46,10 +46,11 @@ fn entries(
     request: &Request<'_>,
     page: &VersionsPage,
     encoder: &Encoder,
+    bucket_owner: xml::Owner,
 ) -> (Vec<xml::VersionItem>, Vec<xml::CommonPrefix>) {
     let mut items = Vec::new();
     let mut prefixes = Vec::new();
-    let owners = ListedOwners::new(request);
+    let owners = ListedOwners::new(request, bucket_owner);
     for entry in &page.entries {
         match entry {
             VersionEntry::Version {
@@ -103,7 +104,8 @@ pub async fn list_object_versions(
         .store
         .list_object_versions(name, &query)
         .await?;
-    let (items, prefixes) = entries(&request, &page, &encoder);
+    let bucket_owner = bucket_owner(request.state, name).await?;
+    let (items, prefixes) = entries(&request, &page, &encoder, bucket_owner);
     let truncated = page.truncated;
     let doc = xml::ListVersionsResult {
         xmlns: (),

@@ -3,7 +3,7 @@
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::bucket::owner;
+use super::bucket::bucket_owner;
 use super::copy::{copy_source, set_source_version, source_error};
 use super::list::Encoder;
 use super::object::{
@@ -332,13 +332,14 @@ pub async fn list_parts(
         .store
         .list_parts(name, object, upload_id, marker, max)
         .await?;
+    let owner = bucket_owner(request.state, name).await?;
     let doc = xml::ListPartsResult {
         xmlns: (),
         bucket: name.to_string(),
         key: object.to_string(),
         upload_id: upload_id.to_string(),
-        initiator: owner(&request),
-        owner: owner(&request),
+        initiator: owner.clone(),
+        owner,
         storage_class: storage_class_name(page.upload.storage_class.as_deref()),
         part_number_marker: marker,
         next_part_number_marker: page
@@ -385,6 +386,7 @@ pub async fn list_uploads(request: Request<'_>, name: &BucketName) -> Result<Res
         .store
         .list_multipart_uploads(name, &query)
         .await?;
+    let owner = bucket_owner(request.state, name).await?;
     let last = page.uploads.last();
     let doc = xml::ListMultipartUploadsResult {
         xmlns: (),
@@ -410,8 +412,8 @@ pub async fn list_uploads(request: Request<'_>, name: &BucketName) -> Result<Res
             .map(|u| xml::Upload {
                 key: encode(&u.key),
                 upload_id: u.upload_id.clone(),
-                initiator: owner(&request),
-                owner: owner(&request),
+                initiator: owner.clone(),
+                owner: owner.clone(),
                 storage_class: storage_class_name(u.storage_class.as_deref()),
                 initiated: iso8601(u.initiated_ms),
             })
