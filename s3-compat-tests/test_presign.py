@@ -376,3 +376,41 @@ def test_boto3_sigv2_url_for_delete_bucket_cannot_remove_block_public_access(
     assert_s3_error(fetch(url), 403, "AccessDenied")
     status, _, body = fetch(presign(s3_default_signature, "get_object", bucket, key))
     assert (status, body) == (200, b"x")
+
+
+@pytest.mark.parametrize("signature", ["s3", "s3v4"])
+def test_a_browser_preflight_of_a_presigned_url_is_answered_by_cors(
+    s3_client_for, s3, bucket, signature
+):
+    # A page that uploads through a presigned URL makes the browser send an OPTIONS preflight
+    # to that URL, query string included, unsigned: the bucket's CORS rules answer it.
+    signer = s3_client_for(signature_version=signature)
+    s3.put_bucket_cors(
+        Bucket=bucket,
+        CORSConfiguration={
+            "CORSRules": [{"AllowedMethods": ["GET", "PUT"], "AllowedOrigins": ["*"]}]
+        },
+    )
+    origin = {"Origin": "https://notebook.example"}
+    # SigV2 signs the Content-Type: the URL names the one the page sends.
+    put_url = presign(signer, "put_object", bucket, "from-browser", ContentType="text/plain")
+    status, headers, body = fetch(
+        put_url, "OPTIONS", headers={**origin, "Access-Control-Request-Method": "PUT"}
+    )
+    assert status == 200, body[:500]
+    assert headers["Access-Control-Allow-Origin"] == "*"
+    assert "PUT" in headers["Access-Control-Allow-Methods"]
+    status, headers, body = fetch(
+        put_url, "PUT", b"uploaded", headers={**origin, "Content-Type": "text/plain"}
+    )
+    assert status == 200, body[:500]
+    assert headers["Access-Control-Allow-Origin"] == "*"
+    status, headers, body = fetch(presign(signer, "get_object", bucket, "from-browser"),
+                                  headers=origin)
+    assert (status, body) == (200, b"uploaded")
+    assert headers["Access-Control-Allow-Origin"] == "*"
+    # A method the rules do not allow is refused by CORS, signed URL or not.
+    status, _, _ = fetch(
+        put_url, "OPTIONS", headers={**origin, "Access-Control-Request-Method": "DELETE"}
+    )
+    assert status == 403

@@ -200,6 +200,11 @@ pub fn authenticate(
     domain: Option<&str>,
     now: OffsetDateTime,
 ) -> Result<Option<Authenticated>, S3Error> {
+    // A CORS preflight is answered from the bucket's CORS rules alone, and is never signed:
+    // a browser sends it to a presigned URL with the URL's query string but no credentials.
+    if method == Method::OPTIONS {
+        return Ok(None);
+    }
     let params = sigv4::query_pairs(uri.query().unwrap_or(""));
     let has = |name: &str| params.iter().any(|(key, _)| key == name);
     let presigned = has("X-Amz-Algorithm") || has("X-Amz-Credential") || has("X-Amz-Signature");

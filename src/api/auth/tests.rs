@@ -530,6 +530,36 @@ fn aws_sigv2_examples_authenticate() {
     );
 }
 
+/// A browser's CORS preflight of a presigned URL carries the URL's query string, signed for
+/// another method: it is answered unauthenticated, as every preflight is, never refused.
+#[test]
+fn a_preflight_of_a_presigned_url_is_not_authenticated() {
+    let options = Method::OPTIONS;
+    let headers = header_map(&[
+        ("host", "localhost:9000"),
+        ("origin", "https://app.example"),
+        ("access-control-request-method", "PUT"),
+    ]);
+    let v2 = sigv2_presigned(&Method::PUT, "/b/k", 1_704_110_400 + 3600);
+    let v4 = "/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AK%2F20240101%2Fus-east-1\
+              %2Fs3%2Faws4_request&X-Amz-Date=20240101T120000Z&X-Amz-Expires=3600\
+              &X-Amz-SignedHeaders=host&X-Amz-Signature=00";
+    for url in [
+        v2.as_str(),
+        v4,
+        "/b/k?AWSAccessKeyId=AK&Expires=1&Signature=x",
+    ] {
+        let outcome = check(&options, &uri(url), &headers, T_OWN);
+        assert!(outcome.expect("not refused").is_none(), "{url}");
+    }
+    // The same URL signed for PUT still authenticates a PUT, and not a GET.
+    accepted(&Method::PUT, &uri(&v2), &headers, T_OWN);
+    assert_eq!(
+        refused(&Method::GET, &uri(&v2), &headers, T_OWN),
+        SignatureDoesNotMatch
+    );
+}
+
 /// A SigV2 presigned URL for `method path`, expiring at `expires` (Unix seconds).
 fn sigv2_presigned(method: &Method, path: &str, expires: i64) -> String {
     let to_sign = sigv2::string_to_sign(method, "", "", &expires.to_string(), "", path);
