@@ -384,6 +384,25 @@ async fn expired_policy_is_denied() {
     assert_absent(&client, &bucket, "late").await;
 }
 
+/// A condition object names exactly one field, as on S3: `{}` is a malformed policy
+/// (400 `InvalidPolicyDocument`), not a condition nothing fails; nothing is stored.
+#[tokio::test]
+async fn an_empty_condition_is_a_malformed_policy() {
+    let (client, bucket) = new_bucket("post-empty-condition").await;
+    for extra in [json!({}), json!({"key": "odd", "acl": "private"})] {
+        let conditions = vec![json!({ "bucket": bucket }), json!({"key": "odd"}), extra];
+        let upload = Upload::with_policy(&[("key", "odd")], conditions, in_an_hour(), b"x");
+        let response = upload.post(&bucket).await;
+        assert_error(
+            &response,
+            400,
+            "InvalidPolicyDocument",
+            "a malformed condition",
+        );
+        assert_absent(&client, &bucket, "odd").await;
+    }
+}
+
 #[tokio::test]
 async fn bad_signatures_do_not_match() {
     let (client, bucket) = new_bucket("post-sig").await;

@@ -326,11 +326,15 @@ impl PostPolicy {
     }
 }
 
-/// One entry of `conditions`: an object of exact matches, or an `[operator, ...]` list.
-/// Operators and field names match without regard to case.
+/// One entry of `conditions`: an exact match `{field: value}`, or an `[operator, ...]`
+/// list. Operators and field names match without regard to case.
 fn parse_condition(entry: &Value) -> Result<Vec<Condition>, S3Error> {
     let invalid = || invalid_policy(format!("Invalid Condition: {entry}"));
     match entry {
+        // S3 takes one field per object: `{}` is no condition, but a malformed one.
+        Value::Object(map) if map.len() != 1 => Err(invalid_policy(
+            "Invalid Simple-Condition: Simple-Conditions must have exactly one property specified.",
+        )),
         Value::Object(map) => map
             .iter()
             .map(|(field, value)| {
@@ -703,6 +707,8 @@ mod tests {
             r#"[["starts-with", "$key"]]"#,
             r#"[["matches", "$key", "k"]]"#,
             r#"[{"key": ["k"]}]"#,
+            r#"[{}]"#,
+            r#"[{"key": "k", "acl": "private"}]"#,
             r#"[123]"#,
         ];
         let with_conditions = conditions.iter().map(|c| {
