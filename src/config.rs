@@ -67,6 +67,46 @@ pub struct ServerConfig {
     pub lifecycle: LifecycleConfig,
     /// Distributed mode: this node's place among several (`None`: one node, local drives).
     pub cluster: Option<ClusterConfig>,
+    /// Where the web console listens.
+    pub console: ConsoleAddress,
+}
+
+/// Where the web console listens (`--console-address`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsoleAddress {
+    /// Not served (`none`).
+    Off,
+    /// The default, [`DEFAULT_CONSOLE_ADDRESS`]: served if the port is free, else the server
+    /// goes on without it (a second server on one machine, say).
+    Default(SocketAddr),
+    /// Named by the operator: the server does not start without it.
+    Given(SocketAddr),
+}
+
+pub const DEFAULT_CONSOLE_ADDRESS: &str = "127.0.0.1:9001";
+
+impl ConsoleAddress {
+    /// `--console-address`: an address, or `none`; not given, the default.
+    pub fn parse(given: Option<&str>) -> anyhow::Result<Self> {
+        Ok(match given.map(str::trim) {
+            None => ConsoleAddress::Default(DEFAULT_CONSOLE_ADDRESS.parse()?),
+            Some(none) if none.eq_ignore_ascii_case("none") => ConsoleAddress::Off,
+            Some(address) => ConsoleAddress::Given(address.parse().map_err(|_| {
+                anyhow::anyhow!("--console-address: expected HOST:PORT or none, got {address:?}")
+            })?),
+        })
+    }
+
+    pub fn is_default(self) -> bool {
+        matches!(self, ConsoleAddress::Default(_))
+    }
+
+    pub fn address(self) -> Option<SocketAddr> {
+        match self {
+            ConsoleAddress::Off => None,
+            ConsoleAddress::Default(address) | ConsoleAddress::Given(address) => Some(address),
+        }
+    }
 }
 
 impl ServerConfig {
@@ -94,6 +134,7 @@ impl ServerConfig {
             limits: LimitsConfig::default(),
             lifecycle: LifecycleConfig::default(),
             cluster: None,
+            console: ConsoleAddress::Off,
         }
     }
 }

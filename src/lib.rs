@@ -6,6 +6,7 @@ pub mod background;
 pub mod body;
 pub mod cluster;
 pub mod config;
+pub mod console;
 pub mod deployment;
 pub mod encryption;
 pub mod erasure;

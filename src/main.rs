@@ -60,6 +60,14 @@ enum Command {
         /// both are reloaded when they change.
         #[arg(long, env = "STRATA_CERTS_DIR", value_name = "DIR")]
         certs_dir: Option<PathBuf>,
+        // Not a clap default: an address taken by default is not fatal, one given is.
+        #[arg(
+            long,
+            env = "STRATA_CONSOLE_ADDRESS",
+            value_name = "HOST:PORT",
+            help = "Where the web console listens (HTTPS with --certs-dir), or none [default: 127.0.0.1:9001]"
+        )]
+        console_address: Option<String>,
         /// Tiers for lifecycle transitions: a JSON file naming drive pools and remote S3
         /// endpoints (see README).
         #[arg(long, env = "STRATA_TIERS_FILE", value_name = "FILE")]
@@ -107,6 +115,7 @@ fn main() -> std::process::ExitCode {
             region,
             default_object_ownership,
             certs_dir,
+            console_address,
             tiers,
             allow_node_loss_risk,
             node,
@@ -129,6 +138,7 @@ fn main() -> std::process::ExitCode {
                     .map(object_ownership)
                     .transpose()?;
                 config.lifecycle.tiers_file = tiers;
+                config.console = config::ConsoleAddress::parse(console_address.as_deref())?;
                 Ok(config)
             }) {
                 Ok(config) => run(config),
@@ -354,6 +364,7 @@ fn server_config(
         limits: limits_config()?,
         lifecycle: lifecycle_config()?,
         cluster,
+        console: config::ConsoleAddress::Off,
     })
 }
 

@@ -32,6 +32,7 @@ fn config(drives: &[PathBuf]) -> ServerConfig {
         limits: Default::default(),
         lifecycle: Default::default(),
         cluster: None,
+        console: strata::config::ConsoleAddress::Off,
     }
 }
 

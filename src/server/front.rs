@@ -74,14 +74,6 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
             .insert("connection", HeaderValue::from_static("close"));
         return response;
     }
-    let started = Instant::now();
-    let request_id = format!("{:016X}", rand::random::<u64>());
-    let method = request.method().clone();
-    let path = request.uri().path().to_string();
-    let received = crate::server::metrics::request_bytes(request.headers());
-    let (bucket, key) =
-        router::bucket_and_key(request.uri(), request.headers(), state.s3.domain.as_deref())
-            .unwrap_or_default();
     // The signature is checked before anything costs: a request that fails it takes no
     // place under the limit, and its body is not read (the connection closes).
     let auth = auth::authenticate(
@@ -92,6 +84,42 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
         state.s3.domain.as_deref(),
         time::OffsetDateTime::now_utc(),
     );
+    answer(&state, request, auth).await
+}
+
+/// Answers an S3 request the console makes for the user signed in to it: from here on the
+/// path of a request that user signed (the limits, authorisation, log line and metrics),
+/// with no signature to check and its body taken as sent.
+pub async fn answer_as(
+    state: &AppState,
+    request: Request,
+    identity: auth::Identity,
+    access_key: String,
+) -> Response {
+    let auth = auth::Authenticated {
+        access_key,
+        identity,
+        payload: auth::PayloadCheck::Unverified,
+        decoded_length: None,
+        foreign_region: None,
+    };
+    answer(state, request, Ok(Some(auth))).await
+}
+
+/// Answers a request whose signature was judged (`auth`).
+async fn answer(
+    state: &AppState,
+    request: Request,
+    auth: Result<Option<auth::Authenticated>, S3Error>,
+) -> Response {
+    let started = Instant::now();
+    let request_id = format!("{:016X}", rand::random::<u64>());
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let received = crate::server::metrics::request_bytes(request.headers());
+    let (bucket, key) =
+        router::bucket_and_key(request.uri(), request.headers(), state.s3.domain.as_deref())
+            .unwrap_or_default();
     // Unsigned requests have a small share of the places of their own, so that they cannot
     // take every place from signed ones. Beyond the limit the answer is at once, the body
     // left unread (and the connection closed).
@@ -114,12 +142,12 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
     let span = tracing::error_span!("request", %request_id);
     let (operation, result, unread_body) = match (auth, &permit) {
         (Err(err), _) => {
-            dispatch(&state, request, Err(err))
+            dispatch(state, request, Err(err))
                 .instrument(span.clone())
                 .await
         }
         (Ok(auth), Some(_)) => {
-            dispatch(&state, request, Ok(auth))
+            dispatch(state, request, Ok(auth))
                 .instrument(span.clone())
                 .await
         }

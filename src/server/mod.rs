@@ -94,6 +94,45 @@ async fn serve_drives(
     Ok(())
 }
 
+/// Serves the web console on its address, its S3 calls answered through the front door as
+/// the signed-in user's; without it when its default port is taken.
+async fn serve_console(
+    config: &ServerConfig,
+    state: &Arc<AppState>,
+    certificates: Option<Arc<tls::Certificates>>,
+) -> anyhow::Result<()> {
+    let Some(address) = config.console.address() else {
+        return Ok(());
+    };
+    let listener = match TcpListener::bind(address).await {
+        Ok(listener) => listener,
+        Err(e) if config.console.is_default() => {
+            tracing::warn!(%address, error = %e, "the console's default address is taken: serving without a console (--console-address names another)");
+            return Ok(());
+        }
+        Err(e) => return Err(e).with_context(|| format!("binding the console to {address}")),
+    };
+    let address = listener.local_addr()?;
+    let front_door = state.clone();
+    let s3: crate::console::S3Call = Arc::new(move |request, identity, access_key| {
+        let state = front_door.clone();
+        Box::pin(async move { front::answer_as(&state, request, identity, access_key).await })
+    });
+    let tls = certificates.is_some();
+    let console = crate::console::Console::new(state.s3.keyring.clone(), s3, address, tls);
+    let scheme = if tls { "https" } else { "http" };
+    tracing::info!("web console at {scheme}://{address}");
+    let limits = config.listener.clone();
+    tokio::spawn(async move {
+        let router = crate::console::router(Arc::new(console));
+        let never = std::future::pending();
+        if let Err(e) = listener::serve(listener, router, certificates, limits, never).await {
+            tracing::error!(error = %e, "the console stopped");
+        }
+    });
+    Ok(())
+}
+
 /// Opens the drives, binds the address and serves until SIGINT or SIGTERM.
 pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     if config.default_credentials {
@@ -103,11 +142,11 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             config.root_user,
             config.root_password
         );
-        if !config.address.ip().is_loopback() {
+        let addresses = std::iter::once(config.address).chain(config.console.address());
+        if let Some(open) = addresses.into_iter().find(|a| !a.ip().is_loopback()) {
             bail!(
-                "refusing to listen on {} with the default credentials: set STRATA_ROOT_USER and \
-                 STRATA_ROOT_PASSWORD, or listen on a loopback address such as 127.0.0.1",
-                config.address
+                "refusing to listen on {open} with the default credentials: set STRATA_ROOT_USER \
+                 and STRATA_ROOT_PASSWORD, or listen on a loopback address such as 127.0.0.1",
             );
         }
     }
@@ -396,6 +435,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         };
         jobs.spawn(None, reload);
     }
+    serve_console(&config, &state, certificates.clone()).await?;
     let signal = shutdown_signal();
     tracing::info!("listening on {scheme}://{address}");
 
