@@ -52,16 +52,16 @@ fi
 # sed reads every line: `head -1` could close the pipe early and fail the run (SIGPIPE).
 etcd --version | sed -n 1p
 
-# The console's browser tests drive Debian's Chromium (Playwright, from the suites' venv,
-# launches it; it downloads no browser of its own).
+# The console's browser tests drive Debian's Chromium through WebDriver: Debian's
+# chromedriver, and the suites' venv's selenium (which then downloads nothing).
 section "chromium"
-if ! command -v chromium >/dev/null 2>&1; then
-    echo "chromium is missing; installing Debian's chromium"
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+    echo "chromium or chromedriver is missing; installing Debian's chromium and chromium-driver"
     sudo_if_needed=()
     [[ $(id -u) -eq 0 ]] || sudo_if_needed=(sudo)
-    "${sudo_if_needed[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium \
-        || { "${sudo_if_needed[@]}" apt-get update && "${sudo_if_needed[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; } \
-        || { echo "error: could not install chromium" >&2; exit 1; }
+    "${sudo_if_needed[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver \
+        || { "${sudo_if_needed[@]}" apt-get update && "${sudo_if_needed[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver; } \
+        || { echo "error: could not install chromium and chromium-driver" >&2; exit 1; }
 fi
 chromium --version | sed -n 1p
 

@@ -283,6 +283,21 @@ async fn calls_through_the_console_are_the_signed_in_users_own() {
         make.body
     );
 
+    // The admin API is the root user's alone, through the console as anywhere.
+    let info = root.call(Method::GET, "/admin/info", "", &[]).await;
+    assert_eq!(info.status, StatusCode::OK, "{}", info.body);
+    let info: serde_json::Value = serde_json::from_str(&info.body).unwrap();
+    assert_eq!(info["sets"][0]["drives"].as_array().unwrap().len(), 9);
+    let users = alice.call(Method::GET, "/admin/users", "", &[]).await;
+    assert_eq!(users.status, StatusCode::FORBIDDEN);
+    assert!(users.body.contains("AccessDenied"), "{}", users.body);
+    let forged_admin = forged
+        .call(Method::POST, "/admin/users?name=mallory", "", &[])
+        .await;
+    assert_eq!(forged_admin.status, StatusCode::FORBIDDEN);
+    let listed = root.call(Method::GET, "/admin/users", "", &[]).await;
+    assert!(!listed.body.contains("mallory"), "{}", listed.body);
+
     // Made again with another secret, alice must sign in again; removed, she is out at once.
     let mut alice_later = Browser::new(&console);
     let again = alice_later.sign_in("alice", ALICE_SECRET).await;

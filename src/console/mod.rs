@@ -102,8 +102,8 @@ async fn answer(console: &Console, request: Request) -> Response {
     }
     let path = request.uri().path().to_string();
     let method = request.method().clone();
-    if path == "/s3" || path.starts_with("/s3/") {
-        return s3_call(console, request).await;
+    if path == "/s3" || path.starts_with("/s3/") || path.starts_with("/admin/") {
+        return server_call(console, request).await;
     }
     match (&method, path.as_str()) {
         (&Method::GET | &Method::HEAD, "/" | "/index.html") => page(INDEX_HTML, "text/html"),
@@ -216,8 +216,8 @@ fn sign_out(console: &Console, headers: &HeaderMap) -> Response {
     response
 }
 
-/// An S3 call of the page, made as the signed-in user.
-async fn s3_call(console: &Console, request: Request) -> Response {
+/// An S3 or admin call of the page, made as the signed-in user.
+async fn server_call(console: &Console, request: Request) -> Response {
     let Some((token, session)) = signed_in(console, request.headers()) else {
         return refusal(StatusCode::UNAUTHORIZED, "not signed in");
     };
@@ -236,8 +236,8 @@ async fn s3_call(console: &Console, request: Request) -> Response {
         return refusal(StatusCode::UNAUTHORIZED, "sign in again");
     };
     let (mut parts, body) = request.into_parts();
-    let Some(uri) = s3_uri(&parts.uri) else {
-        return refusal(StatusCode::BAD_REQUEST, "not an S3 path");
+    let Some(uri) = server_uri(&parts.uri) else {
+        return refusal(StatusCode::BAD_REQUEST, "not an S3 or admin path");
     };
     parts.uri = uri;
     // The S3 API sees a request of this user alone: none of the browser's credentials or
@@ -263,10 +263,15 @@ async fn s3_call(console: &Console, request: Request) -> Response {
     response
 }
 
-/// `/s3/bucket/key?query` as the S3 API has it: `/bucket/key?query`.
-fn s3_uri(uri: &Uri) -> Option<Uri> {
-    let path = uri.path().strip_prefix("/s3")?;
-    let path = if path.is_empty() { "/" } else { path };
+/// `/s3/bucket/key?query` as the S3 API has it, `/bucket/key?query`; `/admin/route?query`
+/// as the admin API has it, `/_strata/admin/v1/route?query` (which only the root user may
+/// call).
+fn server_uri(uri: &Uri) -> Option<Uri> {
+    let path = match uri.path().strip_prefix("/admin/") {
+        Some(route) => format!("{}{route}", crate::admin::api::PATH_PREFIX),
+        None => uri.path().strip_prefix("/s3")?.to_string(),
+    };
+    let path = if path.is_empty() { "/" } else { &path };
     let with_query = match uri.query() {
         Some(query) => format!("{path}?{query}"),
         None => path.to_string(),
@@ -356,7 +361,7 @@ mod tests {
     }
 
     #[test]
-    fn s3_paths_lose_their_prefix_and_keep_their_query() {
+    fn paths_lose_the_consoles_prefix_and_keep_their_query() {
         let cases = [
             ("/s3", "/"),
             ("/s3/", "/"),
@@ -367,7 +372,7 @@ mod tests {
             ),
         ];
         for (given, want) in cases {
-            let got = s3_uri(&given.parse().unwrap()).unwrap();
+            let got = server_uri(&given.parse().unwrap()).unwrap();
             assert_eq!(got.to_string(), want);
         }
     }

@@ -39,16 +39,24 @@ async function failure(response) {
   if (response.status === 401) {
     showSignIn();
   }
+  let code = field("Code");
   let message = field("Message");
   if (!message) {
-    try { message = JSON.parse(text).error; } catch { message = response.statusText; }
+    try {
+      const error = JSON.parse(text).error;
+      code = error.code ?? code;
+      message = error.message ?? error;
+    } catch {
+      message = response.statusText;
+    }
   }
-  return new S3Error(response.status, field("Code"), message);
+  return new S3Error(response.status, code, message);
 }
 
-// One S3 call; answers the response, throws S3Error on an error answer.
-async function s3(method, path, { body, headers = {} } = {}) {
-  const response = await fetch(`/s3${path}`, {
+// One S3 call (or, under `/admin`, an admin call); answers the response, throws S3Error on
+// an error answer.
+async function s3(method, path, { body, headers = {}, api = "/s3" } = {}) {
+  const response = await fetch(`${api}${path}`, {
     method,
     body,
     headers: { ...headers, "X-Strata-Csrf": csrf },
@@ -65,13 +73,20 @@ async function s3Xml(method, path, options) {
   return new DOMParser().parseFromString(text, "application/xml");
 }
 
+async function admin(method, path, body) {
+  const response = await s3(method, path, { body, api: "/admin" });
+  const text = await response.text();
+  return text ? JSON.parse(text) : null;
+}
+
 const first = (node, tag) => node.getElementsByTagName(tag)[0]?.textContent ?? "";
 const every = (node, tag) => Array.from(node.getElementsByTagName(tag));
 
 // --- Showing -----------------------------------------------------------------------------
 
 function show(section) {
-  for (const id of ["sign-in", "buckets", "objects", "details"]) {
+  for (const id of ["sign-in", "buckets", "objects", "details", "bucket-settings", "users",
+    "deployment"]) {
     $(id).hidden = id !== section;
   }
 }
@@ -121,7 +136,8 @@ function size(bytes) {
 
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : "");
 
-// Where the page is: #/ (buckets), #/b/BUCKET/PREFIX (a folder), #/o/BUCKET/KEY (an object).
+// Where the page is: #/ (buckets), #/b/BUCKET/PREFIX (a folder), #/o/BUCKET/KEY (an object),
+// #/s/BUCKET/ (a bucket's settings), #/users, #/deployment.
 function route() {
   const hash = decodeURIComponent(location.hash.slice(1) || "/");
   const [, kind, bucket, ...rest] = hash.split("/");
@@ -137,6 +153,7 @@ function go(kind, bucket, path) {
 
 function showSignIn() {
   csrf = null;
+  $("nav").hidden = true;
   $("who").textContent = "";
   $("sign-out").hidden = true;
   show("sign-in");
@@ -144,6 +161,7 @@ function showSignIn() {
 
 function signedIn(session) {
   csrf = session.csrf;
+  $("nav").hidden = false;
   $("who").textContent = session.user;
   $("sign-out").hidden = false;
   render();
@@ -191,7 +209,8 @@ async function renderBuckets() {
     const row = rows.insertRow();
     cell(row, link(name, `#/b/${encodeURIComponent(name)}/`));
     cell(row, when(first(bucket, "CreationDate")));
-    cell(row, button("Delete", () => deleteBucket(name), "danger"));
+    const actions = cell(row, link("Settings", `#/s/${encodeURIComponent(name)}/`));
+    actions.append(" ", button("Delete", () => deleteBucket(name), "danger"));
   }
   show("buckets");
 }
@@ -494,6 +513,348 @@ async function renderDetails(bucket, key) {
   show("details");
 }
 
+// --- A bucket's settings -----------------------------------------------------------------
+
+const XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/";
+let settingsBucket = "";
+
+// A text shown as it is, in an XML document.
+function escapeXml(text) {
+  return String(text).replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+async function renderSettings(bucket) {
+  settingsBucket = bucket;
+  const path = `/${encodeURIComponent(bucket)}`;
+  $("settings-title").textContent = `${bucket}: settings`;
+  $("settings-browse").textContent = bucket;
+  $("settings-browse").href = `#/b/${encodeURIComponent(bucket)}/`;
+  $("dry-run").replaceChildren();
+
+  const versioning = first(await s3Xml("GET", `${path}?versioning`), "Status");
+  $("versioning-state").textContent = `Versioning is ${versioning ? versioning.toLowerCase() : "off"}.`;
+  $("versioning-toggle").textContent = versioning === "Enabled" ? "Suspend versioning" : "Enable versioning";
+  $("versioning-toggle").onclick = () => setVersioning(bucket, versioning === "Enabled" ? "Suspended" : "Enabled");
+
+  renderRules(await lifecycleRules(bucket));
+
+  try {
+    const policy = await (await s3("GET", `${path}?policy`)).text();
+    $("policy-text").value = JSON.stringify(JSON.parse(policy), null, 2);
+  } catch (error) {
+    if (error.code !== "NoSuchBucketPolicy") throw error;
+    $("policy-text").value = "";
+  }
+  show("bucket-settings");
+}
+
+async function setVersioning(bucket, status) {
+  const body = `<VersioningConfiguration xmlns="${XMLNS}"><Status>${status}</Status></VersioningConfiguration>`;
+  try {
+    await s3("PUT", `/${encodeURIComponent(bucket)}?versioning`, { body });
+    await renderSettings(bucket);
+  } catch (error) {
+    report(error);
+  }
+}
+
+// The bucket's lifecycle rules as S3 holds them (each kept whole, as XML).
+async function lifecycleRules(bucket) {
+  try {
+    const doc = await s3Xml("GET", `/${encodeURIComponent(bucket)}?lifecycle`);
+    return every(doc, "Rule");
+  } catch (error) {
+    if (error.code === "NoSuchLifecycleConfiguration") return [];
+    throw error;
+  }
+}
+
+function renderRules(rules) {
+  const rows = $("rule-rows");
+  rows.replaceChildren();
+  for (const rule of rules) {
+    const row = rows.insertRow();
+    const days = (parent, tag) => {
+      const node = rule.getElementsByTagName(parent)[0];
+      return node ? `${first(node, tag)} days` : "";
+    };
+    const filter = rule.getElementsByTagName("Filter")[0];
+    cell(row, first(rule, "ID"));
+    cell(row, filter ? first(filter, "Prefix") : first(rule, "Prefix"));
+    cell(row, first(rule, "Status"));
+    cell(row, days("Expiration", "Days"));
+    cell(row, days("NoncurrentVersionExpiration", "NoncurrentDays"));
+    cell(row, days("AbortIncompleteMultipartUpload", "DaysAfterInitiation"));
+    cell(row, button("Delete", () => deleteRule(first(rule, "ID")), "danger"));
+  }
+}
+
+// The rule the form describes, as S3's XML.
+function ruleFromForm(form) {
+  const parts = [`<ID>${escapeXml(form.id.value)}</ID>`,
+    `<Filter><Prefix>${escapeXml(form.prefix.value)}</Prefix></Filter>`, "<Status>Enabled</Status>"];
+  if (form.days.value) parts.push(`<Expiration><Days>${Number(form.days.value)}</Days></Expiration>`);
+  if (form.noncurrent.value) {
+    parts.push(`<NoncurrentVersionExpiration><NoncurrentDays>${Number(form.noncurrent.value)}`
+      + "</NoncurrentDays></NoncurrentVersionExpiration>");
+  }
+  if (form.abort.value) {
+    parts.push("<AbortIncompleteMultipartUpload><DaysAfterInitiation>"
+      + `${Number(form.abort.value)}</DaysAfterInitiation></AbortIncompleteMultipartUpload>`);
+  }
+  return `<Rule>${parts.join("")}</Rule>`;
+}
+
+function lifecycleXml(rules) {
+  const serializer = new XMLSerializer();
+  const kept = rules.map((rule) => (typeof rule === "string" ? rule
+    : serializer.serializeToString(rule).replace(/ xmlns="[^"]*"/, "")));
+  return `<LifecycleConfiguration xmlns="${XMLNS}">${kept.join("")}</LifecycleConfiguration>`;
+}
+
+// The CRC32 of a text's UTF-8 bytes, as `x-amz-checksum-crc32` carries it: S3 takes some
+// configurations only with a digest of their body (a browser has no MD5 of its own).
+function crc32Header(text) {
+  let crc = 0xffffffff;
+  for (const byte of new TextEncoder().encode(text)) {
+    crc ^= byte;
+    for (let bit = 0; bit < 8; bit += 1) {
+      crc = (crc >>> 1) ^ (0xedb88320 & -(crc & 1));
+    }
+  }
+  crc = (crc ^ 0xffffffff) >>> 0;
+  const bytes = [crc >>> 24, (crc >>> 16) & 0xff, (crc >>> 8) & 0xff, crc & 0xff];
+  return { "x-amz-checksum-crc32": btoa(String.fromCharCode(...bytes)) };
+}
+
+async function putRules(bucket, rules) {
+  const path = `/${encodeURIComponent(bucket)}?lifecycle`;
+  if (rules.length === 0) {
+    await s3("DELETE", path);
+  } else {
+    const body = lifecycleXml(rules);
+    await s3("PUT", path, { body, headers: crc32Header(body) });
+  }
+}
+
+$("rule-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const form = event.target;
+  try {
+    const rules = (await lifecycleRules(settingsBucket))
+      .filter((rule) => first(rule, "ID") !== form.id.value);
+    await putRules(settingsBucket, [...rules, ruleFromForm(form)]);
+    form.reset();
+    report(null);
+    await renderSettings(settingsBucket);
+  } catch (error) {
+    report(error);
+  }
+});
+
+async function deleteRule(id) {
+  try {
+    const rules = (await lifecycleRules(settingsBucket)).filter((rule) => first(rule, "ID") !== id);
+    await putRules(settingsBucket, rules);
+    await renderSettings(settingsBucket);
+  } catch (error) {
+    report(error);
+  }
+}
+
+// What the bucket's rules with the form's would do now and next (the root user's dry run).
+$("rule-dry-run").addEventListener("click", async () => {
+  const form = $("rule-form");
+  const out = $("dry-run");
+  out.replaceChildren();
+  try {
+    const rules = (await lifecycleRules(settingsBucket))
+      .filter((rule) => first(rule, "ID") !== form.id.value);
+    const plan = await admin("POST", `/lifecycle/dry-run?${query({ bucket: settingsBucket })}`,
+      lifecycleXml([...rules, ruleFromForm(form)]));
+    const summary = document.createElement("p");
+    summary.textContent = `Of ${plan.objects_looked_at} objects looked at, ${plan.due_now_count}`
+      + ` would be acted on at the next pass${plan.truncated ? " (at least)" : ""}.`;
+    const list = document.createElement("ul");
+    for (const item of [...plan.due_now, ...plan.upcoming].slice(0, 20)) {
+      const li = document.createElement("li");
+      li.textContent = `${item.key}: ${item.action} (rule ${item.rule}, due ${when(item.due_ms)})`;
+      list.append(li);
+    }
+    out.append(summary, list);
+  } catch (error) {
+    out.textContent = error.status === 403
+      ? "Only the root user may run a dry run." : String(error.message);
+  }
+});
+
+$("policy-save").addEventListener("click", async () => {
+  const text = $("policy-text").value;
+  try {
+    JSON.parse(text);
+  } catch (error) {
+    report(new Error(`The policy is not JSON: ${error.message}`));
+    return;
+  }
+  try {
+    await s3("PUT", `/${encodeURIComponent(settingsBucket)}?policy`, { body: text });
+    report(null);
+    await renderSettings(settingsBucket);
+  } catch (error) {
+    report(error);
+  }
+});
+
+$("policy-delete").addEventListener("click", async () => {
+  if (!confirm(`Delete the policy of ${settingsBucket}?`)) return;
+  try {
+    await s3("DELETE", `/${encodeURIComponent(settingsBucket)}?policy`);
+    await renderSettings(settingsBucket);
+  } catch (error) {
+    report(error);
+  }
+});
+
+// --- Users and policies (the root user's) ----------------------------------------------
+
+async function renderUsers() {
+  $("new-secret").hidden = true;
+  show("users");
+  let users;
+  let policies;
+  try {
+    [users, policies] = await Promise.all([admin("GET", "/users"), admin("GET", "/policies")]);
+  } catch (error) {
+    if (error.status === 403) {
+      throw new Error("Only the root user manages users and policies.");
+    }
+    throw error;
+  }
+  const rows = $("user-rows");
+  rows.replaceChildren();
+  for (const user of users) {
+    const row = rows.insertRow();
+    cell(row, user.name);
+    cell(row, user.enabled ? "enabled" : "disabled");
+    cell(row, user.policies.join(", "));
+    const actions = cell(row, button(user.enabled ? "Disable" : "Enable", () => userCall(
+      "POST", `/users/${user.enabled ? "disable" : "enable"}?${query({ name: user.name })}`)));
+    actions.append(" ", button("Remove", () => {
+      if (confirm(`Remove the user ${user.name}?`)) {
+        userCall("DELETE", `/users?${query({ name: user.name })}`);
+      }
+    }, "danger"));
+  }
+  const select = $("user-form").policy;
+  select.replaceChildren(new Option("none", ""));
+  const policyRows = $("policy-rows");
+  policyRows.replaceChildren();
+  for (const policy of policies) {
+    select.append(new Option(policy.name, policy.name));
+    const row = policyRows.insertRow();
+    cell(row, policy.name);
+    cell(row, button("Edit", async () => {
+      const form = $("policy-form");
+      form.name.value = policy.name;
+      const document = await admin("GET", `/policies?${query({ name: policy.name })}`);
+      form.document.value = JSON.stringify(document, null, 2);
+    }));
+  }
+}
+
+async function userCall(method, path) {
+  try {
+    await admin(method, path);
+    await renderUsers();
+  } catch (error) {
+    report(error);
+  }
+}
+
+$("user-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const form = event.target;
+  try {
+    const policies = form.policy.value ? [form.policy.value] : [];
+    const added = await admin("POST", `/users?${query({ name: form.name.value })}`,
+      JSON.stringify({ policies }));
+    form.reset();
+    report(null);
+    await renderUsers();
+    // Shown once: the server keeps only what opens it.
+    const notice = $("new-secret");
+    notice.textContent = `User ${added.name} created. Its secret key, shown this once: ${added.secret}`;
+    notice.hidden = false;
+  } catch (error) {
+    report(error);
+  }
+});
+
+$("policy-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const form = event.target;
+  try {
+    JSON.parse(form.document.value);
+  } catch (error) {
+    report(new Error(`The policy is not JSON: ${error.message}`));
+    return;
+  }
+  try {
+    await admin("PUT", `/policies?${query({ name: form.name.value })}`, form.document.value);
+    form.reset();
+    report(null);
+    await renderUsers();
+  } catch (error) {
+    report(error);
+  }
+});
+
+// --- The deployment (the root user's) ----------------------------------------------------
+
+async function renderDeployment() {
+  show("deployment");
+  let info;
+  try {
+    info = await admin("GET", "/info");
+  } catch (error) {
+    if (error.status === 403) throw new Error("Only the root user sees the deployment.");
+    throw error;
+  }
+  $("deployment-state").textContent = info.ready
+    ? "Ready: every erasure set can take writes."
+    : "Not ready: an erasure set is below its write quorum; writes to it are refused.";
+  const sets = $("sets");
+  sets.replaceChildren();
+  for (const set of info.sets) {
+    const heading = document.createElement("h2");
+    heading.textContent = `Set ${set.index + 1}: ${set.data_shards}+${set.parity_shards}, `
+      + `${set.online} of ${set.drives.length} drives online (writes need ${set.write_quorum})`;
+    const table = document.createElement("table");
+    const head = table.createTHead().insertRow();
+    for (const title of ["Drive", "State", "Used", "Free", "Total"]) {
+      const th = document.createElement("th");
+      th.textContent = title;
+      head.append(th);
+    }
+    const body = table.createTBody();
+    for (const drive of set.drives) {
+      const row = body.insertRow();
+      cell(row, drive.path);
+      cell(row, drive.state, `state-${drive.state}`);
+      const bytes = (n) => (n === null || n === undefined ? "" : size(n));
+      cell(row, bytes(drive.used_bytes), "size");
+      cell(row, bytes(drive.free_bytes), "size");
+      cell(row, bytes(drive.total_bytes), "size");
+    }
+    sets.append(heading, table);
+  }
+  const heal = info.heal;
+  const running = heal.running
+    ? `A heal pass is running (${heal.running.report.objects_checked} of ${heal.running.objects_total} objects checked).`
+    : "No heal pass is running.";
+  $("healing").textContent = `${heal.objects_to_heal} objects wait to be healed. ${running}`;
+}
+
 // --- Start -------------------------------------------------------------------------------
 
 async function render() {
@@ -505,6 +866,12 @@ async function render() {
       await renderObjects(bucket, path);
     } else if (kind === "o" && bucket) {
       await renderDetails(bucket, path);
+    } else if (kind === "s" && bucket) {
+      await renderSettings(bucket);
+    } else if (kind === "users") {
+      await renderUsers();
+    } else if (kind === "deployment") {
+      await renderDeployment();
     } else {
       await renderBuckets();
     }
