@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -325,3 +326,72 @@ def test_the_deployment_page_shows_a_removed_drive(browser, tmp_path):
         browser.screenshot("deployment")
     finally:
         srv.stop()
+
+
+def thrift_compact_parquet_footer() -> bytes:
+    """The FileMetaData of a two-column Parquet file (`id` INT64 required, `text` UTF8
+    optional, 42 rows), in Thrift's compact protocol, as a Parquet writer puts it last."""
+
+    def varint(n: int) -> bytes:
+        out = bytearray()
+        while True:
+            byte, n = n & 0x7F, n >> 7
+            out.append(byte | (0x80 if n else 0))
+            if not n:
+                return bytes(out)
+
+    def zigzag(n: int) -> bytes:
+        return varint((n << 1) ^ (n >> 63))
+
+    def name(delta: int, text: str) -> bytes:
+        return bytes([delta << 4 | 8]) + varint(len(text)) + text.encode()
+
+    root = name(4, "schema") + bytes([0x15]) + zigzag(2) + b"\x00"
+    id_column = bytes([0x15]) + zigzag(2) + bytes([0x25]) + zigzag(0) + name(1, "id") + b"\x00"
+    text_column = (
+        bytes([0x15]) + zigzag(6) + bytes([0x25]) + zigzag(1) + name(1, "text")
+        + bytes([0x25]) + zigzag(0) + b"\x00"
+    )
+    return (
+        bytes([0x15]) + zigzag(1)  # version
+        + bytes([0x19, 3 << 4 | 12]) + root + id_column + text_column  # schema
+        + bytes([0x16]) + zigzag(42)  # num_rows
+        + bytes([0x19, 0x0C])  # no row groups
+        + b"\x00"
+    )
+
+
+def test_previews_versions_and_share_links(console_server, browser):
+    s3 = console_server.boto3_client()
+    bucket = f"console-v-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    s3.put_object(Bucket=bucket, Key="config.json", Body=b'{"lr":0.1}', ContentType="application/json")
+    s3.put_object(Bucket=bucket, Key="config.json", Body=b'{"lr":0.01}', ContentType="application/json")
+    footer = thrift_compact_parquet_footer()
+    parquet = b"PAR1" + os.urandom(1000) + footer + len(footer).to_bytes(4, "little") + b"PAR1"
+    s3.put_object(Bucket=bucket, Key="train/part-0.parquet", Body=parquet)
+
+    browser.sign_in(console_server.console_url, ACCESS_KEY, SECRET_KEY)
+    browser.driver.get(f"{console_server.console_url}#/o/{bucket}/config.json")
+    browser.wait_text("#preview", '"lr": 0.01')
+    browser.wait_rows("version-rows", 2)
+    browser.screenshot("versions")
+    # Restore the first version: it is the object again, as a new version.
+    restore = browser.driver.find_element(By.XPATH, "//tbody[@id='version-rows']//button[text()='Restore']")
+    restore.click()
+    browser.wait_rows("version-rows", 3)
+    assert s3.get_object(Bucket=bucket, Key="config.json")["Body"].read() == b'{"lr":0.1}'
+
+    # A share link opens the object for anyone, signed to expire.
+    browser.click("#share-form button")
+    link = browser.wait.until(lambda d: d.find_element(By.ID, "share-link").get_attribute("value"))
+    assert "X-Amz-Expires=3600" in link and "X-Amz-Signature=" in link
+    with urllib.request.urlopen(link, timeout=30) as response:
+        assert response.read() == b'{"lr":0.1}'
+
+    browser.driver.get(f"{console_server.console_url}#/o/{bucket}/train/part-0.parquet")
+    browser.wait_text("#preview", "42 rows")
+    browser.wait_text("#preview", "id: INT64 required")
+    browser.wait_text("#preview", "text: BYTE_ARRAY (UTF8) optional")
+    browser.screenshot("parquet")

@@ -75,4 +75,50 @@ impl Signer {
             .map(|(name, value)| (name.to_string(), value.to_string()))
             .collect())
     }
+
+    /// A presigned `GET` of `url` (no query of its own) made at `now`, valid for `expires`:
+    /// the URL with its `X-Amz-*` query parameters.
+    pub fn presigned_get(
+        &self,
+        url: &str,
+        expires: std::time::Duration,
+        now: SystemTime,
+    ) -> Result<String, String> {
+        let mut settings = SigningSettings::default();
+        settings.signature_location = aws_sigv4::http_request::SignatureLocation::QueryParams;
+        settings.expires_in = Some(expires);
+        settings.percent_encoding_mode = PercentEncodingMode::Single;
+        settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
+        let identity = self.credentials.clone().into();
+        let params = SigningParams::builder()
+            .identity(&identity)
+            .region(&self.region)
+            .name("s3")
+            .time(now)
+            .settings(settings)
+            .build()
+            .map_err(|e| format!("signing: {e}"))?
+            .into();
+        let request = SignableRequest::new(
+            "GET",
+            url,
+            std::iter::empty(),
+            SignableBody::UnsignedPayload,
+        )
+        .map_err(|e| format!("signing {url}: {e}"))?;
+        let (instructions, _signature) = sign(request, &params)
+            .map_err(|e| format!("signing {url}: {e}"))?
+            .into_parts();
+        // SigV4's encoding: everything but the unreserved characters.
+        const QUERY: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+            .remove(b'-')
+            .remove(b'_')
+            .remove(b'.')
+            .remove(b'~');
+        let encode = |v: &str| percent_encoding::utf8_percent_encode(v, QUERY).to_string();
+        let query: Vec<String> = (instructions.params().iter())
+            .map(|(name, value)| format!("{}={}", encode(name), encode(value)))
+            .collect();
+        Ok(format!("{url}?{}", query.join("&")))
+    }
 }

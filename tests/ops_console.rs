@@ -283,6 +283,35 @@ async fn calls_through_the_console_are_the_signed_in_users_own() {
         make.body
     );
 
+    // A share link is a GET presigned with her own key: anyone opens it, for what she may
+    // read; a week at most, and only asked for from the page.
+    let ask = |expires: u64| {
+        serde_json::json!({"bucket": "data", "key": "shards/part-0001.txt", "expires": expires})
+            .to_string()
+    };
+    let json = [("content-type", "application/json")];
+    let shared = alice
+        .call(Method::POST, "/api/share", &ask(600), &json)
+        .await;
+    assert_eq!(shared.status, StatusCode::OK, "{}", shared.body);
+    let link: serde_json::Value = serde_json::from_str(&shared.body).unwrap();
+    let link = link["url"].as_str().unwrap();
+    assert!(link.starts_with(&server.endpoint()), "{link}");
+    assert!(link.contains("X-Amz-Credential=alice%2F"), "{link}");
+    let opened = reqwest::get(link).await.unwrap();
+    assert_eq!(opened.status(), StatusCode::OK);
+    assert_eq!(opened.text().await.unwrap(), "sample");
+    let too_long = alice
+        .call(Method::POST, "/api/share", &ask(8 * 86400), &json)
+        .await;
+    assert_eq!(too_long.status, StatusCode::BAD_REQUEST);
+    let mut no_token = Browser::new(&console);
+    no_token.cookie = alice.cookie.clone();
+    let refused = no_token
+        .call(Method::POST, "/api/share", &ask(600), &json)
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+
     // The admin API is the root user's alone, through the console as anywhere.
     let info = root.call(Method::GET, "/admin/info", "", &[]).await;
     assert_eq!(info.status, StatusCode::OK, "{}", info.body);

@@ -61,10 +61,18 @@ pub struct Console {
     /// Listening on a loopback address: only loopback host names are answered, so that a
     /// web page whose name resolves to 127.0.0.1 (DNS rebinding) cannot reach it.
     loopback: bool,
+    /// Where the S3 API listens, which share links name.
+    s3_address: SocketAddr,
 }
 
 impl Console {
-    pub fn new(keyring: Keyring, s3: S3Call, address: SocketAddr, tls: bool) -> Self {
+    /// The console on `address`, the S3 API on `s3_address`; both over TLS or neither.
+    pub fn new(
+        keyring: Keyring,
+        s3: S3Call,
+        (address, s3_address): (SocketAddr, SocketAddr),
+        tls: bool,
+    ) -> Self {
         Console {
             keyring,
             s3,
@@ -72,6 +80,7 @@ impl Console {
             sign_in_limit: SignInLimit::default(),
             tls,
             loopback: address.ip().is_loopback(),
+            s3_address,
         }
     }
 }
@@ -115,6 +124,7 @@ async fn answer(console: &Console, request: Request) -> Response {
             None => refusal(StatusCode::UNAUTHORIZED, "not signed in"),
         },
         (&Method::DELETE, "/api/session") => sign_out(console, request.headers()),
+        (&Method::POST, "/api/share") => share(console, request).await,
         _ => refusal(StatusCode::NOT_FOUND, "no such page"),
     }
 }
@@ -214,6 +224,100 @@ fn sign_out(console: &Console, headers: &HeaderMap) -> Response {
     let value = HeaderValue::from_str(&expired).expect("ASCII");
     response.headers_mut().insert(header::SET_COOKIE, value);
     response
+}
+
+#[derive(Deserialize)]
+struct Share {
+    bucket: String,
+    key: String,
+    /// Seconds the link lives: at most a week, as SigV4 allows.
+    expires: u64,
+}
+
+/// The longest a share link lives: SigV4's limit.
+const MAX_SHARE: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 60 * 60);
+
+/// A share link: a GET of one object presigned with the signed-in user's own key, so that it
+/// opens what they may read, for as long as they chose, and no more.
+async fn share(console: &Console, request: Request) -> Response {
+    let Some((token, session)) = signed_in(console, request.headers()) else {
+        return refusal(StatusCode::UNAUTHORIZED, "not signed in");
+    };
+    if !(csrf_ok(&session, request.headers()) && same_origin(request.headers())) {
+        return refusal(StatusCode::FORBIDDEN, "missing or wrong CSRF token");
+    }
+    let user = console.keyring.lookup(&session.access_key);
+    let Some((secret, _)) = user.filter(|(secret, _)| session.secret_unchanged(secret)) else {
+        console.sessions.close(&token);
+        return refusal(StatusCode::UNAUTHORIZED, "sign in again");
+    };
+    let host = request_host(request.headers());
+    let Ok(body) = axum::body::to_bytes(request.into_body(), SIGN_IN_LIMIT).await else {
+        return refusal(StatusCode::BAD_REQUEST, "the request is too large");
+    };
+    let Ok(asked) = serde_json::from_slice::<Share>(&body) else {
+        return refusal(StatusCode::BAD_REQUEST, "expected bucket, key and expires");
+    };
+    let expires = std::time::Duration::from_secs(asked.expires);
+    if expires.is_zero() || expires > MAX_SHARE {
+        return refusal(StatusCode::BAD_REQUEST, "a link lives a second to a week");
+    }
+    let url = format!(
+        "{}/{}/{}",
+        console.s3_base(host.as_deref()),
+        encode_segment(&asked.bucket),
+        asked
+            .key
+            .split('/')
+            .map(encode_segment)
+            .collect::<Vec<_>>()
+            .join("/")
+    );
+    let signer =
+        crate::signing::Signer::new(&session.access_key, &secret, console.keyring.region());
+    match signer.presigned_get(&url, expires, std::time::SystemTime::now()) {
+        Ok(link) => {
+            let body = serde_json::json!({ "url": link }).to_string();
+            ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+        }
+        Err(e) => refusal(StatusCode::BAD_REQUEST, &e),
+    }
+}
+
+impl Console {
+    /// The S3 API's URL as the browser reaches it: its address, or, where it listens on
+    /// every interface, the host name the browser used for the console.
+    fn s3_base(&self, console_host: Option<&str>) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        let port = self.s3_address.port();
+        match (self.s3_address.ip().is_unspecified(), console_host) {
+            (true, Some(host)) => format!("{scheme}://{host}:{port}"),
+            _ => format!("{scheme}://{}", self.s3_address),
+        }
+    }
+}
+
+/// A path segment as SigV4 signs it: everything but the unreserved characters encoded.
+fn encode_segment(segment: &str) -> String {
+    const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'~');
+    percent_encoding::utf8_percent_encode(segment, SEGMENT).to_string()
+}
+
+/// The host name (no port) the browser used.
+fn request_host(headers: &HeaderMap) -> Option<String> {
+    let host = headers.get(header::HOST)?.to_str().ok()?;
+    let name = match host.strip_prefix('[') {
+        Some(v6) => format!("[{}]", v6.split(']').next()?),
+        None => host
+            .rsplit_once(':')
+            .map_or(host, |(name, _)| name)
+            .to_string(),
+    };
+    Some(name)
 }
 
 /// An S3 or admin call of the page, made as the signed-in user.

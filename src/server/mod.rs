@@ -98,6 +98,7 @@ async fn serve_drives(
 /// the signed-in user's; without it when its default port is taken.
 async fn serve_console(
     config: &ServerConfig,
+    s3_address: std::net::SocketAddr,
     state: &Arc<AppState>,
     certificates: Option<Arc<tls::Certificates>>,
 ) -> anyhow::Result<()> {
@@ -119,7 +120,8 @@ async fn serve_console(
         Box::pin(async move { front::answer_as(&state, request, identity, access_key).await })
     });
     let tls = certificates.is_some();
-    let console = crate::console::Console::new(state.s3.keyring.clone(), s3, address, tls);
+    let addresses = (address, s3_address);
+    let console = crate::console::Console::new(state.s3.keyring.clone(), s3, addresses, tls);
     let scheme = if tls { "https" } else { "http" };
     tracing::info!("web console at {scheme}://{address}");
     let limits = config.listener.clone();
@@ -435,7 +437,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         };
         jobs.spawn(None, reload);
     }
-    serve_console(&config, &state, certificates.clone()).await?;
+    serve_console(&config, address, &state, certificates.clone()).await?;
     let signal = shutdown_signal();
     tracing::info!("listening on {scheme}://{address}");
 

@@ -500,6 +500,22 @@ async function renderDetails(bucket, key) {
     // Reading tags needs s3:GetObjectTagging: without it the details go on without them.
   }
   $("details-download").href = downloadUrl(bucket, key);
+  $("share-link").hidden = true;
+  $("share-form").onsubmit = (event) => {
+    event.preventDefault();
+    share(bucket, key, Number(event.target.expires.value)).catch(report);
+  };
+  const type = head.headers.get("Content-Type") || "";
+  const length = Number(head.headers.get("Content-Length"));
+  await Promise.all([
+    renderPreview(bucket, key, type, length).catch((error) => {
+      $("preview").textContent = `No preview: ${error.message}`;
+    }),
+    renderVersions(bucket, key).catch((error) => {
+      $("version-rows").replaceChildren();
+      report(error);
+    }),
+  ]);
   $("details-delete").onclick = async () => {
     if (!confirm(`Delete ${key}?`)) return;
     try {
@@ -511,6 +527,240 @@ async function renderDetails(bucket, key) {
     }
   };
   show("details");
+}
+
+// A link anyone may open until it expires, signed with the user's own key on the server.
+async function share(bucket, key, expires) {
+  const response = await fetch("/api/share", {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "X-Strata-Csrf": csrf },
+    body: JSON.stringify({ bucket, key, expires }),
+    credentials: "same-origin",
+  });
+  if (!response.ok) throw await failure(response);
+  const field = $("share-link");
+  field.value = (await response.json()).url;
+  field.hidden = false;
+  field.select();
+}
+
+// The most of an object a preview reads.
+const PREVIEW_BYTES = 256 * 1024;
+const TEXT_NAME = /\.(txt|log|json|jsonl|ndjson|csv|tsv|md|yaml|yml|toml|cfg|ini|py|sh|xml)$/i;
+const IMAGE_NAME = /\.(png|jpe?g|gif|webp|bmp)$/i;
+
+async function renderPreview(bucket, key, type, length) {
+  const out = $("preview");
+  out.replaceChildren();
+  const path = `/${encodeURIComponent(bucket)}/${keyPath(key)}`;
+  if (key.toLowerCase().endsWith(".parquet")) {
+    out.append(await parquetSchema(path, length));
+    return;
+  }
+  // An image is shown as an image (which runs nothing); SVG, which can carry script, as text.
+  if ((type.startsWith("image/") && type !== "image/svg+xml") || IMAGE_NAME.test(key)) {
+    const img = document.createElement("img");
+    img.alt = key;
+    img.src = `/s3${path}`;
+    out.append(img);
+    return;
+  }
+  const texty = type.startsWith("text/") || /json|xml|yaml|csv|svg/.test(type) || TEXT_NAME.test(key);
+  if (!texty) {
+    out.textContent = "No preview for this kind of object: download it.";
+    return;
+  }
+  let text = "";
+  if (length > 0) {
+    const range = { Range: `bytes=0-${PREVIEW_BYTES - 1}` };
+    text = await (await s3("GET", path, { headers: range })).text();
+  }
+  if (/json/.test(type) || /\.json$/i.test(key)) {
+    try { text = JSON.stringify(JSON.parse(text), null, 2); } catch { /* shown as it is */ }
+  }
+  const pre = document.createElement("pre");
+  pre.textContent = length > PREVIEW_BYTES ? `${text}\n… (the first 256 KiB of ${size(length)})` : text;
+  out.append(pre);
+}
+
+// --- Parquet: the schema, read from the file's footer ---------------------------------------
+
+// A reader of Thrift's compact protocol, enough to walk Parquet's FileMetaData.
+class Compact {
+  constructor(bytes) {
+    this.bytes = bytes;
+    this.at = 0;
+  }
+
+  byte() {
+    if (this.at >= this.bytes.length) throw new Error("the Parquet footer ends early");
+    return this.bytes[this.at++];
+  }
+
+  varint() {
+    let value = 0n;
+    let shift = 0n;
+    for (;;) {
+      const b = this.byte();
+      value |= BigInt(b & 0x7f) << shift;
+      if ((b & 0x80) === 0) return value;
+      shift += 7n;
+    }
+  }
+
+  zigzag() {
+    const v = this.varint();
+    return Number((v >> 1n) ^ -(v & 1n));
+  }
+
+  binary() {
+    const length = Number(this.varint());
+    const start = this.at;
+    this.at += length;
+    return this.bytes.subarray(start, this.at);
+  }
+
+  // A value of a compact type: structs as {fieldId: value}, lists as arrays.
+  value(type) {
+    switch (type) {
+      case 1: return true;
+      case 2: return false;
+      case 3: return this.byte();
+      case 4: case 5: case 6: return this.zigzag();
+      case 7: this.at += 8; return null;
+      case 8: return this.binary();
+      case 9: case 10: return this.list();
+      case 11: return this.map();
+      case 12: return this.struct();
+      default: throw new Error(`not a Parquet footer (type ${type})`);
+    }
+  }
+
+  list() {
+    const header = this.byte();
+    let count = header >> 4;
+    if (count === 15) count = Number(this.varint());
+    const type = header & 0x0f;
+    const items = [];
+    for (let i = 0; i < count; i += 1) {
+      items.push(type === 1 || type === 2 ? this.byte() === 1 : this.value(type));
+    }
+    return items;
+  }
+
+  map() {
+    const count = Number(this.varint());
+    if (count === 0) return {};
+    const types = this.byte();
+    for (let i = 0; i < count; i += 1) {
+      this.value(types >> 4);
+      this.value(types & 0x0f);
+    }
+    return {};
+  }
+
+  struct() {
+    const fields = {};
+    let id = 0;
+    for (;;) {
+      const header = this.byte();
+      if (header === 0) return fields;
+      const delta = header >> 4;
+      id = delta === 0 ? this.zigzag() : id + delta;
+      fields[id] = this.value(header & 0x0f);
+    }
+  }
+}
+
+const PHYSICAL = ["BOOLEAN", "INT32", "INT64", "INT96", "FLOAT", "DOUBLE", "BYTE_ARRAY",
+  "FIXED_LEN_BYTE_ARRAY"];
+const REPETITION = ["required", "optional", "repeated"];
+const CONVERTED = { 0: "UTF8", 1: "MAP", 3: "LIST", 4: "ENUM", 5: "DECIMAL", 6: "DATE",
+  9: "TIMESTAMP_MILLIS", 10: "TIMESTAMP_MICROS", 18: "JSON" };
+
+// The columns of a Parquet object, from its footer: two range reads, never the whole file.
+async function parquetSchema(path, length) {
+  if (length < 12) throw new Error("too short to be Parquet");
+  const tail = new Uint8Array(await (await s3("GET", path, { headers: { Range: "bytes=-8" } }))
+    .arrayBuffer());
+  if (new TextDecoder().decode(tail.subarray(4)) !== "PAR1") throw new Error("not a Parquet file");
+  const footerLength = new DataView(tail.buffer).getUint32(0, true);
+  const start = length - 8 - footerLength;
+  if (start < 4) throw new Error("the Parquet footer is damaged");
+  const range = { Range: `bytes=${start}-${length - 9}` };
+  const footer = new Uint8Array(await (await s3("GET", path, { headers: range })).arrayBuffer());
+  const meta = new Compact(footer).struct();
+  const elements = meta[2] || [];
+  const decoder = new TextDecoder();
+  const lines = [`${meta[3] ?? "?"} rows`];
+  let at = 1;
+  // Walks the schema tree: each element names how many children follow it.
+  function walk(depth, count) {
+    for (let i = 0; i < count && at < elements.length; i += 1) {
+      const element = elements[at++];
+      const name = element[4] ? decoder.decode(element[4]) : "?";
+      const children = element[5] || 0;
+      const kind = children ? "group" : PHYSICAL[element[1]] ?? `type ${element[1]}`;
+      const converted = CONVERTED[element[6]] ? ` (${CONVERTED[element[6]]})` : "";
+      const repetition = REPETITION[element[3]] ?? "";
+      lines.push(`${"  ".repeat(depth)}${name}: ${kind}${converted} ${repetition}`.trimEnd());
+      walk(depth + 1, children);
+    }
+  }
+  walk(0, elements[0]?.[5] ?? 0);
+  const pre = document.createElement("pre");
+  pre.textContent = lines.join("\n");
+  return pre;
+}
+
+// --- Versions --------------------------------------------------------------------------------
+
+async function renderVersions(bucket, key) {
+  const rows = $("version-rows");
+  rows.replaceChildren();
+  const params = { versions: "", prefix: key, "max-keys": 100 };
+  const doc = await s3Xml("GET", `/${encodeURIComponent(bucket)}?${query(params)}`);
+  const path = `/${encodeURIComponent(bucket)}/${keyPath(key)}`;
+  for (const node of Array.from(doc.documentElement.children)) {
+    if (!["Version", "DeleteMarker"].includes(node.tagName) || first(node, "Key") !== key) continue;
+    const id = first(node, "VersionId");
+    const latest = first(node, "IsLatest") === "true";
+    const marker = node.tagName === "DeleteMarker";
+    const row = rows.insertRow();
+    cell(row, `${id}${latest ? " (current)" : ""}`);
+    cell(row, when(first(node, "LastModified")));
+    cell(row, marker ? "delete marker" : size(first(node, "Size")), "size");
+    const actions = cell(row, "");
+    if (!marker) {
+      const versioned = `${downloadUrl(bucket, key)}&${query({ versionId: id })}`;
+      actions.append(link("Download", versioned));
+    }
+    if (!marker && !latest) {
+      actions.append(" ", button("Restore", () => restoreVersion(bucket, key, id)));
+    }
+    actions.append(" ", button("Delete", async () => {
+      if (!confirm(`Delete version ${id} of ${key} for good?`)) return;
+      try {
+        await s3("DELETE", `${path}?${query({ versionId: id })}`);
+        await render();
+      } catch (error) {
+        report(error);
+      }
+    }, "danger"));
+  }
+}
+
+// Makes an older version the current one again: a copy of it onto its key, as S3 has it.
+async function restoreVersion(bucket, key, id) {
+  try {
+    const source = `/${encodeURIComponent(bucket)}/${keyPath(key)}?versionId=${encodeURIComponent(id)}`;
+    await s3("PUT", `/${encodeURIComponent(bucket)}/${keyPath(key)}`, {
+      headers: { "x-amz-copy-source": source },
+    });
+    await render();
+  } catch (error) {
+    report(error);
+  }
 }
 
 // --- A bucket's settings -----------------------------------------------------------------
