@@ -46,7 +46,11 @@ def start_console_server(base: Path) -> StrataServer:
     drives = [base / f"d{i}" for i in range(1, 10)]
     for d in drives:
         d.mkdir(parents=True)
-    srv = StrataServer(drives, base / "server.log", ["--console-address", "127.0.0.1:0"]).start()
+    # Buckets counted every second, for the bucket list's objects and sizes.
+    env = {"STRATA_USAGE_SCAN_SECS": "1"}
+    srv = StrataServer(
+        drives, base / "server.log", ["--console-address", "127.0.0.1:0"], env=env
+    ).start()
     log = srv.log_path.read_text(errors="replace")
     line = next((l for l in log.splitlines() if "web console at http://" in l), None)
     assert line, srv.log_tail()
@@ -86,6 +90,9 @@ class Browser:
 
     def find(self, css: str):
         return self.wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, css)))
+
+    def find_xpath(self, xpath: str):
+        return self.wait.until(EC.presence_of_element_located((By.XPATH, xpath)))
 
     def click(self, css: str):
         self.wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, css))).click()
@@ -235,6 +242,16 @@ def test_a_person_uploads_browses_downloads_and_sets_a_rule(console_server, brow
     browser.accept_confirm()
     browser.find("#objects:not([hidden])")
     assert s3.list_objects_v2(Bucket=bucket, Prefix="run-3/config.json")["KeyCount"] == 0
+
+    # The bucket list counts its objects and bytes (in the background).
+    xpath = f"//tbody[@id='bucket-rows']/tr[td[1]/a[text()='{bucket}']]"
+    deadline = time.monotonic() + 60
+    browser.driver.get(f"{console_server.console_url}#/")
+    while "132" not in browser.find_xpath(xpath).text:
+        assert time.monotonic() < deadline, browser.find_xpath(xpath).text
+        time.sleep(1)
+        browser.driver.refresh()
+    assert "20.0 MiB" in browser.find_xpath(xpath).text
 
     browser.click("#sign-out")
     browser.find("#sign-in:not([hidden])")

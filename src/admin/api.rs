@@ -69,6 +69,8 @@ pub struct AdminState {
     pub control: Option<Arc<ControlPlane>>,
     /// This server's background jobs.
     pub jobs: Arc<crate::background::Jobs>,
+    /// The last count of every bucket's objects and bytes.
+    pub usage: Arc<crate::background::usage::Usage>,
 }
 
 /// Whether a path is the admin API's (`/_strata/...`: no bucket name starts with `_`, so no
@@ -87,6 +89,7 @@ pub fn may_call(identity: &Identity) -> bool {
 enum Route {
     Info,
     Jobs,
+    Usage,
     HealStatus,
     StartHeal,
     FormatDrive,
@@ -116,6 +119,7 @@ impl Route {
         match (method, path) {
             (&Method::GET, "info") => Route::Info,
             (&Method::GET, "jobs") => Route::Jobs,
+            (&Method::GET, "usage") => Route::Usage,
             (&Method::GET, "heal") => Route::HealStatus,
             (&Method::POST, "heal") => Route::StartHeal,
             (&Method::POST, "drives/format") => Route::FormatDrive,
@@ -147,6 +151,7 @@ impl Route {
         match self {
             Route::Info => "AdminInfo",
             Route::Jobs => "AdminJobs",
+            Route::Usage => "AdminUsage",
             Route::HealStatus => "AdminHealStatus",
             Route::StartHeal => "AdminHeal",
             Route::FormatDrive => "AdminFormatDrive",
@@ -189,6 +194,8 @@ pub async fn call(
     let result = match route {
         Route::Info => Ok(json(StatusCode::OK, &info(state).await)),
         Route::Jobs => Ok(json(StatusCode::OK, &state.jobs.list())),
+        // Empty until the first count finishes (a few seconds after the start).
+        Route::Usage => Ok(json(StatusCode::OK, &state.usage.latest())),
         Route::HealStatus => Ok(json(
             StatusCode::OK,
             &HealStatusView::from(state.healer.status(&state.store)),
@@ -617,6 +624,7 @@ async fn identities(
         Route::RemovePolicy => iam.remove_policy(&param("name")?).await.map(|_| done()),
         Route::Info
         | Route::Jobs
+        | Route::Usage
         | Route::HealStatus
         | Route::StartHeal
         | Route::FormatDrive

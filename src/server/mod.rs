@@ -318,7 +318,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             None => scanner,
         },
     );
-    let metrics = Arc::new(Metrics::new(&config.metrics, usage));
+    let metrics = Arc::new(Metrics::new(&config.metrics, usage.clone()));
     jobs.spawn(
         None,
         crate::server::metrics::HealSampler {
@@ -388,6 +388,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         lifecycle_status,
         lifecycle_day: config.lifecycle.day,
         jobs: jobs.clone(),
+        usage,
     };
     let state = Arc::new(AppState {
         s3,

@@ -200,14 +200,32 @@ $("sign-out").addEventListener("click", async () => {
 
 // --- Buckets -----------------------------------------------------------------------------
 
+// The last background count of each bucket's objects and bytes (the root user's to read);
+// null when it cannot be had.
+async function bucketUsage() {
+  try {
+    return await admin("GET", "/usage");
+  } catch {
+    return null;
+  }
+}
+
 async function renderBuckets() {
-  const doc = await s3Xml("GET", "/");
+  const [doc, usage] = await Promise.all([s3Xml("GET", "/"), bucketUsage()]);
   const rows = $("bucket-rows");
   rows.replaceChildren();
-  for (const bucket of every(doc, "Bucket")) {
+  const buckets = every(doc, "Bucket");
+  $("no-buckets").hidden = buckets.length > 0;
+  $("usage-note").textContent = usage
+    ? `Objects and sizes as counted at ${when(usage.finished.secs_since_epoch * 1000)}.`
+    : "Objects and sizes are counted in the background and shown to the root user.";
+  for (const bucket of buckets) {
     const name = first(bucket, "Name");
     const row = rows.insertRow();
+    const counted = usage?.buckets?.[name];
     cell(row, link(name, `#/b/${encodeURIComponent(name)}/`));
+    cell(row, counted ? String(counted.objects) : "", "size");
+    cell(row, counted ? size(counted.bytes) : "", "size");
     cell(row, when(first(bucket, "CreationDate")));
     const actions = cell(row, link("Settings", `#/s/${encodeURIComponent(name)}/`));
     actions.append(" ", button("Delete", () => deleteBucket(name), "danger"));
