@@ -24,8 +24,8 @@ fn start_with_console(mut options: ServerOptions) -> (TestServer, String) {
 
 fn console_url(server: &TestServer) -> Option<String> {
     let log = server.log();
-    let line = log.lines().find(|l| l.contains("web console at http://"))?;
-    let at = line.find("http://")?;
+    let line = log.lines().find(|l| l.contains("web console at http"))?;
+    let at = line.find("http")?;
     Some(line[at..].split_whitespace().next()?.to_string())
 }
 
@@ -377,4 +377,32 @@ async fn the_console_can_be_turned_off_and_is_never_opened_with_the_default_keys
         "{}",
         failure.output
     );
+}
+
+/// With `--certs-dir` the console is HTTPS too, with the server's certificate, and its cookie
+/// is `Secure`.
+#[tokio::test]
+async fn under_tls_the_console_is_https_and_its_cookie_secure() {
+    let ca = Ca::new("strata console CA");
+    let (cert, key, _) = ca.server_cert("strata-console");
+    let certs = tempfile::tempdir().unwrap();
+    write_certs(certs.path(), &cert, &key);
+    let options = ServerOptions {
+        extra_args: vec!["--certs-dir".into(), certs.path().display().to_string()],
+        ..ServerOptions::default()
+    };
+    let (_server, console) = start_with_console(options);
+    assert!(console.starts_with("https://"), "{console}");
+    let trusted = reqwest::Certificate::from_pem(ca.pem.as_bytes()).unwrap();
+    let mut browser = Browser::new(&console);
+    browser.http = reqwest::Client::builder()
+        .add_root_certificate(trusted)
+        .build()
+        .unwrap();
+    let signed_in = browser.sign_in(ACCESS_KEY, SECRET_KEY).await;
+    assert_eq!(signed_in.status, StatusCode::OK);
+    let cookie = header(&signed_in.headers, "set-cookie");
+    assert!(cookie.contains("; Secure"), "{cookie}");
+    let listed = browser.call(Method::GET, "/s3/", "", &[]).await;
+    assert_eq!(listed.status, StatusCode::OK);
 }
