@@ -22,7 +22,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import ACCESS_KEY, SECRET_KEY, StrataServer, sha256_file
+from conftest import ACCESS_KEY, KMS_MASTER_KEY, SECRET_KEY, StrataServer, sha256_file
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -47,7 +47,7 @@ def start_console_server(base: Path) -> StrataServer:
     for d in drives:
         d.mkdir(parents=True)
     # Buckets counted every second, for the bucket list's objects and sizes.
-    env = {"STRATA_USAGE_SCAN_SECS": "1"}
+    env = {"STRATA_USAGE_SCAN_SECS": "1", "STRATA_KMS_SECRET_KEY": KMS_MASTER_KEY}
     srv = StrataServer(
         drives, base / "server.log", ["--console-address", "127.0.0.1:0"], env=env
     ).start()
@@ -102,7 +102,7 @@ class Browser:
         self.wait.until(EC.element_to_be_clickable((By.XPATH, xpath))).click()
 
     def type(self, css: str, text: str):
-        field = self.find(css)
+        field = self.wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, css)))
         field.clear()
         field.send_keys(text)
 
@@ -412,3 +412,41 @@ def test_previews_versions_and_share_links(console_server, browser):
     browser.wait_text("#preview", "id: INT64 required")
     browser.wait_text("#preview", "text: BYTE_ARRAY (UTF8) optional")
     browser.screenshot("parquet")
+
+
+def test_default_encryption_and_block_public_access_are_set_from_the_settings(
+    console_server, browser
+):
+    s3 = console_server.boto3_client()
+    bucket = f"console-set-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=bucket)
+    browser.sign_in(console_server.console_url, ACCESS_KEY, SECRET_KEY)
+    browser.driver.get(f"{console_server.console_url}#/s/{bucket}/")
+    browser.wait_text("#versioning-state", "Versioning is off")
+    browser.find("#encryption-form option[value='AES256']").click()
+    browser.click("#encryption-form button")
+    browser.click("#public-access-form input[name=BlockPublicPolicy]")
+    browser.click("#public-access-form button")
+    def policy_blocked(_):
+        try:
+            got = s3.get_public_access_block(Bucket=bucket)
+        except s3.exceptions.ClientError:
+            return False
+        return got["PublicAccessBlockConfiguration"]["BlockPublicPolicy"]
+
+    browser.wait.until(policy_blocked)
+    rules = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"]
+    assert rules[0]["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
+    s3.put_object(Bucket=bucket, Key="encrypted", Body=b"x")
+    assert s3.head_object(Bucket=bucket, Key="encrypted")["ServerSideEncryption"] == "AES256"
+    # A public policy is now refused, and the page says so.
+    browser.driver.refresh()
+    browser.find("#public-access-form input[name=BlockPublicPolicy]:checked")
+    public = (
+        '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*",'
+        f'"Action":"s3:GetObject","Resource":"arn:aws:s3:::{bucket}/*"}}]}}'
+    )
+    browser.type("#policy-text", public)
+    browser.click("#policy-save")
+    browser.wait_text("#error", "AccessDenied")
+    browser.screenshot("bucket-settings-refused")

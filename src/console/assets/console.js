@@ -805,6 +805,7 @@ async function renderSettings(bucket) {
   $("versioning-toggle").onclick = () => setVersioning(bucket, versioning === "Enabled" ? "Suspended" : "Enabled");
 
   renderRules(await lifecycleRules(bucket));
+  await Promise.all([renderEncryption(bucket), renderPublicAccess(bucket)]);
 
   try {
     const policy = await (await s3("GET", `${path}?policy`)).text();
@@ -815,6 +816,74 @@ async function renderSettings(bucket) {
   }
   show("bucket-settings");
 }
+
+// A settings document read, or null where the bucket has none (S3's 404 of that setting).
+async function setting(bucket, name, missing) {
+  try {
+    return await s3Xml("GET", `/${encodeURIComponent(bucket)}?${name}`);
+  } catch (error) {
+    if (error.code === missing) return null;
+    throw error;
+  }
+}
+
+async function renderEncryption(bucket) {
+  const doc = await setting(bucket, "encryption", "ServerSideEncryptionConfigurationNotFoundError");
+  const form = $("encryption-form");
+  form.algorithm.value = doc ? first(doc, "SSEAlgorithm") : "";
+  form.key.value = doc ? first(doc, "KMSMasterKeyID") : "";
+}
+
+$("encryption-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const form = event.target;
+  const path = `/${encodeURIComponent(settingsBucket)}?encryption`;
+  try {
+    if (!form.algorithm.value) {
+      await s3("DELETE", path);
+    } else {
+      const key = form.algorithm.value === "aws:kms" && form.key.value
+        ? `<KMSMasterKeyID>${escapeXml(form.key.value)}</KMSMasterKeyID>` : "";
+      const body = `<ServerSideEncryptionConfiguration xmlns="${XMLNS}"><Rule>`
+        + `<ApplyServerSideEncryptionByDefault><SSEAlgorithm>${form.algorithm.value}</SSEAlgorithm>`
+        + `${key}</ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>`;
+      await s3("PUT", path, { body, headers: crc32Header(body) });
+    }
+    report(null);
+    await renderSettings(settingsBucket);
+  } catch (error) {
+    report(error);
+  }
+});
+
+const PUBLIC_ACCESS = ["BlockPublicAcls", "IgnorePublicAcls", "BlockPublicPolicy", "RestrictPublicBuckets"];
+
+async function renderPublicAccess(bucket) {
+  const doc = await setting(bucket, "publicAccessBlock", "NoSuchPublicAccessBlockConfiguration");
+  const form = $("public-access-form");
+  for (const name of PUBLIC_ACCESS) {
+    form[name].checked = doc ? first(doc, name) === "true" : false;
+  }
+}
+
+$("public-access-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const form = event.target;
+  const path = `/${encodeURIComponent(settingsBucket)}?publicAccessBlock`;
+  try {
+    if (PUBLIC_ACCESS.every((name) => !form[name].checked)) {
+      await s3("DELETE", path);
+    } else {
+      const fields = PUBLIC_ACCESS.map((name) => `<${name}>${form[name].checked}</${name}>`).join("");
+      const body = `<PublicAccessBlockConfiguration xmlns="${XMLNS}">${fields}</PublicAccessBlockConfiguration>`;
+      await s3("PUT", path, { body, headers: crc32Header(body) });
+    }
+    report(null);
+    await renderSettings(settingsBucket);
+  } catch (error) {
+    report(error);
+  }
+});
 
 async function setVersioning(bucket, status) {
   const body = `<VersioningConfiguration xmlns="${XMLNS}"><Status>${status}</Status></VersioningConfiguration>`;
