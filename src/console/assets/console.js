@@ -1151,8 +1151,9 @@ $("policy-form").addEventListener("submit", async (event) => {
 async function renderDeployment() {
   show("deployment");
   let info;
+  let jobs;
   try {
-    info = await admin("GET", "/info");
+    [info, jobs] = await Promise.all([admin("GET", "/info"), admin("GET", "/jobs")]);
   } catch (error) {
     if (error.status === 403) throw new Error("Only the root user sees the deployment.");
     throw error;
@@ -1185,11 +1186,54 @@ async function renderDeployment() {
     }
     sets.append(heading, table);
   }
+  renderNodes(info.cluster);
+  const jobRows = $("job-rows");
+  jobRows.replaceChildren();
+  for (const job of jobs) {
+    const row = jobRows.insertRow();
+    cell(row, job.name);
+    cell(row, job.interval_secs ? `${job.interval_secs} s` : "");
+    cell(row, String(job.passes), "size");
+    cell(row, String(job.failures), "size");
+    cell(row, job.running ? "running now" : when(job.last_finished_ms));
+    cell(row, job.last_outcome ?? "");
+  }
   const heal = info.heal;
   const running = heal.running
     ? `A heal pass is running (${heal.running.report.objects_checked} of ${heal.running.objects_total} objects checked).`
     : "No heal pass is running.";
   $("healing").textContent = `${heal.objects_to_heal} objects wait to be healed. ${running}`;
+}
+
+// The nodes of a cluster, as its control plane knows them (nothing for a single server).
+function renderNodes(cluster) {
+  const out = $("nodes");
+  out.replaceChildren();
+  if (!cluster) return;
+  const heading = document.createElement("h2");
+  heading.textContent = `Nodes (answered by ${cluster.this_node})`;
+  const table = document.createElement("table");
+  const head = table.createTHead().insertRow();
+  for (const title of ["Node", "State", "Version", "Started"]) {
+    const th = document.createElement("th");
+    th.textContent = title;
+    head.append(th);
+  }
+  const body = table.createTBody();
+  for (const node of cluster.nodes) {
+    const row = body.insertRow();
+    cell(row, node.node);
+    cell(row, node.state, `state-${node.state === "up" ? "online" : "offline"}`);
+    cell(row, node.version ?? "");
+    cell(row, node.started ? when(node.started * 1000) : "");
+  }
+  out.append(heading, table);
+  if (cluster.etcd_reachable === false) {
+    const warning = document.createElement("p");
+    warning.className = "error";
+    warning.textContent = "This node does not reach etcd: node states are unknown.";
+    out.append(warning);
+  }
 }
 
 // --- Start -------------------------------------------------------------------------------
