@@ -286,6 +286,14 @@ def test_a_user_made_in_the_console_sees_writes_refused(console_server, browser,
     notice = browser.find("#new-secret").text
     secret = notice.rsplit(": ", 1)[1].strip()
     browser.wait_text("#user-rows", user)
+    # A key of the key service made here encrypts what names it.
+    key_name = f"team-{uuid.uuid4().hex[:6]}"
+    browser.type("#kms-form input[name=name]", key_name)
+    browser.click("#kms-form button")
+    browser.wait_text("#kms-rows", key_name)
+    s3.put_object(Bucket=bucket, Key="sealed", Body=b"x", ServerSideEncryption="aws:kms",
+                  SSEKMSKeyId=key_name)
+    assert s3.head_object(Bucket=bucket, Key="sealed")["SSEKMSKeyId"].endswith(key_name)
     browser.click("#sign-out")
     browser.find("#sign-in:not([hidden])")
 
@@ -451,3 +459,20 @@ def test_default_encryption_and_block_public_access_are_set_from_the_settings(
     browser.click("#policy-save")
     browser.wait_text("#error", "AccessDenied")
     browser.screenshot("bucket-settings-refused")
+    # CORS rules, as S3's XML, are the bucket's.
+    cors = (
+        "<CORSConfiguration><CORSRule><AllowedOrigin>https://notebook.example</AllowedOrigin>"
+        "<AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>"
+    )
+    browser.type("#cors-text", cors)
+    browser.click("#cors-save")
+
+    def cors_set(_):
+        try:
+            return s3.get_bucket_cors(Bucket=bucket)["CORSRules"]
+        except s3.exceptions.ClientError:
+            return False
+
+    rules = browser.wait.until(cors_set)
+    assert rules[0]["AllowedOrigins"] == ["https://notebook.example"]
+    assert rules[0]["AllowedMethods"] == ["GET"]

@@ -805,7 +805,7 @@ async function renderSettings(bucket) {
   $("versioning-toggle").onclick = () => setVersioning(bucket, versioning === "Enabled" ? "Suspended" : "Enabled");
 
   renderRules(await lifecycleRules(bucket));
-  await Promise.all([renderEncryption(bucket), renderPublicAccess(bucket)]);
+  await Promise.all([renderEncryption(bucket), renderPublicAccess(bucket), renderCors(bucket)]);
 
   try {
     const policy = await (await s3("GET", `${path}?policy`)).text();
@@ -850,6 +850,41 @@ $("encryption-form").addEventListener("submit", async (event) => {
       await s3("PUT", path, { body, headers: crc32Header(body) });
     }
     report(null);
+    await renderSettings(settingsBucket);
+  } catch (error) {
+    report(error);
+  }
+});
+
+async function renderCors(bucket) {
+  try {
+    const text = await (await s3("GET", `/${encodeURIComponent(bucket)}?cors`)).text();
+    $("cors-text").value = text.replace(/^<\?xml[^>]*>\s*/, "");
+  } catch (error) {
+    if (error.code !== "NoSuchCORSConfiguration") throw error;
+    $("cors-text").value = "";
+  }
+}
+
+$("cors-save").addEventListener("click", async () => {
+  const body = $("cors-text").value.trim();
+  const parsed = new DOMParser().parseFromString(body, "application/xml");
+  if (parsed.getElementsByTagName("parsererror").length > 0) {
+    report(new Error("The CORS rules are not well-formed XML."));
+    return;
+  }
+  try {
+    await s3("PUT", `/${encodeURIComponent(settingsBucket)}?cors`, { body, headers: crc32Header(body) });
+    report(null);
+    await renderSettings(settingsBucket);
+  } catch (error) {
+    report(error);
+  }
+});
+
+$("cors-delete").addEventListener("click", async () => {
+  try {
+    await s3("DELETE", `/${encodeURIComponent(settingsBucket)}?cors`);
     await renderSettings(settingsBucket);
   } catch (error) {
     report(error);
@@ -1082,6 +1117,7 @@ async function renderUsers() {
       }
     }, "danger"));
   }
+  await renderKeys();
   const select = $("user-form").policy;
   select.replaceChildren(new Option("none", ""));
   const policyRows = $("policy-rows");
@@ -1098,6 +1134,44 @@ async function renderUsers() {
     }));
   }
 }
+
+// The built-in key service's keys (when the server runs one).
+async function renderKeys() {
+  const rows = $("kms-rows");
+  rows.replaceChildren();
+  let keys;
+  try {
+    keys = await admin("GET", "/kms/keys");
+  } catch (error) {
+    $("kms-note").textContent = error.code === "KmsNotConfigured"
+      ? "This server runs no key service (STRATA_KMS_SECRET_KEY): SSE-S3 and SSE-KMS are off."
+      : String(error.message);
+    $("kms-form").hidden = true;
+    return;
+  }
+  $("kms-note").textContent = "Keys of the built-in key service; SSE-KMS names one, SSE-S3 uses the default.";
+  $("kms-form").hidden = false;
+  for (const key of keys) {
+    const row = rows.insertRow();
+    cell(row, `${key.name}${key.default ? " (default)" : ""}`);
+    cell(row, key.enabled ? "enabled" : "disabled");
+    cell(row, when(key.created_ms));
+    cell(row, button(key.enabled ? "Disable" : "Enable", () => userCall(
+      "POST", `/kms/keys/${key.enabled ? "disable" : "enable"}?${query({ name: key.name })}`)));
+  }
+}
+
+$("kms-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const form = event.target;
+  try {
+    await admin("POST", `/kms/keys?${query({ name: form.name.value })}`);
+    form.reset();
+    await renderUsers();
+  } catch (error) {
+    report(error);
+  }
+});
 
 async function userCall(method, path) {
   try {
