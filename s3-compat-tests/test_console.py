@@ -349,6 +349,13 @@ def test_the_deployment_page_shows_a_removed_drive(browser, tmp_path):
             time.sleep(1)
             browser.driver.refresh()
         assert "offline" in browser.find("#sets").text
+        # The live charts follow the server's own counts.
+        s3 = srv.boto3_client()
+        for _ in range(40):
+            s3.list_buckets()
+        browser.wait.until(
+            lambda _: browser.find("#chart-rate .value").text not in ("…", "0.0")
+        )
         browser.screenshot("deployment")
     finally:
         srv.stop()

@@ -317,6 +317,11 @@ async fn calls_through_the_console_are_the_signed_in_users_own() {
     assert_eq!(info.status, StatusCode::OK, "{}", info.body);
     let info: serde_json::Value = serde_json::from_str(&info.body).unwrap();
     assert_eq!(info["sets"][0]["drives"].as_array().unwrap().len(), 9);
+    let totals = root.call(Method::GET, "/api/requests", "", &[]).await;
+    let totals: serde_json::Value = serde_json::from_str(&totals.body).unwrap();
+    assert!(totals["requests"].as_u64().unwrap() > 0, "{totals}");
+    let theirs = alice.call(Method::GET, "/api/requests", "", &[]).await;
+    assert_eq!(theirs.status, StatusCode::FORBIDDEN);
     let users = alice.call(Method::GET, "/admin/users", "", &[]).await;
     assert_eq!(users.status, StatusCode::FORBIDDEN);
     assert!(users.body.contains("AccessDenied"), "{}", users.body);

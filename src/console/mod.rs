@@ -29,6 +29,10 @@ use session::{Sessions, SignInLimit};
 pub type S3Call =
     Arc<dyn Fn(Request, Identity, String) -> BoxFuture<'static, Response> + Send + Sync>;
 
+/// The server's request totals since its start (requests, 5xx answers, summed latency, bytes
+/// in and out), which the page's live charts take differences of.
+pub type RequestTotals = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
+
 /// The cookie that names a session.
 const COOKIE: &str = "strata_console";
 /// The header that carries a session's CSRF token on every call that changes anything.
@@ -63,19 +67,21 @@ pub struct Console {
     loopback: bool,
     /// Where the S3 API listens, which share links name.
     s3_address: SocketAddr,
+    totals: RequestTotals,
 }
 
 impl Console {
     /// The console on `address`, the S3 API on `s3_address`; both over TLS or neither.
     pub fn new(
         keyring: Keyring,
-        s3: S3Call,
+        (s3, totals): (S3Call, RequestTotals),
         (address, s3_address): (SocketAddr, SocketAddr),
         tls: bool,
     ) -> Self {
         Console {
             keyring,
             s3,
+            totals,
             sessions: Sessions::default(),
             sign_in_limit: SignInLimit::default(),
             tls,
@@ -125,6 +131,7 @@ async fn answer(console: &Console, request: Request) -> Response {
         },
         (&Method::DELETE, "/api/session") => sign_out(console, request.headers()),
         (&Method::POST, "/api/share") => share(console, request).await,
+        (&Method::GET, "/api/requests") => request_totals(console, request.headers()),
         _ => refusal(StatusCode::NOT_FOUND, "no such page"),
     }
 }
@@ -224,6 +231,22 @@ fn sign_out(console: &Console, headers: &HeaderMap) -> Response {
     let value = HeaderValue::from_str(&expired).expect("ASCII");
     response.headers_mut().insert(header::SET_COOKIE, value);
     response
+}
+
+/// The server's request totals, for the root user (what the admin API shows, it shows).
+fn request_totals(console: &Console, headers: &HeaderMap) -> Response {
+    let Some((_, session)) = signed_in(console, headers) else {
+        return refusal(StatusCode::UNAUTHORIZED, "not signed in");
+    };
+    let user = console.keyring.lookup(&session.access_key);
+    match user.filter(|(secret, _)| session.secret_unchanged(secret)) {
+        Some((_, Identity::Root)) => {
+            let body = (console.totals)().to_string();
+            ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+        }
+        Some(_) => refusal(StatusCode::FORBIDDEN, "the root user's alone"),
+        None => refusal(StatusCode::UNAUTHORIZED, "sign in again"),
+    }
 }
 
 #[derive(Deserialize)]

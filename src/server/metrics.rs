@@ -95,6 +95,35 @@ pub struct Metrics {
     received: Family<OperationLabels, Counter>,
     sent: Family<OperationLabels, Counter>,
     heal: Mutex<HealTotals>,
+    /// Every request counted together, for the console's live charts.
+    totals: RequestTotals,
+}
+
+/// Counts of every request answered since the start, whatever its operation: what a chart of
+/// the request rate, latency and throughput takes differences of.
+#[derive(Debug, Default)]
+pub struct RequestTotals {
+    requests: std::sync::atomic::AtomicU64,
+    /// Answered with a 5xx status.
+    server_errors: std::sync::atomic::AtomicU64,
+    /// Time to response headers, summed.
+    micros: std::sync::atomic::AtomicU64,
+    received_bytes: std::sync::atomic::AtomicU64,
+    sent_bytes: std::sync::atomic::AtomicU64,
+}
+
+impl RequestTotals {
+    /// The totals as JSON.
+    pub fn read(&self) -> serde_json::Value {
+        use std::sync::atomic::Ordering::Relaxed;
+        serde_json::json!({
+            "requests": self.requests.load(Relaxed),
+            "server_errors": self.server_errors.load(Relaxed),
+            "micros": self.micros.load(Relaxed),
+            "received_bytes": self.received_bytes.load(Relaxed),
+            "sent_bytes": self.sent_bytes.load(Relaxed),
+        })
+    }
 }
 
 /// A lifecycle counter: its name, its help, and what it counts of a rule's activity.
@@ -167,7 +196,12 @@ impl Metrics {
             received,
             sent,
             heal: Mutex::new(HealTotals::default()),
+            totals: RequestTotals::default(),
         }
+    }
+
+    pub fn totals(&self) -> &RequestTotals {
+        &self.totals
     }
 
     /// Counts one answered request.
@@ -187,9 +221,17 @@ impl Metrics {
             .get_or_create(&by_operation)
             .observe(elapsed.as_secs_f64());
         self.received.get_or_create(&by_operation).inc_by(received);
-        self.sent
-            .get_or_create(&by_operation)
-            .inc_by(response_bytes(response));
+        let sent = response_bytes(response);
+        self.sent.get_or_create(&by_operation).inc_by(sent);
+        use std::sync::atomic::Ordering::Relaxed;
+        let totals = &self.totals;
+        totals.requests.fetch_add(1, Relaxed);
+        if status >= 500 {
+            totals.server_errors.fetch_add(1, Relaxed);
+        }
+        totals.micros.fetch_add(elapsed.as_micros() as u64, Relaxed);
+        totals.received_bytes.fetch_add(received, Relaxed);
+        totals.sent_bytes.fetch_add(sent, Relaxed);
     }
 
     fn observe_heal(&self, status: &HealStatus) -> HealTotals {

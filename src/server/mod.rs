@@ -120,8 +120,11 @@ async fn serve_console(
         Box::pin(async move { front::answer_as(&state, request, identity, access_key).await })
     });
     let tls = certificates.is_some();
+    let metrics = state.metrics.clone();
+    let totals: crate::console::RequestTotals = Arc::new(move || metrics.totals().read());
     let addresses = (address, s3_address);
-    let console = crate::console::Console::new(state.s3.keyring.clone(), s3, addresses, tls);
+    let keyring = state.s3.keyring.clone();
+    let console = crate::console::Console::new(keyring, (s3, totals), addresses, tls);
     let scheme = if tls { "https" } else { "http" };
     tracing::info!("web console at {scheme}://{address}");
     let limits = config.listener.clone();

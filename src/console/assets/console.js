@@ -152,6 +152,7 @@ function go(kind, bucket, path) {
 // --- Session -----------------------------------------------------------------------------
 
 function showSignIn() {
+  stopCharts();
   csrf = null;
   $("nav").hidden = true;
   $("who").textContent = "";
@@ -1261,6 +1262,7 @@ async function renderDeployment() {
     sets.append(heading, table);
   }
   renderNodes(info.cluster);
+  if (chartTimer === null) startCharts();
   const jobRows = $("job-rows");
   jobRows.replaceChildren();
   for (const job of jobs) {
@@ -1277,6 +1279,91 @@ async function renderDeployment() {
     ? `A heal pass is running (${heal.running.report.objects_checked} of ${heal.running.objects_total} objects checked).`
     : "No heal pass is running.";
   $("healing").textContent = `${heal.objects_to_heal} objects wait to be healed. ${running}`;
+}
+
+// --- Live request charts: differences of the server's totals, sampled every 2 s ----------
+
+const SAMPLE_EVERY_MS = 2000;
+const CHART_POINTS = 60;
+let chartTimer = null;
+const samples = [];
+
+const CHARTS = [
+  { id: "rate", title: "Requests per second", unit: (v) => v.toFixed(1),
+    of: (a, b, seconds) => (b.requests - a.requests) / seconds },
+  { id: "latency", title: "Mean latency", unit: (v) => `${v.toFixed(1)} ms`,
+    of: (a, b) => (b.requests > a.requests ? (b.micros - a.micros) / (b.requests - a.requests) / 1000 : 0) },
+  { id: "throughput", title: "Throughput (in + out)", unit: (v) => `${size(v)}/s`,
+    of: (a, b, seconds) => (b.received_bytes - a.received_bytes + b.sent_bytes - a.sent_bytes) / seconds },
+  { id: "errors", title: "Server errors per second", unit: (v) => v.toFixed(2),
+    of: (a, b, seconds) => (b.server_errors - a.server_errors) / seconds },
+];
+
+function startCharts() {
+  stopCharts();
+  samples.length = 0;
+  const out = $("charts");
+  out.replaceChildren();
+  for (const chart of CHARTS) {
+    const box = document.createElement("figure");
+    box.className = "chart";
+    box.id = `chart-${chart.id}`;
+    const caption = document.createElement("figcaption");
+    caption.textContent = chart.title;
+    const value = document.createElement("span");
+    value.className = "value";
+    value.textContent = "…";
+    const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+    svg.setAttribute("width", "260");
+    svg.setAttribute("height", "70");
+    svg.setAttribute("role", "img");
+    svg.setAttribute("aria-label", chart.title);
+    const line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
+    line.setAttribute("fill", "none");
+    line.setAttribute("stroke", "#1f5fbf");
+    line.setAttribute("stroke-width", "2");
+    svg.append(line);
+    box.append(caption, value, svg);
+    out.append(box);
+  }
+  sampleRequests();
+  chartTimer = setInterval(sampleRequests, SAMPLE_EVERY_MS);
+}
+
+function stopCharts() {
+  if (chartTimer !== null) clearInterval(chartTimer);
+  chartTimer = null;
+}
+
+async function sampleRequests() {
+  let totals;
+  try {
+    const response = await fetch("/api/requests", { credentials: "same-origin" });
+    if (!response.ok) {
+      stopCharts();
+      $("charts").textContent = "Request charts are the root user's.";
+      return;
+    }
+    totals = await response.json();
+  } catch {
+    return;
+  }
+  samples.push({ at: Date.now(), totals });
+  if (samples.length > CHART_POINTS + 1) samples.shift();
+  if (samples.length < 2) return;
+  for (const chart of CHARTS) {
+    const values = [];
+    for (let i = 1; i < samples.length; i += 1) {
+      const seconds = Math.max((samples[i].at - samples[i - 1].at) / 1000, 0.001);
+      values.push(Math.max(chart.of(samples[i - 1].totals, samples[i].totals, seconds), 0));
+    }
+    const box = $(`chart-${chart.id}`);
+    if (!box) return;
+    box.querySelector(".value").textContent = chart.unit(values[values.length - 1]);
+    const top = Math.max(...values, 1e-9);
+    const points = values.map((v, i) => `${(i / (CHART_POINTS - 1)) * 258 + 1},${68 - (v / top) * 64}`);
+    box.querySelector("polyline").setAttribute("points", points.join(" "));
+  }
 }
 
 // The nodes of a cluster, as its control plane knows them (nothing for a single server).
@@ -1316,6 +1403,7 @@ async function render() {
   if (!csrf) return;
   const { kind, bucket, path } = route();
   report(null);
+  if (kind !== "deployment") stopCharts();
   try {
     if (kind === "b" && bucket) {
       await renderObjects(bucket, path);
