@@ -8,6 +8,7 @@ page is saved under `s3-compat-tests/artifacts/console/`."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -46,11 +47,16 @@ def start_console_server(base: Path) -> StrataServer:
     drives = [base / f"d{i}" for i in range(1, 10)]
     for d in drives:
         d.mkdir(parents=True)
-    # Buckets counted every second, for the bucket list's objects and sizes.
+    # Buckets counted every second, for the bucket list's objects and sizes; a key service;
+    # a tier of six local drives for transition rules.
     env = {"STRATA_USAGE_SCAN_SECS": "1", "STRATA_KMS_SECRET_KEY": KMS_MASTER_KEY}
-    srv = StrataServer(
-        drives, base / "server.log", ["--console-address", "127.0.0.1:0"], env=env
-    ).start()
+    tiers = base / "tiers.json"
+    warm = [str(base / f"warm{i}") for i in range(1, 7)]
+    tiers.write_text(json.dumps({"tiers": [
+        {"name": "WARM", "type": "pool", "drives": warm, "data_shards": 4, "parity_shards": 2}
+    ]}))
+    args = ["--console-address", "127.0.0.1:0", "--tiers", str(tiers)]
+    srv = StrataServer(drives, base / "server.log", args, env=env).start()
     log = srv.log_path.read_text(errors="replace")
     line = next((l for l in log.splitlines() if "web console at http://" in l), None)
     assert line, srv.log_tail()
@@ -223,6 +229,9 @@ def test_a_person_uploads_browses_downloads_and_sets_a_rule(console_server, brow
     browser.type("#rule-form input[name=prefix]", "steps/")
     browser.type("#rule-form input[name=days]", "30")
     browser.type("#rule-form input[name=noncurrent]", "7")
+    browser.find("#tier-names option[value=WARM]")
+    browser.type("#rule-form input[name=tier]", "WARM")
+    browser.type("#rule-form input[name=tierDays]", "10")
     browser.click("#rule-dry-run")
     browser.wait_text("#dry-run", "objects looked at")
     browser.click("#rule-form button[type=submit]")
@@ -234,6 +243,7 @@ def test_a_person_uploads_browses_downloads_and_sets_a_rule(console_server, brow
     assert rules[0]["Filter"]["Prefix"] == "steps/"
     assert rules[0]["Expiration"]["Days"] == 30
     assert rules[0]["NoncurrentVersionExpiration"]["NoncurrentDays"] == 7
+    assert rules[0]["Transitions"] == [{"Days": 10, "StorageClass": "WARM"}]
 
     # Deleting an object from its details.
     browser.driver.get(f"{console_server.console_url}#/o/{bucket}/run-3/config.json")

@@ -90,6 +90,7 @@ enum Route {
     Info,
     Jobs,
     Usage,
+    Tiers,
     HealStatus,
     StartHeal,
     FormatDrive,
@@ -120,6 +121,7 @@ impl Route {
             (&Method::GET, "info") => Route::Info,
             (&Method::GET, "jobs") => Route::Jobs,
             (&Method::GET, "usage") => Route::Usage,
+            (&Method::GET, "tiers") => Route::Tiers,
             (&Method::GET, "heal") => Route::HealStatus,
             (&Method::POST, "heal") => Route::StartHeal,
             (&Method::POST, "drives/format") => Route::FormatDrive,
@@ -152,6 +154,7 @@ impl Route {
             Route::Info => "AdminInfo",
             Route::Jobs => "AdminJobs",
             Route::Usage => "AdminUsage",
+            Route::Tiers => "AdminTiers",
             Route::HealStatus => "AdminHealStatus",
             Route::StartHeal => "AdminHeal",
             Route::FormatDrive => "AdminFormatDrive",
@@ -196,6 +199,12 @@ pub async fn call(
         Route::Jobs => Ok(json(StatusCode::OK, &state.jobs.list())),
         // Empty until the first count finishes (a few seconds after the start).
         Route::Usage => Ok(json(StatusCode::OK, &state.usage.latest())),
+        // The tiers transition rules may name (the tiers file's).
+        Route::Tiers => {
+            let tiers = state.store.tiers();
+            let names: Vec<&str> = tiers.names().collect();
+            Ok(json(StatusCode::OK, &names))
+        }
         Route::HealStatus => Ok(json(
             StatusCode::OK,
             &HealStatusView::from(state.healer.status(&state.store)),
@@ -625,6 +634,7 @@ async fn identities(
         Route::Info
         | Route::Jobs
         | Route::Usage
+        | Route::Tiers
         | Route::HealStatus
         | Route::StartHeal
         | Route::FormatDrive

@@ -806,6 +806,10 @@ async function renderSettings(bucket) {
   $("versioning-toggle").onclick = () => setVersioning(bucket, versioning === "Enabled" ? "Suspended" : "Enabled");
 
   renderRules(await lifecycleRules(bucket));
+  // The tiers rules may name, for the root user (others type the tier's name).
+  admin("GET", "/tiers").then((names) => {
+    $("tier-names").replaceChildren(...names.map((name) => new Option(name, name)));
+  }).catch(() => {});
   await Promise.all([renderEncryption(bucket), renderPublicAccess(bucket), renderCors(bucket)]);
 
   try {
@@ -956,6 +960,8 @@ function renderRules(rules) {
     cell(row, filter ? first(filter, "Prefix") : first(rule, "Prefix"));
     cell(row, first(rule, "Status"));
     cell(row, days("Expiration", "Days"));
+    const transition = rule.getElementsByTagName("Transition")[0];
+    cell(row, transition ? `${first(transition, "StorageClass")} after ${first(transition, "Days")} days` : "");
     cell(row, days("NoncurrentVersionExpiration", "NoncurrentDays"));
     cell(row, days("AbortIncompleteMultipartUpload", "DaysAfterInitiation"));
     cell(row, button("Delete", () => deleteRule(first(rule, "ID")), "danger"));
@@ -967,6 +973,10 @@ function ruleFromForm(form) {
   const parts = [`<ID>${escapeXml(form.id.value)}</ID>`,
     `<Filter><Prefix>${escapeXml(form.prefix.value)}</Prefix></Filter>`, "<Status>Enabled</Status>"];
   if (form.days.value) parts.push(`<Expiration><Days>${Number(form.days.value)}</Days></Expiration>`);
+  if (form.tier.value) {
+    parts.push(`<Transition><Days>${Number(form.tierDays.value || 0)}</Days>`
+      + `<StorageClass>${escapeXml(form.tier.value)}</StorageClass></Transition>`);
+  }
   if (form.noncurrent.value) {
     parts.push(`<NoncurrentVersionExpiration><NoncurrentDays>${Number(form.noncurrent.value)}`
       + "</NoncurrentDays></NoncurrentVersionExpiration>");
