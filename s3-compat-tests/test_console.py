@@ -287,15 +287,20 @@ def test_a_user_made_in_the_console_sees_writes_refused(console_server, browser,
     )
     browser.click("#policy-form button")
     browser.wait_text("#policy-rows", policy)
+    # The user is made without a policy, then given the read-only one.
     user = f"reader-{uuid.uuid4().hex[:6]}"
     browser.type("#user-form input[name=name]", user)
-    browser.driver.find_element(By.CSS_SELECTOR, f"#user-form option[value='{policy}']").click()
     browser.click("#user-form button")
     browser.wait_text("#new-secret", "shown this once")
     browser.screenshot("users")
     notice = browser.find("#new-secret").text
     secret = notice.rsplit(": ", 1)[1].strip()
     browser.wait_text("#user-rows", user)
+    row = f"//tbody[@id='user-rows']/tr[td[1][text()='{user}']]"
+    browser.find_xpath(f"{row}//option[@value='{policy}']").click()
+    browser.find_xpath(f"{row}//button[text()='Attach']").click()
+    browser.wait.until(lambda _: policy in browser.find_xpath(f"{row}/td[3]").text
+                       and "Detach" in browser.find_xpath(f"{row}/td[3]").text)
     # A key of the key service made here encrypts what names it.
     key_name = f"team-{uuid.uuid4().hex[:6]}"
     browser.type("#kms-form input[name=name]", key_name)

@@ -1119,7 +1119,20 @@ async function renderUsers() {
     const row = rows.insertRow();
     cell(row, user.name);
     cell(row, user.enabled ? "enabled" : "disabled");
-    cell(row, user.policies.join(", "));
+    // Each policy with a way to detach it, then a way to attach another.
+    const attached = cell(row, "");
+    for (const policy of user.policies) {
+      attached.append(policy, " ", button("Detach", () => userCall(
+        "POST", `/users/detach?${query({ name: user.name, policy })}`)), " ");
+    }
+    const others = policies.filter((p) => !user.policies.includes(p.name));
+    if (others.length > 0) {
+      const pick = document.createElement("select");
+      pick.setAttribute("aria-label", `A policy to attach to ${user.name}`);
+      pick.append(...others.map((p) => new Option(p.name, p.name)));
+      attached.append(pick, " ", button("Attach", () => userCall(
+        "POST", `/users/attach?${query({ name: user.name, policy: pick.value })}`)));
+    }
     const actions = cell(row, button(user.enabled ? "Disable" : "Enable", () => userCall(
       "POST", `/users/${user.enabled ? "disable" : "enable"}?${query({ name: user.name })}`)));
     actions.append(" ", button("Remove", () => {
