@@ -222,7 +222,7 @@ fn sign_out(console: &Console, headers: &HeaderMap) -> Response {
     let Some((token, session)) = signed_in(console, headers) else {
         return refusal(StatusCode::UNAUTHORIZED, "not signed in");
     };
-    if !csrf_ok(&session, headers) {
+    if !from_the_page(&session, headers) {
         return refusal(StatusCode::FORBIDDEN, "missing or wrong CSRF token");
     }
     console.sessions.close(&token);
@@ -235,17 +235,13 @@ fn sign_out(console: &Console, headers: &HeaderMap) -> Response {
 
 /// The server's request totals, for the root user (what the admin API shows, it shows).
 fn request_totals(console: &Console, headers: &HeaderMap) -> Response {
-    let Some((_, session)) = signed_in(console, headers) else {
-        return refusal(StatusCode::UNAUTHORIZED, "not signed in");
-    };
-    let user = console.keyring.lookup(&session.access_key);
-    match user.filter(|(secret, _)| session.secret_unchanged(secret)) {
-        Some((_, Identity::Root)) => {
+    match user_of(console, headers).map(|user| user.identity) {
+        Some(Identity::Root) => {
             let body = (console.totals)().to_string();
             ([(header::CONTENT_TYPE, "application/json")], body).into_response()
         }
         Some(_) => refusal(StatusCode::FORBIDDEN, "the root user's alone"),
-        None => refusal(StatusCode::UNAUTHORIZED, "sign in again"),
+        None => sign_in_first(),
     }
 }
 
@@ -263,17 +259,12 @@ const MAX_SHARE: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 6
 /// A share link: a GET of one object presigned with the signed-in user's own key, so that it
 /// opens what they may read, for as long as they chose, and no more.
 async fn share(console: &Console, request: Request) -> Response {
-    let Some((token, session)) = signed_in(console, request.headers()) else {
-        return refusal(StatusCode::UNAUTHORIZED, "not signed in");
+    let Some(user) = user_of(console, request.headers()) else {
+        return sign_in_first();
     };
-    if !(csrf_ok(&session, request.headers()) && same_origin(request.headers())) {
+    if !from_the_page(&user.session, request.headers()) {
         return refusal(StatusCode::FORBIDDEN, "missing or wrong CSRF token");
     }
-    let user = console.keyring.lookup(&session.access_key);
-    let Some((secret, _)) = user.filter(|(secret, _)| session.secret_unchanged(secret)) else {
-        console.sessions.close(&token);
-        return refusal(StatusCode::UNAUTHORIZED, "sign in again");
-    };
     let host = request_host(request.headers());
     let Ok(body) = axum::body::to_bytes(request.into_body(), SIGN_IN_LIMIT).await else {
         return refusal(StatusCode::BAD_REQUEST, "the request is too large");
@@ -296,8 +287,11 @@ async fn share(console: &Console, request: Request) -> Response {
             .collect::<Vec<_>>()
             .join("/")
     );
-    let signer =
-        crate::signing::Signer::new(&session.access_key, &secret, console.keyring.region());
+    let signer = crate::signing::Signer::new(
+        &user.session.access_key,
+        &user.secret,
+        console.keyring.region(),
+    );
     match signer.presigned_get(&url, expires, std::time::SystemTime::now()) {
         Ok(link) => {
             let body = serde_json::json!({ "url": link }).to_string();
@@ -345,23 +339,15 @@ fn request_host(headers: &HeaderMap) -> Option<String> {
 
 /// An S3 or admin call of the page, made as the signed-in user.
 async fn server_call(console: &Console, request: Request) -> Response {
-    let Some((token, session)) = signed_in(console, request.headers()) else {
-        return refusal(StatusCode::UNAUTHORIZED, "not signed in");
+    let Some(user) = user_of(console, request.headers()) else {
+        return sign_in_first();
     };
     // A read needs no token: a link to a download opens it, and SameSite keeps other sites'
     // pages from sending the cookie.
     let reads_only = matches!(*request.method(), Method::GET | Method::HEAD);
-    let from_the_page = csrf_ok(&session, request.headers()) && same_origin(request.headers());
-    if !(reads_only || from_the_page) {
+    if !(reads_only || from_the_page(&user.session, request.headers())) {
         return refusal(StatusCode::FORBIDDEN, "missing or wrong CSRF token");
     }
-    // The user may have been removed or disabled, or their secret changed, since they
-    // signed in.
-    let user = console.keyring.lookup(&session.access_key);
-    let Some((_, identity)) = user.filter(|(secret, _)| session.secret_unchanged(secret)) else {
-        console.sessions.close(&token);
-        return refusal(StatusCode::UNAUTHORIZED, "sign in again");
-    };
     let (mut parts, body) = request.into_parts();
     let Some(uri) = server_uri(&parts.uri) else {
         return refusal(StatusCode::BAD_REQUEST, "not an S3 or admin path");
@@ -382,7 +368,7 @@ async fn server_call(console: &Console, request: Request) -> Response {
         .headers
         .insert(header::HOST, HeaderValue::from_static("127.0.0.1"));
     let request = Request::from_parts(parts, Body::new(body));
-    let mut response = (console.s3)(request, identity, session.access_key).await;
+    let mut response = (console.s3)(request, user.identity, user.session.access_key).await;
     response.headers_mut().insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(OBJECT_POLICY),
@@ -404,6 +390,41 @@ fn server_uri(uri: &Uri) -> Option<Uri> {
         None => path.to_string(),
     };
     with_query.parse().ok()
+}
+
+/// The user signed in to a session, as the deployment knows them now.
+struct SignedIn {
+    session: session::Session,
+    secret: String,
+    identity: Identity,
+}
+
+/// The user whose session a request's cookie names, looked up again now: one removed or
+/// disabled, or whose secret changed, since signing in is signed out. `None`: the request
+/// must sign in ([`sign_in_first`]).
+fn user_of(console: &Console, headers: &HeaderMap) -> Option<SignedIn> {
+    let (token, session) = signed_in(console, headers)?;
+    let user = console.keyring.lookup(&session.access_key);
+    let Some((secret, identity)) = user.filter(|(secret, _)| session.secret_unchanged(secret))
+    else {
+        console.sessions.close(&token);
+        return None;
+    };
+    Some(SignedIn {
+        session,
+        secret: secret.into_owned(),
+        identity,
+    })
+}
+
+fn sign_in_first() -> Response {
+    refusal(StatusCode::UNAUTHORIZED, "sign in")
+}
+
+/// Whether a call that changes something comes from the console's own page: it carries the
+/// session's CSRF token, and the browser says it is same-origin.
+fn from_the_page(session: &session::Session, headers: &HeaderMap) -> bool {
+    csrf_ok(session, headers) && same_origin(headers)
 }
 
 /// The session a request's cookie names, with its token.
