@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
@@ -88,7 +89,10 @@ class Browser:
             {"download.default_directory": str(downloads), "download.prompt_for_download": False},
         )
         self.driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-        self.wait = WebDriverWait(self.driver, 60)
+        # The page re-renders what it shows: an element read as it is replaced is read again.
+        self.wait = WebDriverWait(
+            self.driver, 60, ignored_exceptions=[StaleElementReferenceException]
+        )
         self.downloads = downloads
 
     def quit(self):
