@@ -502,3 +502,41 @@ def test_default_encryption_and_block_public_access_are_set_from_the_settings(
     rules = browser.wait.until(cors_set)
     assert rules[0]["AllowedOrigins"] == ["https://notebook.example"]
     assert rules[0]["AllowedMethods"] == ["GET"]
+
+
+def test_files_dropped_on_the_page_upload_and_an_upload_can_be_cancelled(
+    console_server, browser, tmp_path
+):
+    s3 = console_server.boto3_client()
+    bucket = f"console-drop-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=bucket)
+    browser.sign_in(console_server.console_url, ACCESS_KEY, SECRET_KEY)
+    browser.click_link("bucket-rows", bucket)
+    browser.find("#objects:not([hidden])")
+    # A file dropped on the drop zone, as a browser delivers it.
+    browser.driver.execute_script(
+        """
+        const transfer = new DataTransfer();
+        transfer.items.add(new File(["dropped bytes"], "dropped.txt", { type: "text/plain" }));
+        const zone = document.getElementById("drop");
+        zone.dispatchEvent(new DragEvent("dragover", { dataTransfer: transfer, bubbles: true, cancelable: true }));
+        zone.dispatchEvent(new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true }));
+        """
+    )
+    browser.wait_text("#uploads", "dropped.txt: uploaded")
+    assert s3.get_object(Bucket=bucket, Key="dropped.txt")["Body"].read() == b"dropped bytes"
+
+    # A slow link, a large file in parts, and Cancel: nothing is left, not even the upload.
+    browser.driver.set_network_conditions(
+        offline=False, latency=5, download_throughput=50 * 1024 * 1024, upload_throughput=1024 * 1024
+    )
+    big = tmp_path / "checkpoint.bin"
+    big.write_bytes(os.urandom(40 * 1024 * 1024))
+    browser.find("#pick-files").send_keys(str(big))
+    browser.wait.until(lambda _: float(browser.find("#uploads li:last-child progress").get_attribute("value")) > 0)
+    browser.click("#uploads li:last-child button")
+    browser.wait_text("#uploads li:last-child", "checkpoint.bin: cancelled")
+    browser.driver.delete_network_conditions()
+    assert s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    with pytest.raises(Exception):
+        s3.head_object(Bucket=bucket, Key="checkpoint.bin")
