@@ -1298,10 +1298,18 @@ async function renderDeployment() {
     cell(row, job.last_outcome ?? "");
   }
   const heal = info.heal;
+  // A pass is a heal or a scrub (its reason says which), of everything or of one drive.
   const running = heal.running
-    ? `A heal pass is running (${heal.running.report.objects_checked} of ${heal.running.objects_total} objects checked).`
-    : "No heal pass is running.";
-  $("healing").textContent = `${heal.objects_to_heal} objects wait to be healed. ${running}`;
+    ? `A ${heal.running.reason} pass is running over ${heal.running.scope}: `
+      + `${heal.running.report.objects_checked} of ${heal.running.objects_total} objects checked, `
+      + `${heal.running.report.objects_healed} healed.`
+    : "No heal or scrub pass is running.";
+  const last = heal.last
+    ? ` The last (${heal.last.reason}) finished ${when(heal.last.finished_ms)}: `
+      + `${heal.last.report.objects_checked} objects checked, ${heal.last.report.objects_healed} healed`
+      + `${heal.last.error ? `, and it failed: ${heal.last.error}` : ""}.`
+    : "";
+  $("healing").textContent = `${heal.objects_to_heal} objects wait to be healed. ${running}${last}`;
 }
 
 // --- Live request charts: differences of the server's totals, sampled every 2 s ----------
