@@ -540,3 +540,31 @@ def test_files_dropped_on_the_page_upload_and_an_upload_can_be_cancelled(
     assert s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
     with pytest.raises(Exception):
         s3.head_object(Bucket=bucket, Key="checkpoint.bin")
+
+
+# Every field of the page named for a screen reader: inside its label, labelled by one, or
+# with an aria-label.
+UNLABELLED_FIELDS = """
+return Array.from(document.querySelectorAll("input, select, textarea"))
+  .filter((field) => !(field.closest("label") || field.getAttribute("aria-label")
+    || (field.id && document.querySelector(`label[for="${field.id}"]`))))
+  .map((field) => field.outerHTML);
+"""
+
+
+def test_the_console_works_from_the_keyboard_and_names_its_fields(console_server, browser):
+    from selenium.webdriver.common.keys import Keys
+
+    browser.driver.get(console_server.console_url)
+    access = browser.find("#sign-in-form input[name=accessKey]")
+    browser.wait.until(EC.element_to_be_clickable(access))
+    access.click()
+    access.send_keys(ACCESS_KEY, Keys.TAB, SECRET_KEY, Keys.ENTER)
+    browser.wait_text("#who", ACCESS_KEY)
+    assert browser.driver.execute_script(UNLABELLED_FIELDS) == []
+    # The file pickers are in the tab order, not only reachable by mouse.
+    for picker in ("pick-files", "pick-folder"):
+        reachable = browser.driver.execute_script(
+            f"const f = document.getElementById('{picker}'); return f.tabIndex >= 0 && !f.hidden"
+        )
+        assert reachable, picker
