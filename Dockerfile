@@ -41,7 +41,8 @@ COPY --chmod=0755 deploy/docker-entrypoint.sh /usr/local/bin/docker-entrypoint.s
 USER 10001:10001
 WORKDIR /data
 VOLUME ["/data/d1", "/data/d2", "/data/d3", "/data/d4", "/data/d5", "/data/d6", "/data/d7", "/data/d8", "/data/d9"]
-EXPOSE 9000
+# The S3 API, and the web console.
+EXPOSE 9000 9001
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["/usr/local/bin/docker-entrypoint.sh", "healthcheck"]
 ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/docker-entrypoint.sh"]

@@ -10,6 +10,8 @@
 #                           erasure set of STRATA_EC (one volume per drive: mount each)
 #   STRATA_EC               erasure coding DATA+PARITY, default 6+3
 #   STRATA_ADDRESS          listen address, default 0.0.0.0:9000
+#   STRATA_CONSOLE_ADDRESS  the web console's address, default 0.0.0.0:9001 (reachable from
+#                           outside the container); `none` turns it off
 #   STRATA_DOMAIN           domain for virtual-hosted-style requests (bucket.DOMAIN)
 #   STRATA_CERTS_DIR        TLS certificate folder (passed as --certs-dir when set)
 #   STRATA_JSON_LOGS        1/true/yes: log JSON lines
@@ -68,6 +70,8 @@ password needs at least 8 characters). The server listens on ${STRATA_ADDRESS:-0
 and refuses to start there with its built-in default credentials."
 fi
 unset STRATA_ROOT_USER_FILE STRATA_ROOT_PASSWORD_FILE
+# The server's own default, 127.0.0.1, would be the container's loopback alone.
+export STRATA_CONSOLE_ADDRESS="${STRATA_CONSOLE_ADDRESS:-0.0.0.0:9001}"
 
 ec=${STRATA_EC:-6+3}
 drives=${STRATA_DRIVES:-}

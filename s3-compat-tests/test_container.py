@@ -97,6 +97,11 @@ def test_entrypoint_defaults_exec_strata_server_over_nine_drives(shell, fake_bin
     assert report["ppid"] == os.getpid()
     assert report["env"]["STRATA_ROOT_USER"] == "admin"
     assert report["env"]["STRATA_ROOT_PASSWORD"] == "a-long-secret"
+    # The console listens beyond the container's loopback, unless told otherwise.
+    assert report["env"]["STRATA_CONSOLE_ADDRESS"] == "0.0.0.0:9001"
+    env = {**CREDENTIALS, "STRATA_CONSOLE_ADDRESS": "none"}
+    report = started(run_entrypoint(shell, fake_bin, env))
+    assert report["env"]["STRATA_CONSOLE_ADDRESS"] == "none"
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -244,6 +249,7 @@ def test_entrypoint_starts_the_real_server_and_its_healthcheck_passes(tmp_path):
         "STRATA_EC": "4+2",
         "STRATA_DRIVES": f"{tmp_path}/d{{1...6}}",
         "STRATA_ADDRESS": "127.0.0.1:0",
+        "STRATA_CONSOLE_ADDRESS": "127.0.0.1:0",
         "STRATA_JSON_LOGS": "true",
         "NO_COLOR": "1",
     }
