@@ -40,6 +40,9 @@ impl Session {
     }
 }
 
+/// Sessions held at most: past this, signing in ends the session unused the longest.
+const MAX_SESSIONS: usize = 10_000;
+
 /// The sessions, by cookie token.
 #[derive(Default)]
 pub struct Sessions(Mutex<HashMap<String, Session>>);
@@ -59,6 +62,14 @@ impl Sessions {
         let token = random_token();
         let mut sessions = self.0.lock().expect("not poisoned");
         sessions.retain(|_, s| live(s, now));
+        if sessions.len() >= MAX_SESSIONS {
+            let idlest = (sessions.iter())
+                .min_by_key(|(_, s)| s.last_used)
+                .map(|(token, _)| token.clone());
+            if let Some(idlest) = idlest {
+                sessions.remove(&idlest);
+            }
+        }
         sessions.insert(token.clone(), session.clone());
         (token, session)
     }
@@ -146,6 +157,22 @@ mod tests {
         assert!(sessions.find(&token).is_none());
         let (other, _) = sessions.open("alice", "secret-1");
         assert_ne!(other, token, "tokens are not reused");
+    }
+
+    #[test]
+    fn past_the_most_sessions_the_idlest_ends() {
+        let sessions = Sessions::default();
+        let (first, _) = sessions.open("alice", "s");
+        for _ in 1..MAX_SESSIONS {
+            sessions.open("bob", "s");
+        }
+        assert!(
+            sessions.find(&first).is_some(),
+            "used just now: not the idlest"
+        );
+        let (_, _) = sessions.open("carol", "s");
+        assert!(sessions.find(&first).is_some());
+        assert_eq!(sessions.0.lock().unwrap().len(), MAX_SESSIONS);
     }
 
     #[test]

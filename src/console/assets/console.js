@@ -139,7 +139,12 @@ const when = (iso) => (iso ? new Date(iso).toLocaleString() : "");
 // Where the page is: #/ (buckets), #/b/BUCKET/PREFIX (a folder), #/o/BUCKET/KEY (an object),
 // #/s/BUCKET/ (a bucket's settings), #/users, #/deployment.
 function route() {
-  const hash = decodeURIComponent(location.hash.slice(1) || "/");
+  let hash = location.hash.slice(1) || "/";
+  try {
+    hash = decodeURIComponent(hash);
+  } catch {
+    // A hand-typed address that is not percent-encoded: taken as it is.
+  }
   const [, kind, bucket, ...rest] = hash.split("/");
   return { kind: kind || "", bucket: bucket || "", path: rest.join("/") };
 }
