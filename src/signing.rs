@@ -11,6 +11,18 @@ use aws_sigv4::http_request::{
     UriPathNormalizationMode,
 };
 use aws_sigv4::sign::v4::SigningParams;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC};
+
+/// AWS's URI encoding of a query value or a path segment: every byte percent-encoded but
+/// the unreserved characters `A-Z a-z 0-9 - _ . ~` (what SigV4 signs, and S3's
+/// `encoding-type=url`, alike).
+pub const URI_UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+/// The same for a whole path: its `/` stay as they are.
+pub const URI_PATH: &AsciiSet = &URI_UNRESERVED.remove(b'/');
 
 /// What a request's signature says of its body.
 #[derive(Debug, Clone, Copy)]
@@ -109,13 +121,7 @@ impl Signer {
         let (instructions, _signature) = sign(request, &params)
             .map_err(|e| format!("signing {url}: {e}"))?
             .into_parts();
-        // SigV4's encoding: everything but the unreserved characters.
-        const QUERY: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-            .remove(b'-')
-            .remove(b'_')
-            .remove(b'.')
-            .remove(b'~');
-        let encode = |v: &str| percent_encoding::utf8_percent_encode(v, QUERY).to_string();
+        let encode = |v: &str| percent_encoding::utf8_percent_encode(v, URI_UNRESERVED).to_string();
         let query: Vec<String> = (instructions.params().iter())
             .map(|(name, value)| format!("{}={}", encode(name), encode(value)))
             .collect();

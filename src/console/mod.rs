@@ -316,12 +316,7 @@ impl Console {
 
 /// A path segment as SigV4 signs it: everything but the unreserved characters encoded.
 fn encode_segment(segment: &str) -> String {
-    const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-        .remove(b'-')
-        .remove(b'_')
-        .remove(b'.')
-        .remove(b'~');
-    percent_encoding::utf8_percent_encode(segment, SEGMENT).to_string()
+    percent_encoding::utf8_percent_encode(segment, crate::signing::URI_UNRESERVED).to_string()
 }
 
 /// The host name (no port) the browser used.

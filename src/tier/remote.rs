@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Context;
 use async_trait::async_trait;
 use futures::StreamExt;
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use percent_encoding::{utf8_percent_encode, AsciiSet};
 use reqwest::header::{CONTENT_LENGTH, RANGE};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use serde::Deserialize;
@@ -33,14 +33,9 @@ const LIST_PAGE: usize = 1000;
 const MAX_DOCUMENT: usize = 16 << 20;
 
 /// Bytes of a key sent as they are in a path: AWS's unreserved set and `/`.
-const PATH_CHARS: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~')
-    .remove(b'/');
+const PATH_CHARS: &AsciiSet = crate::signing::URI_PATH;
 /// Bytes of a query value sent as they are: AWS's unreserved set.
-const QUERY_CHARS: &AsciiSet = &PATH_CHARS.add(b'/');
+const QUERY_CHARS: &AsciiSet = crate::signing::URI_UNRESERVED;
 
 /// A tier in a bucket of a remote S3-compatible endpoint.
 pub struct RemoteS3Tier {

@@ -2,7 +2,7 @@
 
 use axum::response::Response;
 use base64::Engine;
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use percent_encoding::{utf8_percent_encode, AsciiSet};
 
 use super::bucket::{bucket_owner, ListedOwners};
 use super::Request;
@@ -16,12 +16,7 @@ use std::collections::BTreeMap;
 const MAX_KEYS: usize = 1000;
 
 /// `encoding-type=url` escapes everything but unreserved characters and '/'.
-const URL_ENCODING: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'_')
-    .remove(b'.')
-    .remove(b'~')
-    .remove(b'/');
+const URL_ENCODING: &AsciiSet = crate::signing::URI_PATH;
 
 /// Keys and prefixes as a listing shows them: as stored, or URL-encoded when the request
 /// says `encoding-type=url`.

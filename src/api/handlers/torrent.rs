@@ -156,17 +156,11 @@ fn file_name(bucket: &BucketName, key: &ObjectKey) -> String {
 
 /// The object's path-style URL on the host the request was sent to: the web seed.
 fn object_url(request: &Request<'_>, bucket: &BucketName, key: &ObjectKey) -> String {
-    const KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-        .remove(b'/')
-        .remove(b'-')
-        .remove(b'_')
-        .remove(b'.')
-        .remove(b'~');
     let scheme = if request.state.tls { "https" } else { "http" };
     let host = (request.headers.get(header::HOST))
         .and_then(|h| h.to_str().ok())
         .unwrap_or("localhost");
-    let key = percent_encoding::utf8_percent_encode(key.as_str(), KEEP);
+    let key = percent_encoding::utf8_percent_encode(key.as_str(), crate::signing::URI_PATH);
     format!("{scheme}://{host}/{}/{key}", bucket.as_str())
 }
 
