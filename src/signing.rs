@@ -7,8 +7,8 @@ use std::time::SystemTime;
 
 use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{
-    sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings,
-    UriPathNormalizationMode,
+    sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest,
+    SignatureLocation, SigningInstructions, SigningSettings, UriPathNormalizationMode,
 };
 use aws_sigv4::sign::v4::SigningParams;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC};
@@ -59,30 +59,14 @@ impl Signer {
         payload: Payload<'_>,
         now: SystemTime,
     ) -> Result<Vec<(String, String)>, String> {
-        let mut settings = SigningSettings::default();
+        let mut settings = s3_settings();
         settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
-        settings.percent_encoding_mode = PercentEncodingMode::Single;
-        settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
-        let identity = self.credentials.clone().into();
-        let params = SigningParams::builder()
-            .identity(&identity)
-            .region(&self.region)
-            .name("s3")
-            .time(now)
-            .settings(settings)
-            .build()
-            .map_err(|e| format!("signing: {e}"))?
-            .into();
         let body = match payload {
             Payload::Bytes(bytes) => SignableBody::Bytes(bytes),
             Payload::Sha256(hash) => SignableBody::Precomputed(hash.to_string()),
             Payload::Unsigned => SignableBody::UnsignedPayload,
         };
-        let request = SignableRequest::new(method, url, std::iter::empty(), body)
-            .map_err(|e| format!("signing {url}: {e}"))?;
-        let (instructions, _signature) = sign(request, &params)
-            .map_err(|e| format!("signing {url}: {e}"))?
-            .into_parts();
+        let instructions = self.sign(method, url, body, settings, now)?;
         Ok((instructions.headers())
             .map(|(name, value)| (name.to_string(), value.to_string()))
             .collect())
@@ -96,11 +80,26 @@ impl Signer {
         expires: std::time::Duration,
         now: SystemTime,
     ) -> Result<String, String> {
-        let mut settings = SigningSettings::default();
-        settings.signature_location = aws_sigv4::http_request::SignatureLocation::QueryParams;
+        let mut settings = s3_settings();
+        settings.signature_location = SignatureLocation::QueryParams;
         settings.expires_in = Some(expires);
-        settings.percent_encoding_mode = PercentEncodingMode::Single;
-        settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
+        let instructions = self.sign("GET", url, SignableBody::UnsignedPayload, settings, now)?;
+        let encode = |v: &str| percent_encoding::utf8_percent_encode(v, URI_UNRESERVED).to_string();
+        let query: Vec<String> = (instructions.params().iter())
+            .map(|(name, value)| format!("{}={}", encode(name), encode(value)))
+            .collect();
+        Ok(format!("{url}?{}", query.join("&")))
+    }
+
+    /// Signs `method url` with `body` as `settings` say, at `now`.
+    fn sign(
+        &self,
+        method: &str,
+        url: &str,
+        body: SignableBody<'_>,
+        settings: SigningSettings,
+        now: SystemTime,
+    ) -> Result<SigningInstructions, String> {
         let identity = self.credentials.clone().into();
         let params = SigningParams::builder()
             .identity(&identity)
@@ -111,20 +110,19 @@ impl Signer {
             .build()
             .map_err(|e| format!("signing: {e}"))?
             .into();
-        let request = SignableRequest::new(
-            "GET",
-            url,
-            std::iter::empty(),
-            SignableBody::UnsignedPayload,
-        )
-        .map_err(|e| format!("signing {url}: {e}"))?;
+        let request = SignableRequest::new(method, url, std::iter::empty(), body)
+            .map_err(|e| format!("signing {url}: {e}"))?;
         let (instructions, _signature) = sign(request, &params)
             .map_err(|e| format!("signing {url}: {e}"))?
             .into_parts();
-        let encode = |v: &str| percent_encoding::utf8_percent_encode(v, URI_UNRESERVED).to_string();
-        let query: Vec<String> = (instructions.params().iter())
-            .map(|(name, value)| format!("{}={}", encode(name), encode(value)))
-            .collect();
-        Ok(format!("{url}?{}", query.join("&")))
+        Ok(instructions)
     }
+}
+
+/// S3's rules: the path signed as it is sent (encoded once, never normalised).
+fn s3_settings() -> SigningSettings {
+    let mut settings = SigningSettings::default();
+    settings.percent_encoding_mode = PercentEncodingMode::Single;
+    settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
+    settings
 }
