@@ -80,23 +80,29 @@ fn decode_bucket_token(token: &str) -> Result<String, S3Error> {
         })
 }
 
-/// The account with canonical ID `id`, as an `Owner` element names it (by its ID alone
+/// The `Owner` element of canonical ID `id`, named as `accounts` name it (by its ID alone
 /// once no account has it any more).
-pub fn account(state: &crate::api::S3State, id: &str) -> xml::Owner {
-    let display_name = match id == state.owner_id() {
-        true => state.owner.clone(),
-        false => (crate::api::acl::Accounts::of(state).name(id))
-            .unwrap_or(id)
-            .to_string(),
-    };
+fn owner_named(id: &str, accounts: &acl::Accounts) -> xml::Owner {
     xml::Owner {
         id: id.to_string(),
-        display_name,
+        display_name: accounts.name(id).unwrap_or(id).to_string(),
     }
 }
 
-/// The owner of a bucket: the user who created it.
-pub async fn bucket_owner(
+/// The `Owner` element of the account with canonical ID `id`. The root user's needs no
+/// lookup of the users.
+pub fn account(state: &crate::api::S3State, id: &str) -> xml::Owner {
+    match id == state.owner_id() {
+        true => xml::Owner {
+            id: id.to_string(),
+            display_name: state.owner.clone(),
+        },
+        false => owner_named(id, &acl::Accounts::of(state)),
+    }
+}
+
+/// The `Owner` element of a bucket's owner: the user who created it.
+pub async fn bucket_owner_element(
     state: &crate::api::S3State,
     bucket: &BucketName,
 ) -> Result<xml::Owner, S3Error> {
@@ -110,7 +116,7 @@ pub async fn bucket_owner(
 pub struct ListedOwners<'a> {
     request: &'a Request<'a>,
     bucket_owner: xml::Owner,
-    accounts: std::cell::OnceCell<crate::api::acl::Accounts>,
+    accounts: std::cell::OnceCell<acl::Accounts>,
 }
 
 impl<'a> ListedOwners<'a> {
@@ -125,13 +131,9 @@ impl<'a> ListedOwners<'a> {
     pub fn of(&self, record: &crate::object::ObjectRecord) -> xml::Owner {
         match record.acl.as_ref().map(|acl| &acl.owner) {
             Some(id) if *id != self.bucket_owner.id => {
-                let accounts = (self.accounts)
-                    .get_or_init(|| crate::api::acl::Accounts::of(self.request.state));
-                let display_name = accounts.name(id).unwrap_or(id).to_string();
-                xml::Owner {
-                    id: id.clone(),
-                    display_name,
-                }
+                let accounts =
+                    (self.accounts).get_or_init(|| acl::Accounts::of(self.request.state));
+                owner_named(id, accounts)
             }
             _ => self.bucket_owner.clone(),
         }
@@ -171,7 +173,7 @@ pub async fn create_bucket(
         Err(ObjectError::BucketExists) => {
             // Another user's bucket is not re-created: its name is taken.
             let held = store.bucket(bucket).await?;
-            if held.settings.owner(&request.state.owner_id()) != creator {
+            if acl::bucket_owner(request.state, &held.settings) != creator {
                 return Err(S3Error::from_code(S3ErrorCode::BucketAlreadyExists));
             }
             // S3 in us-east-1 answers the re-creation of one's own bucket with 200, for

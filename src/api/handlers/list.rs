@@ -4,7 +4,7 @@ use axum::response::Response;
 use base64::Engine;
 use percent_encoding::{utf8_percent_encode, AsciiSet};
 
-use super::bucket::{bucket_owner, ListedOwners};
+use super::bucket::{bucket_owner_element, ListedOwners};
 use super::Request;
 use crate::api::error::{S3Error, S3ErrorCode};
 use crate::api::headers::{iso8601, storage_class_name, tagging_value};
@@ -165,7 +165,7 @@ pub async fn list_objects_v2(
     let fetch_owner = request.query.get("fetch-owner") == Some("true");
     let extras = Extras {
         owner: match fetch_owner {
-            true => Some(bucket_owner(request.state, name).await?),
+            true => Some(bucket_owner_element(request.state, name).await?),
             false => None,
         },
         metadata: with_metadata,
@@ -204,7 +204,7 @@ pub async fn list_objects_v1(request: Request<'_>, name: &BucketName) -> Result<
     };
     let page = request.state.store.list_objects(name, &query).await?;
     let extras = Extras {
-        owner: Some(bucket_owner(request.state, name).await?),
+        owner: Some(bucket_owner_element(request.state, name).await?),
         ..Extras::default()
     };
     let (objects, prefixes) = contents(&request, &page, &encoder, extras);

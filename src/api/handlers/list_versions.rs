@@ -3,7 +3,7 @@
 
 use axum::response::Response;
 
-use super::bucket::{bucket_owner, ListedOwners};
+use super::bucket::{bucket_owner_element, ListedOwners};
 use super::list::{listed_checksum, max_keys, Encoder};
 use super::Request;
 use crate::api::error::{S3Error, S3ErrorCode};
@@ -104,7 +104,7 @@ pub async fn list_object_versions(
         .store
         .list_object_versions(name, &query)
         .await?;
-    let bucket_owner = bucket_owner(request.state, name).await?;
+    let bucket_owner = bucket_owner_element(request.state, name).await?;
     let (items, prefixes) = entries(&request, &page, &encoder, bucket_owner);
     let truncated = page.truncated;
     let doc = xml::ListVersionsResult {

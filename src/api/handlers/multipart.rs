@@ -3,7 +3,7 @@
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::bucket::bucket_owner;
+use super::bucket::bucket_owner_element;
 use super::copy::{copy_source, set_source_version, source_error};
 use super::list::Encoder;
 use super::object::{
@@ -332,7 +332,7 @@ pub async fn list_parts(
         .store
         .list_parts(name, object, upload_id, marker, max)
         .await?;
-    let owner = bucket_owner(request.state, name).await?;
+    let owner = bucket_owner_element(request.state, name).await?;
     let doc = xml::ListPartsResult {
         xmlns: (),
         bucket: name.to_string(),
@@ -386,7 +386,7 @@ pub async fn list_uploads(request: Request<'_>, name: &BucketName) -> Result<Res
         .store
         .list_multipart_uploads(name, &query)
         .await?;
-    let owner = bucket_owner(request.state, name).await?;
+    let owner = bucket_owner_element(request.state, name).await?;
     let last = page.uploads.last();
     let doc = xml::ListMultipartUploadsResult {
         xmlns: (),
