@@ -37,8 +37,8 @@ pub type RequestTotals = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
 const COOKIE: &str = "strata_console";
 /// The header that carries a session's CSRF token on every call that changes anything.
 const CSRF_HEADER: &str = "x-strata-csrf";
-/// The largest sign-in body read.
-const SIGN_IN_LIMIT: usize = 4096;
+/// The largest body of the console's own calls (a sign-in, a share link) read.
+const CALL_BODY_LIMIT: usize = 4096;
 
 /// The page and its assets, built into the binary.
 const INDEX_HTML: &str = include_str!("assets/index.html");
@@ -180,7 +180,7 @@ async fn sign_in(console: &Console, request: Request) -> Response {
         );
         return response;
     }
-    let Ok(body) = axum::body::to_bytes(request.into_body(), SIGN_IN_LIMIT).await else {
+    let Ok(body) = axum::body::to_bytes(request.into_body(), CALL_BODY_LIMIT).await else {
         return refusal(StatusCode::BAD_REQUEST, "the sign-in is too large");
     };
     let Ok(asked) = serde_json::from_slice::<SignIn>(&body) else {
@@ -266,7 +266,7 @@ async fn share(console: &Console, request: Request) -> Response {
         return refusal(StatusCode::FORBIDDEN, "missing or wrong CSRF token");
     }
     let host = request_host(request.headers());
-    let Ok(body) = axum::body::to_bytes(request.into_body(), SIGN_IN_LIMIT).await else {
+    let Ok(body) = axum::body::to_bytes(request.into_body(), CALL_BODY_LIMIT).await else {
         return refusal(StatusCode::BAD_REQUEST, "the request is too large");
     };
     let Ok(asked) = serde_json::from_slice::<Share>(&body) else {
@@ -319,17 +319,22 @@ fn encode_segment(segment: &str) -> String {
     percent_encoding::utf8_percent_encode(segment, crate::signing::URI_UNRESERVED).to_string()
 }
 
-/// The host name (no port) the browser used.
-fn request_host(headers: &HeaderMap) -> Option<String> {
+/// The host name the browser used, without its port (nor an IPv6 address's brackets).
+fn host_name(headers: &HeaderMap) -> Option<&str> {
     let host = headers.get(header::HOST)?.to_str().ok()?;
-    let name = match host.strip_prefix('[') {
-        Some(v6) => format!("[{}]", v6.split(']').next()?),
-        None => host
-            .rsplit_once(':')
-            .map_or(host, |(name, _)| name)
-            .to_string(),
-    };
-    Some(name)
+    Some(match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    })
+}
+
+/// The host the browser used, as a URL names it (no port).
+fn request_host(headers: &HeaderMap) -> Option<String> {
+    let name = host_name(headers)?;
+    Some(match name.contains(':') {
+        true => format!("[{name}]"),
+        false => name.to_string(),
+    })
 }
 
 /// An S3 or admin call of the page, made as the signed-in user.
@@ -454,15 +459,10 @@ fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
 /// Whether the request names this machine's loopback: `localhost`, `127.x.y.z` or `[::1]`,
 /// with any port.
 fn loopback_host(headers: &HeaderMap) -> bool {
-    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
-        return false;
-    };
-    let name = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
-    };
-    name.eq_ignore_ascii_case("localhost")
-        || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    host_name(headers).is_some_and(|name| {
+        name.eq_ignore_ascii_case("localhost")
+            || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    })
 }
 
 fn client_ip(request: &Request) -> IpAddr {
@@ -518,6 +518,41 @@ mod tests {
             let got = server_uri(&given.parse().unwrap()).unwrap();
             assert_eq!(got.to_string(), want);
         }
+    }
+
+    #[test]
+    fn share_links_name_the_host_the_browser_used_where_s3_listens_everywhere() {
+        let console = |s3: &str| Console {
+            keyring: Keyring::new(
+                crate::api::auth::Credentials {
+                    access_key: "a".into(),
+                    secret_key: "b".into(),
+                },
+                "us-east-1",
+            ),
+            s3: Arc::new(|_, _, _| Box::pin(async { StatusCode::OK.into_response() })),
+            totals: Arc::new(serde_json::Value::default),
+            sessions: Sessions::default(),
+            sign_in_limit: SignInLimit::default(),
+            tls: false,
+            loopback: false,
+            s3_address: s3.parse().unwrap(),
+        };
+        let host = |h| request_host(&headers(&[("host", h)]));
+        let open = console("0.0.0.0:9000");
+        assert_eq!(
+            open.s3_base(host("nas.lab:9001").as_deref()),
+            "http://nas.lab:9000"
+        );
+        assert_eq!(
+            open.s3_base(host("[fd00::5]:9001").as_deref()),
+            "http://[fd00::5]:9000"
+        );
+        let bound = console("10.1.2.3:9000");
+        assert_eq!(
+            bound.s3_base(host("nas.lab:9001").as_deref()),
+            "http://10.1.2.3:9000"
+        );
     }
 
     #[test]
