@@ -160,6 +160,22 @@ mod tests {
     }
 
     #[test]
+    fn a_session_ends_an_hour_unused_and_twelve_hours_after_sign_in() {
+        let (_, mut session) = Sessions::default().open("alice", "s");
+        let start = session.started;
+        let minutes = |m: u64| Duration::from_secs(m * 60);
+        assert!(live(&session, start + minutes(59)));
+        assert!(!live(&session, start + minutes(61)), "an hour unused");
+        // Used every half hour, it still ends twelve hours after signing in.
+        session.last_used = start + minutes(11 * 60 + 50);
+        assert!(live(&session, start + minutes(11 * 60 + 55)));
+        assert!(
+            !live(&session, start + minutes(12 * 60 + 1)),
+            "twelve hours"
+        );
+    }
+
+    #[test]
     fn past_the_most_sessions_the_idlest_ends() {
         let sessions = Sessions::default();
         let (first, _) = sessions.open("alice", "s");
