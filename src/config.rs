@@ -39,7 +39,10 @@ pub fn is_region_name(name: &str) -> bool {
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub address: SocketAddr,
+    /// Every drive, pool after pool.
     pub drives: Vec<PathBuf>,
+    /// How many of `drives` each server pool has, in order (empty: one pool of them all).
+    pub pools: Vec<usize>,
     pub data_shards: usize,
     pub parity_shards: usize,
     pub block_size: usize,
@@ -117,6 +120,7 @@ impl ServerConfig {
         ServerConfig {
             address: SocketAddr::from(([127, 0, 0, 1], 0)),
             drives,
+            pools: Vec::new(),
             data_shards,
             parity_shards,
             block_size: crate::erasure::DEFAULT_BLOCK_SIZE,

@@ -85,6 +85,11 @@ enum Command {
         drive_address: Option<std::net::IpAddr>,
         #[command(flatten)]
         etcd: EtcdArgs,
+        /// A server pool: its drive folders, space-separated (`--pool "/mnt/a{1...9}"`).
+        /// Repeat it to give each pool, in order; a deployment may add pools at a restart
+        /// but never drop or change one (see README, "Growing a deployment").
+        #[arg(long = "pool", value_name = "DRIVES", conflicts_with = "drives")]
+        pools: Vec<String>,
         /// Drive folders; `/data/d{1...9}` expands. Default: ./data/d1 … ./data/d9. Several
         /// nodes: one URL per drive, `http://node{1...4}:9000/mnt/disk{1...9}`, the same on
         /// every node (needs STRATA_CLUSTER_SECRET).
@@ -121,11 +126,13 @@ fn main() -> std::process::ExitCode {
             node,
             drive_address,
             etcd,
+            pools,
             drives,
         } => {
             init_logging(json_logs);
             let layout = Layout {
                 drives,
+                pools,
                 allow_node_loss_risk,
                 node,
                 drive_address,
@@ -159,6 +166,8 @@ fn main() -> std::process::ExitCode {
 /// The drive arguments of `strata server`, and where this node stands among them.
 struct Layout {
     drives: Vec<String>,
+    /// `--pool` arguments, each a space-separated list of drive arguments.
+    pools: Vec<String>,
     allow_node_loss_risk: bool,
     node: Option<String>,
     drive_address: Option<std::net::IpAddr>,
@@ -295,7 +304,32 @@ fn server_config(
     layout: Layout,
 ) -> anyhow::Result<ServerConfig> {
     let (data_shards, parity_shards) = config::parse_erasure(ec)?;
-    let (drives, cluster) = if layout::is_distributed(&layout.drives) {
+    let pool_args: Vec<Vec<String>> = (layout.pools.iter())
+        .map(|pool| pool.split_whitespace().map(str::to_string).collect())
+        .collect();
+    if (pool_args.iter().flatten()).any(|arg| layout::is_distributed(std::slice::from_ref(arg))) {
+        anyhow::bail!(
+            "--pool takes drive folders of one node; pools of several nodes are not supported yet"
+        );
+    }
+    let one_node_only = !layout.etcd.is_empty() || layout.node.is_some();
+    let mut pools = Vec::new();
+    let (drives, cluster) = if !pool_args.is_empty() {
+        if one_node_only || layout.drive_address.is_some() {
+            anyhow::bail!(
+                "--etcd, --node and --drive-address are for several nodes; --pool is for one"
+            );
+        }
+        let mut drives = Vec::new();
+        for (index, pool) in pool_args.iter().enumerate() {
+            let pool_drives = config::expand_drive_args(pool)?;
+            config::check_drive_count(pool_drives.len(), data_shards, parity_shards)
+                .with_context(|| format!("pool {}", index + 1))?;
+            pools.push(pool_drives.len());
+            drives.extend(pool_drives);
+        }
+        (drives, None)
+    } else if layout::is_distributed(&layout.drives) {
         let cluster = cluster_config(address, data_shards, parity_shards, &layout)?;
         let here = (cluster.layout.sets.iter().flatten())
             .filter(|drive| drive.node == cluster.this_node)
@@ -341,6 +375,7 @@ fn server_config(
     Ok(ServerConfig {
         address,
         drives,
+        pools,
         data_shards,
         parity_shards,
         block_size,

@@ -53,6 +53,8 @@ fn local_drive(root: &Path, drive_index: usize) -> Arc<LocalDrive> {
         set_count: 1,
         data_shards: 6,
         parity_shards: 3,
+        pool_index: 0,
+        pool_id: None,
     };
     LocalDrive::write_format(root, &format).unwrap();
     Arc::new(LocalDrive::open(root).unwrap())

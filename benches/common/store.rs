@@ -15,6 +15,7 @@ fn config(drives: &[PathBuf]) -> ServerConfig {
     ServerConfig {
         address: "127.0.0.1:0".parse().expect("address"),
         drives: drives.to_vec(),
+        pools: Vec::new(),
         data_shards: DATA,
         parity_shards: PARITY,
         block_size: DEFAULT_BLOCK_SIZE,

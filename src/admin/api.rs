@@ -247,6 +247,9 @@ pub struct Info {
     /// Every set has write quorum (what `/health/ready` answers).
     pub ready: bool,
     pub sets: Vec<SetInfo>,
+    /// The server pools, in order (one for a deployment that never grew).
+    #[serde(default)]
+    pub pools: Vec<PoolInfo>,
     pub heal: HealStatusView,
     /// The nodes of a cluster with a control plane.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -281,6 +284,21 @@ pub struct NodeInfo {
     pub version: Option<String>,
     /// Unix seconds.
     pub started: Option<u64>,
+}
+
+/// A server pool: its sets, and the space of its drives.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PoolInfo {
+    /// From 0; shown from 1.
+    pub index: usize,
+    pub id: String,
+    /// `active`: it takes new keys.
+    pub state: String,
+    /// Its sets, by [`SetInfo::index`].
+    pub sets: Vec<usize>,
+    /// Summed over the drives that answered.
+    pub total_bytes: u64,
+    pub free_bytes: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -366,6 +384,24 @@ async fn info(state: &AdminState) -> Info {
                 .collect(),
         })
         .collect();
+    let set_size = deployment.sets_size();
+    let pools = (deployment.pools.iter().enumerate())
+        .map(|(index, pool)| {
+            let in_pool = || {
+                (deployment.drives.iter().zip(&sizes)).filter_map(|(drive, size)| {
+                    (pool.sets(set_size).contains(&drive.set_index)).then_some(size.as_ref()?)
+                })
+            };
+            PoolInfo {
+                index,
+                id: pool.id.clone(),
+                state: "active".into(),
+                sets: pool.sets(set_size).collect(),
+                total_bytes: in_pool().map(|size| size.total).sum(),
+                free_bytes: in_pool().map(|size| size.free).sum(),
+            }
+        })
+        .collect();
     let mut cluster = match &state.control {
         Some(control) => Some(cluster_info(control).await),
         None => pinged_nodes(deployment),
@@ -377,6 +413,7 @@ async fn info(state: &AdminState) -> Info {
         deployment_id: deployment.id.clone(),
         ready: health.iter().all(health::SetHealth::writable),
         sets,
+        pools,
         heal: state.healer.status(&state.store).into(),
         cluster,
     }

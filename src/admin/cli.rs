@@ -49,6 +49,11 @@ pub enum AdminCommand {
         #[arg(long)]
         deep: bool,
     },
+    /// Server pools: what each holds and has free.
+    Pool {
+        #[command(subcommand)]
+        command: PoolCommand,
+    },
     /// Drives: format an empty folder kept offline as a disk that failed to mount.
     Drive {
         #[command(subcommand)]
@@ -104,6 +109,16 @@ pub enum KmsKeyCommand {
     Enable { name: String },
     /// Refuse a key: objects under it cannot be written or read until it is enabled.
     Disable { name: String },
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum PoolCommand {
+    /// Every pool, in order: its id, state, sets and space.
+    List {
+        /// Print the raw JSON answer.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Clone, clap::Subcommand)]
@@ -220,6 +235,9 @@ pub fn run(endpoint: &str, region: &str, command: AdminCommand) -> anyhow::Resul
             AdminCommand::Info { json } => info(&client, json).await,
             AdminCommand::Jobs { json } => jobs(&client, json).await,
             AdminCommand::Heal { target, deep } => heal(&client, target.as_deref(), deep).await,
+            AdminCommand::Pool {
+                command: PoolCommand::List { json },
+            } => pools(&client, json).await,
             AdminCommand::Drive {
                 command: DriveCommand::Format { path },
             } => format_drive(&client, &path).await,
@@ -392,6 +410,48 @@ async fn info(client: &AdminClient, raw_json: bool) -> anyhow::Result<()> {
     let info: Info = client.get_json("info").await?;
     print!("{}", render_info(&info, now_ms()));
     Ok(())
+}
+
+async fn pools(client: &AdminClient, json: bool) -> anyhow::Result<()> {
+    let info: Info = client.get_json("info").await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&info.pools)?);
+        return Ok(());
+    }
+    print!("{}", render_pools(&info));
+    Ok(())
+}
+
+/// The `pool list` table: one line a pool.
+fn render_pools(info: &Info) -> String {
+    let width = info
+        .pools
+        .iter()
+        .map(|p| p.id.len())
+        .max()
+        .unwrap_or(0)
+        .max(2);
+    let mut out = format!(
+        "{:<4}  {:<width$}  {:<8}  {:<9}  {:>11}  {:>11}\n",
+        "POOL", "ID", "STATE", "SETS", "FREE", "TOTAL"
+    );
+    for pool in &info.pools {
+        let sets = match (pool.sets.first(), pool.sets.last()) {
+            (Some(first), Some(last)) if first != last => format!("{}-{}", first + 1, last + 1),
+            (Some(only), _) => (only + 1).to_string(),
+            _ => "-".into(),
+        };
+        out.push_str(&format!(
+            "{:<4}  {:<width$}  {:<8}  {:<9}  {:>11}  {:>11}\n",
+            pool.index + 1,
+            pool.id,
+            pool.state,
+            sets,
+            HumanBytes(pool.free_bytes).to_string(),
+            HumanBytes(pool.total_bytes).to_string(),
+        ));
+    }
+    out
 }
 
 async fn jobs(client: &AdminClient, json: bool) -> anyhow::Result<()> {
@@ -1226,6 +1286,7 @@ mod tests {
                     },
                 ],
             }],
+            pools: Vec::new(),
             heal: HealStatusView::default(),
             cluster: None,
         };

@@ -8,20 +8,24 @@
 //! to mount is not formatted at all (see `mounts`).
 
 mod mounts;
+mod pools;
+
+pub use pools::PoolShape;
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 
 use crate::config::ServerConfig;
 use crate::erasure::ErasureSet;
 use crate::records::RecordSet;
 use crate::storage::remote::NodeLiveness;
 use crate::storage::{
-    DeadlineDrive, Drive, DriveSlot, Format, LocalDrive, MetaTable, OfflineDrive, RemoteDrive,
+    DeadlineDrive, Drive, DriveSlot, Format, LocalDrive, MetaTable, OfflineDrive, PoolEntry,
+    PoolList, RemoteDrive,
 };
 
 /// How long a starting node waits for another node's drive to say whether it holds buckets.
@@ -43,6 +47,10 @@ pub struct Deployment {
     pub formatted: Vec<PathBuf>,
     /// The other nodes of a cluster, each pinged to tell whether it answers at all.
     pub peers: Vec<Arc<NodeLiveness>>,
+    /// The server pools, in order, each a run of `sets`.
+    pub pools: Vec<PoolShape>,
+    /// What each drive position's format record says.
+    shape: pools::Shape,
     /// What the drive monitor and `strata admin drive format` format drives with.
     config: ServerConfig,
 }
@@ -235,6 +243,45 @@ fn drive_count(config: &ServerConfig) -> usize {
     }
 }
 
+/// How many drives each server pool has, in order.
+fn pool_sizes(config: &ServerConfig) -> Vec<usize> {
+    match config.pools.is_empty() {
+        true => vec![drive_count(config)],
+        false => config.pools.clone(),
+    }
+}
+
+/// The pool list the drives recorded last (the highest generation found); drives formatted
+/// before pools recorded none, and their deployment is the one pool their format gives.
+fn recorded_pools(places: &[Place], formats: &[Option<Format>], set_size: usize) -> PoolList {
+    let lists = (places.iter()).filter_map(|p| LocalDrive::read_pools(p.local()?).ok().flatten());
+    if let Some(newest) = lists.max_by_key(|list| list.generation) {
+        return newest;
+    }
+    let first_pool = formats.iter().flatten().find(|f| f.pool_index == 0);
+    PoolList {
+        generation: 0,
+        pools: first_pool
+            .map(|format| PoolEntry {
+                id: format.pool_id().to_string(),
+                drives: format.set_count * set_size,
+            })
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// Formats a drive of a new deployment or a new pool, and creates its database: a formatted
+/// drive without one is taken for a drive that lost it (and is unhealed), which a crash here
+/// would cost only a heal pass.
+fn format_new(path: &Path, format: &Format) -> anyhow::Result<()> {
+    LocalDrive::write_format(path, format)
+        .with_context(|| format!("formatting drive {}", path.display()))?;
+    LocalDrive::open(path)
+        .with_context(|| format!("creating the database of {}", path.display()))?;
+    Ok(())
+}
+
 /// Opens (and on first start formats) every drive. In distributed mode this node opens its
 /// own folders, the deployment id is the layout's, and the other nodes' drives are reached
 /// over the drive RPC. `formatted_before`: etcd remembers that this node formatted its
@@ -242,7 +289,6 @@ fn drive_count(config: &ServerConfig) -> usize {
 pub fn open(config: &ServerConfig, formatted_before: bool) -> anyhow::Result<Deployment> {
     let set_size = config.data_shards + config.parity_shards;
     let (places, peers) = places(config)?;
-    let set_count = places.len() / set_size;
     let formats: Vec<Option<Format>> = (places.iter())
         .map(|place| {
             let path = place.local()?;
@@ -256,6 +302,18 @@ pub fn open(config: &ServerConfig, formatted_before: bool) -> anyhow::Result<Dep
         (None, Some(first)) => first.deployment_id.clone(),
         (None, None) => uuid::Uuid::new_v4().to_string(),
     };
+    let recorded = recorded_pools(&places, &formats, set_size);
+    let shape = pools::Shape::new(
+        &deployment_id,
+        config.data_shards,
+        config.parity_shards,
+        &pool_sizes(config),
+        |pool| {
+            let formatted = formats.iter().flatten().find(|f| f.pool_index == pool);
+            (formatted.map(|f| f.pool_id().to_string()))
+                .or_else(|| recorded.pools.get(pool).map(|entry| entry.id.clone()))
+        },
+    );
     if found.is_none() {
         // A new deployment, or with several nodes this node's part of one: the folders here
         // are formatted as they are. But a node whose folders are all blank after it
@@ -267,17 +325,11 @@ pub fn open(config: &ServerConfig, formatted_before: bool) -> anyhow::Result<Dep
             config.cluster.is_some() && (formatted_before || other_nodes_hold_records(&places));
         for (position, place) in places.iter().enumerate() {
             let Some(path) = place.local() else { continue };
-            let format = format_for(config, &deployment_id, position);
-            if replacements {
-                format_into_place(path, &format).map_err(anyhow::Error::msg)?;
-                continue;
+            let format = shape.format_for(position);
+            match replacements {
+                true => drop(format_into_place(path, &format).map_err(anyhow::Error::msg)?),
+                false => format_new(path, &format)?,
             }
-            LocalDrive::write_format(path, &format)
-                .with_context(|| format!("formatting drive {}", path.display()))?;
-            // The database too: a formatted drive without one is taken for a drive that
-            // lost it (and is unhealed), which a crash here would cost only a heal pass.
-            LocalDrive::open(path)
-                .with_context(|| format!("creating the database of {}", path.display()))?;
         }
         tracing::info!(deployment = %deployment_id, drives = config.drives.len(), "formatted new drives");
         let mut deployment = open(config, formatted_before)?;
@@ -288,12 +340,22 @@ pub fn open(config: &ServerConfig, formatted_before: bool) -> anyhow::Result<Dep
         return Ok(deployment);
     }
 
+    shape.check_extends(&recorded)?;
     for (position, (place, format)) in places.iter().zip(&formats).enumerate() {
-        let (Some(path), Some(format)) = (place.local(), format) else {
-            continue;
-        };
-        check_format(path, format, position, &deployment_id, config, set_count)?;
+        let Some(path) = place.local() else { continue };
+        match format {
+            Some(format) => pools::check_format(path, format, &shape.format_for(position))?,
+            // A pool this start adds: its drives are new, not replacements.
+            None if shape.pool_of(position) >= recorded.pools.len() => {
+                format_new(path, &shape.format_for(position))?;
+                tracing::info!(drive = %path.display(), pool = shape.pool_of(position) + 1, "formatted a drive of a new server pool");
+            }
+            None => {}
+        }
     }
+    let formats: Vec<Option<Format>> = (places.iter())
+        .map(|place| LocalDrive::read_format(place.local()?).ok().flatten())
+        .collect();
 
     let local_paths: Vec<Option<PathBuf>> = (places.iter())
         .map(|p| p.local().map(Path::to_path_buf))
@@ -327,10 +389,8 @@ pub fn open(config: &ServerConfig, formatted_before: bool) -> anyhow::Result<Dep
                 Err(mounts::UNMOUNTED_REASON.to_string())
             }
             // An empty folder in a known deployment is a replaced drive: it takes its place.
-            None if path.is_dir() => {
-                format_into_place(path, &format_for(config, &deployment_id, position))
-                    .inspect(|_| formatted.push(path.clone()))
-            }
+            None if path.is_dir() => format_into_place(path, &shape.format_for(position))
+                .inspect(|_| formatted.push(path.clone())),
             None => Err("missing".to_string()),
         };
         let (drive, online): (Arc<dyn Drive>, bool) = match opened {
@@ -379,9 +439,12 @@ pub fn open(config: &ServerConfig, formatted_before: bool) -> anyhow::Result<Dep
         }
         sets.push(set);
     }
+    record_pools(&local_paths, &shape, &recorded);
     Ok(Deployment {
         id: deployment_id,
         sets,
+        pools: shape.pools.clone(),
+        shape,
         offline,
         drives: positions,
         formatted,
@@ -391,6 +454,11 @@ pub fn open(config: &ServerConfig, formatted_before: bool) -> anyhow::Result<Dep
 }
 
 impl Deployment {
+    /// How many drives each erasure set has.
+    pub fn sets_size(&self) -> usize {
+        self.shape.set_size()
+    }
+
     /// Every node of a cluster in layout order, and whether it answers as this node sees it
     /// (this node always does; the others by their pings). Empty for a single server.
     pub fn nodes_answering(&self) -> Vec<(String, bool)> {
@@ -446,8 +514,6 @@ impl Deployment {
     /// formatted into that position, unless it looks like a disk that failed to mount.
     /// Blocking: call it on the blocking pool.
     pub fn check_drives(&self) -> Vec<DriveChange> {
-        let config = &self.config;
-        let set_size = config.data_shards + config.parity_shards;
         let mut changes = Vec::new();
         for (position, drive) in self.drives.iter().enumerate() {
             if drive.remote {
@@ -464,12 +530,10 @@ impl Deployment {
                 }
                 continue;
             }
-            let set_count = drive_count(config) / set_size;
             let (opened, change) = match format {
                 Some(format) => {
-                    if let Err(e) =
-                        check_format(&drive.path, &format, position, &self.id, config, set_count)
-                    {
+                    let expected = self.shape.format_for(position);
+                    if let Err(e) = pools::check_format(&drive.path, &format, &expected) {
                         tracing::error!(error = %e, "drive not taken back");
                         continue;
                     }
@@ -489,7 +553,7 @@ impl Deployment {
                         continue;
                     }
                     (
-                        format_into_place(&drive.path, &format_for(config, &self.id, position)),
+                        format_into_place(&drive.path, &self.shape.format_for(position)),
                         DriveChange::Replaced(drive.path.clone()),
                     )
                 }
@@ -560,7 +624,7 @@ impl Deployment {
         if !drive.path.is_dir() {
             return Err(format!("drive folder {} does not exist", path.display()));
         }
-        let opened = format_into_place(&drive.path, &format_for(&self.config, &self.id, position));
+        let opened = format_into_place(&drive.path, &self.shape.format_for(position));
         let change = DriveChange::Replaced(drive.path.clone());
         match self.take_into_service(drive, opened, &change) {
             true => Ok(change),
@@ -595,20 +659,6 @@ impl Deployment {
 /// Whether two paths name the same folder.
 fn same_file(a: &Path, b: &Path) -> bool {
     matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
-}
-
-/// The format record of the drive at `position` of the command line.
-fn format_for(config: &ServerConfig, deployment_id: &str, position: usize) -> Format {
-    let set_size = config.data_shards + config.parity_shards;
-    Format {
-        version: 1,
-        deployment_id: deployment_id.to_string(),
-        set_index: position / set_size,
-        drive_index: position % set_size,
-        set_count: drive_count(config) / set_size,
-        data_shards: config.data_shards,
-        parity_shards: config.parity_shards,
-    }
 }
 
 /// Opens a drive folder. A metadata database damaged in a way its library does not expect
@@ -655,47 +705,29 @@ fn format_into_place(path: &Path, format: &Format) -> Result<LocalDrive, String>
     open_local(path)
 }
 
-fn check_format(
-    path: &Path,
-    format: &Format,
-    position: usize,
-    deployment_id: &str,
-    config: &ServerConfig,
-    set_count: usize,
-) -> anyhow::Result<()> {
-    let set_size = config.data_shards + config.parity_shards;
-    if format.deployment_id != deployment_id {
-        bail!(
-            "drive {} belongs to another deployment ({}, expected {deployment_id}); \
-             remove it from the command line or replace it with an empty folder",
-            path.display(),
-            format.deployment_id
+/// Records this start's pool list on every drive here that does not hold it yet: a start
+/// that adds a pool makes a new generation; drives formatted before pools get the one pool.
+/// A drive that cannot take it is offline or failing, and is told at its next start.
+fn record_pools(drives: &[Option<PathBuf>], shape: &pools::Shape, recorded: &PoolList) {
+    let list = match shape.list(recorded.generation).pools == recorded.pools {
+        true => recorded.clone(),
+        false => shape.list(recorded.generation + 1),
+    };
+    for path in drives.iter().flatten() {
+        if LocalDrive::read_format(path).ok().flatten().is_none() {
+            continue;
+        }
+        if LocalDrive::read_pools(path).ok().flatten().as_ref() == Some(&list) {
+            continue;
+        }
+        if let Err(e) = LocalDrive::write_pools(path, &list) {
+            tracing::warn!(drive = %path.display(), error = %e, "could not record the server pools on the drive");
+        }
+    }
+    if list.generation > recorded.generation && recorded.generation > 0 {
+        tracing::info!(
+            pools = list.pools.len(),
+            "the deployment has a new server pool"
         );
     }
-    if (format.data_shards, format.parity_shards, format.set_count)
-        != (config.data_shards, config.parity_shards, set_count)
-    {
-        bail!(
-            "drive {} was formatted for {} set(s) of {}+{}, but this start asks for {set_count} \
-             set(s) of {}+{}",
-            path.display(),
-            format.set_count,
-            format.data_shards,
-            format.parity_shards,
-            config.data_shards,
-            config.parity_shards
-        );
-    }
-    let expected = (position / set_size, position % set_size);
-    if (format.set_index, format.drive_index) != expected {
-        bail!(
-            "drive {} is at position {} of the command line, but it was formatted as drive {} \
-             of set {}; drives must be given in their original order",
-            path.display(),
-            position + 1,
-            format.drive_index + 1,
-            format.set_index + 1
-        );
-    }
-    Ok(())
 }

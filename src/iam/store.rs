@@ -533,6 +533,8 @@ mod tests {
                     set_count: 1,
                     data_shards: 2,
                     parity_shards: 1,
+                    pool_index: 0,
+                    pool_id: None,
                 };
                 if LocalDrive::read_format(&root).unwrap().is_none() {
                     LocalDrive::write_format(&root, &format).unwrap();

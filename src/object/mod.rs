@@ -23,6 +23,7 @@ mod multipart;
 mod names;
 mod object_lock;
 mod objects;
+mod pools;
 mod record;
 mod rename;
 mod replicas;
@@ -33,6 +34,7 @@ mod versions;
 #[cfg(test)]
 mod write_quorum_tests;
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use siphasher::sip::SipHasher24;
@@ -57,6 +59,7 @@ pub use object_lock::{
     DefaultRetention, ObjectLock, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
 };
 pub use objects::{GetOptions, GetResult, PutOptions, ReadIf};
+pub use pools::Pool;
 pub use record::{
     BucketRecord, BucketSettings, CorsRule, DefaultEncryption, ObjectRecord, PartRecord,
     SseAlgorithm, StoredChecksum, TierLocation, UploadRecord, Versioning, NULL_VERSION,
@@ -209,6 +212,8 @@ impl From<RecordError> for ObjectError {
 /// The object store: every erasure set of the deployment.
 pub struct ObjectStore {
     sets: Vec<RecordSet>,
+    /// The server pools, in order, each a run of `sets`; a key lives in one of them.
+    pools: Vec<Pool>,
     placement_key: (u64, u64),
     /// Object keys: held by readers of metadata and by commits.
     locks: NamespaceLocks,
@@ -238,9 +243,20 @@ pub struct ObjectStore {
 }
 
 impl ObjectStore {
-    /// `deployment_id` seeds key placement, so it must be the same on every start.
+    /// One pool of `sets`. `deployment_id` seeds key placement, so it must be the same on
+    /// every start.
     pub fn new(sets: Vec<impl Into<RecordSet>>, deployment_id: &str) -> Arc<Self> {
         let sets: Vec<RecordSet> = sets.into_iter().map(Into::into).collect();
+        let one_pool = 0..sets.len();
+        Self::pooled(sets, deployment_id, Vec::from([one_pool]))
+    }
+
+    /// Server pools over `sets`, each a run of them, in order.
+    pub fn pooled(
+        sets: Vec<RecordSet>,
+        deployment_id: &str,
+        pools: Vec<Range<usize>>,
+    ) -> Arc<Self> {
         let mut h = SipHasher24::new();
         h.write(deployment_id.as_bytes());
         let k0 = h.finish();
@@ -252,6 +268,7 @@ impl ObjectStore {
         };
         Arc::new(Self {
             sets,
+            pools: pools.into_iter().map(Pool::new).collect(),
             placement_key: (k0, k1),
             locks: NamespaceLocks::new(),
             upload_locks: NamespaceLocks::new(),
@@ -270,15 +287,6 @@ impl ObjectStore {
 
     pub fn sets(&self) -> &[RecordSet] {
         &self.sets
-    }
-
-    /// The set that holds a key: a stable keyed hash of bucket and key.
-    fn set_for(&self, bucket: &BucketName, key: &ObjectKey) -> &RecordSet {
-        let mut h = SipHasher24::new_with_keys(self.placement_key.0, self.placement_key.1);
-        h.write(bucket.as_str().as_bytes());
-        h.write_u8(b'/');
-        h.write(key.as_str().as_bytes());
-        &self.sets[(h.finish() % self.sets.len() as u64) as usize]
     }
 }
 

@@ -126,7 +126,7 @@ impl ObjectStore {
     ) -> Result<ObjectRecord, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
         object_lock::check_allowed(&bucket_record, &options.lock)?;
-        let set = self.set_for(bucket, key);
+        let set = self.set_for(bucket, key).await?;
         let sealing = self
             .new_key(&bucket_record, key, options.encryption.as_ref())
             .await?;
@@ -362,7 +362,7 @@ impl ObjectStore {
         version_id: Option<&str>,
     ) -> Result<ObjectRecord, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
-        let set = self.set_for(bucket, key);
+        let set = self.set_for(bucket, key).await?;
         let _guard = self.locks.read(bucket.as_str(), key.as_str()).await;
         self.read_version(set, &bucket_record, key, version_id)
             .await
@@ -398,7 +398,7 @@ impl ObjectStore {
         options: GetOptions,
     ) -> Result<GetResult, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
-        let set = self.set_for(bucket, key);
+        let set = self.set_for(bucket, key).await?;
 
         // Shard files are opened under the read lock: an overwrite that commits afterwards
         // deletes their names, but open files stay readable to the end of this GET.
@@ -565,7 +565,7 @@ impl ObjectStore {
                 .await?;
             return Ok(marked.delete_marker);
         }
-        let set = self.set_for(bucket, key);
+        let set = self.set_for(bucket, key).await?;
         retry_conflicts(|| async {
             let guard = self.locks.write(bucket.as_str(), key.as_str()).await;
             let current = read_records(set, bucket.as_str(), key.as_str()).await;

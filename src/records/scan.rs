@@ -195,6 +195,8 @@ mod tests {
                 set_count: 1,
                 data_shards: 6,
                 parity_shards: 3,
+                pool_index: 0,
+                pool_id: None,
             };
             LocalDrive::write_format(&root, &format).unwrap();
             online.push(Arc::new(LocalDrive::open(&root).unwrap()));

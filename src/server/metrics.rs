@@ -62,6 +62,14 @@ struct OperationLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PoolLabels {
+    /// Server pool, counted from 1 as `strata admin pool list` shows it.
+    pool: usize,
+    /// `active`: it takes new keys.
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DriveLabels {
     /// Erasure set, counted from 1 as `strata admin info` shows it.
     set: usize,
@@ -263,6 +271,12 @@ impl Metrics {
             .iter()
             .zip(spaces)
             .map(|(drive, space)| DriveSample {
+                pool: 1
+                    + (deployment.pools.iter())
+                        .position(|pool| {
+                            pool.sets(deployment.sets_size()).contains(&drive.set_index)
+                        })
+                        .unwrap_or(0),
                 set: drive.set_index + 1,
                 drive: drive.path.display().to_string(),
                 online: drive.is_online(),
@@ -327,6 +341,35 @@ impl Metrics {
                 total
                     .get_or_create(&labels)
                     .set(saturating_i64(space.total));
+            }
+        }
+        let pool_gauge = |registry: &mut Registry, name: &str, help: &str| {
+            let family = Family::<PoolLabels, Gauge>::default();
+            registry.register(name, help, family.clone());
+            family
+        };
+        let pool_free = pool_gauge(
+            &mut registry,
+            "strata_pool_free_bytes",
+            "Bytes available on the server pool's online drives, summed",
+        );
+        let pool_total = pool_gauge(
+            &mut registry,
+            "strata_pool_total_bytes",
+            "Size of the server pool's online drives, summed",
+        );
+        for drive in &snapshot.drives {
+            let labels = PoolLabels {
+                pool: drive.pool,
+                state: "active",
+            };
+            let (free, total) = (
+                pool_free.get_or_create(&labels),
+                pool_total.get_or_create(&labels),
+            );
+            if let Some(space) = &drive.space {
+                free.inc_by(saturating_i64(space.free));
+                total.inc_by(saturating_i64(space.total));
             }
         }
 
@@ -600,6 +643,8 @@ impl HealTotals {
 /// One drive as a scrape sees it.
 #[derive(Debug, Clone)]
 pub struct DriveSample {
+    /// Server pool, from 1.
+    pub pool: usize,
     /// Erasure set, from 1.
     pub set: usize,
     pub drive: String,

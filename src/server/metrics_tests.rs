@@ -39,6 +39,7 @@ fn full_exposition() -> String {
     metrics.record("GetObject", &response, Duration::from_millis(3), 0);
     let snapshot = Snapshot {
         drives: vec![DriveSample {
+            pool: 1,
             set: 1,
             drive: "/data/d1".into(),
             online: true,

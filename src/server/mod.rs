@@ -211,7 +211,10 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     }
     let mut deployment = deployment;
     let set_count = deployment.sets.len();
-    let store = ObjectStore::new(std::mem::take(&mut deployment.sets), &deployment.id);
+    let pools = (deployment.pools.iter())
+        .map(|pool| pool.sets(config.data_shards + config.parity_shards))
+        .collect();
+    let store = ObjectStore::pooled(std::mem::take(&mut deployment.sets), &deployment.id, pools);
     let jobs = Arc::new(background::Jobs::default());
     if let (Some(path), Some(configs)) = (&config.lifecycle.tiers_file, tier_configs) {
         configs
@@ -410,6 +413,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         deployment = %deployment.id,
         drives = config.drives.len(),
         sets = set_count,
+        pools = deployment.pools.len(),
         layout = %format!("{} set(s) of {}+{} (data+parity)", set_count, config.data_shards, config.parity_shards),
         offline = deployment.offline.len(),
         "serving S3 over {} drive(s)",

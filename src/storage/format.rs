@@ -9,14 +9,46 @@ pub struct Format {
     pub version: u32,
     /// Random id shared by every drive of the deployment.
     pub deployment_id: String,
-    /// Which erasure set this drive belongs to (0-based).
+    /// Which erasure set of its pool this drive belongs to (0-based).
     pub set_index: usize,
     /// Position of this drive within its set (0-based); it stores shard `drive_index`.
     pub drive_index: usize,
-    /// Number of erasure sets in the deployment.
+    /// Number of erasure sets in the drive's pool.
     pub set_count: usize,
     /// Data shards per set.
     pub data_shards: usize,
     /// Parity shards per set.
     pub parity_shards: usize,
+    /// The drive's server pool, by position in the deployment's pool list (0-based). Drives
+    /// formatted before pools existed have none: they are the first pool's.
+    #[serde(default)]
+    pub pool_index: usize,
+    /// The pool's random id, shared by its drives; none on the first pool of a deployment
+    /// made before pools, whose id is the deployment's (see [`Format::pool_id`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_id: Option<String>,
+}
+
+impl Format {
+    /// The id of the drive's server pool.
+    pub fn pool_id(&self) -> &str {
+        self.pool_id.as_deref().unwrap_or(&self.deployment_id)
+    }
+}
+
+/// `<drive>/.strata/pools.json`: the deployment's server pools as last recorded, on every
+/// drive of every pool. A start must give these pools, in this order (it may add more).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolList {
+    /// Grows by one with each change: of two lists found, the higher is the newer.
+    pub generation: u64,
+    pub pools: Vec<PoolEntry>,
+}
+
+/// One server pool as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolEntry {
+    pub id: String,
+    /// How many drives the pool has.
+    pub drives: usize,
 }

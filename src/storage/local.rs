@@ -21,13 +21,14 @@ use super::commit_queue::CommitQueue;
 use super::direct::DirectFile;
 use super::{
     absent_unless_unhealed, past_prefix, refuse_scan_if_unhealed, rolled_up_len, scan_from,
-    DataDir, DiskInfo, Drive, DriveError, Format, MetaOp, MetaTable, Replaced, ScanPage,
+    DataDir, DiskInfo, Drive, DriveError, Format, MetaOp, MetaTable, PoolList, Replaced, ScanPage,
     ShardReader, ShardWriter, RELATED_LIMIT,
 };
 use durable_dirs::{sync_dir, DurableDirs};
 
 const SYSTEM_DIR: &str = ".strata";
 const FORMAT_FILE: &str = "format.json";
+const POOLS_FILE: &str = "pools.json";
 const META_FILE: &str = "meta.redb";
 /// Present while the drive is unhealed (see [`Drive::is_unhealed`]).
 const UNHEALED_FILE: &str = "unhealed.json";
@@ -90,6 +91,24 @@ impl LocalDrive {
     pub fn write_format(root: &Path, format: &Format) -> Result<(), DriveError> {
         let bytes = serde_json::to_vec_pretty(format).expect("format serialises");
         write_system_file(root, FORMAT_FILE, &bytes)
+    }
+
+    /// The deployment's pool list as this drive last recorded it (`None`: never, a drive
+    /// formatted before pools existed or a new one).
+    pub fn read_pools(root: &Path) -> Result<Option<PoolList>, DriveError> {
+        match fs::read(root.join(SYSTEM_DIR).join(POOLS_FILE)) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| DriveError::Database(format!("pools.json: {e}"))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Records the deployment's pool list on a drive, durably (written aside, then renamed).
+    pub fn write_pools(root: &Path, pools: &PoolList) -> Result<(), DriveError> {
+        let bytes = serde_json::to_vec_pretty(pools).expect("pool list serialises");
+        write_system_file(root, POOLS_FILE, &bytes)
     }
 
     /// Marks a drive folder, durably, as one that joins its set blank: written before the

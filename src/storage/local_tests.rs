@@ -10,6 +10,8 @@ pub(crate) fn format() -> Format {
         set_count: 1,
         data_shards: 2,
         parity_shards: 1,
+        pool_index: 0,
+        pool_id: None,
     }
 }
 

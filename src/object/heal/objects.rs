@@ -169,7 +169,7 @@ impl ObjectStore {
         depth: HealDepth,
     ) -> Result<HealReport, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
-        let set = self.set_for(bucket, key);
+        let set = self.set_for(bucket, key).await?;
         let states = read_states(set, bucket.as_str(), key.as_str()).await;
         if states.iter().any(|s| matches!(s, Ok(Some(_)))) {
             if let Some(report) = self.heal_versioned(set, &bucket_record, key, depth).await? {

@@ -1,0 +1,430 @@
+//! Server pools on one node: a deployment of 9 drives grows by a second pool of 9 at a
+//! restart; everything written before reads back, new keys spread over both pools, a key
+//! stays in the pool that holds it, and a start that drops or reorders a pool is refused.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use aws_sdk_s3::primitives::DateTime;
+use aws_sdk_s3::types::{
+    BucketVersioningStatus, ObjectLockLegalHoldStatus, ObjectLockMode, ServerSideEncryption,
+    VersioningConfiguration,
+};
+use aws_sdk_s3::Client;
+use common::*;
+
+const METRICS_TOKEN: &str = "pools-test-metrics-token";
+const KMS_KEY: &str = "pools-test-key:AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=";
+
+fn options(drives: &[PathBuf], pools: &[&[PathBuf]]) -> ServerOptions {
+    let drive_args = match pools {
+        [] => None,
+        pools => Some(
+            (pools.iter())
+                .flat_map(|pool| {
+                    let folders: Vec<String> =
+                        pool.iter().map(|d| d.display().to_string()).collect();
+                    ["--pool".to_string(), folders.join(" ")]
+                })
+                .collect(),
+        ),
+    };
+    ServerOptions {
+        drives: Some(drives.to_vec()),
+        drive_args,
+        env: vec![
+            ("STRATA_KMS_SECRET_KEY".into(), KMS_KEY.into()),
+            ("STRATA_METRICS_TOKEN".into(), METRICS_TOKEN.into()),
+        ],
+        ..Default::default()
+    }
+}
+
+/// Object data folders on `drives`' first drive: one per object written out of line.
+fn data_folders(drive: &Path) -> usize {
+    let data = drive.join("data");
+    let Ok(buckets) = std::fs::read_dir(&data) else {
+        return 0;
+    };
+    let mut count = 0;
+    for bucket in buckets.flatten() {
+        for fan in std::fs::read_dir(bucket.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            count += std::fs::read_dir(fan.path()).into_iter().flatten().count();
+        }
+    }
+    count
+}
+
+/// What the test wrote, by bucket and key: the newest bytes (`None`: a delete marker).
+type Written = BTreeMap<(String, String), Option<Vec<u8>>>;
+
+async fn fill_one_pool(client: &Client) -> (Written, String) {
+    let mut written = Written::new();
+    for bucket in ["plain", "versioned", "locked", "encrypted"] {
+        let mut create = client.create_bucket().bucket(bucket);
+        if bucket == "locked" {
+            create = create.object_lock_enabled_for_bucket(true);
+        }
+        ok(create.send().await, bucket);
+    }
+    ok(
+        client
+            .put_bucket_versioning()
+            .bucket("versioned")
+            .versioning_configuration(
+                VersioningConfiguration::builder()
+                    .status(BucketVersioningStatus::Enabled)
+                    .build(),
+            )
+            .send()
+            .await,
+        "versioning",
+    );
+    for i in 0..120 {
+        let (key, data) = (format!("small/{i:03}"), payload(1 + i * 37, i as u64));
+        put(client, "plain", &key, &data).await;
+        written.insert(("plain".into(), key), Some(data));
+    }
+    for i in 0..6 {
+        let (key, data) = (format!("large/{i}"), payload(300 * KIB + i, 100 + i as u64));
+        put(client, "plain", &key, &data).await;
+        written.insert(("plain".into(), key), Some(data));
+    }
+    let parts = [payload(5 * MIB, 7), payload(1234, 8)];
+    multipart_put(client, "plain", "multipart", &[&parts[0], &parts[1]]).await;
+    written.insert(("plain".into(), "multipart".into()), Some(parts.concat()));
+    for i in 0..40 {
+        let key = format!("v/{i:02}");
+        put(client, "versioned", &key, &payload(100, 1)).await;
+        let data = payload(200 + i, 2);
+        put(client, "versioned", &key, &data).await;
+        let newest = match i % 4 {
+            0 => {
+                ok(
+                    client
+                        .delete_object()
+                        .bucket("versioned")
+                        .key(&key)
+                        .send()
+                        .await,
+                    "delete marker",
+                );
+                None
+            }
+            _ => Some(data),
+        };
+        written.insert(("versioned".into(), key), newest);
+    }
+    let until = DateTime::from_secs(time_now() + 86_400);
+    for i in 0..10 {
+        let (key, data) = (format!("held/{i}"), payload(5000, 300 + i as u64));
+        ok(
+            client
+                .put_object()
+                .bucket("locked")
+                .key(&key)
+                .object_lock_mode(ObjectLockMode::Governance)
+                .object_lock_retain_until_date(until)
+                .object_lock_legal_hold_status(ObjectLockLegalHoldStatus::On)
+                .body(data.clone().into())
+                .send()
+                .await,
+            "locked put",
+        );
+        written.insert(("locked".into(), key), Some(data));
+    }
+    for i in 0..24 {
+        let (key, data) = (format!("sse/{i}"), payload(10 + i * 9000, 400 + i as u64));
+        ok(
+            client
+                .put_object()
+                .bucket("encrypted")
+                .key(&key)
+                .server_side_encryption(ServerSideEncryption::Aes256)
+                .body(data.clone().into())
+                .send()
+                .await,
+            "SSE-S3 put",
+        );
+        written.insert(("encrypted".into(), key), Some(data));
+    }
+    let upload = ok(
+        client
+            .create_multipart_upload()
+            .bucket("plain")
+            .key("unfinished")
+            .send()
+            .await,
+        "an upload left open",
+    );
+    (written, upload.upload_id().unwrap().to_string())
+}
+
+fn time_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+async fn assert_all_read_back(client: &Client, written: &Written) {
+    for ((bucket, key), newest) in written {
+        match newest {
+            Some(data) => assert_object(client, bucket, key, data).await,
+            None => {
+                let got = client.get_object().bucket(bucket).key(key).send().await;
+                assert_s3_error(got, 404, "NoSuchKey", &format!("{bucket}/{key} deleted"));
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_pool_added_at_a_restart_serves_old_keys_and_takes_new_ones() {
+    let (_tmp, drives) = TestServer::temp_drives(18);
+    let (first, second) = drives.split_at(9);
+    let server = TestServer::start_with(options(first, &[]));
+    let client = server.client();
+    let (mut written, upload_id) = fill_one_pool(&client).await;
+    let part = payload(5 * MIB, 9);
+    let uploaded = ok(
+        client
+            .upload_part()
+            .bucket("plain")
+            .key("unfinished")
+            .upload_id(&upload_id)
+            .part_number(1)
+            .body(part.clone().into())
+            .send()
+            .await,
+        "a part before the pool is added",
+    );
+    server.kill();
+
+    let server = TestServer::start_with(options(&drives, &[first, second]));
+    let client = server.client();
+    assert_all_read_back(&client, &written).await;
+    let versions = ok(
+        client
+            .list_object_versions()
+            .bucket("versioned")
+            .send()
+            .await,
+        "ListObjectVersions",
+    );
+    assert_eq!(
+        versions.versions().len(),
+        80,
+        "two versions of each of 40 keys"
+    );
+    assert_eq!(versions.delete_markers().len(), 10);
+
+    // New keys, written out of line, land in both pools; overwrites of old keys stay in
+    // the first pool, so the second holds only new keys.
+    assert_eq!(data_folders(&second[0]), 0);
+    let before_first = data_folders(&first[0]);
+    let mut expected: Vec<String> = written
+        .keys()
+        .filter(|(bucket, _)| bucket == "plain")
+        .map(|(_, key)| key.clone())
+        .collect();
+    for i in 0..6 {
+        let (key, data) = (format!("large/{i}"), payload(200 * KIB, 900 + i as u64));
+        put(&client, "plain", &key, &data).await;
+        written.insert(("plain".into(), key), Some(data));
+    }
+    assert_eq!(
+        data_folders(&second[0]),
+        0,
+        "an overwrite went to another pool"
+    );
+    for i in 0..60 {
+        let key = format!("new/{i:02}");
+        put(&client, "plain", &key, &payload(130 * KIB, 1000 + i as u64)).await;
+        expected.push(key);
+    }
+    let (in_first, in_second) = (
+        data_folders(&first[0]) - before_first,
+        data_folders(&second[0]),
+    );
+    assert_eq!(in_first + in_second, 60, "each new key has one data folder");
+    assert!(
+        in_first >= 10 && in_second >= 10,
+        "new keys spread over both pools of equal free space: {in_first} and {in_second}"
+    );
+    for i in 0..60 {
+        let key = format!("new/{i:02}");
+        assert_object(&client, "plain", &key, &payload(130 * KIB, 1000 + i as u64)).await;
+    }
+
+    // The upload begun on one pool finishes on two, where it was begun.
+    let second_part = payload(777, 10);
+    let two = ok(
+        client
+            .upload_part()
+            .bucket("plain")
+            .key("unfinished")
+            .upload_id(&upload_id)
+            .part_number(2)
+            .body(second_part.clone().into())
+            .send()
+            .await,
+        "a part after the pool is added",
+    );
+    use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+    let parts = [(1, uploaded.e_tag().unwrap()), (2, two.e_tag().unwrap())];
+    ok(
+        client
+            .complete_multipart_upload()
+            .bucket("plain")
+            .key("unfinished")
+            .upload_id(&upload_id)
+            .multipart_upload(
+                CompletedMultipartUpload::builder()
+                    .set_parts(Some(
+                        (parts.iter())
+                            .map(|(n, etag)| {
+                                CompletedPart::builder()
+                                    .part_number(*n)
+                                    .e_tag(*etag)
+                                    .build()
+                            })
+                            .collect(),
+                    ))
+                    .build(),
+            )
+            .send()
+            .await,
+        "complete",
+    );
+    let finished = [part, second_part].concat();
+    assert_object(&client, "plain", "unfinished", &finished).await;
+    expected.push("unfinished".into());
+
+    // Listings merge both pools, in order, across pages, each key once.
+    expected.sort();
+    let mut listed = Vec::new();
+    let mut token = None;
+    loop {
+        let page = ok(
+            client
+                .list_objects_v2()
+                .bucket("plain")
+                .max_keys(17)
+                .set_continuation_token(token)
+                .send()
+                .await,
+            "list",
+        );
+        listed.extend(page.contents().iter().map(|o| o.key().unwrap().to_string()));
+        match page.next_continuation_token() {
+            Some(next) => token = Some(next.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(listed, expected);
+
+    // A delete in the second pool and a new version of a versioned key are where they were.
+    ok(
+        client
+            .delete_object()
+            .bucket("plain")
+            .key("new/00")
+            .send()
+            .await,
+        "delete",
+    );
+    assert_s3_error(
+        client
+            .get_object()
+            .bucket("plain")
+            .key("new/00")
+            .send()
+            .await,
+        404,
+        "NoSuchKey",
+        "deleted",
+    );
+    let newest = payload(321, 77);
+    put(&client, "versioned", "v/00", &newest).await;
+    written.insert(("versioned".into(), "v/00".into()), Some(newest.clone()));
+    let versions = ok(
+        client
+            .list_object_versions()
+            .bucket("versioned")
+            .prefix("v/00")
+            .send()
+            .await,
+        "versions of one key",
+    );
+    assert_eq!(
+        versions.versions().len(),
+        3,
+        "the new version joins its key's history"
+    );
+    assert_object(&client, "versioned", "v/00", &newest).await;
+    server.kill();
+
+    // The pools stay as recorded: one dropped, or given in another order, is refused.
+    let dropped = TestServer::try_start(options(first, &[first]));
+    let refused = expect_refused(dropped, "a start without the second pool");
+    assert!(refused.contains("cannot be dropped"), "{refused}");
+    let swapped = TestServer::try_start(options(&drives, &[second, first]));
+    let refused = expect_refused(swapped, "a start with the pools swapped");
+    assert!(refused.contains("original order"), "{refused}");
+    let plain = TestServer::try_start(options(first, &[]));
+    expect_refused(plain, "a start of the first pool's drives alone");
+
+    // And everything still reads after a restart as recorded, which shows both pools.
+    let server = TestServer::start_with(options(&drives, &[first, second]));
+    let client = server.client();
+    let listed = strata_admin(&server, &["pool", "list"]);
+    let table = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.status.success(), "{table}");
+    let rows: Vec<&str> = table.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert!(
+        rows[0].starts_with("1 ") && rows[0].contains("active"),
+        "{table}"
+    );
+    assert!(
+        rows[1].starts_with("2 ") && rows[1].contains("active"),
+        "{table}"
+    );
+    let authorization = [(
+        "authorization".to_string(),
+        format!("Bearer {METRICS_TOKEN}"),
+    )];
+    let metrics = raw_send("GET", &server.url("/metrics"), &authorization, Vec::new()).await;
+    for pool in ["1", "2"] {
+        let series = format!("strata_pool_free_bytes{{pool=\"{pool}\",state=\"active\"}}");
+        assert!(
+            metrics.text().contains(&series),
+            "{series} in {}",
+            metrics.text()
+        );
+    }
+    assert_object(&client, "plain", "unfinished", &finished).await;
+    assert_object(&client, "plain", "new/59", &payload(130 * KIB, 1059)).await;
+    assert_all_read_back(&client, &written).await;
+}
+
+fn expect_refused(result: Result<TestServer, StartFailure>, what: &str) -> String {
+    match result {
+        Ok(server) => {
+            let log = server.log();
+            server.kill();
+            panic!("{what}: the server started but must refuse; output:\n{log}");
+        }
+        Err(failure) => {
+            assert!(failure.exited_nonzero(), "{what}: {:?}", failure.status);
+            failure.output
+        }
+    }
+}
