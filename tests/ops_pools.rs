@@ -225,6 +225,46 @@ async fn a_second_pool_added_at_a_restart_serves_old_keys_and_takes_new_ones() {
     );
     assert_eq!(versions.delete_markers().len(), 10);
 
+    // Bucket settings change over both pools, and buckets come and go.
+    ok(
+        client
+            .put_bucket_versioning()
+            .bucket("plain")
+            .versioning_configuration(
+                VersioningConfiguration::builder()
+                    .status(BucketVersioningStatus::Suspended)
+                    .build(),
+            )
+            .send()
+            .await,
+        "versioning of an old bucket on two pools",
+    );
+    create_bucket(&client, "fresh").await;
+    for i in 0..20 {
+        put(&client, "fresh", &format!("k{i}"), b"x").await;
+    }
+    assert_s3_error(
+        client.delete_bucket().bucket("fresh").send().await,
+        409,
+        "BucketNotEmpty",
+        "a bucket with keys in either pool",
+    );
+    for i in 0..20 {
+        ok(
+            client
+                .delete_object()
+                .bucket("fresh")
+                .key(format!("k{i}"))
+                .send()
+                .await,
+            "delete",
+        );
+    }
+    ok(
+        client.delete_bucket().bucket("fresh").send().await,
+        "delete bucket",
+    );
+
     // New keys, written out of line, land in both pools; overwrites of old keys stay in
     // the first pool, so the second holds only new keys.
     assert_eq!(data_folders(&second[0]), 0);

@@ -49,6 +49,19 @@ pub fn open_store(drives: &[PathBuf]) -> Arc<ObjectStore> {
     ObjectStore::new(deployment.sets, &deployment.id)
 }
 
+/// A store of server pools over `pools` (each a deployment's worth of drive folders), the
+/// way the server opens one started with `--pool` per pool.
+pub fn open_pooled_store(pools: &[Vec<PathBuf>]) -> Arc<ObjectStore> {
+    let config = ServerConfig {
+        pools: pools.iter().map(Vec::len).collect(),
+        ..config(&pools.concat())
+    };
+    let mut deployment = strata::deployment::open(&config, false).expect("drives open");
+    let set_size = DATA + PARITY;
+    let ranges = deployment.pools.iter().map(|p| p.sets(set_size)).collect();
+    ObjectStore::pooled(std::mem::take(&mut deployment.sets), &deployment.id, ranges)
+}
+
 pub fn bucket(name: &str) -> BucketName {
     BucketName::parse(name).expect("valid bucket name")
 }

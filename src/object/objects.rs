@@ -362,11 +362,10 @@ impl ObjectStore {
         version_id: Option<&str>,
     ) -> Result<ObjectRecord, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
-        let set = self.set_for(bucket, key).await?;
         let _guard = self.locks.read(bucket.as_str(), key.as_str()).await;
-        self.read_version(set, &bucket_record, key, version_id)
-            .await
-            .map(|(record, ..)| record)
+        let read = |set| self.read_version(set, &bucket_record, key, version_id);
+        let (record, ..) = self.read_where_held(bucket, key, read).await?;
+        Ok(record)
     }
 
     /// The version a read names (the newest when `version_id` is `None`), the drives that
@@ -398,14 +397,18 @@ impl ObjectStore {
         options: GetOptions,
     ) -> Result<GetResult, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
-        let set = self.set_for(bucket, key).await?;
 
         // Shard files are opened under the read lock: an overwrite that commits afterwards
         // deletes their names, but open files stay readable to the end of this GET.
         let guard = self.locks.read(bucket.as_str(), key.as_str()).await;
-        let (record, holders, records) = self
-            .read_version(set, &bucket_record, key, options.version_id.as_deref())
-            .await?;
+        let (version_id, bucket_record) = (options.version_id.as_deref(), &bucket_record);
+        let read = |set| async move {
+            let found = self
+                .read_version(set, bucket_record, key, version_id)
+                .await?;
+            Ok((set, found))
+        };
+        let (set, (record, holders, records)) = self.read_where_held(bucket, key, read).await?;
         if let Some(ReadIf(read)) = &options.read_if {
             if !read(&record) {
                 let body: ByteStream = Box::pin(futures::stream::empty());

@@ -1,50 +1,46 @@
 //! Server pools: which pool, and so which erasure set, holds a key.
 //!
 //! A key hashes to one set within each pool, and lives in exactly one pool: the one whose
-//! set holds a record of it. A key no pool holds goes to the pool a free-space-weighted
-//! rendezvous hash picks, so every request for one new key picks the same pool while the
-//! free-space figures stand. With one pool (every deployment that never grew) nothing is
-//! asked: the key's set is its hash.
+//! set holds a record of it. A key no pool holds goes to the pool a rendezvous hash of the
+//! key picks, weighted by each pool's free space as measured when the store opened (and
+//! coarsened, so that restarts rarely change it): every request for one new key picks the
+//! same pool, and that pool is where a read looks first. With one pool (every deployment
+//! that never grew) nothing is asked: the key's set is its hash.
+//!
+//! Writes ask every pool which holds the key before they write (a pool that cannot answer
+//! makes it 503, never a guess that the key is absent there). Reads look in the key's
+//! first-choice pool and ask the others only when that pool holds nothing of the key: a
+//! key found there is the key, since a writer would have found it there too.
 
 use std::hash::Hasher;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use siphasher::sip::SipHasher24;
+use tokio::sync::OnceCell;
 
 use super::record::{object_key, upload_key, ObjectRecord, OBJECTS, UPLOADS, VERSIONS};
 use super::{BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::records::{Agreement, RecordSet};
 
-/// How long a pool's free-space figure is used before it is asked again.
-const FREE_SPACE_TTL: Duration = Duration::from_secs(30);
+/// Free-space weights are rounded to this many steps per doubling (about 9 % apart), so
+/// that pools of about the same free space weigh the same from one start to the next.
+const WEIGHT_STEPS_PER_DOUBLING: f64 = 8.0;
 
 /// A server pool as the object layer places keys in it.
 pub struct Pool {
     /// Its erasure sets, as indexes into the store's sets.
     pub sets: Range<usize>,
-    /// Bytes free on its drives when last asked (the sum over its sets of their smallest
-    /// drive times their data shards: what the pool can still take).
-    free: AtomicU64,
-    /// When `free` was last asked.
-    asked: Mutex<Option<Instant>>,
+    /// Its weight for new keys: its free space when first asked, coarsened.
+    weight: OnceCell<f64>,
 }
 
 impl Pool {
     pub fn new(sets: Range<usize>) -> Self {
         Pool {
             sets,
-            free: AtomicU64::new(0),
-            asked: Mutex::new(None),
+            weight: OnceCell::new(),
         }
-    }
-
-    /// Bytes the pool can still take, as last asked.
-    pub fn free_bytes(&self) -> u64 {
-        self.free.load(Ordering::Relaxed)
     }
 }
 
@@ -85,12 +81,26 @@ impl ObjectStore {
         if let [only] = self.pools.as_slice() {
             return Ok(self.set_in(only, bucket, key));
         }
+        match self.holder(bucket, key, None).await? {
+            Some(set) => Ok(set),
+            None => Ok(self.set_in(self.first_choice(bucket, key).await, bucket, key)),
+        }
+    }
+
+    /// The set of the pool that holds `key`, asking every pool but `known_empty`'s.
+    async fn holder(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        known_empty: Option<&RecordSet>,
+    ) -> Result<Option<&RecordSet>, ObjectError> {
         let sets: Vec<&RecordSet> = (self.pools.iter())
             .map(|pool| self.set_in(pool, bucket, key))
+            .filter(|set| known_empty.is_none_or(|empty| !std::ptr::eq(*set, empty)))
             .collect();
         let holdings = join_all(sets.iter().map(|set| holding(set, bucket, key))).await;
         let mut newest: Option<(i64, &RecordSet)> = None;
-        for (set, holding) in sets.iter().zip(holdings) {
+        for (set, holding) in sets.into_iter().zip(holdings) {
             if let Holding::Key { modified_ms } = holding? {
                 // Held twice (a move between pools not finished): the newer copy is the key.
                 if newest.is_none_or(|(ms, _)| modified_ms > ms) {
@@ -98,10 +108,7 @@ impl ObjectStore {
                 }
             }
         }
-        match newest {
-            Some((_, set)) => Ok(set),
-            None => Ok(self.set_in(self.pool_for_new_key(bucket, key).await, bucket, key)),
-        }
+        Ok(newest.map(|(_, set)| set))
     }
 
     /// The set that holds a multipart upload: the pool whose set of the key holds its
@@ -128,43 +135,71 @@ impl ObjectStore {
         Err(ObjectError::NoSuchUpload)
     }
 
-    /// The pool a new key goes to: of the pools that have room, a rendezvous hash of the key
-    /// weighted by each pool's free space, so that emptier pools take more of the new keys
-    /// and every request for one key agrees while the figures stand.
-    async fn pool_for_new_key(&self, bucket: &BucketName, key: &ObjectKey) -> &Pool {
-        join_all(self.pools.iter().map(|pool| self.refresh_free_space(pool))).await;
-        let score = |pool: &Pool| {
+    /// The pool a new key goes to, and where a read of a key looks first: the highest
+    /// rendezvous score of the key, weighted by each pool's free space.
+    async fn first_choice(&self, bucket: &BucketName, key: &ObjectKey) -> &Pool {
+        let weights = join_all(self.pools.iter().map(|pool| self.weight(pool))).await;
+        let score = |(pool, weight): (&Pool, f64)| {
             let mut h = SipHasher24::new_with_keys(self.placement_key.0, self.placement_key.1);
             h.write_usize(pool.sets.start);
             h.write(bucket.as_str().as_bytes());
             h.write_u8(b'/');
             h.write(key.as_str().as_bytes());
-            // A uniform draw in (0, 1]; the weighted rendezvous score is -w / ln(u).
-            let u = ((h.finish() >> 11) + 1) as f64 / (1u64 << 53) as f64;
-            pool.free_bytes() as f64 / -u.ln().min(-f64::MIN_POSITIVE)
+            // A uniform draw in (0, 1); the weighted rendezvous score is -w / ln(u).
+            let u = ((h.finish() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+            weight / -u.ln()
         };
-        (self.pools.iter())
-            .max_by(|a, b| score(a).total_cmp(&score(b)))
+        (self.pools.iter().zip(weights))
+            .max_by(|a, b| score(*a).total_cmp(&score(*b)))
+            .map(|(pool, _)| pool)
             .expect("a store has a pool")
     }
 
-    /// Asks a pool's drives for their free space, when the figure is older than its TTL.
-    async fn refresh_free_space(&self, pool: &Pool) {
-        {
-            let mut asked = pool.asked.lock().expect("free-space clock");
-            if asked.is_some_and(|at| at.elapsed() < FREE_SPACE_TTL) {
-                return;
+    /// A pool's weight for new keys: the free space its sets can take (each set's
+    /// smallest drive times its data shards), asked once, rounded to a step of a log scale.
+    async fn weight(&self, pool: &Pool) -> f64 {
+        *(pool.weight)
+            .get_or_init(|| async {
+                let sets = &self.sets[pool.sets.clone()];
+                let free = join_all(sets.iter().map(|set| async move {
+                    let infos = join_all(set.drives().iter().map(|d| d.disk_info())).await;
+                    let smallest = infos.iter().flatten().map(|info| info.free).min();
+                    smallest.unwrap_or(0) * set.data_shards() as u64
+                }))
+                .await;
+                let free = free.iter().sum::<u64>().max(1) as f64;
+                ((free.log2() * WEIGHT_STEPS_PER_DOUBLING).round() / WEIGHT_STEPS_PER_DOUBLING)
+                    .exp2()
+            })
+            .await
+    }
+
+    /// Runs `read` on the set that holds `key`: first in the key's first-choice pool, and
+    /// only when that holds nothing of it (`NoSuchKey`, `NoSuchVersion`) in the pool that
+    /// does, if another.
+    pub(super) async fn read_where_held<'a, T, F, Fut>(
+        &'a self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        read: F,
+    ) -> Result<T, ObjectError>
+    where
+        F: Fn(&'a RecordSet) -> Fut,
+        Fut: std::future::Future<Output = Result<T, ObjectError>>,
+    {
+        let first = match self.pools.as_slice() {
+            [only] => return read(self.set_in(only, bucket, key)).await,
+            _ => self.set_in(self.first_choice(bucket, key).await, bucket, key),
+        };
+        match read(first).await {
+            Err(e @ (ObjectError::NoSuchKey | ObjectError::NoSuchVersion)) => {
+                match self.holder(bucket, key, Some(first)).await? {
+                    Some(holder) => read(holder).await,
+                    None => Err(e),
+                }
             }
-            *asked = Some(Instant::now());
+            other => other,
         }
-        let sets = &self.sets[pool.sets.clone()];
-        let free = join_all(sets.iter().map(|set| async move {
-            let infos = join_all(set.drives().iter().map(|drive| drive.disk_info())).await;
-            let smallest = infos.iter().flatten().map(|info| info.free).min();
-            smallest.unwrap_or(0) * set.data_shards() as u64
-        }))
-        .await;
-        pool.free.store(free.iter().sum(), Ordering::Relaxed);
     }
 }
 

@@ -1,0 +1,120 @@
+//! What a second server pool costs a small read: 4 KiB GETs through `ObjectStore` from a
+//! deployment of one pool (9 drive folders, 6+3) and from one of two pools (9 + 9), the same
+//! keys in each, calls alternating between the two on this shared, noisy machine. With two
+//! pools a GET first asks each pool whether it holds the key (goal: p50 within 1.2x of one
+//! pool). A third deployment is filled while it has one pool and read after it grew a second
+//! one: about half its keys are then looked for in the new pool first (until moved there).
+//! HEAD of a missing key shows the cost of asking both pools when neither has it.
+//!
+//! Run: `cargo bench --bench pools`. Overrides (env): STRATA_BENCH_KEYS (keys per
+//! deployment, 500), STRATA_BENCH_SAMPLES (timed calls per figure, 2000). The `summary:`
+//! line carries the ratios.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use strata::object::{GetOptions, ObjectKey, ObjectStore, PutOptions};
+use tokio::runtime::Runtime;
+
+use common::env_or;
+use common::stats::median;
+use common::store::{bucket, open_pooled_store};
+
+fn key(i: usize) -> ObjectKey {
+    ObjectKey::parse(&format!("sample/{i:06}")).expect("valid key")
+}
+
+async fn get(store: &ObjectStore, i: usize) -> f64 {
+    let started = Instant::now();
+    let got = (store
+        .get_object(&bucket("bench"), &key(i), GetOptions::default())
+        .await)
+        .expect("get");
+    let mut body = got.body;
+    let mut len = 0;
+    while let Some(chunk) = body.next().await {
+        len += chunk.expect("body").len();
+    }
+    assert_eq!(len, 4096);
+    started.elapsed().as_secs_f64() * 1e3
+}
+
+async fn head_missing(store: &ObjectStore, i: usize) -> f64 {
+    let missing = ObjectKey::parse(&format!("missing/{i}")).expect("valid key");
+    let started = Instant::now();
+    let head = store.head_object(&bucket("bench"), &missing, None).await;
+    assert!(head.is_err(), "the key is absent");
+    started.elapsed().as_secs_f64() * 1e3
+}
+
+fn main() {
+    let keys = env_or("STRATA_BENCH_KEYS", 500usize);
+    let samples = env_or("STRATA_BENCH_SAMPLES", 2000usize);
+    let (one_dir, two_dir) = (
+        common::temp_dir("pools-one-"),
+        common::temp_dir("pools-two-"),
+    );
+    let one = open_pooled_store(&[common::drives(one_dir.path())]);
+    let two = open_pooled_store(&[
+        common::drives(&two_dir.path().join("a")),
+        common::drives(&two_dir.path().join("b")),
+    ]);
+    assert_eq!(two.pools().len(), 2);
+    let grown_dir = common::temp_dir("pools-grown-");
+    let grown_pools = [
+        common::drives(&grown_dir.path().join("a")),
+        common::drives(&grown_dir.path().join("b")),
+    ];
+    let runtime = Runtime::new().expect("runtime starts");
+    let data = Bytes::from(vec![7u8; 4096]);
+    let grown = open_pooled_store(&grown_pools[..1]);
+    runtime.block_on(async {
+        for store in [&one, &two, &grown] {
+            store.create_bucket(&bucket("bench")).await.expect("bucket");
+            for i in 0..keys {
+                let body = futures::stream::iter([Ok(data.clone())]);
+                (store
+                    .put_object(
+                        &bucket("bench"),
+                        &key(i),
+                        Box::pin(body),
+                        PutOptions::default(),
+                    )
+                    .await)
+                    .expect("put");
+            }
+        }
+    });
+    drop(grown);
+    let grown = open_pooled_store(&grown_pools);
+    println!("{keys} keys of 4 KiB in each deployment; {samples} GETs of each, alternating");
+    let stores: [&Arc<ObjectStore>; 3] = [&one, &two, &grown];
+    let (mut gets, mut heads) = ([vec![], vec![], vec![]], [vec![], vec![], vec![]]);
+    runtime.block_on(async {
+        for n in 0..samples {
+            let i = (n * 7919) % keys;
+            for (which, store) in stores.iter().enumerate() {
+                gets[which].push(get(store, i).await);
+                heads[which].push(head_missing(store, n).await);
+            }
+        }
+    });
+    let [get_one, get_two, get_grown] = gets.map(|ms| median(&ms));
+    let [head_one, head_two, _] = heads.map(|ms| median(&ms));
+    println!(
+        "4 KiB GET p50: one pool {get_one:.3} ms, two pools {get_two:.3} ms, \
+         keys written before the second pool {get_grown:.3} ms"
+    );
+    println!("HEAD of a missing key p50: one pool {head_one:.3} ms, two pools {head_two:.3} ms");
+    println!(
+        "summary: 4 KiB GET two pools / one pool {:.2}x (goal <= 1.2x); keys from before the \
+         second pool {:.2}x; missing-key HEAD {:.2}x",
+        get_two / get_one,
+        get_grown / get_one,
+        head_two / head_one
+    );
+}
