@@ -438,7 +438,7 @@ impl ObjectStore {
         };
         let stored = StoredVersion {
             set,
-            bucket_record: &bucket_record,
+            bucket_record,
             bucket,
             key,
             record: &record,
