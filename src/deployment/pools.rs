@@ -201,3 +201,93 @@ pub fn check_format(path: &Path, found: &Format, expected: &Format) -> anyhow::R
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(sizes: &[usize], ids: &[&str]) -> Shape {
+        Shape::new("dep", 2, 1, sizes, |pool| {
+            ids.get(pool).map(|id| id.to_string())
+        })
+    }
+
+    #[test]
+    fn positions_map_to_their_pool_set_and_drive() {
+        let shape = shape(&[3, 6], &["dep", "second"]);
+        let first = shape.format_for(2);
+        assert_eq!(
+            (
+                first.pool_index,
+                first.set_index,
+                first.drive_index,
+                first.set_count
+            ),
+            (0, 0, 2, 1)
+        );
+        assert_eq!(
+            first.pool_id, None,
+            "the first pool's id is the deployment's"
+        );
+        let later = shape.format_for(7);
+        assert_eq!(
+            (
+                later.pool_index,
+                later.set_index,
+                later.drive_index,
+                later.set_count
+            ),
+            (1, 1, 1, 2)
+        );
+        assert_eq!(later.pool_id(), "second");
+        assert_eq!(shape.pools[1].sets(3), 1..3);
+    }
+
+    #[test]
+    fn a_start_may_add_pools_but_not_drop_or_change_one() {
+        let recorded = shape(&[3, 3], &["dep", "second"]).list(4);
+        assert!(shape(&[3, 3], &["dep", "second"])
+            .check_extends(&recorded)
+            .is_ok());
+        assert!(shape(&[3, 3, 6], &["dep", "second"])
+            .check_extends(&recorded)
+            .is_ok());
+        let dropped = shape(&[3], &["dep"]).check_extends(&recorded).unwrap_err();
+        assert!(
+            dropped.to_string().contains("cannot be dropped"),
+            "{dropped}"
+        );
+        let resized = shape(&[3, 6], &["dep", "second"])
+            .check_extends(&recorded)
+            .unwrap_err();
+        assert!(resized.to_string().contains("with 3 drives"), "{resized}");
+        let other = shape(&[3, 3], &["dep", "third"])
+            .check_extends(&recorded)
+            .unwrap_err();
+        assert!(
+            other.to_string().contains("belong to pool third"),
+            "{other}"
+        );
+    }
+
+    #[test]
+    fn a_drive_formatted_for_another_pool_or_place_is_named() {
+        let shape = shape(&[3, 3], &["dep", "second"]);
+        let path = Path::new("/d");
+        let in_second = shape.format_for(4);
+        assert!(check_format(path, &in_second, &shape.format_for(4)).is_ok());
+        let moved = check_format(path, &in_second, &shape.format_for(1)).unwrap_err();
+        assert!(moved.to_string().contains("server pool 2"), "{moved}");
+        let swapped = check_format(path, &in_second, &shape.format_for(5)).unwrap_err();
+        assert!(swapped.to_string().contains("original order"), "{swapped}");
+        let mut foreign = in_second.clone();
+        foreign.pool_id = Some("elsewhere".into());
+        let foreign = check_format(path, &foreign, &shape.format_for(4)).unwrap_err();
+        assert!(
+            foreign
+                .to_string()
+                .contains("belongs to server pool elsewhere"),
+            "{foreign}"
+        );
+    }
+}

@@ -225,3 +225,165 @@ async fn holding(
         Agreement::NotFound => Holding::Nothing,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use bytes::Bytes;
+    use futures::StreamExt;
+
+    use super::*;
+    use crate::erasure::ErasureSet;
+    use crate::object::{GetOptions, PutOptions};
+    use crate::storage::faulty::{Call, FaultyDrive};
+    use crate::storage::sim::CrashController;
+    use crate::storage::Drive;
+
+    /// A pool of one set of 6+3 simulated drives, each of which can be made to fail.
+    struct SimPool {
+        _sim: CrashController,
+        drives: Vec<Arc<FaultyDrive>>,
+    }
+
+    impl SimPool {
+        fn new() -> Self {
+            let sim = CrashController::new(9);
+            let drives = sim.drives().into_iter().map(FaultyDrive::new).collect();
+            SimPool { _sim: sim, drives }
+        }
+
+        fn set(&self, index: usize) -> RecordSet {
+            let drives = self
+                .drives
+                .iter()
+                .map(|d| d.clone() as Arc<dyn Drive>)
+                .collect();
+            ErasureSet::new(index, drives, 3, 64 << 10).unwrap().into()
+        }
+    }
+
+    fn store_of(pools: &[&SimPool]) -> Arc<ObjectStore> {
+        let sets = pools
+            .iter()
+            .enumerate()
+            .map(|(i, pool)| pool.set(i))
+            .collect();
+        let ranges = (0..pools.len()).map(|i| i..i + 1).collect();
+        ObjectStore::pooled(sets, "pools", ranges)
+    }
+
+    fn bucket() -> BucketName {
+        BucketName::parse("pooled").unwrap()
+    }
+
+    fn key(i: usize) -> ObjectKey {
+        ObjectKey::parse(&format!("key-{i}")).unwrap()
+    }
+
+    async fn put(store: &ObjectStore, key: &ObjectKey, data: &'static [u8]) {
+        let body = Box::pin(futures::stream::iter([Ok(Bytes::from_static(data))]));
+        let bucket = bucket();
+        store
+            .put_object(&bucket, key, body, PutOptions::default())
+            .await
+            .unwrap();
+    }
+
+    async fn get(store: &ObjectStore, key: &ObjectKey) -> Result<Vec<u8>, ObjectError> {
+        let bucket = bucket();
+        let got = store
+            .get_object(&bucket, key, GetOptions::default())
+            .await?;
+        let chunks: Vec<_> = got.body.collect().await;
+        Ok(chunks
+            .into_iter()
+            .flat_map(|c| c.unwrap().to_vec())
+            .collect())
+    }
+
+    async fn held_by(store: &ObjectStore, pool: usize, key: &ObjectKey) -> bool {
+        let bucket = bucket();
+        let set = store.set_in(&store.pools[pool], &bucket, key);
+        holding(set, &bucket, key).await.unwrap() != Holding::Nothing
+    }
+
+    #[tokio::test]
+    async fn keys_written_before_a_pool_was_added_stay_where_they_are() {
+        let (first, second) = (SimPool::new(), SimPool::new());
+        let bucket = bucket();
+        let alone = store_of(&[&first]);
+        alone.create_bucket(&bucket).await.unwrap();
+        for i in 0..40 {
+            put(&alone, &key(i), b"old").await;
+        }
+        drop(alone);
+
+        let grown = store_of(&[&first, &second]);
+        for i in 0..40 {
+            assert_eq!(get(&grown, &key(i)).await.unwrap(), b"old");
+            put(&grown, &key(i), b"overwritten").await;
+            assert!(
+                !held_by(&grown, 1, &key(i)).await,
+                "key {i} went to the new pool"
+            );
+            assert_eq!(get(&grown, &key(i)).await.unwrap(), b"overwritten");
+        }
+        let mut in_second = 0;
+        for i in 40..120 {
+            put(&grown, &key(i), b"new").await;
+            let (one, two) = (
+                held_by(&grown, 0, &key(i)).await,
+                held_by(&grown, 1, &key(i)).await,
+            );
+            assert!(one != two, "key {i} is in exactly one pool");
+            in_second += usize::from(two);
+            assert_eq!(get(&grown, &key(i)).await.unwrap(), b"new");
+        }
+        // Pools of equal weight share new keys about evenly (80 keys: 40 ± 15).
+        assert!(
+            (25..=55).contains(&in_second),
+            "{in_second} of 80 in the new pool"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_pool_that_cannot_answer_is_never_taken_to_lack_a_key() {
+        let (first, second) = (SimPool::new(), SimPool::new());
+        let bucket = bucket();
+        let store = store_of(&[&first, &second]);
+        store.create_bucket(&bucket).await.unwrap();
+        for i in 0..20 {
+            put(&store, &key(i), b"kept").await;
+        }
+        // Six drives of the second pool stop answering: the three left cannot tell whether
+        // it holds a key (a key written to a write quorum may lack only from three drives).
+        for drive in &second.drives[..6] {
+            drive.fail(&[
+                Call::MetaGet,
+                Call::MetaApply,
+                Call::MetaScan,
+                Call::OpenShard,
+            ]);
+        }
+        for i in 0..20 {
+            let in_first = held_by(&store, 0, &key(i)).await;
+            let read = get(&store, &key(i)).await;
+            match (in_first, read) {
+                (true, Ok(data)) => assert_eq!(data, b"kept"),
+                (false, Err(ObjectError::Unavailable(_))) => {}
+                (in_first, read) => panic!("key {i} (in the first pool: {in_first}): {read:?}"),
+            }
+        }
+        // A new key cannot be written: the second pool might hold it.
+        let body = Box::pin(futures::stream::iter([Ok(Bytes::from_static(b"x"))]));
+        let new = store
+            .put_object(&bucket, &key(99), body, PutOptions::default())
+            .await;
+        assert!(matches!(new, Err(ObjectError::Unavailable(_))), "{new:?}");
+        assert!(matches!(
+            get(&store, &key(98)).await,
+            Err(ObjectError::Unavailable(_))
+        ));
+    }
+}
