@@ -367,6 +367,7 @@ def test_the_deployment_page_shows_a_removed_drive(browser, tmp_path):
         browser.driver.get(f"{srv.console_url}#/deployment")
         browser.wait_text("#deployment-state", "Ready")
         assert "9 of 9 drives online" in browser.find("#sets").text
+        browser.wait_text("#pool-rows", "active")
         browser.wait_text("#job-rows", "usage-scanner")
         shutil.rmtree(srv.drives[0])
         deadline = time.monotonic() + 60

@@ -545,6 +545,9 @@ fn render_info(info: &Info, now_ms: i64) -> String {
     if let Some(cluster) = &info.cluster {
         render_nodes(&mut out, cluster, now_ms);
     }
+    if info.pools.len() > 1 {
+        out.push_str(&format!("\nServer pools\n{}", render_pools(info)));
+    }
     let width = info
         .sets
         .iter()
@@ -1177,7 +1180,7 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admin::api::{DriveInfo, SetInfo};
+    use crate::admin::api::{DriveInfo, PoolInfo, SetInfo};
 
     #[test]
     fn requests_are_signed_as_the_server_checks_them() {
@@ -1302,5 +1305,41 @@ mod tests {
         assert_eq!(row("/d1"), "/d1 online 1.00 GiB 9.00 GiB 10.00 GiB");
         assert_eq!(row("/d2"), "/d2 healing 1.00 GiB 9.00 GiB 10.00 GiB");
         assert_eq!(row("/d3"), "/d3 offline - - -");
+        assert!(
+            !table.contains("Server pools"),
+            "one pool is not shown:\n{table}"
+        );
+    }
+
+    #[test]
+    fn pools_are_listed_one_line_each() {
+        let pool = |index: usize, sets: Vec<usize>| PoolInfo {
+            index,
+            id: format!("pool-{index}"),
+            state: "active".into(),
+            sets,
+            total_bytes: 20 << 30,
+            free_bytes: 5 << 30,
+        };
+        let info = Info {
+            deployment_id: "dep".into(),
+            ready: true,
+            sets: Vec::new(),
+            pools: vec![pool(0, vec![0]), pool(1, vec![1, 2])],
+            heal: HealStatusView::default(),
+            cluster: None,
+        };
+        let table = render_pools(&info);
+        let rows: Vec<String> = (table.lines().skip(1))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "1 pool-0 active 1 5.00 GiB 20.00 GiB",
+                "2 pool-1 active 2-3 5.00 GiB 20.00 GiB"
+            ]
+        );
+        assert!(render_info(&info, 0).contains("Server pools"));
     }
 }

@@ -1251,6 +1251,21 @@ $("policy-form").addEventListener("submit", async (event) => {
 
 // --- The deployment (the root user's) ----------------------------------------------------
 
+/** The server pools: one line each, with its sets and space. */
+function renderPools(pools) {
+  const rows = $("pool-rows");
+  rows.replaceChildren();
+  for (const pool of pools) {
+    const row = rows.insertRow();
+    cell(row, String(pool.index + 1));
+    cell(row, pool.id);
+    cell(row, pool.state, `state-${pool.state}`);
+    cell(row, pool.sets.map((s) => s + 1).join(", "));
+    cell(row, size(pool.free_bytes), "size");
+    cell(row, size(pool.total_bytes), "size");
+  }
+}
+
 async function renderDeployment() {
   show("deployment");
   let info;
@@ -1264,11 +1279,14 @@ async function renderDeployment() {
   $("deployment-state").textContent = info.ready
     ? "Ready: every erasure set can take writes."
     : "Not ready: an erasure set is below its write quorum; writes to it are refused.";
+  renderPools(info.pools || []);
   const sets = $("sets");
   sets.replaceChildren();
   for (const set of info.sets) {
     const heading = document.createElement("h2");
-    heading.textContent = `Set ${set.index + 1}: ${set.data_shards}+${set.parity_shards}, `
+    const pool = (info.pools || []).find((p) => p.sets.includes(set.index));
+    const inPool = pool && info.pools.length > 1 ? ` (pool ${pool.index + 1})` : "";
+    heading.textContent = `Set ${set.index + 1}${inPool}: ${set.data_shards}+${set.parity_shards}, `
       + `${set.online} of ${set.drives.length} drives online (writes need ${set.write_quorum})`;
     const table = document.createElement("table");
     const head = table.createTHead().insertRow();
