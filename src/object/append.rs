@@ -66,7 +66,7 @@ impl ObjectStore {
         mut options: PutOptions,
     ) -> Result<ObjectRecord, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
-        let set = self.set_for(bucket, key).await?;
+        let (set, _writing) = self.set_for(bucket, key).await?;
         let current = current_version(set, &bucket_record, key).await?;
         if let Some(condition) = &options.condition {
             condition.check(current.as_ref().map(|c| &c.version))?;

@@ -52,3 +52,123 @@ impl NamespaceLocks {
         guards
     }
 }
+
+/// Keys being moved between server pools, and the writers of keys in flight: a key is moved
+/// only while no writer has chosen a set for it, and a writer that comes while it moves
+/// waits for the move to end, then chooses again. A mover never waits (it takes another key
+/// and comes back), so no order of the two can deadlock.
+#[derive(Default)]
+pub struct MoveGate {
+    keys: std::sync::Mutex<std::collections::HashMap<(String, String), KeyState>>,
+    moved: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct KeyState {
+    writers: usize,
+    moving: bool,
+}
+
+/// A writer of a key in flight; the key does not move until it is dropped.
+pub struct Writing<'a> {
+    gate: Option<(&'a MoveGate, (String, String))>,
+}
+
+/// A key being moved; writers of it wait until this is dropped.
+pub struct Moving<'a> {
+    gate: &'a MoveGate,
+    key: (String, String),
+}
+
+impl MoveGate {
+    /// A writer that needs no gate (a store of one pool, where keys never move).
+    pub fn none() -> Writing<'static> {
+        Writing { gate: None }
+    }
+
+    /// Enters a writer of `key`, once it is not moving.
+    pub async fn write(&self, bucket: &str, key: &str) -> Writing<'_> {
+        let name = (bucket.to_string(), key.to_string());
+        loop {
+            let moved = self.moved.notified();
+            tokio::pin!(moved);
+            moved.as_mut().enable();
+            {
+                let mut keys = self.keys.lock().expect("move gate");
+                let state = keys.entry(name.clone()).or_default();
+                if !state.moving {
+                    state.writers += 1;
+                    return Writing {
+                        gate: Some((self, name)),
+                    };
+                }
+            }
+            moved.await;
+        }
+    }
+
+    /// Starts moving `key`, unless a writer of it is in flight or it is moving already.
+    pub fn try_move(&self, bucket: &str, key: &str) -> Option<Moving<'_>> {
+        let name = (bucket.to_string(), key.to_string());
+        let mut keys = self.keys.lock().expect("move gate");
+        let state = keys.entry(name.clone()).or_default();
+        if state.writers > 0 || state.moving {
+            return None;
+        }
+        state.moving = true;
+        Some(Moving {
+            gate: self,
+            key: name,
+        })
+    }
+
+    fn leave(&self, key: &(String, String), change: impl FnOnce(&mut KeyState)) {
+        let mut keys = self.keys.lock().expect("move gate");
+        if let Some(state) = keys.get_mut(key) {
+            change(state);
+            if state.writers == 0 && !state.moving {
+                keys.remove(key);
+            }
+        }
+    }
+}
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        if let Some((gate, key)) = &self.gate {
+            gate.leave(key, |state| state.writers -= 1);
+        }
+    }
+}
+
+impl Drop for Moving<'_> {
+    fn drop(&mut self) {
+        self.gate.leave(&self.key, |state| state.moving = false);
+        self.gate.moved.notify_waiters();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_key_moves_only_without_writers_and_writers_wait_for_a_move() {
+        let gate = MoveGate::default();
+        let writing = gate.write("b", "k").await;
+        assert!(gate.try_move("b", "k").is_none(), "a writer is in flight");
+        assert!(gate.try_move("b", "other").is_some());
+        drop(writing);
+        let moving = gate.try_move("b", "k").expect("no writer now");
+        let entered =
+            tokio::time::timeout(std::time::Duration::from_millis(50), gate.write("b", "k"));
+        assert!(entered.await.is_err(), "a writer waits while the key moves");
+        drop(moving);
+        let entered = tokio::time::timeout(std::time::Duration::from_secs(5), gate.write("b", "k"));
+        assert!(entered.await.is_ok(), "and enters once the move ends");
+        assert!(
+            gate.keys.lock().unwrap().is_empty(),
+            "nothing is left behind"
+        );
+    }
+}

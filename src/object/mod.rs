@@ -14,11 +14,13 @@ pub use bucket_cache::ParsedByRevision;
 mod commit;
 mod conditions;
 pub mod digest;
+mod drain;
 #[cfg(test)]
 mod drive_calls_tests;
 mod heal;
 mod key_locks;
 mod list;
+mod moves;
 mod multipart;
 mod names;
 mod object_lock;
@@ -48,8 +50,10 @@ pub use at_rest::{check_customer_key, Encryption};
 pub use conditions::{DeleteConditions, DeleteIf, WriteCondition};
 pub use digest::checksum::{ChecksumAlgorithm, ChecksumType};
 pub use digest::hashing::ExpectedChecksum;
+pub use drain::{DrainPass, DrainProgress};
 pub use heal::objects::{HealDepth, HealReport, HealScope};
 pub use list::{ListEntry, ListPage, ListQuery};
+pub use moves::Moved;
 pub use multipart::list::{UploadEntry, UploadQuery, UploadsPage};
 pub use multipart::upload::{
     CompleteOptions, CompletedPart, PartsPage, UploadOptions, MAX_PART_NUMBER,
@@ -59,7 +63,7 @@ pub use object_lock::{
     DefaultRetention, ObjectLock, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
 };
 pub use objects::{GetOptions, GetResult, PutOptions, ReadIf};
-pub use pools::Pool;
+pub use pools::{Pool, PoolState};
 pub use record::{
     BucketRecord, BucketSettings, CorsRule, DefaultEncryption, ObjectRecord, PartRecord,
     SseAlgorithm, StoredChecksum, TierLocation, UploadRecord, Versioning, NULL_VERSION,
@@ -217,6 +221,8 @@ pub struct ObjectStore {
     placement_key: (u64, u64),
     /// Object keys: held by readers of metadata and by commits.
     locks: NamespaceLocks,
+    /// Keys moving between pools, and their writers in flight.
+    moves: key_locks::MoveGate,
     /// Multipart uploads: read by part commits, written by completion and abort.
     upload_locks: NamespaceLocks,
     /// Part numbers of an upload: a part sent twice commits once at a time.
@@ -271,6 +277,7 @@ impl ObjectStore {
             pools: pools.into_iter().map(Pool::new).collect(),
             placement_key: (k0, k1),
             locks: NamespaceLocks::new(),
+            moves: Default::default(),
             upload_locks: NamespaceLocks::new(),
             part_locks: NamespaceLocks::new(),
             md5: digest::md5_lanes::Md5Lanes::start(),

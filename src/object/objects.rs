@@ -126,7 +126,7 @@ impl ObjectStore {
     ) -> Result<ObjectRecord, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
         object_lock::check_allowed(&bucket_record, &options.lock)?;
-        let set = self.set_for(bucket, key).await?;
+        let (set, _writing) = self.set_for(bucket, key).await?;
         let sealing = self
             .new_key(&bucket_record, key, options.encryption.as_ref())
             .await?;
@@ -568,7 +568,7 @@ impl ObjectStore {
                 .await?;
             return Ok(marked.delete_marker);
         }
-        let set = self.set_for(bucket, key).await?;
+        let (set, _writing) = self.set_for(bucket, key).await?;
         retry_conflicts(|| async {
             let guard = self.locks.write(bucket.as_str(), key.as_str()).await;
             let current = read_records(set, bucket.as_str(), key.as_str()).await;

@@ -14,14 +14,23 @@
 
 use std::hash::Hasher;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use serde::{Deserialize, Serialize};
 
 use futures::future::join_all;
 use siphasher::sip::SipHasher24;
 use tokio::sync::OnceCell;
 
+use super::key_locks::{MoveGate, Writing};
+use super::moves::Moved;
 use super::record::{object_key, upload_key, ObjectRecord, OBJECTS, UPLOADS, VERSIONS};
 use super::{BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::records::{Agreement, RecordSet};
+
+/// How long a writer waits for the other writers of a key in a drained pool to finish, so
+/// that it can move the key out first.
+const MOVE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Free-space weights are rounded to this many steps per doubling (about 9 % apart), so
 /// that pools of about the same free space weigh the same from one start to the next.
@@ -33,6 +42,31 @@ pub struct Pool {
     pub sets: Range<usize>,
     /// Its weight for new keys: its free space when first asked, coarsened.
     weight: OnceCell<f64>,
+    /// A [`PoolState`].
+    state: AtomicU8,
+}
+
+/// Whether a pool takes new keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PoolState {
+    /// It takes new keys.
+    #[default]
+    Active,
+    /// Its keys are moving to the other pools; it takes no new ones.
+    Decommissioning,
+    /// It holds nothing: it may be dropped from the command line.
+    Retired,
+}
+
+impl PoolState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PoolState::Active => "active",
+            PoolState::Decommissioning => "decommissioning",
+            PoolState::Retired => "retired",
+        }
+    }
 }
 
 impl Pool {
@@ -40,7 +74,20 @@ impl Pool {
         Pool {
             sets,
             weight: OnceCell::new(),
+            state: AtomicU8::new(PoolState::Active as u8),
         }
+    }
+
+    pub fn state(&self) -> PoolState {
+        match self.state.load(Ordering::Relaxed) {
+            0 => PoolState::Active,
+            1 => PoolState::Decommissioning,
+            _ => PoolState::Retired,
+        }
+    }
+
+    pub fn set_state(&self, state: PoolState) {
+        self.state.store(state as u8, Ordering::Relaxed);
     }
 }
 
@@ -61,7 +108,7 @@ impl ObjectStore {
     }
 
     /// The set `key` hashes to within `pool`.
-    fn set_in(&self, pool: &Pool, bucket: &BucketName, key: &ObjectKey) -> &RecordSet {
+    pub(super) fn set_in(&self, pool: &Pool, bucket: &BucketName, key: &ObjectKey) -> &RecordSet {
         let mut h = SipHasher24::new_with_keys(self.placement_key.0, self.placement_key.1);
         h.write(bucket.as_str().as_bytes());
         h.write_u8(b'/');
@@ -73,17 +120,58 @@ impl ObjectStore {
     /// The set that holds `key`, or where it goes when no pool holds it. Beyond one pool
     /// this asks each pool's set of the key; a pool that cannot answer makes it 503, never a
     /// guess that the key is absent there.
+    /// The writer holds the returned gate until its commit is done: the key does not move
+    /// to another pool meanwhile.
     pub(super) async fn set_for(
         &self,
         bucket: &BucketName,
         key: &ObjectKey,
-    ) -> Result<&RecordSet, ObjectError> {
+    ) -> Result<(&RecordSet, Writing<'_>), ObjectError> {
         if let [only] = self.pools.as_slice() {
-            return Ok(self.set_in(only, bucket, key));
+            return Ok((self.set_in(only, bucket, key), MoveGate::none()));
         }
-        match self.holder(bucket, key, None).await? {
-            Some(set) => Ok(set),
-            None => Ok(self.set_in(self.first_choice(bucket, key).await, bucket, key)),
+        loop {
+            let writing = self.moves.write(bucket.as_str(), key.as_str()).await;
+            let set = match self.holder(bucket, key, None).await? {
+                // Nothing new lands in a pool being drained: the key moves out first.
+                Some(set) if self.pool_of(set).state() != PoolState::Active => {
+                    drop(writing);
+                    self.move_out(bucket, key, set).await?;
+                    continue;
+                }
+                Some(set) => set,
+                None => self.set_in(self.first_choice(bucket, key).await, bucket, key),
+            };
+            return Ok((set, writing));
+        }
+    }
+
+    /// The pool a set belongs to.
+    fn pool_of(&self, set: &RecordSet) -> &Pool {
+        (self.pools.iter())
+            .find(|pool| pool.sets.contains(&set.index()))
+            .expect("every set is in a pool")
+    }
+
+    /// Moves `key` out of `from` (a pool being drained) to its first-choice pool, for a
+    /// writer; waits while other writers of it are in flight.
+    async fn move_out(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        from: &RecordSet,
+    ) -> Result<(), ObjectError> {
+        let bucket_record = self.bucket(bucket).await?;
+        let to = self.set_in(self.first_choice(bucket, key).await, bucket, key);
+        let started = std::time::Instant::now();
+        loop {
+            match self.move_key(&bucket_record, key, from, to).await? {
+                Moved::Busy if started.elapsed() < MOVE_WAIT => {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await
+                }
+                Moved::Busy => return Err(ObjectError::Conflict),
+                Moved::Done { .. } | Moved::Nothing => return Ok(()),
+            }
         }
     }
 
@@ -118,10 +206,11 @@ impl ObjectStore {
         bucket: &BucketName,
         key: &ObjectKey,
         upload_id: &str,
-    ) -> Result<&RecordSet, ObjectError> {
+    ) -> Result<(&RecordSet, Writing<'_>), ObjectError> {
         if let [only] = self.pools.as_slice() {
-            return Ok(self.set_in(only, bucket, key));
+            return Ok((self.set_in(only, bucket, key), MoveGate::none()));
         }
+        let writing = self.moves.write(bucket.as_str(), key.as_str()).await;
         let record_key = upload_key(bucket.as_str(), key.as_str(), upload_id);
         let sets: Vec<&RecordSet> = (self.pools.iter())
             .map(|pool| self.set_in(pool, bucket, key))
@@ -129,15 +218,15 @@ impl ObjectStore {
         let found = join_all(sets.iter().map(|set| set.read_agreed(UPLOADS, &record_key))).await;
         for (set, agreement) in sets.into_iter().zip(found) {
             if let Agreement::Found { .. } = agreement? {
-                return Ok(set);
+                return Ok((set, writing));
             }
         }
         Err(ObjectError::NoSuchUpload)
     }
 
-    /// The pool a new key goes to, and where a read of a key looks first: the highest
-    /// rendezvous score of the key, weighted by each pool's free space.
-    async fn first_choice(&self, bucket: &BucketName, key: &ObjectKey) -> &Pool {
+    /// The pool a new key goes to, and where a read of a key looks first: of the active
+    /// pools, the highest rendezvous score of the key, weighted by each pool's free space.
+    pub(super) async fn first_choice(&self, bucket: &BucketName, key: &ObjectKey) -> &Pool {
         let weights = join_all(self.pools.iter().map(|pool| self.weight(pool))).await;
         let score = |(pool, weight): (&Pool, f64)| {
             let mut h = SipHasher24::new_with_keys(self.placement_key.0, self.placement_key.1);
@@ -149,7 +238,13 @@ impl ObjectStore {
             let u = ((h.finish() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
             weight / -u.ln()
         };
-        (self.pools.iter().zip(weights))
+        let active = |(pool, _): &(&Pool, f64)| pool.state() == PoolState::Active;
+        let candidates: Vec<(&Pool, f64)> = self.pools.iter().zip(weights).collect();
+        let taking = match candidates.iter().any(active) {
+            true => candidates.into_iter().filter(active).collect(),
+            false => candidates,
+        };
+        (taking.into_iter())
             .max_by(|a, b| score(*a).total_cmp(&score(*b)))
             .map(|(pool, _)| pool)
             .expect("a store has a pool")
@@ -385,5 +480,91 @@ mod tests {
             get(&store, &key(98)).await,
             Err(ObjectError::Unavailable(_))
         ));
+    }
+
+    /// A listing of every version of the bucket, as (key, version id, delete marker, etag).
+    async fn versions(store: &ObjectStore) -> Vec<(String, String, bool, String)> {
+        use crate::object::{VersionEntry, VersionsQuery};
+        let query = VersionsQuery {
+            prefix: String::new(),
+            delimiter: None,
+            key_marker: None,
+            version_id_marker: None,
+            max_keys: 1000,
+        };
+        let page = store.list_object_versions(&bucket(), &query).await.unwrap();
+        (page.entries.into_iter())
+            .filter_map(|entry| match entry {
+                VersionEntry::Version { key, record, .. } => Some((
+                    key,
+                    record.version_id_str().to_string(),
+                    record.delete_marker,
+                    record.etag.clone(),
+                )),
+                VersionEntry::CommonPrefix(_) => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_drained_pool_gives_every_version_to_the_others_and_ends_empty() {
+        use crate::object::{DrainProgress, Versioning};
+        let (first, second) = (SimPool::new(), SimPool::new());
+        let alone = store_of(&[&first]);
+        alone.create_bucket(&bucket()).await.unwrap();
+        alone
+            .set_versioning(&bucket(), Versioning::Enabled)
+            .await
+            .unwrap();
+        let large: &'static [u8] = Box::leak(vec![9u8; 300 << 10].into_boxed_slice());
+        for i in 0..12 {
+            put(&alone, &key(i), b"first").await;
+            put(&alone, &key(i), if i % 3 == 0 { large } else { b"second" }).await;
+            if i % 4 == 1 {
+                alone.delete_object(&bucket(), &key(i), None).await.unwrap();
+            }
+        }
+        let before = versions(&alone).await;
+        drop(alone);
+
+        let store = store_of(&[&first, &second]);
+        store.pools()[0].set_state(PoolState::Decommissioning);
+        // A write of a key of the drained pool moves the key out before it lands.
+        put(&store, &key(0), b"third").await;
+        assert!(!held_by(&store, 0, &key(0)).await && held_by(&store, 1, &key(0)).await);
+        let progress = DrainProgress::default();
+        let pass = store.drain_pass(0, &progress, || async {}).await.unwrap();
+        assert!(pass.drained(), "{pass:?}");
+        assert_eq!(pass.keys_seen, 11, "key 0 had moved already");
+        for i in 0..12 {
+            assert!(
+                !held_by(&store, 0, &key(i)).await,
+                "key {i} is still in the drained pool"
+            );
+        }
+        let again = store.drain_pass(0, &progress, || async {}).await.unwrap();
+        assert_eq!(again.keys_seen, 0);
+
+        let mut after = versions(&store).await;
+        assert_eq!(after.len(), before.len() + 1);
+        let new: Vec<_> = after
+            .iter()
+            .filter(|v| !before.contains(v))
+            .cloned()
+            .collect();
+        assert!(
+            new.len() == 1 && new[0].0 == "key-0",
+            "the write during the drain: {new:?}"
+        );
+        after.retain(|v| before.contains(v));
+        assert_eq!(after, before, "every version and delete marker, as it was");
+        for i in 1..12 {
+            let want: &[u8] = if i % 3 == 0 { large } else { b"second" };
+            match get(&store, &key(i)).await {
+                Ok(data) => assert!(i % 4 != 1 && data == want, "key {i}"),
+                Err(ObjectError::DeleteMarker { .. }) => assert_eq!(i % 4, 1, "key {i}"),
+                Err(e) => panic!("key {i}: {e}"),
+            }
+        }
     }
 }

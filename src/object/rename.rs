@@ -99,8 +99,8 @@ impl ObjectStore {
         options: &RenameOptions,
     ) -> Result<(), ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
-        let set = self.set_for(bucket, key).await?;
-        let source_set = self.set_for(bucket, source).await?;
+        let (set, _writing) = self.set_for(bucket, key).await?;
+        let (source_set, _writing_source) = self.set_for(bucket, source).await?;
         if !std::ptr::eq(set, source_set) {
             return Err(ObjectError::NotImplemented(
                 "RenameObject between keys of different erasure sets".into(),

@@ -169,7 +169,7 @@ impl ObjectStore {
         depth: HealDepth,
     ) -> Result<HealReport, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
-        let set = self.set_for(bucket, key).await?;
+        let (set, _writing) = self.set_for(bucket, key).await?;
         let states = read_states(set, bucket.as_str(), key.as_str()).await;
         if states.iter().any(|s| matches!(s, Ok(Some(_)))) {
             if let Some(report) = self.heal_versioned(set, &bucket_record, key, depth).await? {
@@ -722,7 +722,7 @@ fn keep_good(sources: Vec<Option<ShardSource>>, good: &[bool]) -> Vec<Option<Sha
 }
 
 /// Splits a database key `bucket NUL key` back into names.
-fn split_object_key(db_key: &[u8]) -> Option<(BucketName, ObjectKey)> {
+pub(in crate::object) fn split_object_key(db_key: &[u8]) -> Option<(BucketName, ObjectKey)> {
     let text = std::str::from_utf8(db_key).ok()?;
     let (bucket, key) = text.split_once('\0')?;
     Some((BucketName::parse(bucket).ok()?, ObjectKey::parse(key).ok()?))

@@ -153,7 +153,7 @@ impl ObjectStore {
             (Some(ChecksumAlgorithm::Crc64Nvme), None) => ChecksumType::FullObject,
             (_, None) => ChecksumType::Composite,
         };
-        let set = self.set_for(bucket, key).await?;
+        let (set, _writing) = self.set_for(bucket, key).await?;
         // The object key is made now and sealed into the upload; each part reopens it.
         let sealing = self
             .new_key(&bucket_record, key, options.encryption.as_ref())
@@ -198,7 +198,7 @@ impl ObjectStore {
     ) -> Result<UploadRecord, ObjectError> {
         self.bucket(bucket).await?;
         self.upload(
-            self.set_for_upload(bucket, key, upload_id).await?,
+            self.set_for_upload(bucket, key, upload_id).await?.0,
             bucket,
             key,
             upload_id,
@@ -248,7 +248,7 @@ impl ObjectStore {
             ));
         }
         let bucket_record = self.bucket(bucket).await?;
-        let set = self.set_for_upload(bucket, key, upload_id).await?;
+        let (set, _writing) = self.set_for_upload(bucket, key, upload_id).await?;
         let upload = self.upload(set, bucket, key, upload_id).await?;
         // The object's checksum is made from its parts': every part gets one.
         if options.checksum.is_none() {
@@ -398,7 +398,7 @@ impl ObjectStore {
         max: usize,
     ) -> Result<PartsPage, ObjectError> {
         self.bucket(bucket).await?;
-        let set = self.set_for_upload(bucket, key, upload_id).await?;
+        let (set, _writing) = self.set_for_upload(bucket, key, upload_id).await?;
         let upload = self.upload(set, bucket, key, upload_id).await?;
         // Pages of part records until one more than asked for is known.
         let mut parts: Vec<PartRecord> = Vec::new();
@@ -431,7 +431,7 @@ impl ObjectStore {
         options: CompleteOptions,
     ) -> Result<ObjectRecord, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
-        let set = self.set_for_upload(bucket, key, upload_id).await?;
+        let (set, _writing) = self.set_for_upload(bucket, key, upload_id).await?;
         let _upload_lock = self.upload_locks.write(bucket.as_str(), upload_id).await;
         let attempt =
             || self.complete_once(set, (bucket, &bucket_record), key, upload_id, &options);
@@ -631,7 +631,7 @@ impl ObjectStore {
         upload_id: &str,
     ) -> Result<(), ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
-        let set = self.set_for_upload(bucket, key, upload_id).await?;
+        let (set, _writing) = self.set_for_upload(bucket, key, upload_id).await?;
         let _upload_lock = self.upload_locks.write(bucket.as_str(), upload_id).await;
         let db_key = upload_key(bucket.as_str(), key.as_str(), upload_id);
         let attempt = || async {

@@ -242,7 +242,7 @@ mod tests {
         let held = store.head_object(&bucket, &source, None).await.unwrap();
         assert!(held.tier.is_some());
 
-        let set = store.set_for(&bucket, &source).await.unwrap();
+        let (set, _writing) = store.set_for(&bucket, &source).await.unwrap();
         let renamed = |from: &str| ObjectRecord {
             data_from: Some(from.into()),
             ..held.clone()

@@ -445,7 +445,7 @@ impl ObjectStore {
         mode: Versioning,
         only_if: &DeleteIf,
     ) -> Result<Deleted, ObjectError> {
-        let set = self.set_for(name, key).await?;
+        let (set, _writing) = self.set_for(name, key).await?;
         let _guard = self.locks.write(&bucket.name, key.as_str()).await;
         let current = key_versions(set, &bucket.name, key.as_str()).await?;
         if !only_if.allows(current.versions.first().filter(|v| !v.delete_marker))? {
@@ -481,7 +481,7 @@ impl ObjectStore {
         only_if: &DeleteIf,
     ) -> Result<Deleted, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
-        let set = self.set_for(bucket, key).await?;
+        let (set, _writing) = self.set_for(bucket, key).await?;
         let _guard = self.locks.write(bucket.as_str(), key.as_str()).await;
         let current = key_versions(set, bucket.as_str(), key.as_str()).await?;
         let removed = Deleted {
@@ -525,7 +525,7 @@ impl ObjectStore {
             check_version_id(id)?;
         }
         let bucket_record = self.bucket(bucket).await?;
-        let set = self.set_for(bucket, key).await?;
+        let (set, _writing) = self.set_for(bucket, key).await?;
         let _guard = self.locks.write(bucket.as_str(), key.as_str()).await;
         let current = key_versions(set, bucket.as_str(), key.as_str()).await?;
         let index = select(&current.versions, version_id)?;

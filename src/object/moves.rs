@@ -1,0 +1,255 @@
+//! Moving a key from one server pool to another (a decommission's drain): every version, delete
+//! marker and byte of the key, as it is, from its set in one pool to its set in the other.
+//!
+//! The move copies the data first (each part decoded from the source set and encoded on the
+//! destination's drives, inline chunks rebuilt), then commits the key's records on the
+//! destination, conditional on it holding nothing of the key, then removes them from the
+//! source, conditional on the source still holding what was read; the source's data goes
+//! only after that removal won its quorum. Writers of the key wait while it moves (see
+//! [`super::key_locks::MoveGate`]), so no write lands on the source after the copy; between
+//! the two commits both sets hold the same records, and either answers a read alike.
+
+use std::sync::Arc;
+
+use futures::future::join_all;
+use tokio::sync::mpsc;
+
+use super::record::{
+    inline_key, object_key, BucketRecord, ObjectRecord, VersionsRecord, INLINE_CHUNKS, OBJECTS,
+    VERSIONS,
+};
+use super::{ObjectError, ObjectKey, ObjectStore};
+use crate::erasure::{Encoded, ShardSource};
+use crate::records::commit::Batch;
+use crate::records::copies::{Copies, Guard};
+use crate::records::{Agreement, Change, RecordSet};
+use crate::storage::DataDir;
+
+/// What moving one key did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moved {
+    /// Its records and data are in the destination now; `bytes` of data were copied.
+    Done { versions: u64, bytes: u64 },
+    /// The source held nothing of the key (any more).
+    Nothing,
+    /// A writer of the key is in flight, or a rename that lent its data is not settled:
+    /// tried again later.
+    Busy,
+}
+
+impl ObjectStore {
+    /// Moves `key` of `bucket` from the set `from` to the set `to` (its set in another pool).
+    pub(super) async fn move_key(
+        &self,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+        from: &RecordSet,
+        to: &RecordSet,
+    ) -> Result<Moved, ObjectError> {
+        let Some(_moving) = self.moves.try_move(&bucket.name, key.as_str()) else {
+            return Ok(Moved::Busy);
+        };
+        let db_key = object_key(&bucket.name, key.as_str());
+        let (objects, versions) = futures::join!(
+            Copies::<ObjectRecord>::read(from, OBJECTS, db_key.clone()),
+            Copies::<VersionsRecord>::read(from, VERSIONS, db_key.clone())
+        );
+        let current = from.agree(&objects)?.found();
+        let history = from.agree(&versions)?.found();
+        if current.is_none() && history.is_none() {
+            return Ok(Moved::Nothing);
+        }
+        let mut carried: Vec<&ObjectRecord> = current.iter().collect();
+        for version in history.iter().flat_map(|h| &h.versions) {
+            if !carried.iter().any(|c| c.same_version(version)) {
+                carried.push(version);
+            }
+        }
+        // Data a rename lends between two keys stays with them until the rename settles.
+        if (carried.iter())
+            .any(|r| r.renamed_by.is_some() || r.lent_data.is_some() || r.data_from.is_some())
+        {
+            return Ok(Moved::Busy);
+        }
+        let geometry = |set: &RecordSet| (set.data_shards(), set.parity_shards(), set.block_size());
+        if geometry(from) != geometry(to) {
+            return Err(ObjectError::NotImplemented(
+                "moving keys between pools of different erasure geometry".into(),
+            ));
+        }
+
+        // The destination must hold nothing of the key (leftovers of a move cut short aside).
+        let (there, there_history) = futures::join!(
+            Copies::<ObjectRecord>::read(to, OBJECTS, db_key.clone()),
+            Copies::<VersionsRecord>::read(to, VERSIONS, db_key.clone())
+        );
+        if !matches!(to.agree(&there)?, Agreement::NotFound)
+            || !matches!(to.agree(&there_history)?, Agreement::NotFound)
+        {
+            return Err(ObjectError::Internal(format!(
+                "{}/{key} is in two pools; the newer copy is served, the move waits for a heal",
+                bucket.name
+            )));
+        }
+
+        let copied = copy_data(bucket, key, &carried, from, to).await;
+        let copied = match copied {
+            Ok(copied) => copied,
+            Err(e) => {
+                delete_dirs(bucket, &carried, to).await;
+                return Err(e);
+            }
+        };
+        let mut batches: Vec<Batch> = Vec::with_capacity(to.width());
+        for i in 0..to.width() {
+            let guard = there
+                .guard_on(to, i, None)
+                .and(there_history.guard_on(to, i, None));
+            let Guard::Expect(mut changes) = guard else {
+                batches.push(Batch::LeaveOut);
+                continue;
+            };
+            if let Some(current) = &current {
+                changes.push(OBJECTS.put(db_key.clone(), &fresh(current)));
+            }
+            if let Some(history) = &history {
+                let mut history = history.clone();
+                history.superseded = None;
+                history
+                    .versions
+                    .iter_mut()
+                    .for_each(|v| v.superseded = None);
+                changes.push(VERSIONS.put(db_key.clone(), &history));
+            }
+            for (chunk_key, chunks) in &copied.inline {
+                changes.push(INLINE_CHUNKS.put_stored(chunk_key.clone(), chunks[i].to_vec()));
+            }
+            batches.push(Batch::Apply(changes));
+        }
+        if let Err(e) = to.commit(batches, Some(&copied.data_on)).await {
+            delete_dirs(bucket, &carried, to).await;
+            return Err(e.into());
+        }
+
+        // The source lets go of the key, if it still holds what was read.
+        let _lock = self.locks.write(&bucket.name, key.as_str()).await;
+        let removals: Vec<Batch> = (0..from.width())
+            .map(|i| {
+                let guard = objects.guard_on(from, i, current.as_ref());
+                match guard.and(versions.guard_on(from, i, history.as_ref())) {
+                    Guard::Expect(mut changes) => {
+                        changes.push(OBJECTS.delete(db_key.clone()));
+                        changes.push(VERSIONS.delete(db_key.clone()));
+                        for (chunk_key, _) in &copied.inline {
+                            changes.push(INLINE_CHUNKS.delete(chunk_key.clone()));
+                        }
+                        Batch::Apply(changes)
+                    }
+                    Guard::Refuse => Batch::Refuse,
+                    Guard::LeaveOut => Batch::LeaveOut,
+                }
+            })
+            .collect();
+        if let Err(e) = from.commit(removals, None).await {
+            // The key stays where it was: the copy goes (nothing else wrote it meanwhile).
+            let undo: Vec<Option<Vec<Change>>> = (0..to.width())
+                .map(|_| {
+                    let mut changes = vec![
+                        OBJECTS.delete(db_key.clone()),
+                        VERSIONS.delete(db_key.clone()),
+                    ];
+                    for (chunk_key, _) in &copied.inline {
+                        changes.push(INLINE_CHUNKS.delete(chunk_key.clone()));
+                    }
+                    Some(changes)
+                })
+                .collect();
+            to.apply_each(undo).await;
+            delete_dirs(bucket, &carried, to).await;
+            return Err(e.into());
+        }
+        delete_dirs(bucket, &carried, from).await;
+        Ok(Moved::Done {
+            versions: carried.len() as u64,
+            bytes: copied.bytes,
+        })
+    }
+}
+
+/// A record as a set that never held another value of it stores it.
+fn fresh(record: &ObjectRecord) -> ObjectRecord {
+    let mut record = record.clone();
+    record.superseded = None;
+    record
+}
+
+/// What the destination holds of the key's data before its records commit.
+struct Copied {
+    /// Each inline version's chunk key, and every drive's chunk.
+    inline: Vec<(Vec<u8>, Vec<bytes::Bytes>)>,
+    /// Drives that hold every part copied.
+    data_on: Vec<bool>,
+    bytes: u64,
+}
+
+/// Copies every version's data from `from` to `to`: shard files are decoded part by part and
+/// encoded again (the same geometry gives the same chunks); inline chunks are rebuilt.
+async fn copy_data(
+    bucket: &BucketRecord,
+    key: &ObjectKey,
+    carried: &[&ObjectRecord],
+    from: &RecordSet,
+    to: &RecordSet,
+) -> Result<Copied, ObjectError> {
+    let mut copied = Copied {
+        inline: Vec::new(),
+        data_on: vec![true; to.width()],
+        bytes: 0,
+    };
+    for version in carried.iter().filter(|v| v.has_local_data()) {
+        if version.inline {
+            let chunk_key = inline_key(&bucket.name, key.as_str(), version.data_id);
+            let sources: Vec<Option<ShardSource>> =
+                (from.stored_all(INLINE_CHUNKS, &chunk_key).await)
+                    .into_iter()
+                    .map(|c| c.ok().flatten().map(|b| ShardSource::Inline(b.into())))
+                    .collect();
+            let chunks = from.rebuild_inline(version.size, sources).await?;
+            copied.bytes += version.size;
+            copied.inline.push((chunk_key, chunks));
+            continue;
+        }
+        let dir = DataDir {
+            bucket_id: bucket.id.clone(),
+            data_id: version.data_id,
+        };
+        for part in version.parts.iter().filter(|p| p.size > 0) {
+            let sources = from.open_all_shards(&dir, &part.file).await;
+            let reader = Arc::new(from.part_reader(part.size, sources)?);
+            let stream = reader.stream_range(0, part.size);
+            let (tap, mut hashed) = mpsc::channel(4);
+            let drain = async move { while hashed.recv().await.is_some() {} };
+            let (written, ()) = tokio::join!(to.write_stream(stream, &part.file, 0, tap), drain);
+            let Encoded::Staged { staging, holders } = written?.encoded else {
+                return Err(ObjectError::Internal("a part copy was kept inline".into()));
+            };
+            let placed = to.place_staged(staging, &holders, &dir).await?;
+            for (on, placed) in copied.data_on.iter_mut().zip(placed) {
+                *on &= placed;
+            }
+            copied.bytes += part.size;
+        }
+    }
+    Ok(copied)
+}
+
+/// Deletes the data folders of `versions` from `set` (what a move copied there, or left).
+async fn delete_dirs(bucket: &BucketRecord, versions: &[&ObjectRecord], set: &RecordSet) {
+    let dirs = (versions.iter())
+        .filter(|v| v.has_local_data() && !v.inline)
+        .map(|v| DataDir {
+            bucket_id: bucket.id.clone(),
+            data_id: v.data_id,
+        });
+    join_all(dirs.map(|dir| async move { set.delete_data_dir(&dir).await })).await;
+}
