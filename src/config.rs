@@ -68,6 +68,9 @@ pub struct ServerConfig {
     /// Request-level limits.
     pub limits: LimitsConfig,
     pub lifecycle: LifecycleConfig,
+    /// The share of time a pool's decommission works (`STRATA_DECOMMISSION_DUTY`, in
+    /// `[0.01, 1]`).
+    pub decommission_duty: f64,
     /// Distributed mode: this node's place among several (`None`: one node, local drives).
     pub cluster: Option<ClusterConfig>,
     /// Where the web console listens.
@@ -137,6 +140,7 @@ impl ServerConfig {
             metrics: MetricsConfig::default(),
             limits: LimitsConfig::default(),
             lifecycle: LifecycleConfig::default(),
+            decommission_duty: DEFAULT_DECOMMISSION_DUTY,
             cluster: None,
             console: ConsoleAddress::Off,
         }
@@ -225,6 +229,10 @@ impl Default for LifecycleConfig {
         }
     }
 }
+
+/// Default for `STRATA_DECOMMISSION_DUTY`: half the time, since the operator asked for the
+/// drain, while clients still come first.
+pub const DEFAULT_DECOMMISSION_DUTY: f64 = 0.5;
 
 /// Default for `STRATA_MAX_REQUESTS`: S3 requests served at once before `SlowDown`.
 pub const DEFAULT_MAX_REQUESTS: usize = 1024;

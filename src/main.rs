@@ -398,6 +398,18 @@ fn server_config(
         metrics: metrics_config()?,
         limits: limits_config()?,
         lifecycle: lifecycle_config()?,
+        decommission_duty: match std::env::var("STRATA_DECOMMISSION_DUTY") {
+            Ok(duty) => duty
+                .parse::<f64>()
+                .ok()
+                .filter(|d| (0.01..=1.0).contains(d))
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "STRATA_DECOMMISSION_DUTY must be between 0.01 and 1, got {duty:?}"
+                    )
+                })?,
+            Err(_) => config::DEFAULT_DECOMMISSION_DUTY,
+        },
         cluster,
         console: config::ConsoleAddress::Off,
     })

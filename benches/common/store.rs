@@ -32,6 +32,7 @@ fn config(drives: &[PathBuf]) -> ServerConfig {
         metrics: Default::default(),
         limits: Default::default(),
         lifecycle: Default::default(),
+        decommission_duty: strata::config::DEFAULT_DECOMMISSION_DUTY,
         cluster: None,
         console: strata::config::ConsoleAddress::Off,
     }

@@ -41,6 +41,7 @@ use crate::iam::{Iam, IamError, Identity};
 pub use crate::iam::{PolicyInfo, UserInfo};
 use crate::kms::{KeyInfo, KmsError};
 use crate::lifecycle::{LifecycleStatus, RuleError};
+use crate::object::PoolState;
 use crate::object::{
     now_ms, BucketName, HealDepth, HealReport, HealScope, ObjectError, ObjectStore,
 };
@@ -71,6 +72,8 @@ pub struct AdminState {
     pub jobs: Arc<crate::background::Jobs>,
     /// The last count of every bucket's objects and bytes.
     pub usage: Arc<crate::background::usage::Usage>,
+    /// Where each pool's decommission stands.
+    pub drains: Arc<crate::background::decommission::Drains>,
 }
 
 /// Whether a path is the admin API's (`/_strata/...`: no bucket name starts with `_`, so no
@@ -94,6 +97,7 @@ enum Route {
     HealStatus,
     StartHeal,
     FormatDrive,
+    Decommission,
     Users,
     AddUser,
     RemoveUser,
@@ -125,6 +129,7 @@ impl Route {
             (&Method::GET, "heal") => Route::HealStatus,
             (&Method::POST, "heal") => Route::StartHeal,
             (&Method::POST, "drives/format") => Route::FormatDrive,
+            (&Method::POST, "pools/decommission") => Route::Decommission,
             (&Method::GET, "users") => Route::Users,
             (&Method::POST, "users") => Route::AddUser,
             (&Method::DELETE, "users") => Route::RemoveUser,
@@ -158,6 +163,7 @@ impl Route {
             Route::HealStatus => "AdminHealStatus",
             Route::StartHeal => "AdminHeal",
             Route::FormatDrive => "AdminFormatDrive",
+            Route::Decommission => "AdminDecommission",
             Route::Users => "AdminListUsers",
             Route::AddUser => "AdminAddUser",
             Route::RemoveUser => "AdminRemoveUser",
@@ -211,6 +217,7 @@ pub async fn call(
         )),
         Route::StartHeal => start_heal(state, &Query::parse(uri.query())).await,
         Route::FormatDrive => format_drive(state, &Query::parse(uri.query())).await,
+        Route::Decommission => decommission(state, &Query::parse(uri.query())).await,
         Route::Users
         | Route::AddUser
         | Route::RemoveUser
@@ -292,13 +299,30 @@ pub struct PoolInfo {
     /// From 0; shown from 1.
     pub index: usize,
     pub id: String,
-    /// `active`: it takes new keys.
+    /// `active` (it takes new keys), `decommissioning` or `retired`.
     pub state: String,
     /// Its sets, by [`SetInfo::index`].
     pub sets: Vec<usize>,
     /// Summed over the drives that answered.
     pub total_bytes: u64,
     pub free_bytes: u64,
+    /// Where its decommission stands, once one started here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decommission: Option<DrainView>,
+}
+
+/// A pool's drain as this server did it since the drain (or the server) started.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DrainView {
+    /// Unix milliseconds.
+    pub started_ms: i64,
+    pub keys_moved: u64,
+    pub versions_moved: u64,
+    pub bytes_moved: u64,
+    pub failures: u64,
+    /// What the last pass over the pool left there (none yet: `None`).
+    pub keys_left: Option<u64>,
+    pub open_uploads: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -395,10 +419,11 @@ async fn info(state: &AdminState) -> Info {
             PoolInfo {
                 index,
                 id: pool.id.clone(),
-                state: "active".into(),
+                state: state.store.pools()[index].state().as_str().into(),
                 sets: pool.sets(set_size).collect(),
                 total_bytes: in_pool().map(|size| size.total).sum(),
                 free_bytes: in_pool().map(|size| size.free).sum(),
+                decommission: drain_view(state.drains.pool(index)),
             }
         })
         .collect();
@@ -417,6 +442,24 @@ async fn info(state: &AdminState) -> Info {
         heal: state.healer.status(&state.store).into(),
         cluster,
     }
+}
+
+fn drain_view(drain: &crate::background::decommission::PoolDrain) -> Option<DrainView> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let started_ms = drain.started_ms.load(Relaxed);
+    if started_ms == 0 {
+        return None;
+    }
+    let last = *drain.last_pass.lock().expect("drain");
+    Some(DrainView {
+        started_ms,
+        keys_moved: drain.progress.keys.load(Relaxed),
+        versions_moved: drain.progress.versions.load(Relaxed),
+        bytes_moved: drain.progress.bytes.load(Relaxed),
+        failures: drain.progress.failures.load(Relaxed),
+        keys_left: last.map(|pass| pass.keys_left),
+        open_uploads: last.map(|pass| pass.open_uploads),
+    })
 }
 
 /// A cluster without etcd: the nodes as this node's pings see them.
@@ -571,6 +614,90 @@ async fn format_drive(state: &AdminState, query: &Query) -> Result<Response, Adm
     })
 }
 
+/// Starts or cancels the decommission of a pool (`pool`: its place on the command line from 1,
+/// or its id; `action`: `start` or `cancel`). Answers the pool as `info` shows it.
+async fn decommission(state: &AdminState, query: &Query) -> Result<Response, AdminError> {
+    let pools = state.store.pools();
+    let asked = query.get("pool").unwrap_or_default();
+    let index = (state.deployment.pools.iter().enumerate())
+        .find(|(i, pool)| asked == (i + 1).to_string() || asked == pool.id)
+        .map(|(i, _)| i)
+        .ok_or_else(|| AdminError::invalid(format!("no server pool {asked:?}")))?;
+    let conflict = |message: String| Ok(error(StatusCode::CONFLICT, "InvalidPoolState", message));
+    let new_state = match (query.get("action"), pools[index].state()) {
+        (Some("start"), PoolState::Active) => PoolState::Decommissioning,
+        (Some("cancel"), PoolState::Decommissioning) => PoolState::Active,
+        (Some("start" | "cancel"), now) => {
+            return conflict(format!("pool {} is {}", index + 1, now.as_str()));
+        }
+        _ => return Err(AdminError::invalid("the action must be start or cancel")),
+    };
+    if new_state == PoolState::Decommissioning {
+        if state.deployment.nodes_answering().len() > 1 {
+            return conflict("decommissioning a pool of several nodes is not supported yet".into());
+        }
+        let others = (pools.iter().enumerate())
+            .filter(|(i, pool)| *i != index && pool.state() == PoolState::Active)
+            .map(|(i, _)| i)
+            .collect::<Vec<_>>();
+        if others.is_empty() {
+            return conflict("no other active pool can take the pool's keys".into());
+        }
+        // The pool's drives' used space must fit in the free space of the others.
+        let space = pool_space(state).await;
+        let used: u64 = space[index].used;
+        let free: u64 = others.iter().map(|&i| space[i].free).sum();
+        if used > free {
+            return conflict(format!(
+                "the other pools have {free} bytes free, but pool {} uses {used}: add room first",
+                index + 1
+            ));
+        }
+    }
+    let deployment = Arc::clone(&state.deployment);
+    tokio::task::spawn_blocking(move || deployment.record_pool_state(index, new_state))
+        .await
+        .map_err(|e| AdminError::internal(e.to_string()))?
+        .map_err(|e| AdminError::internal(e.to_string()))?;
+    pools[index].set_state(new_state);
+    if new_state == PoolState::Decommissioning {
+        state.drains.restart(index);
+    }
+    tracing::warn!(
+        pool = index + 1,
+        state = new_state.as_str(),
+        "server pool state changed on an operator's request"
+    );
+    let info = info(state).await;
+    Ok(json(StatusCode::OK, &info.pools[index]))
+}
+
+/// Each pool's drives' space, summed over the drives that answered.
+async fn pool_space(state: &AdminState) -> Vec<crate::storage::DiskInfo> {
+    let deployment = &state.deployment;
+    let sizes = futures::future::join_all(deployment.drives.iter().map(|drive| async {
+        tokio::time::timeout(DISK_INFO_TIMEOUT, drive.slot.disk_info())
+            .await
+            .ok()
+            .and_then(Result::ok)
+    }))
+    .await;
+    (deployment.pools.iter())
+        .map(|pool| {
+            let sets = pool.sets(deployment.sets_size());
+            let mut sum = crate::storage::DiskInfo::default();
+            for (drive, size) in deployment.drives.iter().zip(&sizes) {
+                if let (true, Some(size)) = (sets.contains(&drive.set_index), size) {
+                    sum.total += size.total;
+                    sum.used += size.used;
+                    sum.free += size.free;
+                }
+            }
+            sum
+        })
+        .collect()
+}
+
 /// A user to add. No `Debug`: it may carry a secret.
 #[derive(Clone, Default, Serialize, Deserialize)]
 pub struct NewUser {
@@ -675,6 +802,7 @@ async fn identities(
         | Route::HealStatus
         | Route::StartHeal
         | Route::FormatDrive
+        | Route::Decommission
         | Route::LifecycleStatus
         | Route::LifecycleDryRun
         | Route::LifecycleSet

@@ -11,8 +11,8 @@ use indicatif::{HumanBytes, HumanDuration, ProgressBar, ProgressStyle};
 
 use super::api::{
     AddedUser, ClusterInfo, DriveState, ErrorBody, HealPassView, HealReportView, HealStarted,
-    HealStatusView, Info, KmsKeyStatusView, KmsKeyView, NewUser, PolicyInfo, UserInfo, HEAL_REASON,
-    PATH_PREFIX,
+    HealStatusView, Info, KmsKeyStatusView, KmsKeyView, NewUser, PolicyInfo, PoolInfo, UserInfo,
+    HEAL_REASON, PATH_PREFIX,
 };
 use crate::api::auth::sigv4;
 use crate::background::JobStatus;
@@ -119,6 +119,27 @@ pub enum PoolCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Drain a pool into the others while it keeps serving; once empty it is retired and
+    /// may be dropped from `strata server`'s arguments.
+    Decommission {
+        #[command(subcommand)]
+        command: DecommissionCommand,
+    },
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum DecommissionCommand {
+    /// Start draining POOL (its place on the command line, 1 for the first, or its id).
+    Start { pool: String },
+    /// Where the drain of POOL stands: what moved, at what rate, what is left.
+    Status {
+        pool: String,
+        /// Print the raw JSON answer.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop draining POOL: it takes new keys again; what moved stays moved.
+    Cancel { pool: String },
 }
 
 #[derive(Debug, Clone, clap::Subcommand)]
@@ -238,6 +259,9 @@ pub fn run(endpoint: &str, region: &str, command: AdminCommand) -> anyhow::Resul
             AdminCommand::Pool {
                 command: PoolCommand::List { json },
             } => pools(&client, json).await,
+            AdminCommand::Pool {
+                command: PoolCommand::Decommission { command },
+            } => decommission(&client, command).await,
             AdminCommand::Drive {
                 command: DriveCommand::Format { path },
             } => format_drive(&client, &path).await,
@@ -420,6 +444,82 @@ async fn pools(client: &AdminClient, json: bool) -> anyhow::Result<()> {
     }
     print!("{}", render_pools(&info));
     Ok(())
+}
+
+async fn decommission(client: &AdminClient, command: DecommissionCommand) -> anyhow::Result<()> {
+    let (pool, action) = match &command {
+        DecommissionCommand::Start { pool } => (pool, "start"),
+        DecommissionCommand::Cancel { pool } => (pool, "cancel"),
+        DecommissionCommand::Status { pool, json } => {
+            let info: Info = client.get_json("info").await?;
+            let found = (info.pools.iter())
+                .find(|p| *pool == (p.index + 1).to_string() || *pool == p.id)
+                .with_context(|| format!("no server pool {pool:?}"))?;
+            match json {
+                true => println!("{}", serde_json::to_string_pretty(found)?),
+                false => println!("{}", render_drain(found, now_ms())),
+            }
+            return Ok(());
+        }
+    };
+    let body = client
+        .send(
+            Method::POST,
+            "pools/decommission",
+            &[("pool", pool), ("action", action)],
+        )
+        .await?;
+    let pool: PoolInfo = serde_json::from_slice(&body).context("the server's answer")?;
+    println!("pool {} ({}) is {}", pool.index + 1, pool.id, pool.state);
+    Ok(())
+}
+
+/// A pool's drain in one line: a bar of the keys moved against those left, the rate, and
+/// when it should end at that rate.
+fn render_drain(pool: &PoolInfo, now_ms: i64) -> String {
+    let head = format!("pool {} ({}): {}", pool.index + 1, pool.id, pool.state);
+    let Some(drain) = &pool.decommission else {
+        return format!("{head}; no decommission has run since the server started");
+    };
+    let seconds = ((now_ms - drain.started_ms).max(1) as f64) / 1000.0;
+    let rate = drain.bytes_moved as f64 / seconds;
+    let mut line = format!(
+        "{head}; moved {} keys ({} versions, {}) at {}/s",
+        drain.keys_moved,
+        drain.versions_moved,
+        HumanBytes(drain.bytes_moved),
+        HumanBytes(rate as u64)
+    );
+    if let Some(left) = drain.keys_left {
+        let total = drain.keys_moved + left;
+        let done = match total {
+            0 => 1.0,
+            total => drain.keys_moved as f64 / total as f64,
+        };
+        let filled = (done * 30.0).round() as usize;
+        line = format!(
+            "[{}{}] {:.0}%  {line}",
+            "#".repeat(filled),
+            "-".repeat(30 - filled),
+            done * 100.0
+        );
+        line.push_str(&format!("; {left} keys left"));
+        let keys_per_second = drain.keys_moved as f64 / seconds;
+        if left > 0 && keys_per_second > 0.0 {
+            let eta = Duration::from_secs_f64(left as f64 / keys_per_second);
+            line.push_str(&format!(", about {} more", HumanDuration(eta)));
+        }
+    }
+    if let Some(uploads) = drain.open_uploads.filter(|&n| n > 0) {
+        line.push_str(&format!("; waiting for {uploads} multipart uploads to end"));
+    }
+    if drain.failures > 0 {
+        line.push_str(&format!(
+            "; {} moves failed and are retried",
+            drain.failures
+        ));
+    }
+    line
 }
 
 /// The `pool list` table: one line a pool.
@@ -1320,6 +1420,7 @@ mod tests {
             sets,
             total_bytes: 20 << 30,
             free_bytes: 5 << 30,
+            decommission: None,
         };
         let info = Info {
             deployment_id: "dep".into(),
@@ -1341,5 +1442,46 @@ mod tests {
             ]
         );
         assert!(render_info(&info, 0).contains("Server pools"));
+    }
+
+    #[test]
+    fn a_drain_shows_a_bar_its_rate_and_what_is_left() {
+        use crate::admin::api::DrainView;
+        let mut pool = PoolInfo {
+            index: 0,
+            id: "old".into(),
+            state: "decommissioning".into(),
+            sets: vec![0],
+            total_bytes: 0,
+            free_bytes: 0,
+            decommission: None,
+        };
+        assert!(render_drain(&pool, 0).contains("no decommission has run"));
+        pool.decommission = Some(DrainView {
+            started_ms: 0,
+            keys_moved: 75,
+            versions_moved: 80,
+            bytes_moved: 10 << 20,
+            failures: 0,
+            keys_left: Some(25),
+            open_uploads: Some(2),
+        });
+        let line = render_drain(&pool, 10_000);
+        assert!(
+            line.starts_with(&format!("[{}{}] 75%", "#".repeat(23), "-".repeat(7))),
+            "{line}"
+        );
+        assert!(
+            line.contains("moved 75 keys (80 versions, 10.00 MiB) at 1.00 MiB/s"),
+            "{line}"
+        );
+        assert!(
+            line.contains("25 keys left, about 3 seconds more"),
+            "{line}"
+        );
+        assert!(
+            line.contains("waiting for 2 multipart uploads to end"),
+            "{line}"
+        );
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod certificates;
 pub mod control_plane;
+pub mod decommission;
 pub mod healing;
 pub mod identities;
 pub mod peers;

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 
 use crate::config::ServerConfig;
 use crate::erasure::ErasureSet;
@@ -25,7 +25,7 @@ use crate::records::RecordSet;
 use crate::storage::remote::NodeLiveness;
 use crate::storage::{
     DeadlineDrive, Drive, DriveSlot, Format, LocalDrive, MetaTable, OfflineDrive, PoolEntry,
-    PoolList, RemoteDrive,
+    PoolList, PoolState, RemoteDrive,
 };
 
 /// How long a starting node waits for another node's drive to say whether it holds buckets.
@@ -51,6 +51,8 @@ pub struct Deployment {
     pub pools: Vec<PoolShape>,
     /// What each drive position's format record says.
     shape: pools::Shape,
+    /// The pool list as last recorded on the drives (pool states change while serving).
+    pool_list: std::sync::Mutex<PoolList>,
     /// What the drive monitor and `strata admin drive format` format drives with.
     config: ServerConfig,
 }
@@ -265,6 +267,7 @@ fn recorded_pools(places: &[Place], formats: &[Option<Format>], set_size: usize)
             .map(|format| PoolEntry {
                 id: format.pool_id().to_string(),
                 drives: format.set_count * set_size,
+                state: PoolState::Active,
             })
             .into_iter()
             .collect(),
@@ -303,17 +306,14 @@ pub fn open(config: &ServerConfig, formatted_before: bool) -> anyhow::Result<Dep
         (None, None) => uuid::Uuid::new_v4().to_string(),
     };
     let recorded = recorded_pools(&places, &formats, set_size);
-    let shape = pools::Shape::new(
+    let geometry = (config.data_shards, config.parity_shards);
+    let shape = pools::Shape::plan(
         &deployment_id,
-        config.data_shards,
-        config.parity_shards,
+        geometry,
         &pool_sizes(config),
-        |pool| {
-            let formatted = formats.iter().flatten().find(|f| f.pool_index == pool);
-            (formatted.map(|f| f.pool_id().to_string()))
-                .or_else(|| recorded.pools.get(pool).map(|entry| entry.id.clone()))
-        },
-    );
+        &formats,
+        &recorded,
+    )?;
     if found.is_none() {
         // A new deployment, or with several nodes this node's part of one: the folders here
         // are formatted as they are. But a node whose folders are all blank after it
@@ -340,15 +340,14 @@ pub fn open(config: &ServerConfig, formatted_before: bool) -> anyhow::Result<Dep
         return Ok(deployment);
     }
 
-    shape.check_extends(&recorded)?;
     for (position, (place, format)) in places.iter().zip(&formats).enumerate() {
         let Some(path) = place.local() else { continue };
         match format {
             Some(format) => pools::check_format(path, format, &shape.format_for(position))?,
             // A pool this start adds: its drives are new, not replacements.
-            None if shape.pool_of(position) >= recorded.pools.len() => {
+            None if !shape.is_recorded(position, &recorded) => {
                 format_new(path, &shape.format_for(position))?;
-                tracing::info!(drive = %path.display(), pool = shape.pool_of(position) + 1, "formatted a drive of a new server pool");
+                tracing::info!(drive = %path.display(), pool = shape.pool_of(position).position + 1, "formatted a drive of a new server pool");
             }
             None => {}
         }
@@ -439,11 +438,12 @@ pub fn open(config: &ServerConfig, formatted_before: bool) -> anyhow::Result<Dep
         }
         sets.push(set);
     }
-    record_pools(&local_paths, &shape, &recorded);
+    record_pools(&local_paths, &shape.list, &recorded);
     Ok(Deployment {
         id: deployment_id,
         sets,
         pools: shape.pools.clone(),
+        pool_list: std::sync::Mutex::new(shape.list.clone()),
         shape,
         offline,
         drives: positions,
@@ -454,6 +454,36 @@ pub fn open(config: &ServerConfig, formatted_before: bool) -> anyhow::Result<Dep
 }
 
 impl Deployment {
+    /// Records, on every drive here, that the pool given `index`th is now in `state` (a new
+    /// generation of the pool list). Blocking: call it on the blocking pool. Fails unless a
+    /// drive of every pool here took it, as the next start reads it from them.
+    pub fn record_pool_state(&self, index: usize, state: PoolState) -> anyhow::Result<()> {
+        let mut list = self.pool_list.lock().expect("pool list");
+        let mut changed = list.clone();
+        changed.pools[self.pools[index].position].state = state;
+        changed.generation += 1;
+        let mut recorded_in = vec![false; self.pools.len()];
+        for drive in self.drives.iter().filter(|d| !d.remote && d.is_online()) {
+            match LocalDrive::write_pools(&drive.path, &changed) {
+                Ok(()) => {
+                    let pool = (self.pools.iter())
+                        .position(|p| p.sets(self.sets_size()).contains(&drive.set_index));
+                    if let Some(pool) = pool {
+                        recorded_in[pool] = true;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(drive = %drive.path.display(), error = %e, "could not record the server pools on the drive")
+                }
+            }
+        }
+        if recorded_in.contains(&false) {
+            bail!("the new pool state could not be recorded on a drive of every pool");
+        }
+        *list = changed;
+        Ok(())
+    }
+
     /// How many drives each erasure set has.
     pub fn sets_size(&self) -> usize {
         self.shape.set_size()
@@ -705,29 +735,24 @@ fn format_into_place(path: &Path, format: &Format) -> Result<LocalDrive, String>
     open_local(path)
 }
 
-/// Records this start's pool list on every drive here that does not hold it yet: a start
-/// that adds a pool makes a new generation; drives formatted before pools get the one pool.
-/// A drive that cannot take it is offline or failing, and is told at its next start.
-fn record_pools(drives: &[Option<PathBuf>], shape: &pools::Shape, recorded: &PoolList) {
-    let list = match shape.list(recorded.generation).pools == recorded.pools {
-        true => recorded.clone(),
-        false => shape.list(recorded.generation + 1),
-    };
+/// Records `list` on every formatted drive here that does not hold it yet. A drive that
+/// cannot take it is offline or failing, and is told at its next start.
+fn record_pools(drives: &[Option<PathBuf>], list: &PoolList, recorded: &PoolList) {
     for path in drives.iter().flatten() {
         if LocalDrive::read_format(path).ok().flatten().is_none() {
             continue;
         }
-        if LocalDrive::read_pools(path).ok().flatten().as_ref() == Some(&list) {
+        if LocalDrive::read_pools(path).ok().flatten().as_ref() == Some(list) {
             continue;
         }
-        if let Err(e) = LocalDrive::write_pools(path, &list) {
+        if let Err(e) = LocalDrive::write_pools(path, list) {
             tracing::warn!(drive = %path.display(), error = %e, "could not record the server pools on the drive");
         }
     }
     if list.generation > recorded.generation && recorded.generation > 0 {
         tracing::info!(
             pools = list.pools.len(),
-            "the deployment has a new server pool"
+            "the deployment's server pools changed"
         );
     }
 }

@@ -1,16 +1,18 @@
 //! The server pools of a deployment: which drive position belongs to which pool and set, what
 //! each drive's format record must say, and the pool list every drive records.
 //!
-//! A start may give more pools than were recorded (the deployment grows), never fewer or
-//! other ones: a pool's drives hold its keys, and a start without them would answer them
-//! absent.
+//! A start gives the recorded pools in their order, and may add pools after them; it may
+//! leave out a retired pool (one a decommission emptied), never another: a pool's drives
+//! hold its keys, and a start without them would answer them absent. Each pool keeps its
+//! place in the recorded list for good, so its drives' format records stay true when a pool
+//! before it is dropped.
 
 use std::ops::Range;
 use std::path::Path;
 
 use anyhow::bail;
 
-use crate::storage::{Format, PoolEntry, PoolList};
+use crate::storage::{Format, PoolEntry, PoolList, PoolState};
 
 /// The pools of a deployment as this start gives them, with their ids.
 #[derive(Debug, Clone)]
@@ -18,13 +20,21 @@ pub struct Shape {
     pub deployment_id: String,
     pub data_shards: usize,
     pub parity_shards: usize,
+    /// The pools given, in order.
     pub pools: Vec<PoolShape>,
+    /// The pool list to record: every pool ever recorded (retired ones left out of this
+    /// start included), then the new ones.
+    pub list: PoolList,
 }
 
-/// One server pool: its id and where its drives are among the deployment's positions.
+/// One server pool given at this start: its id, its place in the recorded list, its state
+/// and where its drives are among this start's positions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PoolShape {
     pub id: String,
+    /// Its place in the recorded pool list (what its drives' format records say).
+    pub position: usize,
+    pub state: PoolState,
     /// Its drive positions (whole sets, so its sets are `drives / set size`).
     pub drives: Range<usize>,
 }
@@ -37,52 +47,138 @@ impl PoolShape {
 }
 
 impl Shape {
-    /// Pools of the given drive counts, in order. The first pool's id is the deployment's (as
-    /// for deployments made before pools); `ids` gives the others' where known, and a pool
-    /// without one is new and gets a random id.
-    pub fn new(
+    /// Matches the pools given (their drive counts, in order) with the recorded ones.
+    /// `formats` are the drives' format records by position (`None`: blank, missing or
+    /// another node's). The first pool ever recorded has the deployment's id; a pool not
+    /// recorded is new and gets a random one.
+    pub fn plan(
         deployment_id: &str,
-        data_shards: usize,
-        parity_shards: usize,
+        (data_shards, parity_shards): (usize, usize),
         sizes: &[usize],
-        mut known_id: impl FnMut(usize) -> Option<String>,
-    ) -> Self {
+        formats: &[Option<Format>],
+        recorded: &PoolList,
+    ) -> anyhow::Result<Self> {
+        let mut list = recorded.clone();
+        let mut pools: Vec<PoolShape> = Vec::new();
+        let mut next = 0;
         let mut start = 0;
-        let pools = (sizes.iter().enumerate())
-            .map(|(index, &size)| {
-                let id = match index {
-                    0 => deployment_id.to_string(),
-                    _ => known_id(index).unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
-                };
-                let drives = start..start + size;
-                start += size;
-                PoolShape { id, drives }
-            })
-            .collect();
-        Shape {
+        for (index, &size) in sizes.iter().enumerate() {
+            let drives = start..start + size;
+            start += size;
+            // What the pool's own drives say it is.
+            let formatted = (formats[drives.clone()].iter().flatten())
+                .map(|f| (f.pool_index, f.pool_id().to_string()))
+                .next();
+            // Retired pools not given are passed over.
+            while let Some(entry) = recorded.pools.get(next) {
+                let is_this = formatted.as_ref().is_some_and(|(_, id)| *id == entry.id);
+                if entry.state != PoolState::Retired || is_this {
+                    break;
+                }
+                next += 1;
+            }
+            // A recorded pool left out (not given anywhere) that is not retired.
+            if let (Some(entry), Some((_, id))) = (recorded.pools.get(next), &formatted) {
+                let given_elsewhere = formats.iter().flatten().any(|f| f.pool_id() == entry.id);
+                let later = recorded.pools[next..].iter().any(|e| e.id == *id);
+                if *id != entry.id && later && !given_elsewhere {
+                    bail!(
+                        "the deployment's server pool {} ({}, {}) holds data and must be given: \
+                         a pool leaves a deployment only once a decommission has retired it (a \
+                         pool cannot be dropped otherwise)",
+                        next + 1,
+                        entry.id,
+                        entry.state.as_str()
+                    );
+                }
+            }
+            let (position, id) = match (recorded.pools.get(next), formatted) {
+                (Some(entry), Some((_, id))) if id != entry.id => bail!(
+                    "server pool {} as given holds the drives of pool {id}, but the pool \
+                     recorded there is {} ({} drives): pools must be given in their original \
+                     order, unchanged (new pools go after them)",
+                    index + 1,
+                    entry.id,
+                    entry.drives
+                ),
+                (Some(entry), _) if entry.drives != size => bail!(
+                    "server pool {} ({}) was recorded with {} drives, but this start gives {size} \
+                     there: pools must be given in their original order, unchanged",
+                    index + 1,
+                    entry.id,
+                    entry.drives
+                ),
+                (Some(entry), _) => (next, entry.id.clone()),
+                // A new pool (or one whose record a crash kept from being written).
+                (None, formatted) => {
+                    let position = list.pools.len();
+                    let id = match (position, formatted) {
+                        (_, Some((_, id))) => id,
+                        (0, None) => deployment_id.to_string(),
+                        (_, None) => uuid::Uuid::new_v4().to_string(),
+                    };
+                    list.pools.push(PoolEntry {
+                        id: id.clone(),
+                        drives: size,
+                        state: PoolState::Active,
+                    });
+                    (position, id)
+                }
+            };
+            next = position + 1;
+            let state = list.pools[position].state;
+            pools.push(PoolShape {
+                id,
+                position,
+                state,
+                drives,
+            });
+        }
+        if let Some((index, missing)) = (recorded.pools.iter().enumerate())
+            .skip(next)
+            .find(|(_, entry)| entry.state != PoolState::Retired)
+        {
+            bail!(
+                "the deployment's server pool {} ({}, {}) holds data and must be given: a pool \
+                 leaves a deployment only once a decommission has retired it (a pool cannot be \
+                 dropped otherwise)",
+                index + 1,
+                missing.id,
+                missing.state.as_str()
+            );
+        }
+        if list.pools != recorded.pools {
+            list.generation += 1;
+        }
+        Ok(Shape {
             deployment_id: deployment_id.to_string(),
             data_shards,
             parity_shards,
             pools,
-        }
+            list,
+        })
     }
 
     pub fn set_size(&self) -> usize {
         self.data_shards + self.parity_shards
     }
 
-    /// The pool of a drive position.
-    pub fn pool_of(&self, position: usize) -> usize {
+    /// The given pool of a drive position.
+    pub fn pool_of(&self, position: usize) -> &PoolShape {
         (self.pools.iter())
-            .position(|pool| pool.drives.contains(&position))
+            .find(|pool| pool.drives.contains(&position))
             .expect("every position is in a pool")
+    }
+
+    /// Whether the pool of a drive position was recorded before this start.
+    pub fn is_recorded(&self, position: usize, recorded: &PoolList) -> bool {
+        self.pool_of(position).position < recorded.pools.len()
     }
 
     /// The format record of the drive at `position`.
     pub fn format_for(&self, position: usize) -> Format {
         let set_size = self.set_size();
-        let pool_index = self.pool_of(position);
-        let pool = &self.pools[pool_index];
+        let pool = self.pool_of(position);
         let offset = position - pool.drives.start;
         Format {
             version: 1,
@@ -92,55 +188,9 @@ impl Shape {
             set_count: pool.drives.len() / set_size,
             data_shards: self.data_shards,
             parity_shards: self.parity_shards,
-            pool_index,
-            pool_id: (pool_index > 0).then(|| pool.id.clone()),
+            pool_index: pool.position,
+            pool_id: (pool.id != self.deployment_id).then(|| pool.id.clone()),
         }
-    }
-
-    /// The pool list this start records on every drive.
-    pub fn list(&self, generation: u64) -> PoolList {
-        PoolList {
-            generation,
-            pools: (self.pools.iter())
-                .map(|pool| PoolEntry {
-                    id: pool.id.clone(),
-                    drives: pool.drives.len(),
-                })
-                .collect(),
-        }
-    }
-
-    /// Checks that this start gives every pool `recorded` names, in order and with the
-    /// same drives; it may add pools after them.
-    pub fn check_extends(&self, recorded: &PoolList) -> anyhow::Result<()> {
-        for (index, entry) in recorded.pools.iter().enumerate() {
-            let Some(given) = self.pools.get(index) else {
-                bail!(
-                    "the deployment has {} server pools, but this start gives {}: pool {} ({}) \
-                     holds data and must be given (a pool cannot be dropped)",
-                    recorded.pools.len(),
-                    self.pools.len(),
-                    index + 1,
-                    entry.id
-                );
-            };
-            if given.id != entry.id || given.drives.len() != entry.drives {
-                bail!(
-                    "server pool {} was recorded as {} with {} drives, but this start gives {} \
-                     drives there{}: pools must be given in their original order, unchanged \
-                     (new pools go after them)",
-                    index + 1,
-                    entry.id,
-                    entry.drives,
-                    given.drives.len(),
-                    match given.id == entry.id {
-                        true => String::new(),
-                        false => format!(" whose drives belong to pool {}", given.id),
-                    }
-                );
-            }
-        }
-        Ok(())
     }
 }
 
@@ -206,15 +256,53 @@ pub fn check_format(path: &Path, found: &Format, expected: &Format) -> anyhow::R
 mod tests {
     use super::*;
 
-    fn shape(sizes: &[usize], ids: &[&str]) -> Shape {
-        Shape::new("dep", 2, 1, sizes, |pool| {
-            ids.get(pool).map(|id| id.to_string())
-        })
+    fn format(pool_index: usize, id: &str) -> Option<Format> {
+        let shape = Shape::plan(
+            "dep",
+            (2, 1),
+            &[3],
+            &[None, None, None],
+            &PoolList::default(),
+        )
+        .unwrap();
+        let mut format = shape.format_for(0);
+        format.pool_index = pool_index;
+        format.pool_id = (id != "dep").then(|| id.to_string());
+        Some(format)
     }
+
+    fn recorded(pools: &[(&str, usize, PoolState)]) -> PoolList {
+        PoolList {
+            generation: 4,
+            pools: (pools.iter())
+                .map(|&(id, drives, state)| PoolEntry {
+                    id: id.into(),
+                    drives,
+                    state,
+                })
+                .collect(),
+        }
+    }
+
+    /// Formats for `sizes` pools given, each pool's first drive formatted as `ids` says
+    /// (`None`: blank).
+    fn formats(sizes: &[usize], ids: &[Option<(usize, &str)>]) -> Vec<Option<Format>> {
+        let mut out = Vec::new();
+        for (size, id) in sizes.iter().zip(ids) {
+            out.push(id.and_then(|(index, id)| format(index, id)));
+            out.extend((1..*size).map(|_| None));
+        }
+        out
+    }
+
+    const ACTIVE: PoolState = PoolState::Active;
+    const RETIRED: PoolState = PoolState::Retired;
 
     #[test]
     fn positions_map_to_their_pool_set_and_drive() {
-        let shape = shape(&[3, 6], &["dep", "second"]);
+        let list = recorded(&[("dep", 3, ACTIVE), ("second", 6, ACTIVE)]);
+        let given = formats(&[3, 6], &[Some((0, "dep")), Some((1, "second"))]);
+        let shape = Shape::plan("dep", (2, 1), &[3, 6], &given, &list).unwrap();
         let first = shape.format_for(2);
         assert_eq!(
             (
@@ -241,38 +329,64 @@ mod tests {
         );
         assert_eq!(later.pool_id(), "second");
         assert_eq!(shape.pools[1].sets(3), 1..3);
+        assert_eq!(shape.list, list, "nothing new to record");
     }
 
     #[test]
     fn a_start_may_add_pools_but_not_drop_or_change_one() {
-        let recorded = shape(&[3, 3], &["dep", "second"]).list(4);
-        assert!(shape(&[3, 3], &["dep", "second"])
-            .check_extends(&recorded)
-            .is_ok());
-        assert!(shape(&[3, 3, 6], &["dep", "second"])
-            .check_extends(&recorded)
-            .is_ok());
-        let dropped = shape(&[3], &["dep"]).check_extends(&recorded).unwrap_err();
+        let list = recorded(&[("dep", 3, ACTIVE), ("second", 3, ACTIVE)]);
+        let both = formats(&[3, 3], &[Some((0, "dep")), Some((1, "second"))]);
+        assert!(Shape::plan("dep", (2, 1), &[3, 3], &both, &list).is_ok());
+        let grown = formats(&[3, 3, 6], &[Some((0, "dep")), Some((1, "second")), None]);
+        let shape = Shape::plan("dep", (2, 1), &[3, 3, 6], &grown, &list).unwrap();
+        assert_eq!((shape.list.generation, shape.list.pools.len()), (5, 3));
+        assert_eq!(shape.pools[2].position, 2);
+
+        let first = formats(&[3], &[Some((0, "dep"))]);
+        let dropped = Shape::plan("dep", (2, 1), &[3], &first, &list).unwrap_err();
         assert!(
             dropped.to_string().contains("cannot be dropped"),
             "{dropped}"
         );
-        let resized = shape(&[3, 6], &["dep", "second"])
-            .check_extends(&recorded)
-            .unwrap_err();
+        let resized = formats(&[3, 6], &[Some((0, "dep")), Some((1, "second"))]);
+        let resized = Shape::plan("dep", (2, 1), &[3, 6], &resized, &list).unwrap_err();
         assert!(resized.to_string().contains("with 3 drives"), "{resized}");
-        let other = shape(&[3, 3], &["dep", "third"])
-            .check_extends(&recorded)
-            .unwrap_err();
-        assert!(
-            other.to_string().contains("belong to pool third"),
-            "{other}"
+        let swapped = formats(&[3, 3], &[Some((1, "second")), Some((0, "dep"))]);
+        let swapped = Shape::plan("dep", (2, 1), &[3, 3], &swapped, &list).unwrap_err();
+        assert!(swapped.to_string().contains("original order"), "{swapped}");
+    }
+
+    #[test]
+    fn a_retired_pool_may_be_left_out_and_keeps_its_place() {
+        let list = recorded(&[("dep", 3, RETIRED), ("second", 3, ACTIVE)]);
+        let without = formats(&[3], &[Some((1, "second"))]);
+        let shape = Shape::plan("dep", (2, 1), &[3], &without, &list).unwrap();
+        assert_eq!(
+            (shape.pools[0].id.as_str(), shape.pools[0].position),
+            ("second", 1)
         );
+        assert_eq!(
+            shape.format_for(1).pool_index,
+            1,
+            "its drives' records stay true"
+        );
+        assert_eq!(shape.list, list, "the retired pool stays recorded");
+        let with = formats(&[3, 3], &[Some((0, "dep")), Some((1, "second"))]);
+        let shape = Shape::plan("dep", (2, 1), &[3, 3], &with, &list).unwrap();
+        assert_eq!(shape.pools[0].state, RETIRED);
+        let draining = recorded(&[
+            ("dep", 3, PoolState::Decommissioning),
+            ("second", 3, ACTIVE),
+        ]);
+        let early = Shape::plan("dep", (2, 1), &[3], &without, &draining).unwrap_err();
+        assert!(early.to_string().contains("decommissioning"), "{early}");
     }
 
     #[test]
     fn a_drive_formatted_for_another_pool_or_place_is_named() {
-        let shape = shape(&[3, 3], &["dep", "second"]);
+        let list = recorded(&[("dep", 3, ACTIVE), ("second", 3, ACTIVE)]);
+        let given = formats(&[3, 3], &[Some((0, "dep")), Some((1, "second"))]);
+        let shape = Shape::plan("dep", (2, 1), &[3, 3], &given, &list).unwrap();
         let path = Path::new("/d");
         let in_second = shape.format_for(4);
         assert!(check_format(path, &in_second, &shape.format_for(4)).is_ok());

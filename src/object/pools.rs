@@ -16,8 +16,6 @@ use std::hash::Hasher;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use serde::{Deserialize, Serialize};
-
 use futures::future::join_all;
 use siphasher::sip::SipHasher24;
 use tokio::sync::OnceCell;
@@ -27,6 +25,7 @@ use super::moves::Moved;
 use super::record::{object_key, upload_key, ObjectRecord, OBJECTS, UPLOADS, VERSIONS};
 use super::{BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::records::{Agreement, RecordSet};
+pub use crate::storage::PoolState;
 
 /// How long a writer waits for the other writers of a key in a drained pool to finish, so
 /// that it can move the key out first.
@@ -44,29 +43,6 @@ pub struct Pool {
     weight: OnceCell<f64>,
     /// A [`PoolState`].
     state: AtomicU8,
-}
-
-/// Whether a pool takes new keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PoolState {
-    /// It takes new keys.
-    #[default]
-    Active,
-    /// Its keys are moving to the other pools; it takes no new ones.
-    Decommissioning,
-    /// It holds nothing: it may be dropped from the command line.
-    Retired,
-}
-
-impl PoolState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PoolState::Active => "active",
-            PoolState::Decommissioning => "decommissioning",
-            PoolState::Retired => "retired",
-        }
-    }
 }
 
 impl Pool {
@@ -558,13 +534,18 @@ mod tests {
         );
         after.retain(|v| before.contains(v));
         assert_eq!(after, before, "every version and delete marker, as it was");
+        // Once the drained pool is gone, the other answers alone: the bucket's record was
+        // shared with it, and every key is there.
+        drop(store);
+        let remaining = store_of(&[&second]);
         for i in 1..12 {
             let want: &[u8] = if i % 3 == 0 { large } else { b"second" };
-            match get(&store, &key(i)).await {
+            match get(&remaining, &key(i)).await {
                 Ok(data) => assert!(i % 4 != 1 && data == want, "key {i}"),
                 Err(ObjectError::DeleteMarker { .. }) => assert_eq!(i % 4, 1, "key {i}"),
                 Err(e) => panic!("key {i}: {e}"),
             }
         }
+        assert_eq!(get(&remaining, &key(0)).await.unwrap(), b"third");
     }
 }

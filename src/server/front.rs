@@ -57,6 +57,7 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
             healer: &state.admin.healer,
             store: &state.s3.store,
             lifecycle: &state.admin.lifecycle_status,
+            drains: &state.admin.drains,
         };
         return crate::server::metrics::answer(&state.metrics, sources, request.headers()).await;
     }

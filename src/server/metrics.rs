@@ -290,6 +290,7 @@ impl Metrics {
             heal: healer.status(store),
             lifecycle: lifecycle.all(),
             usage: self.usage.latest(),
+            pools: Vec::new(),
         }
     }
 
@@ -358,10 +359,11 @@ impl Metrics {
             "strata_pool_total_bytes",
             "Size of the server pool's online drives, summed",
         );
+        let state_of = |pool: usize| snapshot.pools.get(pool - 1).map_or("active", |p| p.state);
         for drive in &snapshot.drives {
             let labels = PoolLabels {
                 pool: drive.pool,
-                state: "active",
+                state: state_of(drive.pool),
             };
             let (free, total) = (
                 pool_free.get_or_create(&labels),
@@ -371,6 +373,29 @@ impl Metrics {
                 free.inc_by(saturating_i64(space.free));
                 total.inc_by(saturating_i64(space.total));
             }
+        }
+        let moved = |registry: &mut Registry, name: &str, help: &str| {
+            let family = Family::<PoolLabels, Counter>::default();
+            registry.register(name, help, family.clone());
+            family
+        };
+        let moved_keys = moved(
+            &mut registry,
+            "strata_pool_decommission_moved_objects",
+            "Keys a decommission moved out of the server pool, since the start",
+        );
+        let moved_bytes = moved(
+            &mut registry,
+            "strata_pool_decommission_moved_bytes",
+            "Bytes of data a decommission moved out of the server pool, since the start",
+        );
+        for (index, pool) in snapshot.pools.iter().enumerate() {
+            let labels = PoolLabels {
+                pool: index + 1,
+                state: pool.state,
+            };
+            moved_keys.get_or_create(&labels).inc_by(pool.moved_keys);
+            moved_bytes.get_or_create(&labels).inc_by(pool.moved_bytes);
         }
 
         let status = &snapshot.heal;
@@ -664,6 +689,17 @@ pub struct Snapshot {
     pub lifecycle: std::collections::BTreeMap<String, crate::lifecycle::engine::BucketActivity>,
     /// `None` until the usage scanner's first count.
     pub usage: Option<UsageSnapshot>,
+    /// Each server pool, in order.
+    pub pools: Vec<PoolSample>,
+}
+
+/// One server pool at a scrape.
+#[derive(Debug, Clone, Default)]
+pub struct PoolSample {
+    pub state: &'static str,
+    /// Keys and bytes its decommission moved out since the server started.
+    pub moved_keys: u64,
+    pub moved_bytes: u64,
 }
 
 /// Request body bytes: `Content-Length`, or the decoded length of an `aws-chunked` body sent
@@ -719,6 +755,7 @@ pub struct Sources<'a> {
     pub healer: &'a Healer,
     pub store: &'a ObjectStore,
     pub lifecycle: &'a crate::lifecycle::LifecycleStatus,
+    pub drains: &'a crate::background::decommission::Drains,
 }
 
 /// Answers a scrape.
@@ -726,7 +763,7 @@ pub async fn answer(metrics: &Metrics, sources: Sources<'_>, headers: &HeaderMap
     if let Some(refused) = metrics.refusal(headers) {
         return refused;
     }
-    let snapshot = metrics
+    let mut snapshot = metrics
         .snapshot(
             sources.deployment,
             sources.healer,
@@ -734,6 +771,16 @@ pub async fn answer(metrics: &Metrics, sources: Sources<'_>, headers: &HeaderMap
             sources.lifecycle,
         )
         .await;
+    snapshot.pools = (sources.store.pools().iter().enumerate())
+        .map(|(index, pool)| {
+            let progress = &sources.drains.pool(index).progress;
+            PoolSample {
+                state: pool.state().as_str(),
+                moved_keys: progress.keys.load(std::sync::atomic::Ordering::Relaxed),
+                moved_bytes: progress.bytes.load(std::sync::atomic::Ordering::Relaxed),
+            }
+        })
+        .collect();
     let body = metrics.encode(&snapshot);
     Response::builder()
         .status(StatusCode::OK)

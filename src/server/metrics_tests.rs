@@ -86,6 +86,7 @@ fn full_exposition() -> String {
             },
         )]
         .into(),
+        pools: Vec::new(),
     };
     metrics.encode(&snapshot)
 }

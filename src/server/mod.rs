@@ -215,6 +215,9 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         .map(|pool| pool.sets(config.data_shards + config.parity_shards))
         .collect();
     let store = ObjectStore::pooled(std::mem::take(&mut deployment.sets), &deployment.id, pools);
+    for (pool, given) in store.pools().iter().zip(&deployment.pools) {
+        pool.set_state(given.state);
+    }
     let jobs = Arc::new(background::Jobs::default());
     if let (Some(path), Some(configs)) = (&config.lifecycle.tiers_file, tier_configs) {
         configs
@@ -324,6 +327,18 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             None => scanner,
         },
     );
+    let drains = Arc::new(background::decommission::Drains::new(store.pools().len()));
+    if config.cluster.is_none() {
+        jobs.spawn(
+            None,
+            background::decommission::Decommission {
+                store: store.clone(),
+                deployment: deployment.clone(),
+                drains: drains.clone(),
+                duty: config.decommission_duty,
+            },
+        );
+    }
     let metrics = Arc::new(Metrics::new(&config.metrics, usage.clone()));
     jobs.spawn(
         None,
@@ -395,6 +410,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         lifecycle_day: config.lifecycle.day,
         jobs: jobs.clone(),
         usage,
+        drains,
     };
     let state = Arc::new(AppState {
         s3,

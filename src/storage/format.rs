@@ -38,7 +38,7 @@ impl Format {
 
 /// `<drive>/.strata/pools.json`: the deployment's server pools as last recorded, on every
 /// drive of every pool. A start must give these pools, in this order (it may add more).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolList {
     /// Grows by one with each change: of two lists found, the higher is the newer.
     pub generation: u64,
@@ -51,4 +51,29 @@ pub struct PoolEntry {
     pub id: String,
     /// How many drives the pool has.
     pub drives: usize,
+    #[serde(default)]
+    pub state: PoolState,
+}
+
+/// Whether a server pool takes new keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PoolState {
+    /// It takes new keys.
+    #[default]
+    Active,
+    /// Its keys are moving to the other pools (a decommission); it takes no new ones.
+    Decommissioning,
+    /// It holds nothing: it may be dropped from the command line.
+    Retired,
+}
+
+impl PoolState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PoolState::Active => "active",
+            PoolState::Decommissioning => "decommissioning",
+            PoolState::Retired => "retired",
+        }
+    }
 }
