@@ -468,3 +468,152 @@ fn expect_refused(result: Result<TestServer, StartFailure>, what: &str) -> Strin
         }
     }
 }
+
+/// `strata admin pool decommission status 1 --json`, parsed.
+fn drain_status(server: &TestServer) -> serde_json::Value {
+    let out = strata_admin(server, &["pool", "decommission", "status", "1", "--json"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+fn wait_for(what: &str, server: &TestServer, done: impl Fn(&serde_json::Value) -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let status = drain_status(server);
+        if done(&status) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}: {status}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_is_drained_while_it_serves_resumes_after_a_kill_and_is_dropped() {
+    let (_tmp, drives) = TestServer::temp_drives(18);
+    let (first, second) = drives.split_at(9);
+    let server = TestServer::start_with(options(first, &[]));
+    let (mut written, upload_id) = fill_one_pool(&server.client()).await;
+    server.kill();
+
+    // A slow drain first, so that the kill comes in the middle of it.
+    let mut slow = options(&drives, &[first, second]);
+    slow.env
+        .push(("STRATA_DECOMMISSION_DUTY".into(), "0.02".into()));
+    let server = TestServer::start_with(slow);
+    let client = server.client();
+    let refused = strata_admin(&server, &["pool", "decommission", "start", "3"]);
+    assert!(!refused.status.success(), "there is no pool 3");
+    let started = strata_admin(&server, &["pool", "decommission", "start", "1"]);
+    let said = String::from_utf8_lossy(&started.stdout);
+    assert!(
+        started.status.success() && said.contains("decommissioning"),
+        "{said}"
+    );
+    let again = strata_admin(&server, &["pool", "decommission", "start", "1"]);
+    assert!(!again.status.success(), "a pool is drained once at a time");
+    // Clients are served meanwhile: overwrites and new keys, read back at once.
+    for i in 0..30 {
+        let (key, data) = (format!("small/{i:03}"), payload(77 + i, 5000 + i as u64));
+        put(&client, "plain", &key, &data).await;
+        assert_object(&client, "plain", &key, &data).await;
+        written.insert(("plain".into(), key), Some(data));
+    }
+    wait_for("a few keys moved", &server, |s| {
+        s["decommission"]["keys_moved"].as_u64() > Some(5)
+    });
+    server.kill();
+
+    let mut fast = options(&drives, &[first, second]);
+    fast.env
+        .push(("STRATA_DECOMMISSION_DUTY".into(), "1".into()));
+    let server = TestServer::start_with(fast);
+    let client = server.client();
+    // The drain goes on by itself after the restart, and waits for the open upload.
+    wait_for("the upload waited for", &server, |s| {
+        s["state"] == "decommissioning"
+            && s["decommission"]["open_uploads"] == 1
+            && s["decommission"]["keys_left"] == 0
+    });
+    let human = strata_admin(&server, &["pool", "decommission", "status", "1"]);
+    let line = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        line.contains("waiting for 1 multipart uploads to end"),
+        "{line}"
+    );
+    assert!(line.contains("100%"), "{line}");
+    let part = payload(5 * MIB, 11);
+    let uploaded = ok(
+        client
+            .upload_part()
+            .bucket("plain")
+            .key("unfinished")
+            .upload_id(&upload_id)
+            .part_number(1)
+            .body(part.clone().into())
+            .send()
+            .await,
+        "a part of an upload begun in the drained pool",
+    );
+    use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+    let done = CompletedPart::builder()
+        .part_number(1)
+        .e_tag(uploaded.e_tag().unwrap())
+        .build();
+    ok(
+        client
+            .complete_multipart_upload()
+            .bucket("plain")
+            .key("unfinished")
+            .upload_id(&upload_id)
+            .multipart_upload(CompletedMultipartUpload::builder().parts(done).build())
+            .send()
+            .await,
+        "complete",
+    );
+    written.insert(("plain".into(), "unfinished".into()), Some(part));
+    wait_for("the pool retired", &server, |s| s["state"] == "retired");
+    assert_all_read_back(&client, &written).await;
+    let versions = ok(
+        client
+            .list_object_versions()
+            .bucket("versioned")
+            .send()
+            .await,
+        "ListObjectVersions",
+    );
+    assert_eq!(versions.versions().len(), 80);
+    assert_eq!(versions.delete_markers().len(), 10);
+    assert_eq!(data_folders(&first[0]), 0, "the drained pool keeps no data");
+    let authorization = [(
+        "authorization".to_string(),
+        format!("Bearer {METRICS_TOKEN}"),
+    )];
+    let metrics = raw_send("GET", &server.url("/metrics"), &authorization, Vec::new()).await;
+    assert!(
+        metrics
+            .text()
+            .contains(r#"strata_pool_total_bytes{pool="1",state="retired"}"#),
+        "{}",
+        metrics.text()
+    );
+    server.kill();
+
+    // The retired pool leaves the command line; everything reads from the other.
+    let server = TestServer::start_with(options(second, &[second]));
+    let client = server.client();
+    assert_all_read_back(&client, &written).await;
+    let listed = strata_admin(&server, &["pool", "list"]);
+    let table = String::from_utf8_lossy(&listed.stdout);
+    assert_eq!(table.lines().count(), 2, "one pool: {table}");
+    put(&client, "plain", "after", b"written after the drop").await;
+    server.kill();
+    let old_alone = TestServer::try_start(options(first, &[first]));
+    let refused = expect_refused(old_alone, "the retired pool alone");
+    assert!(refused.contains("must be given"), "{refused}");
+}
