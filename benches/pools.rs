@@ -4,7 +4,9 @@
 //! pools a GET first asks each pool whether it holds the key (goal: p50 within 1.2x of one
 //! pool). A third deployment is filled while it has one pool and read after it grew a second
 //! one: about half its keys are then looked for in the new pool first (until moved there).
-//! HEAD of a missing key shows the cost of asking both pools when neither has it.
+//! HEAD of a missing key shows the cost of asking both pools when neither has it. Last, the
+//! first pool of that deployment (its 4 KiB keys and 64 objects of 4 MiB) is drained into
+//! the second, unpaced: the decommission's rate in objects and bytes per second.
 //!
 //! Run: `cargo bench --bench pools`. Overrides (env): STRATA_BENCH_KEYS (keys per
 //! deployment, 500), STRATA_BENCH_SAMPLES (timed calls per figure, 2000). The `summary:`
@@ -17,7 +19,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use strata::object::{GetOptions, ObjectKey, ObjectStore, PutOptions};
+use strata::object::{DrainProgress, GetOptions, ObjectKey, ObjectStore, PoolState, PutOptions};
 use tokio::runtime::Runtime;
 
 use common::env_or;
@@ -72,6 +74,7 @@ fn main() {
     let runtime = Runtime::new().expect("runtime starts");
     let data = Bytes::from(vec![7u8; 4096]);
     let grown = open_pooled_store(&grown_pools[..1]);
+    let large = Bytes::from(vec![5u8; 4 << 20]);
     runtime.block_on(async {
         for store in [&one, &two, &grown] {
             store.create_bucket(&bucket("bench")).await.expect("bucket");
@@ -87,6 +90,21 @@ fn main() {
                     .await)
                     .expect("put");
             }
+        }
+    });
+    runtime.block_on(async {
+        for i in 0..64 {
+            let name = ObjectKey::parse(&format!("large/{i}")).expect("valid key");
+            let body = futures::stream::iter([Ok(large.clone())]);
+            (grown
+                .put_object(
+                    &bucket("bench"),
+                    &name,
+                    Box::pin(body),
+                    PutOptions::default(),
+                )
+                .await)
+                .expect("put");
         }
     });
     drop(grown);
@@ -110,6 +128,22 @@ fn main() {
          keys written before the second pool {get_grown:.3} ms"
     );
     println!("HEAD of a missing key p50: one pool {head_one:.3} ms, two pools {head_two:.3} ms");
+    grown.pools()[0].set_state(PoolState::Decommissioning);
+    let progress = DrainProgress::default();
+    let started = Instant::now();
+    let pass = runtime
+        .block_on(grown.drain_pass(0, &progress, || async {}))
+        .expect("drain");
+    let took = started.elapsed().as_secs_f64();
+    assert!(pass.drained(), "{pass:?}");
+    let moved = progress.keys.load(std::sync::atomic::Ordering::Relaxed);
+    let bytes = progress.bytes.load(std::sync::atomic::Ordering::Relaxed);
+    println!(
+        "drain of the first pool: {moved} objects, {:.0} MiB in {took:.1} s: {:.0} objects/s, {:.0} MB/s",
+        bytes as f64 / (1 << 20) as f64,
+        moved as f64 / took,
+        bytes as f64 / took / 1e6
+    );
     println!(
         "summary: 4 KiB GET two pools / one pool {:.2}x (goal <= 1.2x); keys from before the \
          second pool {:.2}x; missing-key HEAD {:.2}x",
