@@ -25,7 +25,7 @@ use crate::records::RecordSet;
 use crate::storage::remote::NodeLiveness;
 use crate::storage::{
     DeadlineDrive, Drive, DriveSlot, Format, LocalDrive, MetaTable, OfflineDrive, PoolEntry,
-    PoolList, PoolState, RemoteDrive,
+    PoolList, RecordedPoolState, RemoteDrive,
 };
 
 /// How long a starting node waits for another node's drive to say whether it holds buckets.
@@ -267,7 +267,7 @@ fn recorded_pools(places: &[Place], formats: &[Option<Format>], set_size: usize)
             .map(|format| PoolEntry {
                 id: format.pool_id().to_string(),
                 drives: format.set_count * set_size,
-                state: PoolState::Active,
+                state: RecordedPoolState::Active,
             })
             .into_iter()
             .collect(),
@@ -457,10 +457,14 @@ impl Deployment {
     /// Records, on every drive here, that the pool given `index`th is now in `state` (a new
     /// generation of the pool list). Blocking: call it on the blocking pool. Fails unless a
     /// drive of every pool here took it, as the next start reads it from them.
-    pub fn record_pool_state(&self, index: usize, state: PoolState) -> anyhow::Result<()> {
+    pub fn record_pool_state(
+        &self,
+        index: usize,
+        state: crate::object::PoolState,
+    ) -> anyhow::Result<()> {
         let mut list = self.pool_list.lock().expect("pool list");
         let mut changed = list.clone();
-        changed.pools[self.pools[index].position].state = state;
+        changed.pools[self.pools[index].position].state = pools::recorded(state);
         changed.generation += 1;
         let mut recorded_in = vec![false; self.pools.len()];
         for drive in self.drives.iter().filter(|d| !d.remote && d.is_online()) {

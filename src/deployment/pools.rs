@@ -12,7 +12,8 @@ use std::path::Path;
 
 use anyhow::bail;
 
-use crate::storage::{Format, PoolEntry, PoolList, PoolState};
+use crate::object::PoolState;
+use crate::storage::{Format, PoolEntry, PoolList, RecordedPoolState};
 
 /// The pools of a deployment as this start gives them, with their ids.
 #[derive(Debug, Clone)]
@@ -72,7 +73,7 @@ impl Shape {
             // Retired pools not given are passed over.
             while let Some(entry) = recorded.pools.get(next) {
                 let is_this = formatted.as_ref().is_some_and(|(_, id)| *id == entry.id);
-                if entry.state != PoolState::Retired || is_this {
+                if entry.state != RecordedPoolState::Retired || is_this {
                     break;
                 }
                 next += 1;
@@ -120,13 +121,13 @@ impl Shape {
                     list.pools.push(PoolEntry {
                         id: id.clone(),
                         drives: size,
-                        state: PoolState::Active,
+                        state: RecordedPoolState::Active,
                     });
                     (position, id)
                 }
             };
             next = position + 1;
-            let state = list.pools[position].state;
+            let state = taken(list.pools[position].state);
             pools.push(PoolShape {
                 id,
                 position,
@@ -136,7 +137,7 @@ impl Shape {
         }
         if let Some((index, missing)) = (recorded.pools.iter().enumerate())
             .skip(next)
-            .find(|(_, entry)| entry.state != PoolState::Retired)
+            .find(|(_, entry)| entry.state != RecordedPoolState::Retired)
         {
             bail!(
                 "the deployment's server pool {} ({}, {}) holds data and must be given: a pool \
@@ -191,6 +192,24 @@ impl Shape {
             pool_index: pool.position,
             pool_id: (pool.id != self.deployment_id).then(|| pool.id.clone()),
         }
+    }
+}
+
+/// A recorded state as the object layer takes it.
+pub fn taken(state: RecordedPoolState) -> PoolState {
+    match state {
+        RecordedPoolState::Active => PoolState::Active,
+        RecordedPoolState::Decommissioning => PoolState::Decommissioning,
+        RecordedPoolState::Retired => PoolState::Retired,
+    }
+}
+
+/// A state as the pool list records it.
+pub fn recorded(state: PoolState) -> RecordedPoolState {
+    match state {
+        PoolState::Active => RecordedPoolState::Active,
+        PoolState::Decommissioning => RecordedPoolState::Decommissioning,
+        PoolState::Retired => RecordedPoolState::Retired,
     }
 }
 
@@ -271,7 +290,7 @@ mod tests {
         Some(format)
     }
 
-    fn recorded(pools: &[(&str, usize, PoolState)]) -> PoolList {
+    fn recorded_list(pools: &[(&str, usize, RecordedPoolState)]) -> PoolList {
         PoolList {
             generation: 4,
             pools: (pools.iter())
@@ -295,12 +314,12 @@ mod tests {
         out
     }
 
-    const ACTIVE: PoolState = PoolState::Active;
-    const RETIRED: PoolState = PoolState::Retired;
+    const ACTIVE: RecordedPoolState = RecordedPoolState::Active;
+    const RETIRED: RecordedPoolState = RecordedPoolState::Retired;
 
     #[test]
     fn positions_map_to_their_pool_set_and_drive() {
-        let list = recorded(&[("dep", 3, ACTIVE), ("second", 6, ACTIVE)]);
+        let list = recorded_list(&[("dep", 3, ACTIVE), ("second", 6, ACTIVE)]);
         let given = formats(&[3, 6], &[Some((0, "dep")), Some((1, "second"))]);
         let shape = Shape::plan("dep", (2, 1), &[3, 6], &given, &list).unwrap();
         let first = shape.format_for(2);
@@ -334,7 +353,7 @@ mod tests {
 
     #[test]
     fn a_start_may_add_pools_but_not_drop_or_change_one() {
-        let list = recorded(&[("dep", 3, ACTIVE), ("second", 3, ACTIVE)]);
+        let list = recorded_list(&[("dep", 3, ACTIVE), ("second", 3, ACTIVE)]);
         let both = formats(&[3, 3], &[Some((0, "dep")), Some((1, "second"))]);
         assert!(Shape::plan("dep", (2, 1), &[3, 3], &both, &list).is_ok());
         let grown = formats(&[3, 3, 6], &[Some((0, "dep")), Some((1, "second")), None]);
@@ -358,7 +377,7 @@ mod tests {
 
     #[test]
     fn a_retired_pool_may_be_left_out_and_keeps_its_place() {
-        let list = recorded(&[("dep", 3, RETIRED), ("second", 3, ACTIVE)]);
+        let list = recorded_list(&[("dep", 3, RETIRED), ("second", 3, ACTIVE)]);
         let without = formats(&[3], &[Some((1, "second"))]);
         let shape = Shape::plan("dep", (2, 1), &[3], &without, &list).unwrap();
         assert_eq!(
@@ -373,9 +392,9 @@ mod tests {
         assert_eq!(shape.list, list, "the retired pool stays recorded");
         let with = formats(&[3, 3], &[Some((0, "dep")), Some((1, "second"))]);
         let shape = Shape::plan("dep", (2, 1), &[3, 3], &with, &list).unwrap();
-        assert_eq!(shape.pools[0].state, RETIRED);
-        let draining = recorded(&[
-            ("dep", 3, PoolState::Decommissioning),
+        assert_eq!(shape.pools[0].state, PoolState::Retired);
+        let draining = recorded_list(&[
+            ("dep", 3, RecordedPoolState::Decommissioning),
             ("second", 3, ACTIVE),
         ]);
         let early = Shape::plan("dep", (2, 1), &[3], &without, &draining).unwrap_err();
@@ -384,7 +403,7 @@ mod tests {
 
     #[test]
     fn a_drive_formatted_for_another_pool_or_place_is_named() {
-        let list = recorded(&[("dep", 3, ACTIVE), ("second", 3, ACTIVE)]);
+        let list = recorded_list(&[("dep", 3, ACTIVE), ("second", 3, ACTIVE)]);
         let given = formats(&[3, 3], &[Some((0, "dep")), Some((1, "second"))]);
         let shape = Shape::plan("dep", (2, 1), &[3, 3], &given, &list).unwrap();
         let path = Path::new("/d");

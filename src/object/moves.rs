@@ -19,11 +19,10 @@ use super::record::{
     VERSIONS,
 };
 use super::{ObjectError, ObjectKey, ObjectStore};
-use crate::erasure::{Encoded, ShardSource};
+use crate::erasure::{DataDir, Encoded, ShardSource};
 use crate::records::commit::Batch;
 use crate::records::copies::{Copies, Guard};
 use crate::records::{Agreement, Change, RecordSet};
-use crate::storage::DataDir;
 
 /// What moving one key did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,10 +64,9 @@ impl ObjectStore {
                 carried.push(version);
             }
         }
-        // Data a rename lends between two keys stays with them until the rename settles.
-        if (carried.iter())
-            .any(|r| r.renamed_by.is_some() || r.lent_data.is_some() || r.data_from.is_some())
-        {
+        // A rename's tombstone lends its data folder to the rename's destination until the
+        // rename settles: the key waits until then.
+        if carried.iter().any(|r| r.lent_data.is_some()) {
             return Ok(Moved::Busy);
         }
         let geometry = |set: &RecordSet| (set.data_shards(), set.parity_shards(), set.block_size());
@@ -87,7 +85,7 @@ impl ObjectStore {
             || !matches!(to.agree(&there_history)?, Agreement::NotFound)
         {
             return Err(ObjectError::Internal(format!(
-                "{}/{key} is in two pools; the newer copy is served, the move waits for a heal",
+                "{}/{key} is in two pools (the newer copy is served); it is not moved",
                 bucket.name
             )));
         }
@@ -115,10 +113,7 @@ impl ObjectStore {
             if let Some(history) = &history {
                 let mut history = history.clone();
                 history.superseded = None;
-                history
-                    .versions
-                    .iter_mut()
-                    .for_each(|v| v.superseded = None);
+                history.versions = history.versions.iter().map(fresh).collect();
                 changes.push(VERSIONS.put(db_key.clone(), &history));
             }
             for (chunk_key, chunks) in &copied.inline {
@@ -168,7 +163,12 @@ impl ObjectStore {
             delete_dirs(bucket, &carried, to).await;
             return Err(e.into());
         }
-        delete_dirs(bucket, &carried, from).await;
+        // A folder a rename took from another key may still be that key's (a rename cut
+        // short): the orphan collector, which knows, takes it.
+        let own: Vec<&ObjectRecord> = (carried.iter().copied())
+            .filter(|version| version.data_from.is_none())
+            .collect();
+        delete_dirs(bucket, &own, from).await;
         Ok(Moved::Done {
             versions: carried.len() as u64,
             bytes: copied.bytes,
@@ -176,10 +176,12 @@ impl ObjectStore {
     }
 }
 
-/// A record as a set that never held another value of it stores it.
+/// A record as a set that never held another value of it stores it: the data folder copied
+/// is the version's own, whatever key a rename took the source's from.
 fn fresh(record: &ObjectRecord) -> ObjectRecord {
     let mut record = record.clone();
     record.superseded = None;
+    record.data_from = None;
     record
 }
 

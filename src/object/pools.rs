@@ -25,7 +25,6 @@ use super::moves::Moved;
 use super::record::{object_key, upload_key, ObjectRecord, OBJECTS, UPLOADS, VERSIONS};
 use super::{BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::records::{Agreement, RecordSet};
-pub use crate::storage::PoolState;
 
 /// How long a writer waits for the other writers of a key in a drained pool to finish, so
 /// that it can move the key out first.
@@ -43,6 +42,28 @@ pub struct Pool {
     weight: OnceCell<f64>,
     /// A [`PoolState`].
     state: AtomicU8,
+}
+
+/// Whether a pool takes new keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PoolState {
+    /// It takes new keys.
+    #[default]
+    Active,
+    /// Its keys are moving to the other pools (a decommission); it takes no new ones.
+    Decommissioning,
+    /// It holds nothing: it may be dropped from the command line.
+    Retired,
+}
+
+impl PoolState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PoolState::Active => "active",
+            PoolState::Decommissioning => "decommissioning",
+            PoolState::Retired => "retired",
+        }
+    }
 }
 
 impl Pool {
@@ -306,7 +327,7 @@ mod tests {
 
     use super::*;
     use crate::erasure::ErasureSet;
-    use crate::object::{GetOptions, PutOptions};
+    use crate::object::{GetOptions, PutOptions, RenameOptions};
     use crate::storage::faulty::{Call, FaultyDrive};
     use crate::storage::sim::CrashController;
     use crate::storage::Drive;
@@ -500,6 +521,25 @@ mod tests {
                 alone.delete_object(&bucket(), &key(i), None).await.unwrap();
             }
         }
+        // Renamed objects: their versions carry the rename's token (and, unversioned, the key
+        // their data folder came from).
+        let plain = BucketName::parse("plainpool").unwrap();
+        alone.create_bucket(&plain).await.unwrap();
+        let renamed = RenameOptions {
+            client_token: Some("token".into()),
+            ..RenameOptions::default()
+        };
+        for bucket in [&plain, &bucket()] {
+            let body = Box::pin(futures::stream::iter([Ok(Bytes::from_static(large))]));
+            (alone
+                .put_object(bucket, &key(50), body, PutOptions::default())
+                .await)
+                .unwrap();
+            (alone
+                .rename_object(bucket, &key(51), &key(50), &renamed)
+                .await)
+                .unwrap();
+        }
         let before = versions(&alone).await;
         drop(alone);
 
@@ -511,7 +551,10 @@ mod tests {
         let progress = DrainProgress::default();
         let pass = store.drain_pass(0, &progress, || async {}).await.unwrap();
         assert!(pass.drained(), "{pass:?}");
-        assert_eq!(pass.keys_seen, 11, "key 0 had moved already");
+        assert_eq!(
+            pass.keys_seen, 14,
+            "key 0 had moved already; 3 keys renamed"
+        );
         for i in 0..12 {
             assert!(
                 !held_by(&store, 0, &key(i)).await,
@@ -547,5 +590,20 @@ mod tests {
             }
         }
         assert_eq!(get(&remaining, &key(0)).await.unwrap(), b"third");
+        assert_eq!(get(&remaining, &key(51)).await.unwrap(), large);
+        let got = remaining
+            .get_object(&plain, &key(51), GetOptions::default())
+            .await;
+        let chunks: Vec<_> = got.unwrap().body.collect().await;
+        let data: Vec<u8> = chunks
+            .into_iter()
+            .flat_map(|c| c.unwrap().to_vec())
+            .collect();
+        assert_eq!(data, large, "the unversioned rename's destination");
+        // The token went with the version: a retry of the rename is still a success.
+        (remaining
+            .rename_object(&plain, &key(51), &key(50), &renamed)
+            .await)
+            .unwrap();
     }
 }

@@ -52,13 +52,13 @@ pub struct PoolEntry {
     /// How many drives the pool has.
     pub drives: usize,
     #[serde(default)]
-    pub state: PoolState,
+    pub state: RecordedPoolState,
 }
 
-/// Whether a server pool takes new keys.
+/// A server pool's state as the pool list records it (see `object::PoolState`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum PoolState {
+pub enum RecordedPoolState {
     /// It takes new keys.
     #[default]
     Active,
@@ -68,12 +68,12 @@ pub enum PoolState {
     Retired,
 }
 
-impl PoolState {
+impl RecordedPoolState {
     pub fn as_str(self) -> &'static str {
         match self {
-            PoolState::Active => "active",
-            PoolState::Decommissioning => "decommissioning",
-            PoolState::Retired => "retired",
+            RecordedPoolState::Active => "active",
+            RecordedPoolState::Decommissioning => "decommissioning",
+            RecordedPoolState::Retired => "retired",
         }
     }
 }

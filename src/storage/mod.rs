@@ -24,7 +24,7 @@ use uuid::Uuid;
 
 pub use deadline::{answer_by, time_left, DeadlineDrive, Reachability};
 pub use error::DriveError;
-pub use format::{Format, PoolEntry, PoolList, PoolState};
+pub use format::{Format, PoolEntry, PoolList, RecordedPoolState};
 pub use local::LocalDrive;
 pub use remote::RemoteDrive;
 pub use slot::DriveSlot;
