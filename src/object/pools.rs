@@ -606,4 +606,74 @@ mod tests {
             .await)
             .unwrap();
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn keys_written_during_a_drain_end_in_one_pool_with_their_newest_bytes() {
+        use crate::object::DrainProgress;
+        let (first, second) = (SimPool::new(), SimPool::new());
+        let alone = store_of(&[&first]);
+        alone.create_bucket(&bucket()).await.unwrap();
+        for i in 0..24 {
+            put(&alone, &key(i), b"before the drain").await;
+        }
+        drop(alone);
+        let store = store_of(&[&first, &second]);
+        // Slow metadata calls widen the windows in which writers and moves meet.
+        for drive in first.drives.iter().chain(&second.drives) {
+            drive.slow_down(std::time::Duration::from_millis(1));
+        }
+        store.pools()[0].set_state(PoolState::Decommissioning);
+        // Four writers, each over its own keys, so that each key's last write is known.
+        let writers: Vec<_> = (0..4)
+            .map(|writer| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    let mut last = Vec::new();
+                    for round in 0..8u8 {
+                        for i in (writer..24).step_by(4) {
+                            // Written out of line: the data takes a while before the commit.
+                            let mut data = format!("round {round} key {i}").into_bytes();
+                            data.resize(150 << 10, b'.');
+                            let data: &'static [u8] = Box::leak(data.into_boxed_slice());
+                            put(&store, &key(i), data).await;
+                            last.retain(|(k, _)| *k != i);
+                            last.push((i, data));
+                        }
+                    }
+                    last
+                })
+            })
+            .collect();
+        let progress = DrainProgress::default();
+        let mut drained = false;
+        for _ in 0..20 {
+            let pass = store.drain_pass(0, &progress, || async {}).await.unwrap();
+            if pass.drained() && writers.iter().all(|w| w.is_finished()) {
+                drained = true;
+                break;
+            }
+        }
+        let mut last = Vec::new();
+        for writer in writers {
+            last.extend(writer.await.unwrap());
+        }
+        if !drained {
+            assert!(store
+                .drain_pass(0, &progress, || async {})
+                .await
+                .unwrap()
+                .drained());
+        }
+        for (i, data) in last {
+            let (one, two) = (
+                held_by(&store, 0, &key(i)).await,
+                held_by(&store, 1, &key(i)).await,
+            );
+            assert!(
+                !one && two,
+                "key {i}: in the drained pool {one}, in the other {two}"
+            );
+            assert_eq!(get(&store, &key(i)).await.unwrap(), data, "key {i}");
+        }
+    }
 }
