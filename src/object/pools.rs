@@ -117,6 +117,7 @@ impl ObjectStore {
     /// The set that holds `key`, or where it goes when no pool holds it. Beyond one pool
     /// this asks each pool's set of the key; a pool that cannot answer makes it 503, never a
     /// guess that the key is absent there.
+    ///
     /// The writer holds the returned gate until its commit is done: the key does not move
     /// to another pool meanwhile.
     pub(super) async fn set_for(
