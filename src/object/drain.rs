@@ -10,15 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use super::heal::objects::{object_tables, split_object_key};
 use super::moves::Moved;
-use serde::de::DeserializeOwned;
-
-use super::record::{UploadRecord, BUCKETS, UPLOADS};
-use super::system::SYSTEM;
+use super::record::{UploadRecord, UPLOADS};
 use super::{ObjectError, ObjectStore};
 use crate::erasure::ErasureError;
-use crate::records::copies::{Copies, Guard};
 use crate::records::{Agreement, SCAN_PAGE};
-use crate::records::{Change, Replica, Table};
 
 /// What a drain has done since the server started, for its status and metrics.
 #[derive(Debug, Default)]
@@ -61,7 +56,7 @@ impl ObjectStore {
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = ()>,
     {
-        self.share_records_with_every_set().await?;
+        self.spread_records_to_every_set().await?;
         let mut pass = DrainPass::default();
         let sets = self.pools[pool].sets.clone();
         // Uploads first: none can be opened in the pool now, so none open then means no
@@ -117,48 +112,6 @@ impl ObjectStore {
             }
         }
         Ok(pass)
-    }
-}
-
-impl ObjectStore {
-    /// Puts the bucket and deployment-wide records the first set holds on every set that
-    /// lacks them: a pool added after a bucket was made never had its record (a change to
-    /// the bucket would have written it there), and once the first pool is drained and
-    /// dropped another pool's set answers for them.
-    async fn share_records_with_every_set(&self) -> Result<(), ObjectError> {
-        self.share_table(BUCKETS).await?;
-        self.share_table(SYSTEM).await
-    }
-
-    async fn share_table<T>(&self, table: Table<T>) -> Result<(), ObjectError>
-    where
-        T: Replica + Serialize + DeserializeOwned,
-    {
-        let first = &self.sets[0];
-        let page = first
-            .scan_records::<T>(table, Bound::Unbounded, &[], usize::MAX)
-            .await?;
-        for scanned in page.records {
-            if scanned.key.as_slice() == crate::records::authority::RECORDS_REVISION {
-                continue;
-            }
-            let Some(record) = scanned.agreed?.found() else {
-                continue;
-            };
-            for set in &self.sets[1..] {
-                let copies = Copies::<T>::read(set, table, scanned.key.clone()).await;
-                if !matches!(set.agree(&copies)?, Agreement::NotFound) {
-                    continue;
-                }
-                let batches: Vec<Option<Vec<Change>>> =
-                    vec![Some(vec![table.put(scanned.key.clone(), &record)]); set.width()];
-                let guards: Vec<Guard> = (0..set.width())
-                    .map(|i| copies.guard_on(set, i, None))
-                    .collect();
-                set.commit_guarded(batches, &guards, None).await?;
-            }
-        }
-        Ok(())
     }
 }
 

@@ -413,6 +413,11 @@ mod tests {
         drop(alone);
 
         let grown = store_of(&[&first, &second]);
+        // What a server does when it starts with a new pool: the bucket made before it is
+        // put on the new pool's set too.
+        assert!(store_of(&[&second]).bucket(&bucket).await.is_err());
+        grown.spread_records_to_every_set().await.unwrap();
+        assert!(store_of(&[&second]).bucket(&bucket).await.is_ok());
         for i in 0..40 {
             assert_eq!(get(&grown, &key(i)).await.unwrap(), b"old");
             put(&grown, &key(i), b"overwritten").await;

@@ -218,6 +218,13 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     for (pool, given) in store.pools().iter().zip(&deployment.pools) {
         pool.set_state(given.state);
     }
+    if store.pools().len() > 1 {
+        // A pool added at this start lacks the buckets made before it; a drain and the
+        // heal of bucket records try again where this fails.
+        if let Err(e) = store.spread_records_to_every_set().await {
+            tracing::warn!(error = %e, "could not put every bucket's record on the new pool's sets yet");
+        }
+    }
     let jobs = Arc::new(background::Jobs::default());
     if let (Some(path), Some(configs)) = (&config.lifecycle.tiers_file, tier_configs) {
         configs

@@ -22,7 +22,7 @@ use crate::object::record::{
 use crate::object::versions::agreed::{agree_on_version, lent_data, read_records};
 use crate::object::versions::versioning::{key_versions, read_states};
 use crate::object::{Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
-use crate::records::copies::Guard;
+use crate::records::copies::{Copies, Guard};
 use crate::records::revisioned::{self, reachable, Revisioned};
 use crate::records::{Change, RecordSet, Table, TableId};
 
@@ -408,12 +408,56 @@ impl ObjectStore {
                 ..HealReport::default()
             });
         }
+        self.spread_records_to_every_set().await?;
         let healed = self.heal_table::<BucketRecord>(BUCKETS).await;
         // What the drives agree on may differ from what this server had agreed on before.
         self.forget_agreed_buckets();
         let mut report = healed?;
         report.add(&self.heal_system_records().await?);
         Ok(report)
+    }
+
+    /// Puts the bucket and deployment-wide records the first set holds on every set that
+    /// lacks them all (agreement says absent): a pool added after a bucket was made never had
+    /// its record (a change to the bucket would have written it there), and once the first
+    /// pool is drained and dropped another pool's set answers for them. The first set is
+    /// where every reader of these records looks, so its copy is the one clients see.
+    pub async fn spread_records_to_every_set(&self) -> Result<(), ObjectError> {
+        self.spread_table(BUCKETS).await?;
+        self.spread_table(crate::object::system::SYSTEM).await
+    }
+
+    async fn spread_table<T: Revisioned>(&self, table: Table<T>) -> Result<(), ObjectError> {
+        let Some((first, others)) = self.sets.split_first() else {
+            return Ok(());
+        };
+        if others.is_empty() {
+            return Ok(());
+        }
+        let page = first
+            .scan_records::<T>(table, Bound::Unbounded, &[], usize::MAX)
+            .await?;
+        for scanned in page.records {
+            // The drive's own note of the records' revision is no record.
+            if scanned.key.as_slice() == crate::records::authority::RECORDS_REVISION {
+                continue;
+            }
+            let Some(record) = scanned.agreed?.found() else {
+                continue;
+            };
+            for set in others {
+                let copies = Copies::<T>::read(set, table, scanned.key.clone()).await;
+                if !matches!(set.agree(&copies)?, Agreement::NotFound) {
+                    continue;
+                }
+                let put = vec![Some(vec![table.put(scanned.key.clone(), &record)]); set.width()];
+                let guards: Vec<Guard> = (0..set.width())
+                    .map(|i| copies.guard_on(set, i, None))
+                    .collect();
+                set.commit_guarded(put, &guards, None).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Heals every record of a replicated table on every set.
