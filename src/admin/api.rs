@@ -363,13 +363,7 @@ pub enum DriveState {
 
 async fn info(state: &AdminState) -> Info {
     let deployment = &state.deployment;
-    let sizes = futures::future::join_all(deployment.drives.iter().map(|drive| async {
-        tokio::time::timeout(DISK_INFO_TIMEOUT, drive.slot.disk_info())
-            .await
-            .ok()
-            .and_then(Result::ok)
-    }))
-    .await;
+    let sizes = drive_sizes(deployment).await;
     let health = health::set_health(deployment, state.store.sets());
     let sets = state
         .store
@@ -408,23 +402,16 @@ async fn info(state: &AdminState) -> Info {
                 .collect(),
         })
         .collect();
-    let set_size = deployment.sets_size();
-    let pools = (deployment.pools.iter().enumerate())
-        .map(|(index, pool)| {
-            let in_pool = || {
-                (deployment.drives.iter().zip(&sizes)).filter_map(|(drive, size)| {
-                    (pool.sets(set_size).contains(&drive.set_index)).then_some(size.as_ref()?)
-                })
-            };
-            PoolInfo {
-                index,
-                id: pool.id.clone(),
-                state: state.store.pools()[index].state().as_str().into(),
-                sets: pool.sets(set_size).collect(),
-                total_bytes: in_pool().map(|size| size.total).sum(),
-                free_bytes: in_pool().map(|size| size.free).sum(),
-                decommission: drain_view(state.drains.pool(index)),
-            }
+    let pool_spaces = pool_space(deployment, &sizes);
+    let pools = (deployment.pools.iter().zip(pool_spaces).enumerate())
+        .map(|(index, (pool, space))| PoolInfo {
+            index,
+            id: pool.id.clone(),
+            state: state.store.pools()[index].state().as_str().into(),
+            sets: pool.sets(deployment.sets_size()).collect(),
+            total_bytes: space.total,
+            free_bytes: space.free,
+            decommission: drain_view(state.drains.pool(index)),
         })
         .collect();
     let mut cluster = match &state.control {
@@ -633,7 +620,7 @@ async fn decommission(state: &AdminState, query: &Query) -> Result<Response, Adm
         _ => return Err(AdminError::invalid("the action must be start or cancel")),
     };
     if new_state == PoolState::Decommissioning {
-        if state.deployment.nodes_answering().len() > 1 {
+        if state.deployment.is_distributed() {
             return conflict("decommissioning a pool of several nodes is not supported yet".into());
         }
         let others = (pools.iter().enumerate())
@@ -644,7 +631,7 @@ async fn decommission(state: &AdminState, query: &Query) -> Result<Response, Adm
             return conflict("no other active pool can take the pool's keys".into());
         }
         // The pool's drives' used space must fit in the free space of the others.
-        let space = pool_space(state).await;
+        let space = pool_space(&state.deployment, &drive_sizes(&state.deployment).await);
         let used: u64 = space[index].used;
         let free: u64 = others.iter().map(|&i| space[i].free).sum();
         if used > free {
@@ -672,21 +659,27 @@ async fn decommission(state: &AdminState, query: &Query) -> Result<Response, Adm
     Ok(json(StatusCode::OK, &info.pools[index]))
 }
 
-/// Each pool's drives' space, summed over the drives that answered.
-async fn pool_space(state: &AdminState) -> Vec<crate::storage::DiskInfo> {
-    let deployment = &state.deployment;
-    let sizes = futures::future::join_all(deployment.drives.iter().map(|drive| async {
+/// Every drive's space, in position order; `None` for a drive that did not answer in time.
+async fn drive_sizes(deployment: &Deployment) -> Vec<Option<crate::storage::DiskInfo>> {
+    futures::future::join_all(deployment.drives.iter().map(|drive| async {
         tokio::time::timeout(DISK_INFO_TIMEOUT, drive.slot.disk_info())
             .await
             .ok()
             .and_then(Result::ok)
     }))
-    .await;
+    .await
+}
+
+/// Each pool's drives' space (`sizes` from [`drive_sizes`]), summed over those that answered.
+fn pool_space(
+    deployment: &Deployment,
+    sizes: &[Option<crate::storage::DiskInfo>],
+) -> Vec<crate::storage::DiskInfo> {
     (deployment.pools.iter())
         .map(|pool| {
             let sets = pool.sets(deployment.sets_size());
             let mut sum = crate::storage::DiskInfo::default();
-            for (drive, size) in deployment.drives.iter().zip(&sizes) {
+            for (drive, size) in deployment.drives.iter().zip(sizes) {
                 if let (true, Some(size)) = (sets.contains(&drive.set_index), size) {
                     sum.total += size.total;
                     sum.used += size.used;

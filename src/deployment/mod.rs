@@ -488,6 +488,11 @@ impl Deployment {
         Ok(())
     }
 
+    /// Whether the deployment spans several nodes.
+    pub fn is_distributed(&self) -> bool {
+        self.config.cluster.is_some()
+    }
+
     /// How many drives each erasure set has.
     pub fn sets_size(&self) -> usize {
         self.shape.set_size()
