@@ -78,37 +78,23 @@ pub struct LocalDrive {
 impl LocalDrive {
     /// Reads the format record of a drive folder, if it has one.
     pub fn read_format(root: &Path) -> Result<Option<Format>, DriveError> {
-        match fs::read(root.join(SYSTEM_DIR).join(FORMAT_FILE)) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|e| DriveError::Database(format!("format.json: {e}"))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e.into()),
-        }
+        read_system_json(root, FORMAT_FILE)
     }
 
     /// Writes the format record of a new drive, durably.
     pub fn write_format(root: &Path, format: &Format) -> Result<(), DriveError> {
-        let bytes = serde_json::to_vec_pretty(format).expect("format serialises");
-        write_system_file(root, FORMAT_FILE, &bytes)
+        write_system_json(root, FORMAT_FILE, format)
     }
 
     /// The deployment's pool list as this drive last recorded it (`None`: never, a drive
     /// formatted before pools existed or a new one).
     pub fn read_pools(root: &Path) -> Result<Option<PoolList>, DriveError> {
-        match fs::read(root.join(SYSTEM_DIR).join(POOLS_FILE)) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|e| DriveError::Database(format!("pools.json: {e}"))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e.into()),
-        }
+        read_system_json(root, POOLS_FILE)
     }
 
     /// Records the deployment's pool list on a drive, durably (written aside, then renamed).
     pub fn write_pools(root: &Path, pools: &PoolList) -> Result<(), DriveError> {
-        let bytes = serde_json::to_vec_pretty(pools).expect("pool list serialises");
-        write_system_file(root, POOLS_FILE, &bytes)
+        write_system_json(root, POOLS_FILE, pools)
     }
 
     /// Marks a drive folder, durably, as one that joins its set blank: written before the
@@ -304,6 +290,30 @@ fn write_err(err: impl Into<redb::Error>) -> DriveError {
 
 /// Writes `<root>/.strata/<name>` whole or not at all, durably: written aside, fsynced,
 /// renamed into place, and the folder fsynced.
+/// A JSON record of the drive's system folder (`None`: the drive has none).
+fn read_system_json<T: serde::de::DeserializeOwned>(
+    root: &Path,
+    name: &str,
+) -> Result<Option<T>, DriveError> {
+    match fs::read(root.join(SYSTEM_DIR).join(name)) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| DriveError::Database(format!("{name}: {e}"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Writes a JSON record into the drive's system folder, durably.
+fn write_system_json<T: serde::Serialize>(
+    root: &Path,
+    name: &str,
+    record: &T,
+) -> Result<(), DriveError> {
+    let bytes = serde_json::to_vec_pretty(record).expect("a system record serialises");
+    write_system_file(root, name, &bytes)
+}
+
 fn write_system_file(root: &Path, name: &str, bytes: &[u8]) -> Result<(), DriveError> {
     fs::create_dir_all(root)?;
     let system = create_dir_durable(root, Path::new(SYSTEM_DIR))?;
