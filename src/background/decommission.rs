@@ -5,10 +5,11 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::background::pace::{Pace, Pacer};
 use crate::background::Worker;
 use crate::deployment::Deployment;
 use crate::object::{now_ms, DrainPass, DrainProgress, ObjectStore, PoolState};
@@ -87,20 +88,9 @@ impl Worker for Decommission {
             if drain.started_ms.load(Ordering::Relaxed) == 0 {
                 self.drains.restart(index);
             }
-            let duty = self.duty.clamp(0.01, 1.0);
-            let working = Mutex::new(Instant::now());
-            // After each key, rest so that work takes `duty` of the time.
-            let pace = || {
-                let busy = working.lock().expect("pace").elapsed();
-                let rest = busy
-                    .mul_f64((1.0 - duty) / duty)
-                    .min(Duration::from_secs(5));
-                let working = &working;
-                async move {
-                    tokio::time::sleep(rest).await;
-                    *working.lock().expect("pace") = Instant::now();
-                }
-            };
+            let pacer =
+                tokio::sync::Mutex::new(Pacer::new(Pace::configured(Some(self.duty), None)));
+            let pace = || async { pacer.lock().await.work_done(1).await };
             let pass = self.store.drain_pass(index, &drain.progress, pace).await?;
             *drain.last_pass.lock().expect("drain") = Some(pass);
             if !pass.drained() {

@@ -9,6 +9,7 @@ pub mod control_plane;
 pub mod decommission;
 pub mod healing;
 pub mod identities;
+pub mod pace;
 pub mod peers;
 pub mod stale_uploads;
 pub mod usage;

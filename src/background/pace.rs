@@ -1,5 +1,6 @@
-//! Pacing for the lifecycle scanner, so that a walk of a big bucket leaves the drives and the
-//! CPU to the clients. The scanner reports its work as it goes (once per key is fine); after
+//! Pacing for background walks over every key (the lifecycle scanner, a pool's drain), so that
+//! a walk of a big bucket leaves the drives and the CPU to the clients. The walker reports its
+//! work as it goes (once per key is fine); after
 //! each slice of work the pacer pauses long enough that the work takes at most a set share of
 //! the time (its duty), and, if asked, that no more than a set number of objects per second
 //! are evaluated. The pause follows the work it pays for, so a slice slowed down by

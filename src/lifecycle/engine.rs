@@ -12,9 +12,9 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use super::evaluate::{abort_upload_rule, evaluate, Action, Clock};
-use super::pace::{Pace, Pacer};
 use super::rules::LifecycleConfig;
 use super::walk::{version_states, KeyWalk};
+use crate::background::pace::{Pace, Pacer};
 use crate::background::Worker;
 use crate::object::{
     now_ms, BucketName, DeleteIf, ObjectError, ObjectKey, ObjectRecord, ObjectStore, UploadQuery,

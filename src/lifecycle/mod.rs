@@ -11,7 +11,6 @@
 
 pub mod engine;
 pub mod evaluate;
-pub mod pace;
 pub mod plan;
 pub mod rules;
 pub mod walk;
@@ -19,10 +18,10 @@ pub mod walk;
 #[cfg(test)]
 mod tests;
 
+pub use crate::background::pace::{Pace, Pacer};
 pub use engine::{LifecycleScanner, LifecycleStatus};
 pub use evaluate::{
     abort_upload_rule, evaluate, expiration_of, upcoming, Action, Clock, VersionState,
 };
-pub use pace::{Pace, Pacer};
 pub use plan::{plan, Plan, Planned};
 pub use rules::{LifecycleConfig, RuleError};
