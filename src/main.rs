@@ -307,29 +307,13 @@ fn server_config(
     let pool_args: Vec<Vec<String>> = (layout.pools.iter())
         .map(|pool| pool.split_whitespace().map(str::to_string).collect())
         .collect();
-    if (pool_args.iter().flatten()).any(|arg| layout::is_distributed(std::slice::from_ref(arg))) {
+    if layout::is_distributed(&pool_args.concat()) {
         anyhow::bail!(
             "--pool takes drive folders of one node; pools of several nodes are not supported yet"
         );
     }
-    let one_node_only = !layout.etcd.is_empty() || layout.node.is_some();
     let mut pools = Vec::new();
-    let (drives, cluster) = if !pool_args.is_empty() {
-        if one_node_only || layout.drive_address.is_some() {
-            anyhow::bail!(
-                "--etcd, --node and --drive-address are for several nodes; --pool is for one"
-            );
-        }
-        let mut drives = Vec::new();
-        for (index, pool) in pool_args.iter().enumerate() {
-            let pool_drives = config::expand_drive_args(pool)?;
-            config::check_drive_count(pool_drives.len(), data_shards, parity_shards)
-                .with_context(|| format!("pool {}", index + 1))?;
-            pools.push(pool_drives.len());
-            drives.extend(pool_drives);
-        }
-        (drives, None)
-    } else if layout::is_distributed(&layout.drives) {
+    let (drives, cluster) = if layout::is_distributed(&layout.drives) {
         let cluster = cluster_config(address, data_shards, parity_shards, &layout)?;
         let here = (cluster.layout.sets.iter().flatten())
             .filter(|drive| drive.node == cluster.this_node)
@@ -341,6 +325,16 @@ fn server_config(
             "--etcd, --node and --drive-address are for several nodes, whose drives are URLs \
              (http://node{{1...4}}:9000/mnt/disk{{1...9}}); one node needs none of them"
         );
+    } else if !pool_args.is_empty() {
+        let mut drives = Vec::new();
+        for (index, pool) in pool_args.iter().enumerate() {
+            let pool_drives = config::expand_drive_args(pool)?;
+            config::check_drive_count(pool_drives.len(), data_shards, parity_shards)
+                .with_context(|| format!("pool {}", index + 1))?;
+            pools.push(pool_drives.len());
+            drives.extend(pool_drives);
+        }
+        (drives, None)
     } else if layout.drives.is_empty() {
         let defaults = (1..=data_shards + parity_shards)
             .map(|i| PathBuf::from(format!("./data/d{i}")))
