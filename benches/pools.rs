@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use strata::object::{DrainProgress, GetOptions, ObjectKey, ObjectStore, PoolState, PutOptions};
+use strata::object::{GetOptions, MoveProgress, ObjectKey, ObjectStore, PoolState, PutOptions};
 use tokio::runtime::Runtime;
 
 use common::env_or;
@@ -129,7 +129,7 @@ fn main() {
     );
     println!("HEAD of a missing key p50: one pool {head_one:.3} ms, two pools {head_two:.3} ms");
     grown.pools()[0].set_state(PoolState::Decommissioning);
-    let progress = DrainProgress::default();
+    let progress = MoveProgress::default();
     let started = Instant::now();
     let pass = runtime
         .block_on(grown.drain_pass(0, &progress, || async {}))

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use crate::background::pace::{Pace, Pacer};
 use crate::background::Worker;
 use crate::deployment::Deployment;
-use crate::object::{now_ms, DrainPass, DrainProgress, ObjectStore, PoolState};
+use crate::object::{now_ms, DrainPass, MoveProgress, ObjectStore, PoolState};
 
 /// The pause between passes.
 const INTERVAL: Duration = Duration::from_secs(2);
@@ -26,7 +26,7 @@ pub struct Drains {
 /// One pool's drain since this server started it (or started).
 #[derive(Debug, Default)]
 pub struct PoolDrain {
-    pub progress: DrainProgress,
+    pub progress: MoveProgress,
     /// When the drain (re)started here, in Unix milliseconds; 0 if it never did.
     pub started_ms: AtomicI64,
     pub last_pass: Mutex<Option<DrainPass>>,

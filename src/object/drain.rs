@@ -4,26 +4,16 @@
 //! running passes: what moved is no longer there.
 
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use serde::{Deserialize, Serialize};
 
 use super::heal::objects::{object_tables, split_object_key};
-use super::moves::Moved;
+use super::moves::{MoveProgress, Moved};
 use super::record::{UploadRecord, UPLOADS};
 use super::{ObjectError, ObjectStore};
 use crate::erasure::ErasureError;
 use crate::records::{Agreement, SCAN_PAGE};
-
-/// What a drain has done since the server started, for its status and metrics.
-#[derive(Debug, Default)]
-pub struct DrainProgress {
-    pub keys: AtomicU64,
-    pub versions: AtomicU64,
-    pub bytes: AtomicU64,
-    /// Keys whose move failed (tried again next pass).
-    pub failures: AtomicU64,
-}
 
 /// What one pass over a pool found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,7 +39,7 @@ impl ObjectStore {
     pub async fn drain_pass<F, Fut>(
         &self,
         pool: usize,
-        progress: &DrainProgress,
+        progress: &MoveProgress,
         pace: F,
     ) -> Result<DrainPass, ObjectError>
     where
@@ -96,7 +86,7 @@ impl ObjectStore {
                             progress.bytes.fetch_add(bytes, Ordering::Relaxed);
                         }
                         Ok(Moved::Nothing) => {}
-                        Ok(Moved::Busy) => pass.keys_left += 1,
+                        Ok(Moved::Busy | Moved::Pinned) => pass.keys_left += 1,
                         Err(e) => {
                             tracing::warn!(%bucket, %key, error = %e, "could not move the key out of its pool; trying again next pass");
                             progress.failures.fetch_add(1, Ordering::Relaxed);

@@ -50,10 +50,10 @@ pub use at_rest::{check_customer_key, Encryption};
 pub use conditions::{DeleteConditions, DeleteIf, WriteCondition};
 pub use digest::checksum::{ChecksumAlgorithm, ChecksumType};
 pub use digest::hashing::ExpectedChecksum;
-pub use drain::{DrainPass, DrainProgress};
+pub use drain::DrainPass;
 pub use heal::objects::{HealDepth, HealReport, HealScope};
 pub use list::{ListEntry, ListPage, ListQuery};
-pub use moves::Moved;
+pub use moves::{MoveProgress, Moved};
 pub use multipart::list::{UploadEntry, UploadQuery, UploadsPage};
 pub use multipart::upload::{
     CompleteOptions, CompletedPart, PartsPage, UploadOptions, MAX_PART_NUMBER,

@@ -9,20 +9,33 @@
 //! [`super::key_locks::MoveGate`]), so no write lands on the source after the copy; between
 //! the two commits both sets hold the same records, and either answers a read alike.
 
+use std::ops::Bound;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use futures::future::join_all;
 use tokio::sync::mpsc;
 
 use super::record::{
-    inline_key, object_key, BucketRecord, ObjectRecord, VersionsRecord, INLINE_CHUNKS, OBJECTS,
-    VERSIONS,
+    inline_key, object_key, BucketRecord, ObjectRecord, UploadRecord, VersionsRecord,
+    INLINE_CHUNKS, OBJECTS, UPLOADS, VERSIONS,
 };
 use super::{ObjectError, ObjectKey, ObjectStore};
 use crate::erasure::{DataDir, Encoded, ShardSource};
 use crate::records::commit::Batch;
 use crate::records::copies::{Copies, Guard};
-use crate::records::{Agreement, Change, RecordSet};
+use crate::records::{Agreement, Change, RecordSet, SCAN_PAGE};
+
+/// What a drain or a rebalance has done since it (or the server) started, for its status and
+/// metrics.
+#[derive(Debug, Default)]
+pub struct MoveProgress {
+    pub keys: AtomicU64,
+    pub versions: AtomicU64,
+    pub bytes: AtomicU64,
+    /// Keys whose move failed (tried again next pass).
+    pub failures: AtomicU64,
+}
 
 /// What moving one key did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +47,9 @@ pub enum Moved {
     /// A writer of the key is in flight, or a rename that lent its data is not settled:
     /// tried again later.
     Busy,
+    /// A multipart upload of the key is open in the source: it completes there, so the
+    /// key stays with it until the upload ends.
+    Pinned,
 }
 
 impl ObjectStore {
@@ -68,6 +84,10 @@ impl ObjectStore {
         // rename settles: the key waits until then.
         if carried.iter().any(|r| r.lent_data.is_some()) {
             return Ok(Moved::Busy);
+        }
+        // No upload of the key opens meanwhile: that writes under the gate held here.
+        if holds_open_upload(from, &db_key).await? {
+            return Ok(Moved::Pinned);
         }
         let geometry = |set: &RecordSet| (set.data_shards(), set.parity_shards(), set.block_size());
         if geometry(from) != geometry(to) {
@@ -173,6 +193,30 @@ impl ObjectStore {
             versions: carried.len() as u64,
             bytes: copied.bytes,
         })
+    }
+}
+
+/// Whether `set` holds an open multipart upload of the key whose object key is `db_key`.
+async fn holds_open_upload(set: &RecordSet, db_key: &[u8]) -> Result<bool, ObjectError> {
+    let mut prefix = db_key.to_vec();
+    prefix.push(0);
+    let mut start = Bound::Unbounded;
+    loop {
+        let page = set
+            .scan_records::<UploadRecord>(UPLOADS, start, &prefix, SCAN_PAGE)
+            .await?;
+        for scanned in &page.records {
+            match &scanned.agreed {
+                Ok(Agreement::Found { value, .. }) if value.ended.is_some() => {}
+                Ok(Agreement::NotFound) => {}
+                // Open, or not known to be ended.
+                _ => return Ok(true),
+            }
+        }
+        match page.next {
+            Some(after) => start = Bound::Excluded(after),
+            None => return Ok(false),
+        }
     }
 }
 

@@ -128,13 +128,15 @@ impl ObjectStore {
         if let [only] = self.pools.as_slice() {
             return Ok((self.set_in(only, bucket, key), MoveGate::none()));
         }
+        // Whether the key stays in a drained pool for an upload open there.
+        let mut pinned = false;
         loop {
             let writing = self.moves.write(bucket.as_str(), key.as_str()).await;
             let set = match self.holder(bucket, key, None).await? {
                 // Nothing new lands in a pool being drained: the key moves out first.
-                Some(set) if self.pool_of(set).state() != PoolState::Active => {
+                Some(set) if !pinned && self.pool_of(set).state() != PoolState::Active => {
                     drop(writing);
-                    self.move_out(bucket, key, set).await?;
+                    pinned = !self.move_out(bucket, key, set).await?;
                     continue;
                 }
                 Some(set) => set,
@@ -152,13 +154,14 @@ impl ObjectStore {
     }
 
     /// Moves `key` out of `from` (a pool being drained) to its first-choice pool, for a
-    /// writer; waits while other writers of it are in flight.
+    /// writer; waits while other writers of it are in flight. `false` when it stays: an
+    /// upload of it is open there.
     async fn move_out(
         &self,
         bucket: &BucketName,
         key: &ObjectKey,
         from: &RecordSet,
-    ) -> Result<(), ObjectError> {
+    ) -> Result<bool, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
         let to = self.set_in(self.first_choice(bucket, key).await, bucket, key);
         let started = std::time::Instant::now();
@@ -168,7 +171,8 @@ impl ObjectStore {
                     tokio::time::sleep(std::time::Duration::from_millis(20)).await
                 }
                 Moved::Busy => return Err(ObjectError::Conflict),
-                Moved::Done { .. } | Moved::Nothing => return Ok(()),
+                Moved::Pinned => return Ok(false),
+                Moved::Done { .. } | Moved::Nothing => return Ok(true),
             }
         }
     }
@@ -511,7 +515,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_drained_pool_gives_every_version_to_the_others_and_ends_empty() {
-        use crate::object::{DrainProgress, Versioning};
+        use crate::object::{MoveProgress, Versioning};
         let (first, second) = (SimPool::new(), SimPool::new());
         let alone = store_of(&[&first]);
         alone.create_bucket(&bucket()).await.unwrap();
@@ -554,7 +558,7 @@ mod tests {
         // A write of a key of the drained pool moves the key out before it lands.
         put(&store, &key(0), b"third").await;
         assert!(!held_by(&store, 0, &key(0)).await && held_by(&store, 1, &key(0)).await);
-        let progress = DrainProgress::default();
+        let progress = MoveProgress::default();
         let pass = store.drain_pass(0, &progress, || async {}).await.unwrap();
         assert!(pass.drained(), "{pass:?}");
         assert_eq!(
@@ -615,7 +619,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn keys_written_during_a_drain_end_in_one_pool_with_their_newest_bytes() {
-        use crate::object::DrainProgress;
+        use crate::object::MoveProgress;
         let (first, second) = (SimPool::new(), SimPool::new());
         let alone = store_of(&[&first]);
         alone.create_bucket(&bucket()).await.unwrap();
@@ -650,7 +654,7 @@ mod tests {
                 })
             })
             .collect();
-        let progress = DrainProgress::default();
+        let progress = MoveProgress::default();
         let mut drained = false;
         for _ in 0..20 {
             let pass = store.drain_pass(0, &progress, || async {}).await.unwrap();
@@ -681,5 +685,63 @@ mod tests {
             );
             assert_eq!(get(&store, &key(i)).await.unwrap(), data, "key {i}");
         }
+    }
+
+    /// Starts an upload of `key` with one part of `data`; its id and the part to complete it.
+    async fn open_upload(
+        store: &ObjectStore,
+        key: &ObjectKey,
+        data: &'static [u8],
+    ) -> (String, crate::object::CompletedPart) {
+        let bucket = bucket();
+        let (upload_id, _) = store
+            .create_multipart_upload(&bucket, key, Default::default())
+            .await
+            .unwrap();
+        let body = Box::pin(futures::stream::iter([Ok(Bytes::from_static(data))]));
+        let part = store
+            .upload_part(&bucket, key, &upload_id, 1, body, PutOptions::default())
+            .await
+            .unwrap();
+        let completed = crate::object::CompletedPart {
+            number: 1,
+            etag: part.etag,
+        };
+        (upload_id, completed)
+    }
+
+    #[tokio::test]
+    async fn a_key_with_an_open_upload_moves_only_once_the_upload_ends() {
+        use crate::object::{CompleteOptions, MoveProgress};
+        let (first, second) = (SimPool::new(), SimPool::new());
+        let alone = store_of(&[&first]);
+        alone.create_bucket(&bucket()).await.unwrap();
+        put(&alone, &key(1), b"first version").await;
+        let (upload_id, part) = open_upload(&alone, &key(1), b"the upload's bytes").await;
+        drop(alone);
+
+        let store = store_of(&[&first, &second]);
+        store.pools()[0].set_state(PoolState::Decommissioning);
+        let progress = MoveProgress::default();
+        let pass = store.drain_pass(0, &progress, || async {}).await.unwrap();
+        assert_eq!((pass.keys_left, pass.open_uploads), (1, 1), "{pass:?}");
+        assert!(held_by(&store, 0, &key(1)).await && !held_by(&store, 1, &key(1)).await);
+        // A write of the key lands with its upload, at once.
+        put(&store, &key(1), b"second version").await;
+        assert!(!held_by(&store, 1, &key(1)).await);
+
+        let options = CompleteOptions {
+            parts: vec![part],
+            condition: None,
+            checksum: None,
+        };
+        (store
+            .complete_multipart_upload(&bucket(), &key(1), &upload_id, options)
+            .await)
+            .unwrap();
+        let pass = store.drain_pass(0, &progress, || async {}).await.unwrap();
+        assert!(pass.drained(), "{pass:?}");
+        assert!(!held_by(&store, 0, &key(1)).await && held_by(&store, 1, &key(1)).await);
+        assert_eq!(get(&store, &key(1)).await.unwrap(), b"the upload's bytes");
     }
 }
