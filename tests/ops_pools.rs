@@ -617,3 +617,156 @@ async fn a_pool_is_drained_while_it_serves_resumes_after_a_kill_and_is_dropped()
     let refused = expect_refused(old_alone, "the retired pool alone");
     assert!(refused.contains("must be given"), "{refused}");
 }
+
+/// `strata admin pool rebalance ARGS`, its output parsed when `--json` is among them.
+fn rebalance(server: &TestServer, args: &[&str]) -> (bool, String) {
+    let args: Vec<&str> = ["pool", "rebalance"].iter().chain(args).copied().collect();
+    let out = strata_admin(server, &args);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+fn rebalance_status(server: &TestServer) -> serde_json::Value {
+    let (done, text) = rebalance(server, &["status", "--json"]);
+    assert!(done, "{text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+fn wait_for_rebalance(what: &str, server: &TestServer, done: impl Fn(&serde_json::Value) -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let status = rebalance_status(server);
+        if done(&status) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}: {status}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// Each pool's bytes of data, as the status's last count gives them.
+fn pool_bytes(status: &serde_json::Value) -> Vec<u64> {
+    (status["pools"].as_array().unwrap().iter())
+        .map(|pool| pool["usage"]["bytes"].as_u64().unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebalance_evens_a_new_pool_keeps_the_newest_bytes_stops_and_resumes() {
+    let (_tmp, drives) = TestServer::temp_drives(18);
+    let (first, second) = drives.split_at(9);
+    let server = TestServer::start_with(options(first, &[]));
+    let client = server.client();
+    let mut written = Written::new();
+    ok(client.create_bucket().bucket("data").send().await, "bucket");
+    for i in 0..90 {
+        let (key, data) = (
+            format!("shard/{i:03}"),
+            payload(130 * KIB + i * 500, i as u64),
+        );
+        put(&client, "data", &key, &data).await;
+        written.insert(("data".into(), key), Some(data));
+    }
+    server.kill();
+
+    let mut slow = options(&drives, &[first, second]);
+    slow.env
+        .push(("STRATA_DECOMMISSION_DUTY".into(), "0.05".into()));
+    let server = TestServer::start_with(slow.clone());
+    let client = server.client();
+    let before = rebalance_status(&server);
+    assert_eq!(before["state"], "none", "{before}");
+    let bytes = pool_bytes(&before);
+    assert!(
+        bytes[0] > 90 * 130 * KIB as u64 && bytes[1] == 0,
+        "{before}"
+    );
+
+    // Started, then stopped: what moved stays, and nothing more moves.
+    let (started, said) = rebalance(&server, &["start"]);
+    assert!(started && said.contains("rebalance running"), "{said}");
+    let (again, said) = rebalance(&server, &["start"]);
+    assert!(!again && said.contains("running already"), "{said}");
+    let drain = strata_admin(&server, &["pool", "decommission", "start", "1"]);
+    assert!(
+        !drain.status.success(),
+        "a decommission waits for the rebalance"
+    );
+    wait_for_rebalance("a few keys moved", &server, |s| {
+        s["keys_moved"].as_u64() > Some(3)
+    });
+    let (stopped, said) = rebalance(&server, &["stop"]);
+    assert!(stopped && said.contains("rebalance stopped"), "{said}");
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let moved = rebalance_status(&server)["keys_moved"].clone();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(
+        rebalance_status(&server)["keys_moved"],
+        moved,
+        "moves after the stop"
+    );
+    assert_all_read_back(&client, &written).await;
+
+    // Started again with a writer overwriting keys as they move, then killed mid-way.
+    let (started, said) = rebalance(&server, &["start"]);
+    assert!(started, "{said}");
+    let writer = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let mut last = Written::new();
+            for round in 0..6u64 {
+                for i in (0..90).step_by(9) {
+                    let key = format!("shard/{i:03}");
+                    let data = payload(140 * KIB, 1000 * round + i as u64);
+                    put(&client, "data", &key, &data).await;
+                    last.insert(("data".into(), key), Some(data));
+                }
+            }
+            last
+        })
+    };
+    wait_for_rebalance("more keys moved", &server, |s| {
+        s["keys_moved"].as_u64() > Some(5)
+    });
+    written.extend(writer.await.unwrap());
+    assert_all_read_back(&client, &written).await;
+    server.kill();
+
+    // The rebalance goes on by itself after the restart, until the pools are even.
+    let mut fast = slow;
+    fast.env
+        .retain(|(name, _)| name != "STRATA_DECOMMISSION_DUTY");
+    let server = TestServer::start_with(fast.clone());
+    let client = server.client();
+    wait_for_rebalance("the rebalance completed", &server, |s| {
+        s["state"] == "completed"
+    });
+    let (_, human) = rebalance(&server, &["status"]);
+    assert!(human.contains("rebalance completed"), "{human}");
+    server.kill();
+    // Counted afresh at the next start.
+    let server = TestServer::start_with(fast);
+    let client_after = server.client();
+    let after = rebalance_status(&server);
+    assert_eq!(after["state"], "completed", "{after}");
+    let bytes = pool_bytes(&after);
+    let (low, high) = (bytes[0].min(bytes[1]), bytes[0].max(bytes[1]));
+    assert!(
+        (high - low) as f64 <= 0.1 * high as f64,
+        "used bytes within 10 % of each other: {after}"
+    );
+    let folders = (data_folders(&first[0]), data_folders(&second[0]));
+    assert!(
+        folders.0 > 20 && folders.1 > 20,
+        "data folders in each pool: {folders:?}"
+    );
+    drop(client);
+    assert_all_read_back(&client_after, &written).await;
+    let listed = ok(
+        client_after.list_objects_v2().bucket("data").send().await,
+        "ListObjectsV2",
+    );
+    assert_eq!(listed.contents().len(), 90, "each key once");
+    server.kill();
+}

@@ -32,7 +32,7 @@ use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
 
-use super::health;
+use super::{health, pools};
 use crate::background::healing::{HealPass, HealStatus, Healer};
 use crate::body::ByteStream;
 use crate::cluster::control::ControlPlane;
@@ -41,19 +41,17 @@ use crate::iam::{Iam, IamError, Identity};
 pub use crate::iam::{PolicyInfo, UserInfo};
 use crate::kms::{KeyInfo, KmsError};
 use crate::lifecycle::{LifecycleStatus, RuleError};
-use crate::object::PoolState;
 use crate::object::{
     now_ms, BucketName, HealDepth, HealReport, HealScope, ObjectError, ObjectStore,
 };
 use crate::query::Query;
-use crate::storage::Drive;
 
 /// The admin API's paths.
 pub const PATH_PREFIX: &str = "/_strata/admin/v1/";
 /// The `reason` of the heal passes this API starts, so a client can tell them apart.
 pub const HEAL_REASON: &str = "admin";
 /// A drive that does not answer for its size within this is shown without one.
-const DISK_INFO_TIMEOUT: Duration = Duration::from_secs(5);
+pub(super) const DISK_INFO_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest request body the admin API reads (a policy document, a new user).
 const MAX_BODY: usize = 64 << 10;
 
@@ -74,6 +72,8 @@ pub struct AdminState {
     pub usage: Arc<crate::background::usage::Usage>,
     /// Where each pool's decommission stands.
     pub drains: Arc<crate::background::decommission::Drains>,
+    /// Where the rebalance of the pools stands.
+    pub rebalancing: Arc<crate::background::rebalance::Rebalancing>,
 }
 
 /// Whether a path is the admin API's (`/_strata/...`: no bucket name starts with `_`, so no
@@ -98,6 +98,8 @@ enum Route {
     StartHeal,
     FormatDrive,
     Decommission,
+    RebalanceStatus,
+    Rebalance,
     Users,
     AddUser,
     RemoveUser,
@@ -130,6 +132,8 @@ impl Route {
             (&Method::POST, "heal") => Route::StartHeal,
             (&Method::POST, "drives/format") => Route::FormatDrive,
             (&Method::POST, "pools/decommission") => Route::Decommission,
+            (&Method::GET, "pools/rebalance") => Route::RebalanceStatus,
+            (&Method::POST, "pools/rebalance") => Route::Rebalance,
             (&Method::GET, "users") => Route::Users,
             (&Method::POST, "users") => Route::AddUser,
             (&Method::DELETE, "users") => Route::RemoveUser,
@@ -164,6 +168,8 @@ impl Route {
             Route::StartHeal => "AdminHeal",
             Route::FormatDrive => "AdminFormatDrive",
             Route::Decommission => "AdminDecommission",
+            Route::RebalanceStatus => "AdminRebalanceStatus",
+            Route::Rebalance => "AdminRebalance",
             Route::Users => "AdminListUsers",
             Route::AddUser => "AdminAddUser",
             Route::RemoveUser => "AdminRemoveUser",
@@ -217,7 +223,9 @@ pub async fn call(
         )),
         Route::StartHeal => start_heal(state, &Query::parse(uri.query())).await,
         Route::FormatDrive => format_drive(state, &Query::parse(uri.query())).await,
-        Route::Decommission => decommission(state, &Query::parse(uri.query())).await,
+        Route::Decommission => pools::decommission(state, &Query::parse(uri.query())).await,
+        Route::RebalanceStatus => pools::rebalance(state, None).await,
+        Route::Rebalance => pools::rebalance(state, Some(&Query::parse(uri.query()))).await,
         Route::Users
         | Route::AddUser
         | Route::RemoveUser
@@ -361,9 +369,9 @@ pub enum DriveState {
     Unmounted,
 }
 
-async fn info(state: &AdminState) -> Info {
+pub(super) async fn info(state: &AdminState) -> Info {
     let deployment = &state.deployment;
-    let sizes = drive_sizes(deployment).await;
+    let sizes = pools::drive_sizes(deployment).await;
     let health = health::set_health(deployment, state.store.sets());
     let sets = state
         .store
@@ -402,7 +410,7 @@ async fn info(state: &AdminState) -> Info {
                 .collect(),
         })
         .collect();
-    let pool_spaces = pool_space(deployment, &sizes);
+    let pool_spaces = pools::pool_space(deployment, &sizes);
     let pools = (deployment.pools.iter().zip(pool_spaces).enumerate())
         .map(|(index, (pool, space))| PoolInfo {
             index,
@@ -601,96 +609,6 @@ async fn format_drive(state: &AdminState, query: &Query) -> Result<Response, Adm
     })
 }
 
-/// Starts or cancels the decommission of a pool (`pool`: its place on the command line from 1,
-/// or its id; `action`: `start` or `cancel`). Answers the pool as `info` shows it.
-async fn decommission(state: &AdminState, query: &Query) -> Result<Response, AdminError> {
-    let pools = state.store.pools();
-    let asked = query.get("pool").unwrap_or_default();
-    let index = (state.deployment.pools.iter().enumerate())
-        .find(|(i, pool)| asked == (i + 1).to_string() || asked == pool.id)
-        .map(|(i, _)| i)
-        .ok_or_else(|| AdminError::invalid(format!("no server pool {asked:?}")))?;
-    let conflict = |message: String| Ok(error(StatusCode::CONFLICT, "InvalidPoolState", message));
-    let new_state = match (query.get("action"), pools[index].state()) {
-        (Some("start"), PoolState::Active) => PoolState::Decommissioning,
-        (Some("cancel"), PoolState::Decommissioning) => PoolState::Active,
-        (Some("start" | "cancel"), now) => {
-            return conflict(format!("pool {} is {}", index + 1, now.as_str()));
-        }
-        _ => return Err(AdminError::invalid("the action must be start or cancel")),
-    };
-    if new_state == PoolState::Decommissioning {
-        if state.deployment.is_distributed() {
-            return conflict("decommissioning a pool of several nodes is not supported yet".into());
-        }
-        let others = (pools.iter().enumerate())
-            .filter(|(i, pool)| *i != index && pool.state() == PoolState::Active)
-            .map(|(i, _)| i)
-            .collect::<Vec<_>>();
-        if others.is_empty() {
-            return conflict("no other active pool can take the pool's keys".into());
-        }
-        // The pool's drives' used space must fit in the free space of the others.
-        let space = pool_space(&state.deployment, &drive_sizes(&state.deployment).await);
-        let used: u64 = space[index].used;
-        let free: u64 = others.iter().map(|&i| space[i].free).sum();
-        if used > free {
-            return conflict(format!(
-                "the other pools have {free} bytes free, but pool {} uses {used}: add room first",
-                index + 1
-            ));
-        }
-    }
-    let deployment = Arc::clone(&state.deployment);
-    tokio::task::spawn_blocking(move || deployment.record_pool_state(index, new_state))
-        .await
-        .map_err(|e| AdminError::internal(e.to_string()))?
-        .map_err(|e| AdminError::internal(e.to_string()))?;
-    pools[index].set_state(new_state);
-    if new_state == PoolState::Decommissioning {
-        state.drains.restart(index);
-    }
-    tracing::warn!(
-        pool = index + 1,
-        state = new_state.as_str(),
-        "server pool state changed on an operator's request"
-    );
-    let info = info(state).await;
-    Ok(json(StatusCode::OK, &info.pools[index]))
-}
-
-/// Every drive's space, in position order; `None` for a drive that did not answer in time.
-async fn drive_sizes(deployment: &Deployment) -> Vec<Option<crate::storage::DiskInfo>> {
-    futures::future::join_all(deployment.drives.iter().map(|drive| async {
-        tokio::time::timeout(DISK_INFO_TIMEOUT, drive.slot.disk_info())
-            .await
-            .ok()
-            .and_then(Result::ok)
-    }))
-    .await
-}
-
-/// Each pool's drives' space (`sizes` from [`drive_sizes`]), summed over those that answered.
-fn pool_space(
-    deployment: &Deployment,
-    sizes: &[Option<crate::storage::DiskInfo>],
-) -> Vec<crate::storage::DiskInfo> {
-    (deployment.pools.iter())
-        .map(|pool| {
-            let sets = pool.sets(deployment.sets_size());
-            let mut sum = crate::storage::DiskInfo::default();
-            for (drive, size) in deployment.drives.iter().zip(sizes) {
-                if let (true, Some(size)) = (sets.contains(&drive.set_index), size) {
-                    sum.total += size.total;
-                    sum.used += size.used;
-                    sum.free += size.free;
-                }
-            }
-            sum
-        })
-        .collect()
-}
-
 /// A user to add. No `Debug`: it may carry a secret.
 #[derive(Clone, Default, Serialize, Deserialize)]
 pub struct NewUser {
@@ -796,6 +714,8 @@ async fn identities(
         | Route::StartHeal
         | Route::FormatDrive
         | Route::Decommission
+        | Route::RebalanceStatus
+        | Route::Rebalance
         | Route::LifecycleStatus
         | Route::LifecycleDryRun
         | Route::LifecycleSet
@@ -1058,7 +978,7 @@ pub struct AdminError {
 }
 
 impl AdminError {
-    fn invalid(message: impl Into<String>) -> Self {
+    pub(super) fn invalid(message: impl Into<String>) -> Self {
         AdminError {
             status: StatusCode::BAD_REQUEST,
             code: "InvalidArgument",
@@ -1066,7 +986,7 @@ impl AdminError {
         }
     }
 
-    fn internal(message: impl Into<String>) -> Self {
+    pub(super) fn internal(message: impl Into<String>) -> Self {
         AdminError {
             status: StatusCode::INTERNAL_SERVER_ERROR,
             code: "InternalError",
@@ -1246,7 +1166,7 @@ pub struct ErrorDetail {
     pub message: String,
 }
 
-fn error(status: StatusCode, code: &str, message: String) -> Response {
+pub(super) fn error(status: StatusCode, code: &str, message: String) -> Response {
     let body = ErrorBody {
         error: ErrorDetail {
             code: code.to_string(),
@@ -1256,7 +1176,7 @@ fn error(status: StatusCode, code: &str, message: String) -> Response {
     json(status, &body)
 }
 
-fn json(status: StatusCode, value: &impl Serialize) -> Response {
+pub(super) fn json(status: StatusCode, value: &impl Serialize) -> Response {
     Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, "application/json")

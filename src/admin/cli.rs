@@ -14,6 +14,7 @@ use super::api::{
     HealStatusView, Info, KmsKeyStatusView, KmsKeyView, NewUser, PolicyInfo, PoolInfo, UserInfo,
     HEAL_REASON, PATH_PREFIX,
 };
+use super::pools::RebalanceView;
 use crate::api::auth::sigv4;
 use crate::background::JobStatus;
 use crate::config;
@@ -125,6 +126,26 @@ pub enum PoolCommand {
         #[command(subcommand)]
         command: DecommissionCommand,
     },
+    /// Move keys from fuller pools to emptier ones until their used fractions are within
+    /// about 10 % of each other (after adding a pool, say).
+    Rebalance {
+        #[command(subcommand)]
+        command: RebalanceCommand,
+    },
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum RebalanceCommand {
+    /// Start evening the active pools; it goes on after a restart until they are even.
+    Start,
+    /// Where the rebalance stands: what moved, at what rate, and how full each pool is.
+    Status {
+        /// Print the raw JSON answer.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop the rebalance; what moved stays moved.
+    Stop,
 }
 
 #[derive(Debug, Clone, clap::Subcommand)]
@@ -262,6 +283,9 @@ pub fn run(endpoint: &str, region: &str, command: AdminCommand) -> anyhow::Resul
             AdminCommand::Pool {
                 command: PoolCommand::Decommission { command },
             } => decommission(&client, command).await,
+            AdminCommand::Pool {
+                command: PoolCommand::Rebalance { command },
+            } => rebalance(&client, command).await,
             AdminCommand::Drive {
                 command: DriveCommand::Format { path },
             } => format_drive(&client, &path).await,
@@ -520,6 +544,83 @@ fn render_drain(pool: &PoolInfo, now_ms: i64) -> String {
         ));
     }
     line
+}
+
+async fn rebalance(client: &AdminClient, command: RebalanceCommand) -> anyhow::Result<()> {
+    let body = match command {
+        RebalanceCommand::Start => {
+            let params = [("action", "start")];
+            client
+                .send(Method::POST, "pools/rebalance", &params)
+                .await?
+        }
+        RebalanceCommand::Stop => {
+            let params = [("action", "stop")];
+            client
+                .send(Method::POST, "pools/rebalance", &params)
+                .await?
+        }
+        RebalanceCommand::Status { json: true } => {
+            let body = client.send(Method::GET, "pools/rebalance", &[]).await?;
+            let view: serde_json::Value = serde_json::from_slice(&body)?;
+            println!("{}", serde_json::to_string_pretty(&view)?);
+            return Ok(());
+        }
+        RebalanceCommand::Status { json: false } => {
+            client.send(Method::GET, "pools/rebalance", &[]).await?
+        }
+    };
+    let view: RebalanceView = serde_json::from_slice(&body).context("the server's answer")?;
+    print!("{}", render_rebalance(&view, now_ms()));
+    Ok(())
+}
+
+/// The rebalance: a line for what moved, then a line a pool for how full it is against the
+/// deployment as a whole (1.00× is even).
+fn render_rebalance(view: &RebalanceView, now_ms: i64) -> String {
+    let mut out = match (view.state.as_str(), view.started_ms) {
+        ("none", _) | (_, None) => "no rebalance has run".to_string(),
+        (state, Some(started)) => {
+            let until = view.ended_ms.unwrap_or(now_ms);
+            let seconds = ((until - started).max(1) as f64) / 1000.0;
+            format!(
+                "rebalance {state} ({} since it started); moved {} keys ({} versions, {}) at {}/s",
+                HumanDuration(Duration::from_secs_f64(seconds)),
+                view.keys_moved,
+                view.versions_moved,
+                HumanBytes(view.bytes_moved),
+                HumanBytes((view.bytes_moved as f64 / seconds) as u64),
+            )
+        }
+    };
+    if view.failures > 0 {
+        out.push_str(&format!("; {} moves failed and are retried", view.failures));
+    }
+    out.push('\n');
+    let counted = view.pools.iter().filter_map(|p| p.usage);
+    let bytes: u64 = counted.clone().map(|u| u.bytes).sum();
+    let capacity: u64 = counted.map(|u| u.capacity).sum();
+    let whole = bytes as f64 / capacity.max(1) as f64;
+    for pool in &view.pools {
+        let Some(usage) = pool.usage else {
+            out.push_str(&format!("pool {}: not active\n", pool.index + 1));
+            continue;
+        };
+        let against = match whole > 0.0 {
+            true => format!(" ({:.2}× the deployment's)", usage.used_fraction() / whole),
+            false => String::new(),
+        };
+        out.push_str(&format!(
+            "pool {}: {} keys, {} versions, {} of {} ({:.4} % used){against}\n",
+            pool.index + 1,
+            usage.keys,
+            usage.versions,
+            HumanBytes(usage.bytes),
+            HumanBytes(usage.capacity),
+            usage.used_fraction() * 100.0,
+        ));
+    }
+    out
 }
 
 /// The `pool list` table: one line a pool.
@@ -1483,5 +1584,58 @@ mod tests {
             line.contains("waiting for 2 multipart uploads to end"),
             "{line}"
         );
+    }
+
+    #[test]
+    fn a_rebalance_shows_what_moved_and_each_pool_against_the_whole() {
+        use crate::admin::pools::PoolFill;
+        use crate::object::PoolUsage;
+        let usage = |bytes| PoolUsage {
+            keys: bytes / 100,
+            versions: bytes / 100,
+            bytes,
+            capacity: 10_000,
+        };
+        let view = RebalanceView {
+            state: "running".into(),
+            started_ms: Some(1_000),
+            ended_ms: None,
+            keys_moved: 12,
+            versions_moved: 13,
+            bytes_moved: 4 << 20,
+            failures: 0,
+            pools: vec![
+                PoolFill {
+                    index: 0,
+                    usage: Some(usage(3000)),
+                },
+                PoolFill {
+                    index: 1,
+                    usage: Some(usage(1000)),
+                },
+                PoolFill {
+                    index: 2,
+                    usage: None,
+                },
+            ],
+        };
+        let text = render_rebalance(&view, 5_000);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with("rebalance running (4 seconds since it started)")
+                && lines[0].contains("moved 12 keys (13 versions, 4.00 MiB) at 1.00 MiB/s"),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains("pool 1: 30 keys") && lines[1].contains("1.50×"),
+            "{text}"
+        );
+        assert!(lines[2].contains("(10.0000 % used) (0.50×"), "{text}");
+        assert_eq!(lines[3], "pool 3: not active");
+        let none = RebalanceView {
+            state: "none".into(),
+            ..RebalanceView::default()
+        };
+        assert!(render_rebalance(&none, 0).starts_with("no rebalance has run"));
     }
 }

@@ -11,6 +11,7 @@ pub mod healing;
 pub mod identities;
 pub mod pace;
 pub mod peers;
+pub mod rebalance;
 pub mod stale_uploads;
 pub mod usage;
 

@@ -25,7 +25,9 @@ mod multipart;
 mod names;
 mod object_lock;
 mod objects;
+mod pool_usage;
 mod pools;
+mod rebalance;
 mod record;
 mod rename;
 mod replicas;
@@ -63,7 +65,9 @@ pub use object_lock::{
     DefaultRetention, ObjectLock, ObjectLockConfig, Retention, RetentionMode, RetentionPeriod,
 };
 pub use objects::{GetOptions, GetResult, PutOptions, ReadIf};
+pub use pool_usage::PoolUsage;
 pub use pools::{Pool, PoolState};
+pub use rebalance::RebalancePass;
 pub use record::{
     BucketRecord, BucketSettings, CorsRule, DefaultEncryption, ObjectRecord, PartRecord,
     SseAlgorithm, StoredChecksum, TierLocation, UploadRecord, Versioning, NULL_VERSION,

@@ -332,7 +332,7 @@ mod tests {
 
     use super::*;
     use crate::erasure::ErasureSet;
-    use crate::object::{GetOptions, PutOptions, RenameOptions};
+    use crate::object::{GetOptions, PoolUsage, PutOptions, RenameOptions};
     use crate::storage::faulty::{Call, FaultyDrive};
     use crate::storage::sim::CrashController;
     use crate::storage::Drive;
@@ -743,5 +743,62 @@ mod tests {
         assert!(pass.drained(), "{pass:?}");
         assert!(!held_by(&store, 0, &key(1)).await && held_by(&store, 1, &key(1)).await);
         assert_eq!(get(&store, &key(1)).await.unwrap(), b"the upload's bytes");
+    }
+
+    #[tokio::test]
+    async fn a_rebalance_evens_the_pools_and_keeps_every_key() {
+        use crate::object::MoveProgress;
+        let (first, second) = (SimPool::new(), SimPool::new());
+        let alone = store_of(&[&first]);
+        alone.create_bucket(&bucket()).await.unwrap();
+        let data = |i: usize| -> &'static [u8] {
+            let mut data = format!("key {i} ").into_bytes();
+            data.resize((20 + i % 7 * 10) << 10, b'.');
+            Box::leak(data.into_boxed_slice())
+        };
+        for i in 0..60 {
+            put(&alone, &key(i), data(i)).await;
+        }
+        // An upload of key 0 stays open: the key stays with it.
+        let _upload = open_upload(&alone, &key(0), b"open").await;
+        drop(alone);
+
+        let store = store_of(&[&first, &second]);
+        let progress = MoveProgress::default();
+        let mut passes = 0;
+        loop {
+            let pass = (store.rebalance_pass(&progress, || true, || async {}).await).unwrap();
+            passes += 1;
+            if pass.balanced() {
+                break;
+            }
+            assert!(passes < 5, "still moving after {passes} passes: {pass:?}");
+        }
+        let usage: Vec<PoolUsage> = join_all(store.pools().iter().map(|p| store.pool_usage(p)))
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        let (one, two) = (usage[0].used_fraction(), usage[1].used_fraction());
+        assert!(
+            (one - two).abs() <= 0.1 * one.max(two),
+            "used fractions {one} and {two}: {usage:?}"
+        );
+        assert_eq!(usage[0].keys + usage[1].keys, 60);
+        assert!(
+            held_by(&store, 0, &key(0)).await,
+            "the key of the open upload moved"
+        );
+        for i in 0..60 {
+            let (one, two) = (
+                held_by(&store, 0, &key(i)).await,
+                held_by(&store, 1, &key(i)).await,
+            );
+            assert!(one != two, "key {i} is in exactly one pool");
+            assert_eq!(get(&store, &key(i)).await.unwrap(), data(i), "key {i}");
+        }
+        // A stop asked for ends a pass before it moves anything.
+        let pass = (store.rebalance_pass(&progress, || false, || async {}).await).unwrap();
+        assert_eq!(pass.keys_moved, 0);
     }
 }

@@ -58,6 +58,7 @@ async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Respons
             store: &state.s3.store,
             lifecycle: &state.admin.lifecycle_status,
             drains: &state.admin.drains,
+            rebalancing: &state.admin.rebalancing,
         };
         return crate::server::metrics::answer(&state.metrics, sources, request.headers()).await;
     }

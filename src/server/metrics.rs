@@ -291,6 +291,8 @@ impl Metrics {
             lifecycle: lifecycle.all(),
             usage: self.usage.latest(),
             pools: Vec::new(),
+            rebalanced_keys: 0,
+            rebalanced_bytes: 0,
         }
     }
 
@@ -396,6 +398,22 @@ impl Metrics {
             };
             moved_keys.get_or_create(&labels).inc_by(pool.moved_keys);
             moved_bytes.get_or_create(&labels).inc_by(pool.moved_bytes);
+        }
+        if snapshot.pools.len() > 1 {
+            for (name, help, value) in [
+                (
+                    "strata_pool_rebalance_moved_objects",
+                    "Keys the rebalance moved between server pools, since it or the server started",
+                    snapshot.rebalanced_keys,
+                ),
+                (
+                    "strata_pool_rebalance_moved_bytes",
+                    "Bytes of data the rebalance moved between server pools, since it or the server started",
+                    snapshot.rebalanced_bytes,
+                ),
+            ] {
+                registry.register(name, help, ConstCounter::new(value));
+            }
         }
 
         let status = &snapshot.heal;
@@ -691,6 +709,9 @@ pub struct Snapshot {
     pub usage: Option<UsageSnapshot>,
     /// Each server pool, in order.
     pub pools: Vec<PoolSample>,
+    /// Keys and bytes the rebalance moved since this server started it (or started).
+    pub rebalanced_keys: u64,
+    pub rebalanced_bytes: u64,
 }
 
 /// One server pool at a scrape.
@@ -756,6 +777,7 @@ pub struct Sources<'a> {
     pub store: &'a ObjectStore,
     pub lifecycle: &'a crate::lifecycle::LifecycleStatus,
     pub drains: &'a crate::background::decommission::Drains,
+    pub rebalancing: &'a crate::background::rebalance::Rebalancing,
 }
 
 /// Answers a scrape.
@@ -781,6 +803,9 @@ pub async fn answer(metrics: &Metrics, sources: Sources<'_>, headers: &HeaderMap
             }
         })
         .collect();
+    let rebalanced = &sources.rebalancing.progress;
+    snapshot.rebalanced_keys = rebalanced.keys.load(std::sync::atomic::Ordering::Relaxed);
+    snapshot.rebalanced_bytes = rebalanced.bytes.load(std::sync::atomic::Ordering::Relaxed);
     let body = metrics.encode(&snapshot);
     Response::builder()
         .status(StatusCode::OK)

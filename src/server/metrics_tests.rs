@@ -86,7 +86,9 @@ fn full_exposition() -> String {
             },
         )]
         .into(),
-        pools: Vec::new(),
+        pools: vec![PoolSample::default(); 2],
+        rebalanced_keys: 7,
+        rebalanced_bytes: 700,
     };
     metrics.encode(&snapshot)
 }
@@ -116,6 +118,8 @@ fn the_exposition_has_every_metric() {
         "strata_heal_running",
         "strata_heal_objects_remaining",
         "strata_usage_scan_timestamp_seconds",
+        "strata_pool_rebalance_moved_objects_total",
+        "strata_pool_rebalance_moved_bytes_total",
         "strata_lifecycle_expired_total",
         "strata_lifecycle_uploads_aborted_total",
         "strata_lifecycle_transitions_skipped_total",

@@ -346,6 +346,17 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
             },
         );
     }
+    let rebalancing = Arc::new(background::rebalance::Rebalancing::default());
+    if config.cluster.is_none() && store.pools().len() > 1 {
+        jobs.spawn(
+            None,
+            background::rebalance::Rebalance {
+                store: store.clone(),
+                rebalancing: rebalancing.clone(),
+                duty: config.decommission_duty,
+            },
+        );
+    }
     let metrics = Arc::new(Metrics::new(&config.metrics, usage.clone()));
     jobs.spawn(
         None,
@@ -418,6 +429,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         jobs: jobs.clone(),
         usage,
         drains,
+        rebalancing,
     };
     let state = Arc::new(AppState {
         s3,

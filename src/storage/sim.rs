@@ -35,6 +35,7 @@ use rand::{Rng, SeedableRng};
 use uuid::Uuid;
 
 use super::commit_queue::{CommitQueue, GroupOutcome};
+use super::DiskInfo;
 use super::{
     absent_unless_unhealed, note_replaced, past_prefix, refuse_scan_if_unhealed, rolled_up_len,
     scan_from, DataDir, Drive, DriveError, MetaOp, MetaTable, Replaced, ScanPage, ShardReader,
@@ -232,6 +233,9 @@ impl Power {
         }
     }
 }
+
+/// The size every simulated drive reports.
+pub const SIM_DRIVE_SIZE: u64 = 1 << 30;
 
 /// An in-memory drive that tracks durable and volatile state (see the module docs).
 pub struct SimDrive {
@@ -627,6 +631,17 @@ impl Drive for SimDrive {
         self.read_call("mark_healed")?;
         self.state().unhealed = false;
         Ok(())
+    }
+
+    /// A simulated drive is a disk of [`SIM_DRIVE_SIZE`], all of it free: what pools are
+    /// weighed and compared by (the bytes a pool holds are counted from its records).
+    /// Not a counted call: crash sweeps cut only calls that change or read what is stored.
+    async fn disk_info(&self) -> Result<DiskInfo, DriveError> {
+        Ok(DiskInfo {
+            total: SIM_DRIVE_SIZE,
+            used: 0,
+            free: SIM_DRIVE_SIZE,
+        })
     }
 
     async fn create_staged_file(

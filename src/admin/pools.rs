@@ -1,0 +1,228 @@
+//! The admin API's server pool operations: decommission and rebalance (see
+//! `crate::background::decommission` and `crate::background::rebalance`).
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::{Deserialize, Serialize};
+
+use super::api::{error, info, json, AdminError, AdminState, DISK_INFO_TIMEOUT};
+use crate::background::rebalance::RebalanceState;
+use crate::deployment::Deployment;
+use crate::object::{PoolState, PoolUsage};
+use crate::query::Query;
+use crate::storage::{DiskInfo, Drive};
+
+/// Starts or cancels the decommission of a pool (`pool`: its place on the command line from 1,
+/// or its id; `action`: `start` or `cancel`). Answers the pool as `info` shows it.
+pub(super) async fn decommission(
+    state: &AdminState,
+    query: &Query,
+) -> Result<Response, AdminError> {
+    let pools = state.store.pools();
+    let asked = query.get("pool").unwrap_or_default();
+    let index = (state.deployment.pools.iter().enumerate())
+        .find(|(i, pool)| asked == (i + 1).to_string() || asked == pool.id)
+        .map(|(i, _)| i)
+        .ok_or_else(|| AdminError::invalid(format!("no server pool {asked:?}")))?;
+    let conflict = |message: String| Ok(error(StatusCode::CONFLICT, "InvalidPoolState", message));
+    let new_state = match (query.get("action"), pools[index].state()) {
+        (Some("start"), PoolState::Active) => PoolState::Decommissioning,
+        (Some("cancel"), PoolState::Decommissioning) => PoolState::Active,
+        (Some("start" | "cancel"), now) => {
+            return conflict(format!("pool {} is {}", index + 1, now.as_str()));
+        }
+        _ => return Err(AdminError::invalid("the action must be start or cancel")),
+    };
+    if new_state == PoolState::Decommissioning {
+        if state.deployment.is_distributed() {
+            return conflict("decommissioning a pool of several nodes is not supported yet".into());
+        }
+        if state.rebalancing.is_running() {
+            return conflict("a rebalance is running: stop it first".into());
+        }
+        let others = (pools.iter().enumerate())
+            .filter(|(i, pool)| *i != index && pool.state() == PoolState::Active)
+            .map(|(i, _)| i)
+            .collect::<Vec<_>>();
+        if others.is_empty() {
+            return conflict("no other active pool can take the pool's keys".into());
+        }
+        // The pool's drives' used space must fit in the free space of the others.
+        let space = pool_space(&state.deployment, &drive_sizes(&state.deployment).await);
+        let used: u64 = space[index].used;
+        let free: u64 = others.iter().map(|&i| space[i].free).sum();
+        if used > free {
+            return conflict(format!(
+                "the other pools have {free} bytes free, but pool {} uses {used}: add room first",
+                index + 1
+            ));
+        }
+    }
+    let deployment = Arc::clone(&state.deployment);
+    tokio::task::spawn_blocking(move || deployment.record_pool_state(index, new_state))
+        .await
+        .map_err(|e| AdminError::internal(e.to_string()))?
+        .map_err(|e| AdminError::internal(e.to_string()))?;
+    pools[index].set_state(new_state);
+    if new_state == PoolState::Decommissioning {
+        state.drains.restart(index);
+    }
+    tracing::warn!(
+        pool = index + 1,
+        state = new_state.as_str(),
+        "server pool state changed on an operator's request"
+    );
+    let info = info(state).await;
+    Ok(json(StatusCode::OK, &info.pools[index]))
+}
+
+/// Every drive's space, in position order; `None` for a drive that did not answer in time.
+pub(super) async fn drive_sizes(deployment: &Deployment) -> Vec<Option<DiskInfo>> {
+    futures::future::join_all(deployment.drives.iter().map(|drive| async {
+        tokio::time::timeout(DISK_INFO_TIMEOUT, drive.slot.disk_info())
+            .await
+            .ok()
+            .and_then(Result::ok)
+    }))
+    .await
+}
+
+/// Each pool's drives' space (`sizes` from [`drive_sizes`]), summed over those that answered.
+pub(super) fn pool_space(deployment: &Deployment, sizes: &[Option<DiskInfo>]) -> Vec<DiskInfo> {
+    (deployment.pools.iter())
+        .map(|pool| {
+            let sets = pool.sets(deployment.sets_size());
+            let mut sum = DiskInfo::default();
+            for (drive, size) in deployment.drives.iter().zip(sizes) {
+                if let (true, Some(size)) = (sets.contains(&drive.set_index), size) {
+                    sum.total += size.total;
+                    sum.used += size.used;
+                    sum.free += size.free;
+                }
+            }
+            sum
+        })
+        .collect()
+}
+
+/// Where the rebalance stands.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RebalanceView {
+    /// `running`, `stopped`, `completed`, or `none` when none ever ran.
+    pub state: String,
+    /// Unix milliseconds.
+    pub started_ms: Option<i64>,
+    pub ended_ms: Option<i64>,
+    /// What this server moved since it started the rebalance (or started).
+    pub keys_moved: u64,
+    pub versions_moved: u64,
+    pub bytes_moved: u64,
+    pub failures: u64,
+    /// Each pool, as the last pass counted it (or as counted now, before any pass).
+    pub pools: Vec<PoolFill>,
+}
+
+/// What a pool holds against what it can hold.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PoolFill {
+    /// From 0; shown from 1.
+    pub index: usize,
+    /// `None` for a pool that is not active (a rebalance leaves it be).
+    pub usage: Option<PoolUsage>,
+}
+
+/// Starts or stops the rebalance (`action`: `start` or `stop`), or with no action (a GET)
+/// tells where it stands.
+pub(super) async fn rebalance(
+    state: &AdminState,
+    query: Option<&Query>,
+) -> Result<Response, AdminError> {
+    let rebalancing = &state.rebalancing;
+    let store = &state.store;
+    rebalancing.load(store).await.map_err(internal)?;
+    let conflict = |message: &str| {
+        Ok(error(
+            StatusCode::CONFLICT,
+            "InvalidPoolState",
+            message.into(),
+        ))
+    };
+    match query.map(|q| q.get("action")) {
+        None => {}
+        Some(Some("start")) => {
+            if state.deployment.is_distributed() {
+                return conflict("rebalancing pools of several nodes is not supported yet");
+            }
+            let pools = store.pools();
+            if pools
+                .iter()
+                .any(|p| p.state() == PoolState::Decommissioning)
+            {
+                return conflict("a pool is being decommissioned: a rebalance waits for it to end");
+            }
+            if pools
+                .iter()
+                .filter(|p| p.state() == PoolState::Active)
+                .count()
+                < 2
+            {
+                return conflict("a rebalance needs two active pools");
+            }
+            if rebalancing.is_running() {
+                return conflict("a rebalance is running already");
+            }
+            rebalancing.start(store).await.map_err(internal)?;
+            tracing::warn!("pool rebalance started on an operator's request");
+        }
+        Some(Some("stop")) => {
+            let stopped = rebalancing.end(store, RebalanceState::Stopped).await;
+            if stopped.map_err(internal)?.is_none() {
+                return conflict("no rebalance is running");
+            }
+            tracing::warn!("pool rebalance stopped on an operator's request");
+        }
+        Some(_) => return Err(AdminError::invalid("the action must be start or stop")),
+    }
+    Ok(json(StatusCode::OK, &rebalance_view(state).await?))
+}
+
+async fn rebalance_view(state: &AdminState) -> Result<RebalanceView, AdminError> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let rebalancing = &state.rebalancing;
+    let record = rebalancing.record();
+    let last_pass = rebalancing.last_pass.lock().expect("rebalance").clone();
+    let usage = match last_pass {
+        Some(pass) => pass.usage,
+        None => {
+            let mut counted = Vec::new();
+            for pool in state.store.pools() {
+                counted.push(match pool.state() {
+                    PoolState::Active => {
+                        Some(state.store.pool_usage(pool).await.map_err(internal)?)
+                    }
+                    _ => None,
+                });
+            }
+            counted
+        }
+    };
+    let progress = &rebalancing.progress;
+    Ok(RebalanceView {
+        state: record.map_or("none", |r| r.state.as_str()).into(),
+        started_ms: record.map(|r| r.started_ms),
+        ended_ms: record.and_then(|r| r.ended_ms),
+        keys_moved: progress.keys.load(Relaxed),
+        versions_moved: progress.versions.load(Relaxed),
+        bytes_moved: progress.bytes.load(Relaxed),
+        failures: progress.failures.load(Relaxed),
+        pools: (usage.into_iter().enumerate())
+            .map(|(index, usage)| PoolFill { index, usage })
+            .collect(),
+    })
+}
+
+fn internal(e: crate::object::ObjectError) -> AdminError {
+    AdminError::internal(e.to_string())
+}

@@ -1,0 +1,188 @@
+//! Rebalances: the job that evens the server pools' used fractions, pass after pass, paced,
+//! until a pass finds nothing to move (see [`crate::object::ObjectStore::rebalance_pass`]).
+//! An operator starts and stops it; its state is a deployment-wide record, so a rebalance
+//! cut short by a restart goes on at the next start.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::background::pace::{Pace, Pacer};
+use crate::background::Worker;
+use crate::object::{now_ms, MoveProgress, ObjectError, ObjectStore, RebalancePass};
+
+/// The pause between passes.
+const INTERVAL: Duration = Duration::from_secs(2);
+
+/// The deployment-wide record of the last rebalance.
+const RECORD: &str = "pools/rebalance";
+
+/// Where the last rebalance stands, as recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RebalanceState {
+    Running,
+    /// An operator stopped it.
+    Stopped,
+    /// The pools were even, or as even as moving keys can make them.
+    Completed,
+}
+
+impl RebalanceState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RebalanceState::Running => "running",
+            RebalanceState::Stopped => "stopped",
+            RebalanceState::Completed => "completed",
+        }
+    }
+}
+
+/// The last rebalance, as the deployment records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RebalanceRecord {
+    pub state: RebalanceState,
+    /// Unix milliseconds.
+    pub started_ms: i64,
+    pub ended_ms: Option<i64>,
+}
+
+/// The rebalance as this server knows it: the record, and what it moved since this server
+/// started it (or started).
+#[derive(Debug, Default)]
+pub struct Rebalancing {
+    /// `None` until read from the deployment (or when none ever ran).
+    record: Mutex<Option<RebalanceRecord>>,
+    /// Whether the record was read since the server started.
+    loaded: AtomicBool,
+    /// Whether passes should go on: read on every key a pass considers.
+    running: AtomicBool,
+    pub progress: MoveProgress,
+    pub last_pass: Mutex<Option<RebalancePass>>,
+}
+
+impl Rebalancing {
+    pub fn record(&self) -> Option<RebalanceRecord> {
+        *self.record.lock().expect("rebalance")
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.running.load(Ordering::Relaxed)
+    }
+
+    /// Reads the recorded rebalance, once.
+    pub async fn load(&self, store: &ObjectStore) -> Result<(), ObjectError> {
+        if self.loaded.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let recorded = match store.system_get(RECORD).await? {
+            Some(bytes) => serde_json::from_slice(&bytes).ok(),
+            None => None,
+        };
+        self.set(recorded);
+        self.loaded.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Starts a rebalance (the caller checked the pools allow one): recorded first, then
+    /// counted afresh.
+    pub async fn start(&self, store: &ObjectStore) -> Result<RebalanceRecord, ObjectError> {
+        let record = RebalanceRecord {
+            state: RebalanceState::Running,
+            started_ms: now_ms(),
+            ended_ms: None,
+        };
+        self.write(store, record).await?;
+        for counter in [
+            &self.progress.keys,
+            &self.progress.versions,
+            &self.progress.bytes,
+            &self.progress.failures,
+        ] {
+            counter.store(0, Ordering::Relaxed);
+        }
+        *self.last_pass.lock().expect("rebalance") = None;
+        Ok(record)
+    }
+
+    /// Ends the running rebalance as `state`; what moved stays moved. `None` when none runs.
+    pub async fn end(
+        &self,
+        store: &ObjectStore,
+        state: RebalanceState,
+    ) -> Result<Option<RebalanceRecord>, ObjectError> {
+        let Some(running) = self.record().filter(|r| r.state == RebalanceState::Running) else {
+            return Ok(None);
+        };
+        let ended = RebalanceRecord {
+            state,
+            ended_ms: Some(now_ms()),
+            ..running
+        };
+        self.write(store, ended).await?;
+        Ok(Some(ended))
+    }
+
+    async fn write(&self, store: &ObjectStore, record: RebalanceRecord) -> Result<(), ObjectError> {
+        let bytes = serde_json::to_vec(&record).expect("a record serializes");
+        store.system_put(RECORD, bytes).await?;
+        self.set(Some(record));
+        self.loaded.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn set(&self, record: Option<RebalanceRecord>) {
+        let running = record.is_some_and(|r| r.state == RebalanceState::Running);
+        *self.record.lock().expect("rebalance") = record;
+        self.running.store(running, Ordering::Relaxed);
+    }
+}
+
+/// The job.
+pub struct Rebalance {
+    pub store: Arc<ObjectStore>,
+    pub rebalancing: Arc<Rebalancing>,
+    /// The share of time it works (`STRATA_DECOMMISSION_DUTY`, which paces every move of
+    /// keys between pools).
+    pub duty: f64,
+}
+
+#[async_trait]
+impl Worker for Rebalance {
+    fn name(&self) -> &'static str {
+        "pool-rebalance"
+    }
+
+    fn interval(&self) -> Duration {
+        INTERVAL
+    }
+
+    async fn run_once(&mut self) -> anyhow::Result<String> {
+        let rebalancing = &self.rebalancing;
+        rebalancing.load(&self.store).await?;
+        if !rebalancing.is_running() {
+            return Ok("no rebalance is running".into());
+        }
+        let pacer = tokio::sync::Mutex::new(Pacer::new(Pace::configured(Some(self.duty), None)));
+        let pace = || async { pacer.lock().await.work_done(1).await };
+        let keep_going = || rebalancing.is_running();
+        let pass = (self.store)
+            .rebalance_pass(&rebalancing.progress, keep_going, pace)
+            .await?;
+        *rebalancing.last_pass.lock().expect("rebalance") = Some(pass.clone());
+        if !pass.balanced() || !rebalancing.is_running() {
+            return Ok(format!(
+                "moved {} keys; {} left for the next pass",
+                pass.keys_moved, pass.keys_left
+            ));
+        }
+        rebalancing
+            .end(&self.store, RebalanceState::Completed)
+            .await?;
+        tracing::info!("the server pools are even: the rebalance is complete");
+        Ok("the pools are even: rebalance complete".into())
+    }
+}
