@@ -746,6 +746,7 @@ async fn a_rebalance_evens_a_new_pool_keeps_the_newest_bytes_stops_and_resumes()
     assert!(human.contains("rebalance completed"), "{human}");
     server.kill();
     // Counted afresh at the next start.
+    fast.env.push(("STRATA_USAGE_SCAN_SECS".into(), "1".into()));
     let server = TestServer::start_with(fast);
     let client_after = server.client();
     let after = rebalance_status(&server);
@@ -768,5 +769,32 @@ async fn a_rebalance_evens_a_new_pool_keeps_the_newest_bytes_stops_and_resumes()
         "ListObjectsV2",
     );
     assert_eq!(listed.contents().len(), 90, "each key once");
+    // The usage scanner counts each pool's keys: together, every key once.
+    let authorization = [(
+        "authorization".to_string(),
+        format!("Bearer {METRICS_TOKEN}"),
+    )];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let counts = loop {
+        let metrics = raw_send("GET", &server.url("/metrics"), &authorization, Vec::new()).await;
+        let counts: Vec<u64> = (metrics.text().lines())
+            .filter(|l| l.starts_with("strata_pool_objects{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+            .collect();
+        if counts.len() == 2 || std::time::Instant::now() > deadline {
+            break counts;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    };
+    assert!(
+        counts.len() == 2 && counts.iter().sum::<u64>() == 90 && counts.iter().all(|&n| n > 20),
+        "{counts:?}"
+    );
+    let table = strata_admin(&server, &["pool", "list"]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    let objects: Vec<u64> = (table.lines().skip(1))
+        .map(|line| line.split_whitespace().nth(4).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(objects, counts, "{table}");
     server.kill();
 }

@@ -314,6 +314,9 @@ pub struct PoolInfo {
     /// Summed over the drives that answered.
     pub total_bytes: u64,
     pub free_bytes: u64,
+    /// What it holds, at the last usage scan (none yet, or a single pool: `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holds: Option<crate::object::PoolUsage>,
     /// Where its decommission stands, once one started here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decommission: Option<DrainView>,
@@ -411,6 +414,7 @@ pub(super) async fn info(state: &AdminState) -> Info {
         })
         .collect();
     let pool_spaces = pools::pool_space(deployment, &sizes);
+    let counted = state.usage.latest().map(|u| u.pools).unwrap_or_default();
     let pools = (deployment.pools.iter().zip(pool_spaces).enumerate())
         .map(|(index, (pool, space))| PoolInfo {
             index,
@@ -419,6 +423,7 @@ pub(super) async fn info(state: &AdminState) -> Info {
             sets: pool.sets(deployment.sets_size()).collect(),
             total_bytes: space.total,
             free_bytes: space.free,
+            holds: counted.get(index).copied().flatten(),
             decommission: drain_view(state.drains.pool(index)),
         })
         .collect();

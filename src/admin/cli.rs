@@ -633,8 +633,8 @@ fn render_pools(info: &Info) -> String {
         .unwrap_or(0)
         .max(2);
     let mut out = format!(
-        "{:<4}  {:<width$}  {:<8}  {:<9}  {:>11}  {:>11}\n",
-        "POOL", "ID", "STATE", "SETS", "FREE", "TOTAL"
+        "{:<4}  {:<width$}  {:<15}  {:<9}  {:>9}  {:>11}  {:>11}  {:>11}\n",
+        "POOL", "ID", "STATE", "SETS", "OBJECTS", "DATA", "FREE", "TOTAL"
     );
     for pool in &info.pools {
         let sets = match (pool.sets.first(), pool.sets.last()) {
@@ -642,12 +642,18 @@ fn render_pools(info: &Info) -> String {
             (Some(only), _) => (only + 1).to_string(),
             _ => "-".into(),
         };
+        let (objects, data) = match &pool.holds {
+            Some(holds) => (holds.keys.to_string(), HumanBytes(holds.bytes).to_string()),
+            None => ("-".into(), "-".into()),
+        };
         out.push_str(&format!(
-            "{:<4}  {:<width$}  {:<8}  {:<9}  {:>11}  {:>11}\n",
+            "{:<4}  {:<width$}  {:<15}  {:<9}  {:>9}  {:>11}  {:>11}  {:>11}\n",
             pool.index + 1,
             pool.id,
             pool.state,
             sets,
+            objects,
+            data,
             HumanBytes(pool.free_bytes).to_string(),
             HumanBytes(pool.total_bytes).to_string(),
         ));
@@ -1521,6 +1527,12 @@ mod tests {
             sets,
             total_bytes: 20 << 30,
             free_bytes: 5 << 30,
+            holds: (index == 1).then_some(crate::object::PoolUsage {
+                keys: 1200,
+                versions: 1300,
+                bytes: 3 << 30,
+                capacity: 10 << 30,
+            }),
             decommission: None,
         };
         let info = Info {
@@ -1538,8 +1550,8 @@ mod tests {
         assert_eq!(
             rows,
             [
-                "1 pool-0 active 1 5.00 GiB 20.00 GiB",
-                "2 pool-1 active 2-3 5.00 GiB 20.00 GiB"
+                "1 pool-0 active 1 - - 5.00 GiB 20.00 GiB",
+                "2 pool-1 active 2-3 1200 3.00 GiB 5.00 GiB 20.00 GiB"
             ]
         );
         assert!(render_info(&info, 0).contains("Server pools"));
@@ -1555,6 +1567,7 @@ mod tests {
             sets: vec![0],
             total_bytes: 0,
             free_bytes: 0,
+            holds: None,
             decommission: None,
         };
         assert!(render_drain(&pool, 0).contains("no decommission has run"));

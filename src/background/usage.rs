@@ -14,7 +14,8 @@ use tokio::sync::watch;
 
 use crate::background::{self, Worker};
 use crate::object::{
-    BucketName, ListEntry, ListQuery, ObjectError, ObjectStore, VersionEntry, VersionsQuery,
+    BucketName, ListEntry, ListQuery, ObjectError, ObjectStore, PoolUsage, VersionEntry,
+    VersionsQuery,
 };
 
 /// Keys per listing page while counting: the API's own page size.
@@ -41,6 +42,9 @@ pub struct BucketUsage {
 pub struct UsageSnapshot {
     /// By bucket name.
     pub buckets: BTreeMap<String, BucketUsage>,
+    /// What each server pool holds, by its place in the list; empty with one pool.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<Option<PoolUsage>>,
     /// When the count finished.
     pub finished: SystemTime,
     /// How long it took.
@@ -192,6 +196,26 @@ impl Worker for UsageScanner {
 }
 
 impl UsageScanner {
+    /// What each pool holds, when there are several (`None` for a pool that could not be
+    /// counted).
+    async fn count_pools(&self) -> Vec<Option<PoolUsage>> {
+        let pools = self.store.pools();
+        if pools.len() < 2 {
+            return Vec::new();
+        }
+        let mut counted = Vec::with_capacity(pools.len());
+        for (index, pool) in pools.iter().enumerate() {
+            counted.push(match self.store.pool_usage(pool).await {
+                Ok(usage) => Some(usage),
+                Err(e) => {
+                    tracing::warn!(pool = index + 1, error = %e, "counting the server pool's keys failed");
+                    None
+                }
+            });
+        }
+        counted
+    }
+
     /// Counts every bucket, and publishes the count when elected to.
     async fn count_and_publish(&self) -> anyhow::Result<String> {
         let started = Instant::now();
@@ -224,6 +248,7 @@ impl UsageScanner {
         );
         let snapshot = UsageSnapshot {
             buckets,
+            pools: self.count_pools().await,
             finished: SystemTime::now(),
             took: started.elapsed(),
         };

@@ -399,6 +399,43 @@ impl Metrics {
             moved_keys.get_or_create(&labels).inc_by(pool.moved_keys);
             moved_bytes.get_or_create(&labels).inc_by(pool.moved_bytes);
         }
+        let counted = snapshot
+            .usage
+            .as_ref()
+            .map_or(&[][..], |u| u.pools.as_slice());
+        if !counted.is_empty() {
+            let objects = pool_gauge(
+                &mut registry,
+                "strata_pool_objects",
+                "Keys with data the server pool holds, at the last usage scan",
+            );
+            let versions = pool_gauge(
+                &mut registry,
+                "strata_pool_versions",
+                "Object versions with data the server pool holds, at the last usage scan",
+            );
+            let bytes = pool_gauge(
+                &mut registry,
+                "strata_pool_data_bytes",
+                "Bytes of object data the server pool holds (as stored), at the last usage scan",
+            );
+            for (index, usage) in counted.iter().enumerate() {
+                let Some(usage) = usage else { continue };
+                let labels = PoolLabels {
+                    pool: index + 1,
+                    state: state_of(index + 1),
+                };
+                objects
+                    .get_or_create(&labels)
+                    .set(saturating_i64(usage.keys));
+                versions
+                    .get_or_create(&labels)
+                    .set(saturating_i64(usage.versions));
+                bytes
+                    .get_or_create(&labels)
+                    .set(saturating_i64(usage.bytes));
+            }
+        }
         if snapshot.pools.len() > 1 {
             for (name, help, value) in [
                 (

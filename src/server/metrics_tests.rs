@@ -67,6 +67,15 @@ fn full_exposition() -> String {
                 },
             )]
             .into(),
+            pools: vec![
+                Some(crate::object::PoolUsage {
+                    keys: 3,
+                    versions: 4,
+                    bytes: 500,
+                    capacity: 9000,
+                }),
+                None,
+            ],
             finished: SystemTime::now(),
             took: Duration::from_millis(5),
         }),
@@ -119,6 +128,9 @@ fn the_exposition_has_every_metric() {
         "strata_heal_objects_remaining",
         "strata_usage_scan_timestamp_seconds",
         "strata_pool_rebalance_moved_objects_total",
+        "strata_pool_objects",
+        "strata_pool_versions",
+        "strata_pool_data_bytes",
         "strata_pool_rebalance_moved_bytes_total",
         "strata_lifecycle_expired_total",
         "strata_lifecycle_uploads_aborted_total",

@@ -1251,7 +1251,7 @@ $("policy-form").addEventListener("submit", async (event) => {
 
 // --- The deployment (the root user's) ----------------------------------------------------
 
-/** The server pools: one line each, with its sets and space. */
+/** The server pools: one line each, with its sets, what it holds and its space. */
 function renderPools(pools) {
   const rows = $("pool-rows");
   rows.replaceChildren();
@@ -1261,6 +1261,8 @@ function renderPools(pools) {
     cell(row, pool.id);
     cell(row, pool.state, `state-${pool.state}`);
     cell(row, pool.sets.map((s) => s + 1).join(", "));
+    cell(row, pool.holds ? String(pool.holds.keys) : "–", "size");
+    cell(row, pool.holds ? size(pool.holds.bytes) : "–", "size");
     cell(row, size(pool.free_bytes), "size");
     cell(row, size(pool.total_bytes), "size");
   }
