@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use axum::response::Response;
+use indicatif::HumanBytes;
 use serde::{Deserialize, Serialize};
 
 use super::api::{error, info, json, AdminError, AdminState, DISK_INFO_TIMEOUT};
@@ -49,14 +50,14 @@ pub(super) async fn decommission(
         if others.is_empty() {
             return conflict("no other active pool can take the pool's keys".into());
         }
-        // The pool's drives' used space must fit in the free space of the others.
-        let space = pool_space(&state.deployment, &drive_sizes(&state.deployment).await);
-        let used: u64 = space[index].used;
-        let free: u64 = others.iter().map(|&i| space[i].free).sum();
-        if used > free {
+        // The data the pool holds must fit in what the others can still take.
+        let (holds, free) = (state.store.room_to_drain(index).await).map_err(internal)?;
+        if holds > free {
             return conflict(format!(
-                "the other pools have {free} bytes free, but pool {} uses {used}: add room first",
-                index + 1
+                "the other pools can take {} of data, but pool {} holds {}: add room first",
+                HumanBytes(free),
+                index + 1,
+                HumanBytes(holds)
             ));
         }
     }

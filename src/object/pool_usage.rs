@@ -9,7 +9,7 @@ use futures::future::join_all;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::pools::Pool;
+use super::pools::{Pool, PoolState};
 use super::record::{ObjectRecord, VersionsRecord, OBJECTS, VERSIONS};
 use super::{ObjectError, ObjectStore};
 use crate::records::{Agreement, RecordSet, Replica, Scanned, Table, SCAN_PAGE};
@@ -48,6 +48,32 @@ impl ObjectStore {
             count_set(set, &mut usage).await?;
         }
         Ok(usage)
+    }
+
+    /// The bytes of data `pool` can still take: for each set, its smallest drive's free
+    /// space times its data shards (of the drives that answer).
+    pub async fn pool_free(&self, pool: &Pool) -> u64 {
+        let sets = &self.sets[pool.sets.clone()];
+        let free = join_all(sets.iter().map(|set| async move {
+            let infos = join_all(set.drives().iter().map(|d| d.disk_info())).await;
+            let smallest = infos.iter().flatten().map(|info| info.free).min();
+            smallest.unwrap_or(0) * set.data_shards() as u64
+        }))
+        .await;
+        free.iter().sum()
+    }
+
+    /// What draining pool `index` needs against what it would get: the bytes of data it
+    /// holds, and the bytes the other active pools can still take.
+    pub async fn room_to_drain(&self, index: usize) -> Result<(u64, u64), ObjectError> {
+        let holds = self.pool_usage(&self.pools[index]).await?.bytes;
+        let mut free = 0;
+        for (other, pool) in self.pools.iter().enumerate() {
+            if other != index && pool.state() == PoolState::Active {
+                free += self.pool_free(pool).await;
+            }
+        }
+        Ok((holds, free))
     }
 }
 

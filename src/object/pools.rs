@@ -252,19 +252,12 @@ impl ObjectStore {
             .expect("a store has a pool")
     }
 
-    /// A pool's weight for new keys: the free space its sets can take (each set's
-    /// smallest drive times its data shards), asked once, rounded to a step of a log scale.
+    /// A pool's weight for new keys: the free space its sets can take, asked once, rounded
+    /// to a step of a log scale.
     async fn weight(&self, pool: &Pool) -> f64 {
         *(pool.weight)
             .get_or_init(|| async {
-                let sets = &self.sets[pool.sets.clone()];
-                let free = join_all(sets.iter().map(|set| async move {
-                    let infos = join_all(set.drives().iter().map(|d| d.disk_info())).await;
-                    let smallest = infos.iter().flatten().map(|info| info.free).min();
-                    smallest.unwrap_or(0) * set.data_shards() as u64
-                }))
-                .await;
-                let free = free.iter().sum::<u64>().max(1) as f64;
+                let free = self.pool_free(pool).await.max(1) as f64;
                 ((free.log2() * WEIGHT_STEPS_PER_DOUBLING).round() / WEIGHT_STEPS_PER_DOUBLING)
                     .exp2()
             })
@@ -800,5 +793,40 @@ mod tests {
         // A stop asked for ends a pass before it moves anything.
         let pass = (store.rebalance_pass(&progress, || false, || async {}).await).unwrap();
         assert_eq!(pass.keys_moved, 0);
+    }
+
+    #[tokio::test]
+    async fn a_drain_needs_room_for_the_data_the_pool_holds_not_for_its_disks() {
+        let (first, second) = (SimPool::new(), SimPool::new());
+        let store = store_of(&[&first, &second]);
+        store.create_bucket(&bucket()).await.unwrap();
+        let data: &'static [u8] = Box::leak(vec![7u8; 200 << 10].into_boxed_slice());
+        for i in 0..10 {
+            let set = store.set_in(&store.pools[0], &bucket(), &key(i));
+            let (written, _) = store.set_for(&bucket(), &key(i)).await.unwrap();
+            if std::ptr::eq(set, written) {
+                put(&store, &key(i), data).await;
+            }
+        }
+        let (holds, _) = store.room_to_drain(0).await.unwrap();
+        assert!(holds >= 200 << 10, "{holds}");
+        // The other pool's disks have 100 KiB free each: 600 KiB of data in its six data
+        // shards, less than the pool holds.
+        for drive in &second.drives {
+            drive.report_free(100 << 10);
+        }
+        assert_eq!(
+            store.room_to_drain(0).await.unwrap(),
+            (holds, 6 * (100 << 10))
+        );
+        // Once they have room: what the drained pool's own disks hold does not count.
+        for drive in &second.drives {
+            drive.report_free(1 << 30);
+        }
+        let (_, free) = store.room_to_drain(0).await.unwrap();
+        assert!(free > holds);
+        // Only active pools take keys.
+        store.pools()[1].set_state(PoolState::Decommissioning);
+        assert_eq!(store.room_to_drain(0).await.unwrap(), (holds, 0));
     }
 }

@@ -44,6 +44,8 @@ pub struct FaultyDrive {
     open_files: Arc<OpenFiles>,
     /// Passes for another node's drive.
     remote: AtomicBool,
+    /// The free space it reports, when told to report another than its inner drive's.
+    free: Mutex<Option<u64>>,
 }
 
 impl FaultyDrive {
@@ -56,7 +58,13 @@ impl FaultyDrive {
             shard_reads: Arc::default(),
             open_files: Arc::default(),
             remote: AtomicBool::new(false),
+            free: Mutex::new(None),
         })
+    }
+
+    /// From now on it reports `bytes` free (a fuller disk than it is).
+    pub fn report_free(&self, bytes: u64) {
+        *self.free.lock().expect("not poisoned") = Some(bytes);
     }
 
     /// From now on it says it is another node's drive.
@@ -138,7 +146,11 @@ impl Drive for FaultyDrive {
         self.inner.mark_healed().await
     }
     async fn disk_info(&self) -> Result<DiskInfo, DriveError> {
-        self.inner.disk_info().await
+        let mut info = self.inner.disk_info().await?;
+        if let Some(free) = *self.free.lock().expect("not poisoned") {
+            info.free = free;
+        }
+        Ok(info)
     }
     async fn list_data_dirs(&self) -> Result<Vec<(DataDir, std::time::SystemTime)>, DriveError> {
         self.inner.list_data_dirs().await
