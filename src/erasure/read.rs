@@ -5,11 +5,12 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use futures::future::join_all;
 use futures::StreamExt;
+use tokio::sync::OnceCell;
 
 use super::bitrot::{self, CHECKSUM_LEN};
 use super::{Codec, ErasureError, ErasureSet};
 use crate::body::ByteStream;
-use crate::storage::{DataDir, DriveError, ShardReader};
+use crate::storage::{DataDir, Drive, DriveError, ShardReader};
 
 /// Blocks read ahead of the one being sent, so drive latency overlaps the network.
 const READ_AHEAD: usize = 2;
@@ -20,6 +21,33 @@ pub enum ShardSource {
     Inline(Bytes),
     /// An open shard file.
     File(Box<dyn ShardReader>),
+    /// A shard file opened at its first read: a parity shard, which a read of a healthy
+    /// set never needs.
+    Unopened(Box<UnopenedShard>),
+}
+
+/// A shard file to open when it is first read.
+pub struct UnopenedShard {
+    drive: Arc<dyn Drive>,
+    dir: Arc<DataDir>,
+    file: String,
+    opened: OnceCell<Result<Box<dyn ShardReader>, DriveError>>,
+}
+
+impl UnopenedShard {
+    async fn reader(&self) -> Result<&dyn ShardReader, DriveError> {
+        let opened = (self.opened)
+            .get_or_init(|| async {
+                let file = std::slice::from_ref(&self.file);
+                let mut opened = self.drive.open_shards(&self.dir, file).await;
+                opened.pop().unwrap_or(Err(DriveError::NotFound))
+            })
+            .await;
+        match opened {
+            Ok(reader) => Ok(reader.as_ref()),
+            Err(e) => Err(e.copied()),
+        }
+    }
 }
 
 impl ShardSource {
@@ -33,6 +61,7 @@ impl ShardSource {
                     .ok_or(DriveError::ShortRead)
             }
             ShardSource::File(reader) => reader.read_at(offset, len).await,
+            ShardSource::Unopened(shard) => shard.reader().await?.read_at(offset, len).await,
         }
     }
 }
@@ -219,9 +248,11 @@ impl ErasureSet {
     /// Streams `spans` of the data folder `dir`, one after another, from the drives that
     /// hold it (`holders`). Shard files are opened a batch of parts at a time, while the
     /// batch before is read: an object of a thousand short segments neither waits for a
-    /// thousand opens before its first byte nor holds a thousand files open. A shard file
-    /// missing on a drive that vouched for the version (`vouched`), or found damaged, is
-    /// reported to `on_damage`.
+    /// thousand opens before its first byte nor holds a thousand files open. Only the shards
+    /// a read asks first (the data shards, on a healthy set) are opened so; the others are
+    /// opened if a read needs them. A shard file found missing on a drive that vouched for
+    /// the version (`vouched`), or found damaged, is reported to `on_damage`; a parity shard
+    /// never read is the scrubber's to check.
     pub fn stream_spans(
         &self,
         dir: DataDir,
@@ -247,25 +278,58 @@ impl ErasureSet {
                 let on_damage = on_damage.clone();
                 async move {
                     let files: Vec<String> = batch.iter().map(|span| span.file.clone()).collect();
-                    let opened = set.open_parts(&dir, &files, &holders).await;
-                    let readers = batch.into_iter().zip(opened).map(move |(span, sources)| {
-                        let lost = (sources.iter().zip(vouched.iter()))
-                            .any(|(source, &vouched)| vouched && source.is_none());
-                        if lost {
-                            on_damage();
-                        }
-                        let report = on_damage.clone();
-                        let reader = set
-                            .part_reader(span.size, sources)?
-                            .on_damage(move || report());
-                        Ok((Arc::new(reader), span.start, span.end))
-                    });
+                    let first = set.first_to_read(&holders);
+                    let opened = set.open_parts(&dir, &files, &first).await;
+                    let readers = batch
+                        .into_iter()
+                        .zip(opened)
+                        .map(move |(span, mut sources)| {
+                            let lost = (sources.iter().zip(vouched.iter()).zip(first.iter())).any(
+                                |((source, &vouched), &opened)| {
+                                    opened && vouched && source.is_none()
+                                },
+                            );
+                            for (i, source) in sources.iter_mut().enumerate() {
+                                if holders[i] && !first[i] {
+                                    *source =
+                                        Some(ShardSource::Unopened(Box::new(UnopenedShard {
+                                            drive: set.drives[i].clone(),
+                                            dir: dir.clone(),
+                                            file: span.file.clone(),
+                                            opened: OnceCell::new(),
+                                        })));
+                                }
+                            }
+                            if lost {
+                                on_damage();
+                            }
+                            let report = on_damage.clone();
+                            let reader = set
+                                .part_reader(span.size, sources)?
+                                .on_damage(move || report());
+                            Ok((Arc::new(reader), span.start, span.end))
+                        });
                     futures::stream::iter(readers.collect::<Vec<_>>())
                 }
             })
             .buffered(OPENS_AHEAD)
             .flatten();
         stream_parts(parts)
+    }
+}
+
+impl ErasureSet {
+    /// Of the drives that hold a part (`holders`), those a read asks first, as
+    /// [`PartReader::read_block`] orders them: as many as there are data shards, this
+    /// node's drives before other nodes', then in drive order (data shards first).
+    fn first_to_read(&self, holders: &[bool]) -> Vec<bool> {
+        let mut order: Vec<usize> = (0..holders.len()).filter(|&i| holders[i]).collect();
+        order.sort_by_key(|&i| (self.drives[i].is_remote(), i));
+        let mut first = vec![false; holders.len()];
+        for &i in order.iter().take(self.data_shards()) {
+            first[i] = true;
+        }
+        first
     }
 }
 

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use super::heal::purge::SourcesAsked;
 use super::{BucketName, GetOptions, ObjectKey, ObjectRecord, ObjectStore, PutOptions, ReadIf};
 use crate::erasure::ErasureSet;
-use crate::storage::faulty::FaultyDrive;
+use crate::storage::faulty::{Call, FaultyDrive};
 use crate::storage::sim::CrashController;
 use crate::storage::Drive;
 
@@ -155,4 +155,20 @@ async fn a_get_of_many_segments_holds_a_few_batches_of_files_open() {
         most > 0 && most <= 3 * 64 + 8,
         "{most} shard files open on one drive"
     );
+    // The parity shards of a healthy set are never opened.
+    let parity: Vec<usize> = faulty[6..].iter().map(|d| d.most_open_files()).collect();
+    assert_eq!(parity, [0, 0, 0], "parity shard files opened");
+
+    // A data drive whose shards cannot be opened: the parity shards are opened instead,
+    // when the reads need them, and the object still reads whole.
+    faulty[0].fail(&[Call::OpenShard]);
+    let got = store.get_object(&bucket, &key, GetOptions::default());
+    let mut stream = got.await.unwrap().body;
+    let mut read = Vec::new();
+    while let Some(piece) = stream.next().await {
+        read.extend_from_slice(&piece.unwrap());
+    }
+    assert!(read == whole, "the object reads back whole from parity");
+    let parity: Vec<usize> = faulty[6..].iter().map(|d| d.most_open_files()).collect();
+    assert!(parity[0] > 0, "{parity:?}");
 }
