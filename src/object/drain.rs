@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::heal::objects::{object_tables, split_object_key};
 use super::moves::{MoveProgress, Moved};
 use super::record::{UploadRecord, UPLOADS};
-use super::{ObjectError, ObjectStore};
+use super::{ObjectError, ObjectStore, PoolState};
 use crate::erasure::ErasureError;
 use crate::records::{Agreement, SCAN_PAGE};
 
@@ -34,8 +34,9 @@ impl DrainPass {
 }
 
 impl ObjectStore {
-    /// One pass of draining pool `pool` (which must not be active): each key moves to its
-    /// set in its first-choice active pool. `pace` runs after each key.
+    /// One pass of draining pool `pool` (which is being decommissioned): each key moves to
+    /// its set in its first-choice active pool. `pace` runs after each key; the pass ends
+    /// early once the decommission is cancelled.
     pub async fn drain_pass<F, Fut>(
         &self,
         pool: usize,
@@ -62,6 +63,11 @@ impl ObjectStore {
                     return Err(ObjectError::Unavailable(ErasureError::ReadQuorum));
                 }
                 for db_key in &page.keys {
+                    // Cancelled: what moved stays moved, and nothing more moves.
+                    if self.pools[pool].state() != PoolState::Decommissioning {
+                        pass.keys_left += 1;
+                        return Ok(pass);
+                    }
                     let Some((bucket, key)) = split_object_key(db_key) else {
                         continue;
                     };

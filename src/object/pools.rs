@@ -829,4 +829,29 @@ mod tests {
         store.pools()[1].set_state(PoolState::Decommissioning);
         assert_eq!(store.room_to_drain(0).await.unwrap(), (holds, 0));
     }
+
+    #[tokio::test]
+    async fn a_cancelled_drain_moves_nothing_more() {
+        use crate::object::MoveProgress;
+        let (first, second) = (SimPool::new(), SimPool::new());
+        let alone = store_of(&[&first]);
+        alone.create_bucket(&bucket()).await.unwrap();
+        for i in 0..10 {
+            put(&alone, &key(i), b"kept").await;
+        }
+        drop(alone);
+        let store = store_of(&[&first, &second]);
+        store.pools()[0].set_state(PoolState::Decommissioning);
+        let progress = MoveProgress::default();
+        // The operator cancels once the first key moved.
+        let cancel = || async { store.pools()[0].set_state(PoolState::Active) };
+        let pass = store.drain_pass(0, &progress, cancel).await.unwrap();
+        assert!(!pass.drained(), "{pass:?}");
+        let mut moved = 0;
+        for i in 0..10 {
+            moved += usize::from(held_by(&store, 1, &key(i)).await);
+            assert_eq!(get(&store, &key(i)).await.unwrap(), b"kept");
+        }
+        assert_eq!(moved, 1);
+    }
 }
