@@ -777,9 +777,14 @@ async fn a_rebalance_evens_a_new_pool_keeps_the_newest_bytes_stops_and_resumes()
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let counts = loop {
         let metrics = raw_send("GET", &server.url("/metrics"), &authorization, Vec::new()).await;
-        let counts: Vec<u64> = (metrics.text().lines())
-            .filter(|l| l.starts_with("strata_pool_objects{"))
-            .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+        // By pool: the exposition's order of a family's series is not the pools'.
+        let text = metrics.text();
+        let counts: Vec<u64> = (1..=2)
+            .filter_map(|pool| {
+                let series = format!("strata_pool_objects{{pool=\"{pool}\"");
+                let line = text.lines().find(|l| l.starts_with(&series))?;
+                line.rsplit(' ').next()?.parse().ok()
+            })
             .collect();
         if counts.len() == 2 || std::time::Instant::now() > deadline {
             break counts;

@@ -782,6 +782,20 @@ mod tests {
             held_by(&store, 0, &key(0)).await,
             "the key of the open upload moved"
         );
+        // The keys moved are those whose first choice is the new pool: a read finds them at
+        // its first look.
+        let (mut moved, mut where_read_looks) = (0, 0);
+        for i in 0..60 {
+            if held_by(&store, 1, &key(i)).await {
+                moved += 1;
+                let first = store.first_choice(&bucket(), &key(i)).await;
+                where_read_looks += usize::from(std::ptr::eq(first, &store.pools()[1]));
+            }
+        }
+        assert!(
+            moved > 10 && where_read_looks == moved,
+            "{where_read_looks} of {moved}"
+        );
         for i in 0..60 {
             let (one, two) = (
                 held_by(&store, 0, &key(i)).await,

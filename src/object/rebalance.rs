@@ -5,8 +5,10 @@
 //!
 //! A key moves whole, as a decommission moves it (see [`super::moves`]), and only when the
 //! move evens the pools: the destination, with the key, must stay less full than the source
-//! was without it, so no key is moved back and forth. A moved key is found where it is, as
-//! any key is: reads ask its first-choice pool first, then the others.
+//! was without it, so no key is moved back and forth. Keys whose first-choice pool is another
+//! move first, and to it: a read asks a key's first-choice pool first, so these are then
+//! found at the first look (keys written before a pool was added are the ones whose first
+//! choice moved). Other keys move to the emptiest pool only when those were not enough.
 
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
@@ -25,6 +27,15 @@ use crate::records::RecordSet;
 /// How far above the deployment's used fraction a pool may be (as a share of it) before a
 /// rebalance moves its keys.
 pub const BAND: f64 = 0.05;
+
+/// Where a sweep over a fuller pool's keys sends them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sweep {
+    /// Each key to its first-choice pool, when that is another.
+    ToFirstChoice,
+    /// Each key to the emptiest other pool.
+    ToEmptiest,
+}
 
 /// What one rebalance pass found and did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -127,39 +138,49 @@ impl ObjectStore {
             .collect();
         sources.sort_by(|&a, &b| fill.fraction(b).total_cmp(&fill.fraction(a)));
         for source in sources {
-            for set in &self.sets[self.pools[source].sets.clone()] {
-                let mut start = Bound::Unbounded;
-                loop {
-                    let page = set.scan_keys(&object_tables(), start, &[]).await;
-                    if !page.holds_every_committed_key(set) {
-                        return Err(ObjectError::Unavailable(ErasureError::ReadQuorum));
-                    }
-                    for db_key in &page.keys {
-                        if !keep_going() || !fill.fuller(source, goal) {
-                            return Ok(pass);
+            // Keys whose first choice is another pool go first, and there: a read of them
+            // then finds them at its first look. Others only if that is not enough.
+            for sweep in [Sweep::ToFirstChoice, Sweep::ToEmptiest] {
+                for set in &self.sets[self.pools[source].sets.clone()] {
+                    let mut start = Bound::Unbounded;
+                    loop {
+                        let page = set.scan_keys(&object_tables(), start, &[]).await;
+                        if !page.holds_every_committed_key(set) {
+                            return Err(ObjectError::Unavailable(ErasureError::ReadQuorum));
                         }
-                        let moved = self.rebalance_key(&mut fill, source, set, db_key).await;
-                        match moved {
-                            Ok(Some(Moved::Done { versions, bytes })) => {
-                                pass.keys_moved += 1;
-                                progress.keys.fetch_add(1, Ordering::Relaxed);
-                                progress.versions.fetch_add(versions, Ordering::Relaxed);
-                                progress.bytes.fetch_add(bytes, Ordering::Relaxed);
-                                pace().await;
+                        for db_key in &page.keys {
+                            if !keep_going() {
+                                return Ok(pass);
                             }
-                            Ok(Some(Moved::Busy)) => pass.keys_left += 1,
-                            // Stays with its upload; a later rebalance may move it.
-                            Ok(Some(Moved::Pinned | Moved::Nothing) | None) => {}
-                            Err(e) => {
-                                tracing::warn!(error = %e, "could not move a key to even the pools; trying again next pass");
-                                progress.failures.fetch_add(1, Ordering::Relaxed);
-                                pass.keys_left += 1;
+                            if !fill.fuller(source, goal) {
+                                break;
+                            }
+                            let moved =
+                                (self.rebalance_key(&mut fill, (source, sweep), set, db_key)).await;
+                            match moved {
+                                Ok(Some(Moved::Done { versions, bytes })) => {
+                                    pass.keys_moved += 1;
+                                    progress.keys.fetch_add(1, Ordering::Relaxed);
+                                    progress.versions.fetch_add(versions, Ordering::Relaxed);
+                                    progress.bytes.fetch_add(bytes, Ordering::Relaxed);
+                                    pace().await;
+                                }
+                                Ok(Some(Moved::Busy)) => pass.keys_left += 1,
+                                // Stays with its upload; a later rebalance may move it.
+                                Ok(Some(Moved::Pinned | Moved::Nothing) | None) => {}
+                                Err(e) => {
+                                    tracing::warn!(error = %e, "could not move a key to even the pools; trying again next pass");
+                                    progress.failures.fetch_add(1, Ordering::Relaxed);
+                                    pass.keys_left += 1;
+                                }
                             }
                         }
-                    }
-                    match page.next {
-                        Some(after) => start = Bound::Excluded(after),
-                        None => break,
+                        match page.next {
+                            Some(after) if fill.fuller(source, goal) => {
+                                start = Bound::Excluded(after)
+                            }
+                            _ => break,
+                        }
                     }
                 }
             }
@@ -167,17 +188,31 @@ impl ObjectStore {
         Ok(pass)
     }
 
-    /// Moves the key `db_key` of `set` (in pool `source`) to the emptiest other pool, if that
+    /// Moves the key `db_key` of `set` (in pool `source`) to the pool `sweep` names, if that
     /// evens them; `None` when it does not, or the key's bucket is gone.
     async fn rebalance_key(
         &self,
         fill: &mut Fill,
-        source: usize,
+        (source, sweep): (usize, Sweep),
         set: &RecordSet,
         db_key: &[u8],
     ) -> Result<Option<Moved>, ObjectError> {
         let Some((bucket, key)) = split_object_key(db_key) else {
             return Ok(None);
+        };
+        let to = match sweep {
+            Sweep::ToFirstChoice => {
+                let first = self.first_choice(&bucket, &key).await;
+                let index = (self.pools.iter()).position(|pool| std::ptr::eq(pool, first));
+                match index {
+                    Some(index) if index != source && fill.fraction(index) < fill.goal() => index,
+                    _ => return Ok(None),
+                }
+            }
+            Sweep::ToEmptiest => match fill.emptiest_but(source) {
+                Some(index) => index,
+                None => return Ok(None),
+            },
         };
         let bucket_record = match self.bucket(&bucket).await {
             Ok(record) => record,
@@ -192,9 +227,6 @@ impl ObjectStore {
         );
         let (current, history) = (current?.found(), history?.found());
         let (_, bytes) = held_data(current.as_ref(), history.as_ref());
-        let Some(to) = fill.emptiest_but(source) else {
-            return Ok(None);
-        };
         if bytes == 0 || !fill.evens(source, to, bytes) {
             return Ok(None);
         }
