@@ -108,7 +108,10 @@ async fn any_node_serves_and_losing_one_node_costs_nothing() {
     }
 
     // Now node 1 dies: the object written while node 3 was down reads back from nodes 2
-    // and 3, so node 3 really holds its shards, and the deleted object stays deleted.
+    // and 3, so node 3 really holds its shards, and the deleted object stays deleted. Node 2
+    // must have seen node 3 answer again first: until its pings do, it serves around node
+    // 3's drives, and without node 1 it would rightly answer 503.
+    wait_ready(&cluster.nodes[1], 200, r#""online":9"#).await;
     cluster.nodes[0].kill();
     read_on_every_node(&cluster, &[1, 2], "written-while-node-3-was-down", &missed).await;
     read_on_every_node(&cluster, &[1, 2], "blocks", &objects[2].1).await;
