@@ -40,14 +40,17 @@ pub(super) async fn decommission(
         if state.deployment.is_distributed() {
             return conflict("decommissioning a pool of several nodes is not supported yet".into());
         }
+        state
+            .rebalancing
+            .load(&state.store)
+            .await
+            .map_err(internal)?;
         if state.rebalancing.is_running() {
             return conflict("a rebalance is running: stop it first".into());
         }
-        let others = (pools.iter().enumerate())
-            .filter(|(i, pool)| *i != index && pool.state() == PoolState::Active)
-            .map(|(i, _)| i)
-            .collect::<Vec<_>>();
-        if others.is_empty() {
+        let others_active = (pools.iter().enumerate())
+            .any(|(i, pool)| i != index && pool.state() == PoolState::Active);
+        if !others_active {
             return conflict("no other active pool can take the pool's keys".into());
         }
         // The data the pool holds must fit in what the others can still take.
