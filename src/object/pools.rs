@@ -868,4 +868,59 @@ mod tests {
         }
         assert_eq!(moved, 1);
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn keys_overwritten_during_a_rebalance_keep_their_newest_bytes() {
+        use crate::object::MoveProgress;
+        let (first, second) = (SimPool::new(), SimPool::new());
+        let alone = store_of(&[&first]);
+        alone.create_bucket(&bucket()).await.unwrap();
+        for i in 0..24 {
+            put(&alone, &key(i), b"before the rebalance").await;
+        }
+        drop(alone);
+        let store = store_of(&[&first, &second]);
+        for drive in first.drives.iter().chain(&second.drives) {
+            drive.slow_down(std::time::Duration::from_millis(1));
+        }
+        let writers: Vec<_> = (0..4)
+            .map(|writer| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    let mut last = Vec::new();
+                    for round in 0..6u8 {
+                        for i in (writer..24).step_by(4) {
+                            let mut data = format!("round {round} key {i}").into_bytes();
+                            data.resize(150 << 10, b'.');
+                            let data: &'static [u8] = Box::leak(data.into_boxed_slice());
+                            put(&store, &key(i), data).await;
+                            last.retain(|(k, _)| *k != i);
+                            last.push((i, data));
+                        }
+                    }
+                    last
+                })
+            })
+            .collect();
+        let progress = MoveProgress::default();
+        while !writers.iter().all(|w| w.is_finished()) {
+            (store.rebalance_pass(&progress, || true, || async {}).await).unwrap();
+        }
+        let mut last = Vec::new();
+        for writer in writers {
+            last.extend(writer.await.unwrap());
+        }
+        assert!(progress.keys.load(std::sync::atomic::Ordering::Relaxed) > 0);
+        for (i, data) in last {
+            let (one, two) = (
+                held_by(&store, 0, &key(i)).await,
+                held_by(&store, 1, &key(i)).await,
+            );
+            assert!(
+                one != two,
+                "key {i}: in the first pool {one}, in the second {two}"
+            );
+            assert_eq!(get(&store, &key(i)).await.unwrap(), data, "key {i}");
+        }
+    }
 }
