@@ -4,9 +4,11 @@
 //! pools a GET first asks each pool whether it holds the key (goal: p50 within 1.2x of one
 //! pool). A third deployment is filled while it has one pool and read after it grew a second
 //! one: about half its keys are then looked for in the new pool first (until moved there).
-//! HEAD of a missing key shows the cost of asking both pools when neither has it. Last, the
+//! HEAD of a missing key shows the cost of asking both pools when neither has it. Then the
 //! first pool of that deployment (its 4 KiB keys and 64 objects of 4 MiB) is drained into
-//! the second, unpaced: the decommission's rate in objects and bytes per second.
+//! the second, unpaced: the decommission's rate in objects and bytes per second. Last, a
+//! deployment filled the same way is rebalanced after it grew, unpaced: passes until the
+//! pools are even, with their rate, and how much each pool holds at the end.
 //!
 //! Run: `cargo bench --bench pools`. Overrides (env): STRATA_BENCH_KEYS (keys per
 //! deployment, 500), STRATA_BENCH_SAMPLES (timed calls per figure, 2000). The `summary:`
@@ -53,6 +55,42 @@ async fn head_missing(store: &ObjectStore, i: usize) -> f64 {
     started.elapsed().as_secs_f64() * 1e3
 }
 
+/// `keys` objects of 4 KiB and 64 of 4 MiB written while the deployment under `dir` had one
+/// pool; the deployment, opened again with a second pool.
+fn grown_deployment(runtime: &Runtime, dir: &std::path::Path, keys: usize) -> Arc<ObjectStore> {
+    let pools = [
+        common::drives(&dir.join("a")),
+        common::drives(&dir.join("b")),
+    ];
+    let alone = open_pooled_store(&pools[..1]);
+    let (small, large) = (
+        Bytes::from(vec![7u8; 4096]),
+        Bytes::from(vec![5u8; 4 << 20]),
+    );
+    runtime.block_on(async {
+        alone.create_bucket(&bucket("bench")).await.expect("bucket");
+        let names = (0..keys).map(|i| (key(i), small.clone()));
+        let large_names = (0..64).map(|i| {
+            let name = ObjectKey::parse(&format!("large/{i}")).expect("valid key");
+            (name, large.clone())
+        });
+        for (name, data) in names.chain(large_names) {
+            let body = futures::stream::iter([Ok(data)]);
+            (alone
+                .put_object(
+                    &bucket("bench"),
+                    &name,
+                    Box::pin(body),
+                    PutOptions::default(),
+                )
+                .await)
+                .expect("put");
+        }
+    });
+    drop(alone);
+    open_pooled_store(&pools)
+}
+
 fn main() {
     let keys = env_or("STRATA_BENCH_KEYS", 500usize);
     let samples = env_or("STRATA_BENCH_SAMPLES", 2000usize);
@@ -66,17 +104,10 @@ fn main() {
         common::drives(&two_dir.path().join("b")),
     ]);
     assert_eq!(two.pools().len(), 2);
-    let grown_dir = common::temp_dir("pools-grown-");
-    let grown_pools = [
-        common::drives(&grown_dir.path().join("a")),
-        common::drives(&grown_dir.path().join("b")),
-    ];
     let runtime = Runtime::new().expect("runtime starts");
     let data = Bytes::from(vec![7u8; 4096]);
-    let grown = open_pooled_store(&grown_pools[..1]);
-    let large = Bytes::from(vec![5u8; 4 << 20]);
     runtime.block_on(async {
-        for store in [&one, &two, &grown] {
+        for store in [&one, &two] {
             store.create_bucket(&bucket("bench")).await.expect("bucket");
             for i in 0..keys {
                 let body = futures::stream::iter([Ok(data.clone())]);
@@ -92,23 +123,8 @@ fn main() {
             }
         }
     });
-    runtime.block_on(async {
-        for i in 0..64 {
-            let name = ObjectKey::parse(&format!("large/{i}")).expect("valid key");
-            let body = futures::stream::iter([Ok(large.clone())]);
-            (grown
-                .put_object(
-                    &bucket("bench"),
-                    &name,
-                    Box::pin(body),
-                    PutOptions::default(),
-                )
-                .await)
-                .expect("put");
-        }
-    });
-    drop(grown);
-    let grown = open_pooled_store(&grown_pools);
+    let grown_dir = common::temp_dir("pools-grown-");
+    let grown = grown_deployment(&runtime, grown_dir.path(), keys);
     println!("{keys} keys of 4 KiB in each deployment; {samples} GETs of each, alternating");
     let stores: [&Arc<ObjectStore>; 3] = [&one, &two, &grown];
     let (mut gets, mut heads) = ([vec![], vec![], vec![]], [vec![], vec![], vec![]]);
@@ -144,6 +160,36 @@ fn main() {
         moved as f64 / took,
         bytes as f64 / took / 1e6
     );
+    drop(grown);
+    let rebalanced_dir = common::temp_dir("pools-rebalanced-");
+    let rebalanced = grown_deployment(&runtime, rebalanced_dir.path(), keys);
+    let progress = MoveProgress::default();
+    let started = Instant::now();
+    let mut passes = 0;
+    loop {
+        passes += 1;
+        let pass = runtime
+            .block_on(rebalanced.rebalance_pass(&progress, || true, || async {}))
+            .expect("rebalance");
+        if pass.balanced() {
+            let used: Vec<String> = (pass.usage.iter().flatten())
+                .map(|u| format!("{:.0} MiB", u.bytes as f64 / (1 << 20) as f64))
+                .collect();
+            let took = started.elapsed().as_secs_f64();
+            let moved = progress.keys.load(std::sync::atomic::Ordering::Relaxed);
+            let bytes = progress.bytes.load(std::sync::atomic::Ordering::Relaxed);
+            println!(
+                "rebalance after the second pool was added: {moved} objects, {:.0} MiB in \
+                 {took:.1} s over {passes} passes: {:.0} objects/s, {:.0} MB/s; the pools then \
+                 hold {}",
+                bytes as f64 / (1 << 20) as f64,
+                moved as f64 / took,
+                bytes as f64 / took / 1e6,
+                used.join(" and ")
+            );
+            break;
+        }
+    }
     println!(
         "summary: 4 KiB GET two pools / one pool {:.2}x (goal <= 1.2x); keys from before the \
          second pool {:.2}x; missing-key HEAD {:.2}x",
