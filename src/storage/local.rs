@@ -3,7 +3,6 @@
 use std::fs::{self, File};
 use std::io::Write;
 use std::ops::Bound;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -372,17 +371,30 @@ struct LocalShardReader {
     file: Arc<File>,
 }
 
+/// Reads `len` bytes of `file` at `offset` into a fresh buffer, without zeroing it first:
+/// the kernel's copy fills it (zeroing a shard's buffer cost as much as hashing it).
+fn read_exact_at(file: &File, offset: u64, len: usize) -> Result<Bytes, DriveError> {
+    let mut buf = Vec::with_capacity(len);
+    while buf.len() < len {
+        let at = offset + buf.len() as u64;
+        match rustix::io::pread(file, rustix::buffer::spare_capacity(&mut buf), at) {
+            Ok(0) => return Err(DriveError::ShortRead),
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => {}
+            Err(errno) => return Err(std::io::Error::from(errno).into()),
+        }
+    }
+    buf.truncate(len);
+    Ok(Bytes::from(buf))
+}
+
 #[async_trait]
 impl ShardReader for LocalShardReader {
     async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes, DriveError> {
         let file = self.file.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut buf = vec![0u8; len];
-            file.read_exact_at(&mut buf, offset)?;
-            Ok(Bytes::from(buf))
-        })
-        .await
-        .map_err(|e| DriveError::Io(std::io::Error::other(e)))?
+        tokio::task::spawn_blocking(move || read_exact_at(&file, offset, len))
+            .await
+            .map_err(|e| DriveError::Io(std::io::Error::other(e)))?
     }
 }
 

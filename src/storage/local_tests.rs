@@ -35,6 +35,22 @@ async fn staged_files_commit_into_the_data_dir() {
     assert_eq!(&r.read_at(1, 3).await.unwrap()[..], b"ell");
     assert!(matches!(r.read_at(3, 5).await, Err(DriveError::ShortRead)));
     assert!(!drive.staging_path(staging).exists());
+
+    // A shard's worth: every byte where it was written.
+    let large: Vec<u8> = (0..300 << 10).map(|i: u32| (i % 251) as u8).collect();
+    let staging = Uuid::new_v4();
+    let mut w = drive.create_staged_file(staging, "part.2").await.unwrap();
+    w.write(vec![Bytes::from(large.clone())]).await.unwrap();
+    w.finish().await.unwrap();
+    drive.commit_staged(staging, &dir).await.unwrap();
+    let r = drive.open_shard(&dir, "part.2").await.unwrap();
+    assert!(r.read_at(0, large.len()).await.unwrap() == large[..]);
+    let (at, len) = (100_003, 175_000);
+    assert!(r.read_at(at as u64, len).await.unwrap() == large[at..at + len]);
+    assert!(matches!(
+        r.read_at(1, large.len()).await,
+        Err(DriveError::ShortRead)
+    ));
 }
 
 #[tokio::test]
