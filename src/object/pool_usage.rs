@@ -42,9 +42,7 @@ impl ObjectStore {
     pub async fn pool_usage(&self, pool: &Pool) -> Result<PoolUsage, ObjectError> {
         let mut usage = PoolUsage::default();
         for set in &self.sets[pool.sets.clone()] {
-            let infos = join_all(set.drives().iter().map(|d| d.disk_info())).await;
-            let smallest = infos.iter().flatten().map(|info| info.total).min();
-            usage.capacity += smallest.unwrap_or(0) * set.data_shards() as u64;
+            usage.capacity += set_space(set).await.0;
             count_set(set, &mut usage).await?;
         }
         Ok(usage)
@@ -54,13 +52,8 @@ impl ObjectStore {
     /// space times its data shards (of the drives that answer).
     pub async fn pool_free(&self, pool: &Pool) -> u64 {
         let sets = &self.sets[pool.sets.clone()];
-        let free = join_all(sets.iter().map(|set| async move {
-            let infos = join_all(set.drives().iter().map(|d| d.disk_info())).await;
-            let smallest = infos.iter().flatten().map(|info| info.free).min();
-            smallest.unwrap_or(0) * set.data_shards() as u64
-        }))
-        .await;
-        free.iter().sum()
+        let space = join_all(sets.iter().map(set_space)).await;
+        space.iter().map(|(_, free)| free).sum()
     }
 
     /// What draining pool `index` needs against what it would get: the bytes of data it
@@ -75,6 +68,17 @@ impl ObjectStore {
         }
         Ok((holds, free))
     }
+}
+
+/// The bytes of data `set` can hold and can still take: of the drives that answer, the
+/// smallest size and the smallest free space, each times its data shards.
+async fn set_space(set: &RecordSet) -> (u64, u64) {
+    let infos = join_all(set.drives().iter().map(|d| d.disk_info())).await;
+    let answered = infos.iter().flatten();
+    let data_shards = set.data_shards() as u64;
+    let total = answered.clone().map(|info| info.total).min().unwrap_or(0);
+    let free = answered.map(|info| info.free).min().unwrap_or(0);
+    (total * data_shards, free * data_shards)
 }
 
 /// Adds what `set` holds to `usage`. A key of a versioned bucket has every version in its
