@@ -46,14 +46,7 @@ impl Drains {
     /// Starts counting a drain of pool `index` afresh.
     pub fn restart(&self, index: usize) {
         let drain = &self.pools[index];
-        for counter in [
-            &drain.progress.keys,
-            &drain.progress.versions,
-            &drain.progress.bytes,
-            &drain.progress.failures,
-        ] {
-            counter.store(0, Ordering::Relaxed);
-        }
+        drain.progress.reset();
         drain.started_ms.store(now_ms(), Ordering::Relaxed);
         *drain.last_pass.lock().expect("drain") = None;
     }

@@ -58,8 +58,6 @@ pub struct Rebalancing {
     record: Mutex<Option<RebalanceRecord>>,
     /// Whether the record was read since the server started.
     loaded: AtomicBool,
-    /// Whether passes should go on: read on every key a pass considers.
-    running: AtomicBool,
     pub progress: MoveProgress,
     pub last_pass: Mutex<Option<RebalancePass>>,
 }
@@ -69,8 +67,10 @@ impl Rebalancing {
         *self.record.lock().expect("rebalance")
     }
 
+    /// Whether passes should go on (read on every key a pass considers).
     pub fn is_running(&self) -> bool {
-        self.running.load(Ordering::Relaxed)
+        self.record()
+            .is_some_and(|r| r.state == RebalanceState::Running)
     }
 
     /// Reads the recorded rebalance, once.
@@ -82,7 +82,7 @@ impl Rebalancing {
             Some(bytes) => serde_json::from_slice(&bytes).ok(),
             None => None,
         };
-        self.set(recorded);
+        *self.record.lock().expect("rebalance") = recorded;
         self.loaded.store(true, Ordering::Relaxed);
         Ok(())
     }
@@ -96,14 +96,7 @@ impl Rebalancing {
             ended_ms: None,
         };
         self.write(store, record).await?;
-        for counter in [
-            &self.progress.keys,
-            &self.progress.versions,
-            &self.progress.bytes,
-            &self.progress.failures,
-        ] {
-            counter.store(0, Ordering::Relaxed);
-        }
+        self.progress.reset();
         *self.last_pass.lock().expect("rebalance") = None;
         Ok(record)
     }
@@ -129,15 +122,9 @@ impl Rebalancing {
     async fn write(&self, store: &ObjectStore, record: RebalanceRecord) -> Result<(), ObjectError> {
         let bytes = serde_json::to_vec(&record).expect("a record serializes");
         store.system_put(RECORD, bytes).await?;
-        self.set(Some(record));
+        *self.record.lock().expect("rebalance") = Some(record);
         self.loaded.store(true, Ordering::Relaxed);
         Ok(())
-    }
-
-    fn set(&self, record: Option<RebalanceRecord>) {
-        let running = record.is_some_and(|r| r.state == RebalanceState::Running);
-        *self.record.lock().expect("rebalance") = record;
-        self.running.store(running, Ordering::Relaxed);
     }
 }
 

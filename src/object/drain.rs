@@ -9,11 +9,9 @@ use std::sync::atomic::Ordering;
 use serde::{Deserialize, Serialize};
 
 use super::heal::objects::{object_tables, split_object_key};
-use super::moves::{MoveProgress, Moved};
-use super::record::{UploadRecord, UPLOADS};
+use super::moves::{open_uploads, MoveProgress, Moved};
 use super::{ObjectError, ObjectStore, PoolState};
 use crate::erasure::ErasureError;
-use crate::records::{Agreement, SCAN_PAGE};
 
 /// What one pass over a pool found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,7 +51,7 @@ impl ObjectStore {
         // Uploads first: none can be opened in the pool now, so none open then means no
         // completion can put a key in it behind the scan.
         for set in &self.sets[sets.clone()] {
-            pass.open_uploads += open_uploads(set).await?;
+            pass.open_uploads += open_uploads(set, &[]).await?;
         }
         for set in &self.sets[sets.clone()] {
             let mut start = Bound::Unbounded;
@@ -108,28 +106,5 @@ impl ObjectStore {
             }
         }
         Ok(pass)
-    }
-}
-
-/// Multipart uploads open in `set` (ended ones stay as tombstones, not counted).
-async fn open_uploads(set: &crate::records::RecordSet) -> Result<u64, ObjectError> {
-    let mut open = 0;
-    let mut start = Bound::Unbounded;
-    loop {
-        let page = set
-            .scan_records::<UploadRecord>(UPLOADS, start, &[], SCAN_PAGE)
-            .await?;
-        for scanned in &page.records {
-            match &scanned.agreed {
-                Ok(Agreement::Found { value, .. }) if value.ended.is_none() => open += 1,
-                Ok(_) => {}
-                // Not known to be ended: counted, so the pool is not retired on a guess.
-                Err(_) => open += 1,
-            }
-        }
-        match page.next {
-            Some(after) => start = Bound::Excluded(after),
-            None => return Ok(open),
-        }
     }
 }

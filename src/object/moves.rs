@@ -37,6 +37,15 @@ pub struct MoveProgress {
     pub failures: AtomicU64,
 }
 
+impl MoveProgress {
+    /// Counts afresh (a drain or a rebalance started again).
+    pub fn reset(&self) {
+        for counter in [&self.keys, &self.versions, &self.bytes, &self.failures] {
+            counter.store(0, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
 /// What moving one key did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Moved {
@@ -86,7 +95,8 @@ impl ObjectStore {
             return Ok(Moved::Busy);
         }
         // No upload of the key opens meanwhile: that writes under the gate held here.
-        if holds_open_upload(from, &db_key).await? {
+        let upload_prefix = [db_key.as_slice(), &[0]].concat();
+        if open_uploads(from, &upload_prefix).await? > 0 {
             return Ok(Moved::Pinned);
         }
         let geometry = |set: &RecordSet| (set.data_shards(), set.parity_shards(), set.block_size());
@@ -196,26 +206,26 @@ impl ObjectStore {
     }
 }
 
-/// Whether `set` holds an open multipart upload of the key whose object key is `db_key`.
-async fn holds_open_upload(set: &RecordSet, db_key: &[u8]) -> Result<bool, ObjectError> {
-    let mut prefix = db_key.to_vec();
-    prefix.push(0);
+/// Multipart uploads open in `set` whose record keys start with `prefix` (an upload's key
+/// starts with its object key and a NUL). Ended ones stay as tombstones and are not counted;
+/// one not known to be ended is, so nothing is decided on a guess.
+pub(super) async fn open_uploads(set: &RecordSet, prefix: &[u8]) -> Result<u64, ObjectError> {
+    let mut open = 0;
     let mut start = Bound::Unbounded;
     loop {
         let page = set
-            .scan_records::<UploadRecord>(UPLOADS, start, &prefix, SCAN_PAGE)
+            .scan_records::<UploadRecord>(UPLOADS, start, prefix, SCAN_PAGE)
             .await?;
         for scanned in &page.records {
             match &scanned.agreed {
                 Ok(Agreement::Found { value, .. }) if value.ended.is_some() => {}
                 Ok(Agreement::NotFound) => {}
-                // Open, or not known to be ended.
-                _ => return Ok(true),
+                _ => open += 1,
             }
         }
         match page.next {
             Some(after) => start = Bound::Excluded(after),
-            None => return Ok(false),
+            None => return Ok(open),
         }
     }
 }
