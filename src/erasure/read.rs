@@ -179,7 +179,7 @@ impl PartReader {
             let mut available: Vec<usize> = (0..self.sources.len())
                 .filter(|&i| self.sources[i].is_some() && !failed[i])
                 .collect();
-            available.sort_by_key(|&i| (self.remote[i], i));
+            in_read_order(&mut available, |i| self.remote[i]);
             available.into_iter()
         };
         while verified < data_shards {
@@ -324,13 +324,19 @@ impl ErasureSet {
     /// node's drives before other nodes', then in drive order (data shards first).
     fn first_to_read(&self, holders: &[bool]) -> Vec<bool> {
         let mut order: Vec<usize> = (0..holders.len()).filter(|&i| holders[i]).collect();
-        order.sort_by_key(|&i| (self.drives[i].is_remote(), i));
+        in_read_order(&mut order, |i| self.drives[i].is_remote());
         let mut first = vec![false; holders.len()];
         for &i in order.iter().take(self.data_shards()) {
             first[i] = true;
         }
         first
     }
+}
+
+/// Sorts drive indexes as reads ask them: this node's drives before other nodes', then in
+/// drive order, so that data shards come before parity.
+fn in_read_order(drives: &mut [usize], remote: impl Fn(usize) -> bool) {
+    drives.sort_by_key(|&i| (remote(i), i));
 }
 
 /// Streams the byte ranges `(part, start, end)` one after another, reading blocks ahead
