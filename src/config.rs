@@ -152,6 +152,11 @@ impl ServerConfig {
 #[derive(Clone)]
 pub struct ClusterConfig {
     pub layout: crate::cluster::layout::ClusterLayout,
+    /// The deployment's id: the first pool's (see [`ClusterLayout::deployment_id`]) until
+    /// the start finds it recorded, in etcd or on this node's drives.
+    ///
+    /// [`ClusterLayout::deployment_id`]: crate::cluster::layout::ClusterLayout::deployment_id
+    pub deployment_id: String,
     /// This node, as the layout names it (`host:port`).
     pub this_node: String,
     /// Authenticates node-to-node drive calls (`STRATA_CLUSTER_SECRET`).
@@ -168,8 +173,7 @@ impl ClusterConfig {
     /// What signs this node's drive calls to the others and checks theirs to it: the
     /// cluster secret, bound to the layout's deployment.
     pub fn auth(&self) -> anyhow::Result<crate::storage::remote::ClusterAuth> {
-        let auth =
-            crate::storage::remote::ClusterAuth::new(&self.secret, &self.layout.deployment_id())?;
+        let auth = crate::storage::remote::ClusterAuth::new(&self.secret, &self.deployment_id)?;
         Ok(auth)
     }
 }
@@ -178,6 +182,7 @@ impl std::fmt::Debug for ClusterConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClusterConfig")
             .field("layout", &self.layout)
+            .field("deployment_id", &self.deployment_id)
             .field("this_node", &self.this_node)
             .field("etcd", &self.etcd)
             .field("drive_ip", &self.drive_ip)

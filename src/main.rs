@@ -85,7 +85,8 @@ enum Command {
         drive_address: Option<std::net::IpAddr>,
         #[command(flatten)]
         etcd: EtcdArgs,
-        /// A server pool: its drive folders, space-separated (`--pool "/mnt/a{1...9}"`).
+        /// A server pool: its drive folders, space-separated (`--pool "/mnt/a{1...9}"`), or
+        /// in a cluster its drive URLs (`--pool "http://node{1...3}:9000/mnt/d{1...2}"`).
         /// Repeat it to give each pool, in order; a deployment may add pools at a restart
         /// but never drop or change one (see README, "Growing a deployment").
         #[arg(long = "pool", value_name = "DRIVES", conflicts_with = "drives")]
@@ -307,14 +308,19 @@ fn server_config(
     let pool_args: Vec<Vec<String>> = (layout.pools.iter())
         .map(|pool| pool.split_whitespace().map(str::to_string).collect())
         .collect();
-    if layout::is_distributed(&pool_args.concat()) {
-        anyhow::bail!(
-            "--pool takes drive folders of one node; pools of several nodes are not supported yet"
-        );
-    }
     let mut pools = Vec::new();
-    let (drives, cluster) = if layout::is_distributed(&layout.drives) {
-        let cluster = cluster_config(address, data_shards, parity_shards, &layout)?;
+    let distributed = match pool_args.is_empty() {
+        true => vec![layout.drives.clone()],
+        false => pool_args.clone(),
+    };
+    let (drives, cluster) = if layout::is_distributed(&distributed.concat()) {
+        let cluster = cluster_config(address, data_shards, parity_shards, &layout, distributed)?;
+        if cluster.layout.pool_sets.len() > 1 {
+            let set_size = data_shards + parity_shards;
+            pools = (cluster.layout.pool_sets.iter())
+                .map(|sets| sets * set_size)
+                .collect();
+        }
         let here = (cluster.layout.sets.iter().flatten())
             .filter(|drive| drive.node == cluster.this_node)
             .map(|drive| PathBuf::from(&drive.path))
@@ -429,9 +435,18 @@ fn cluster_config(
     data: usize,
     parity: usize,
     arguments: &Layout,
+    pools: Vec<Vec<String>>,
 ) -> anyhow::Result<config::ClusterConfig> {
-    let drives = layout::expand_endpoints(&arguments.drives)?;
-    let plan = layout::plan(drives, data, parity, arguments.allow_node_loss_risk)?;
+    let pools = (pools.iter())
+        .map(|pool| layout::expand_endpoints(pool))
+        .collect::<Result<Vec<_>, _>>()?;
+    let plan = layout::plan_pools(pools, data, parity, arguments.allow_node_loss_risk)?;
+    if plan.pool_sets.len() > 1 && arguments.etcd.is_empty() {
+        anyhow::bail!(
+            "a cluster of several server pools keeps its pool list in etcd: give --etcd (the \
+             nodes of one pool can go without)"
+        );
+    }
     let this_node = layout::find_self(
         &plan,
         arguments.node.as_deref().unwrap_or(&address.to_string()),
@@ -445,6 +460,7 @@ fn cluster_config(
         );
     }
     Ok(config::ClusterConfig {
+        deployment_id: plan.deployment_id(),
         layout: plan,
         this_node,
         secret,

@@ -41,7 +41,7 @@ fn config(drives: &[PathBuf]) -> ServerConfig {
 /// The store opened in-process over the drives, the way the server opens it. It must be
 /// dropped before a server starts over them: each drive's database admits one process.
 pub fn open_store(drives: &[PathBuf]) -> Arc<ObjectStore> {
-    let deployment = strata::deployment::open(&config(drives), false).expect("drives open");
+    let deployment = strata::deployment::open(&config(drives), false, None).expect("drives open");
     assert_eq!(
         deployment.sets.len(),
         1,
@@ -57,7 +57,7 @@ pub fn open_pooled_store(pools: &[Vec<PathBuf>]) -> Arc<ObjectStore> {
         pools: pools.iter().map(Vec::len).collect(),
         ..config(&pools.concat())
     };
-    let mut deployment = strata::deployment::open(&config, false).expect("drives open");
+    let mut deployment = strata::deployment::open(&config, false, None).expect("drives open");
     let set_size = DATA + PARITY;
     let ranges = deployment.pools.iter().map(|p| p.sets(set_size)).collect();
     ObjectStore::pooled(std::mem::take(&mut deployment.sets), &deployment.id, ranges)

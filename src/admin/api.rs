@@ -307,7 +307,8 @@ pub struct PoolInfo {
     /// From 0; shown from 1.
     pub index: usize,
     pub id: String,
-    /// `active` (it takes new keys), `decommissioning` or `retired`.
+    /// `active` (it takes new keys), `joining` (added to a cluster, it takes keys once every
+    /// node runs with it), `decommissioning` or `retired`.
     pub state: String,
     /// Its sets, by [`SetInfo::index`].
     pub sets: Vec<usize>,

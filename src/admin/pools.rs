@@ -1,14 +1,13 @@
 //! The admin API's server pool operations: decommission and rebalance (see
 //! `crate::background::decommission` and `crate::background::rebalance`).
 
-use std::sync::Arc;
-
 use axum::http::StatusCode;
 use axum::response::Response;
 use indicatif::HumanBytes;
 use serde::{Deserialize, Serialize};
 
 use super::api::{error, info, json, AdminError, AdminState, DISK_INFO_TIMEOUT};
+use crate::background::pool_states::record_pool_state;
 use crate::background::rebalance::RebalanceState;
 use crate::deployment::Deployment;
 use crate::object::{PoolState, PoolUsage};
@@ -37,9 +36,6 @@ pub(super) async fn decommission(
         _ => return Err(AdminError::invalid("the action must be start or cancel")),
     };
     if new_state == PoolState::Decommissioning {
-        if state.deployment.is_distributed() {
-            return conflict("decommissioning a pool of several nodes is not supported yet".into());
-        }
         state
             .rebalancing
             .load(&state.store)
@@ -64,12 +60,11 @@ pub(super) async fn decommission(
             ));
         }
     }
-    let deployment = Arc::clone(&state.deployment);
-    tokio::task::spawn_blocking(move || deployment.record_pool_state(index, new_state))
+    let change = (pools[index].state(), new_state);
+    let control = state.control.as_deref();
+    record_pool_state(&state.deployment, &state.store, control, index, change)
         .await
-        .map_err(|e| AdminError::internal(e.to_string()))?
         .map_err(|e| AdminError::internal(e.to_string()))?;
-    pools[index].set_state(new_state);
     if new_state == PoolState::Decommissioning {
         state.drains.restart(index);
     }

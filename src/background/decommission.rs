@@ -1,7 +1,8 @@
 //! Decommissions: the job that drains every pool being decommissioned, pass after pass,
-//! paced, until a pass finds the pool empty; the pool is then retired (recorded on the
-//! drives) and may be dropped from the command line. The state lives on the drives, so a
-//! drain cut short by a restart goes on at the next start.
+//! paced, until a pass finds the pool empty; the pool is then retired and may be dropped
+//! from the command line. The state lives where the pools are recorded (the drives, or etcd
+//! in a cluster), so a drain cut short by a restart goes on at the next start, on whichever
+//! node is elected for it.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,7 +11,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::background::pace::{Pace, Pacer};
+use crate::background::pool_states::{nodes_behind, record_pool_state};
 use crate::background::Worker;
+use crate::cluster::control::ControlPlane;
 use crate::deployment::Deployment;
 use crate::object::{now_ms, DrainPass, MoveProgress, ObjectStore, PoolState};
 
@@ -52,10 +55,12 @@ impl Drains {
     }
 }
 
-/// The job.
+/// The job (one node's in a cluster: it is elected).
 pub struct Decommission {
     pub store: Arc<ObjectStore>,
     pub deployment: Arc<Deployment>,
+    /// A cluster's control plane, where the pool states are recorded.
+    pub control: Option<Arc<ControlPlane>>,
     pub drains: Arc<Drains>,
     /// The share of time a drain works (`STRATA_DECOMMISSION_DUTY`).
     pub duty: f64,
@@ -77,6 +82,14 @@ impl Worker for Decommission {
             if pool.state() != PoolState::Decommissioning {
                 continue;
             }
+            // Every node must know the pool is drained, or one could still put a new key
+            // in it.
+            if let Some(control) = &self.control {
+                if let Some(waiting) = nodes_behind(control).await? {
+                    done.push(format!("pool {}: {waiting}", index + 1));
+                    continue;
+                }
+            }
             let drain = self.drains.pool(index);
             if drain.started_ms.load(Ordering::Relaxed) == 0 {
                 self.drains.restart(index);
@@ -95,12 +108,9 @@ impl Worker for Decommission {
                 ));
                 continue;
             }
-            let deployment = self.deployment.clone();
-            tokio::task::spawn_blocking(move || {
-                deployment.record_pool_state(index, PoolState::Retired)
-            })
-            .await??;
-            pool.set_state(PoolState::Retired);
+            let retire = (PoolState::Decommissioning, PoolState::Retired);
+            let control = self.control.as_deref();
+            record_pool_state(&self.deployment, &self.store, control, index, retire).await?;
             tracing::info!(
                 pool = index + 1,
                 "the pool is drained and retired: it may be dropped from the command line"

@@ -11,6 +11,7 @@ pub mod healing;
 pub mod identities;
 pub mod pace;
 pub mod peers;
+pub mod pool_states;
 pub mod rebalance;
 pub mod stale_uploads;
 pub mod usage;
@@ -197,7 +198,7 @@ pub(crate) fn test_deployment(
 ) {
     let drives = (0..3).map(|i| dir.join(format!("d{i}"))).collect();
     let config = crate::config::ServerConfig::on_drives(drives, 2, 1);
-    let mut deployment = crate::deployment::open(&config, false).expect("deployment opens");
+    let mut deployment = crate::deployment::open(&config, false, None).expect("deployment opens");
     let store =
         crate::object::ObjectStore::new(std::mem::take(&mut deployment.sets), &deployment.id);
     (std::sync::Arc::new(deployment), store, config)

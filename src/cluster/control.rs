@@ -4,7 +4,8 @@
 //! every node caches. Object data and metadata never go through etcd.
 //!
 //! Keys, under `/strata/`:
-//! - `layout`: the cluster's layout and deployment id, created by the first node to start.
+//! - `layout`: the cluster's layout, deployment id and server pools, created by the first node
+//!   to start (see [`super::pools`]).
 //! - `nodes/<host:port>`: a node that is up, on its lease.
 //! - `elected/<job>`: the node running the job, on its lease.
 //! - `changes/<kind>`: the last record of a kind that changed; watched by every node.
@@ -29,12 +30,14 @@ use tokio::sync::watch;
 
 use super::etcd::{Etcd, EtcdError, LeaseId, WatchEvent};
 use super::layout::ClusterLayout;
+use super::pools::LayoutRecord;
 use super::seal::RecordSeal;
 use super::throttle::Throttle;
 use crate::object::ObjectStore;
 use crate::records::authority::RecordAuthority;
 use crate::records::changes::{ChangeFeed, RecordChange};
 use crate::records::RecordError;
+use crate::storage::PoolList;
 
 const ROOT: &str = "/strata/";
 /// How long a node's keys outlive its last word: a node that stops answering is taken for
@@ -53,13 +56,6 @@ pub const ADOPT_RETRY: Duration = Duration::from_millis(250);
 /// How long a record change waits for the node to take its records from etcd before 503.
 const ADOPTION_WAIT: Duration = Duration::from_secs(10);
 
-/// What etcd holds of the layout.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LayoutRecord {
-    pub deployment_id: String,
-    pub layout: ClusterLayout,
-}
-
 /// What etcd holds of a node that is up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeRecord {
@@ -67,6 +63,12 @@ pub struct NodeRecord {
     pub version: String,
     /// Unix seconds.
     pub started: u64,
+    /// The ids of the server pools the node was started with.
+    #[serde(default)]
+    pub pools: Vec<String>,
+    /// The generation of the pool list whose states the node applies now.
+    #[serde(default)]
+    pub pools_generation: u64,
 }
 
 pub struct ControlPlane {
@@ -74,7 +76,7 @@ pub struct ControlPlane {
     node: String,
     /// Every node of the layout, in order.
     nodes: Vec<String>,
-    record: NodeRecord,
+    record: Mutex<NodeRecord>,
     state: Mutex<LeaseState>,
     /// Per job this node stands for, whether it holds it now.
     elections: Mutex<HashMap<String, watch::Sender<bool>>>,
@@ -95,66 +97,84 @@ struct LeaseState {
 }
 
 impl ControlPlane {
-    /// Joins the cluster: checks this node's layout against the one in etcd (the first node
-    /// writes it) and registers the node. Fails with what differs when the layouts do.
+    /// Agrees this node's layout with the cluster's (see [`super::pools`]): the first node
+    /// records it; a node that adds pools records them, joining; a node whose pools differ
+    /// otherwise is refused, told why. `found_id`: the deployment id this node's drives hold,
+    /// if formatted. Answers the record: the deployment's id and every pool's state.
+    pub async fn agree_on_layout(
+        etcd: &Etcd,
+        layout: &ClusterLayout,
+        found_id: Option<&str>,
+    ) -> anyhow::Result<LayoutRecord> {
+        let key = format!("{ROOT}layout");
+        loop {
+            let first = LayoutRecord::first(found_id.unwrap_or(&layout.deployment_id()), layout);
+            let encoded = serde_json::to_vec(&first)?;
+            // etcd may come up after the nodes (a Kubernetes rollout): wait for it.
+            let existing = match etcd.create(&key, &encoded, None).await {
+                Err(EtcdError::Unreachable(e)) => {
+                    tracing::warn!(error = %e, "waiting for etcd to answer");
+                    tokio::time::sleep(JOIN_RETRY).await;
+                    continue;
+                }
+                answer => answer.with_context(|| format!("etcd at {:?}", etcd.endpoints()))?,
+            };
+            let Err(existing) = existing else {
+                tracing::info!(deployment = %first.deployment_id, "recorded the cluster layout in etcd");
+                return Ok(first);
+            };
+            let theirs: LayoutRecord = serde_json::from_slice(&existing.value)
+                .context("etcd holds a layout this release cannot read")?;
+            if let Some(found) = found_id.filter(|found| *found != theirs.deployment_id) {
+                bail!(
+                    "this node's drives belong to deployment {found}, but the cluster in etcd \
+                     is deployment {}",
+                    theirs.deployment_id
+                );
+            }
+            let extended = theirs.admit(layout).map_err(|why| {
+                anyhow::anyhow!(
+                    "this node's drive arguments do not match the cluster's layout in etcd \
+                     (deployment {}): {why}. Start every node with the same drive arguments \
+                     and --ec (new pools after the recorded ones)",
+                    theirs.deployment_id
+                )
+            })?;
+            let Some(extended) = extended else {
+                return Ok(theirs);
+            };
+            let encoded = serde_json::to_vec(&extended)?;
+            if etcd
+                .swap(&key, Some(&existing.value), Some(&encoded))
+                .await?
+            {
+                let added = extended.layout.pools().len() - theirs.layout.pools().len();
+                tracing::warn!(added, "recorded new server pools in etcd: they join, and take keys once every node runs with them");
+                return Ok(extended);
+            }
+            // Another node changed the record meanwhile: read it again.
+        }
+    }
+
+    /// Registers this node in the cluster, started with `pools` (their ids).
     pub async fn join(
         etcd: Etcd,
         layout: &ClusterLayout,
         node: &str,
+        pools: Vec<String>,
         seal: RecordSeal,
     ) -> anyhow::Result<Arc<Self>> {
-        let ours = LayoutRecord {
-            deployment_id: layout.deployment_id(),
-            layout: layout.clone(),
-        };
-        let key = format!("{ROOT}layout");
-        let encoded = serde_json::to_vec(&ours)?;
-        // etcd may come up after the nodes (a Kubernetes rollout): wait for it.
-        let existing = loop {
-            match etcd.create(&key, &encoded, None).await {
-                Err(EtcdError::Unreachable(e)) => {
-                    tracing::warn!(error = %e, "waiting for etcd to answer");
-                    tokio::time::sleep(JOIN_RETRY).await;
-                }
-                answer => {
-                    break answer.with_context(|| format!("etcd at {:?}", etcd.endpoints()))?
-                }
-            }
-        };
-        match existing {
-            Ok(()) => {
-                tracing::info!(deployment = %ours.deployment_id, "recorded the cluster layout in etcd")
-            }
-            Err(existing) => {
-                let theirs: LayoutRecord = serde_json::from_slice(&existing.value)
-                    .context("etcd holds a layout this release cannot read")?;
-                if theirs != ours {
-                    let mut differences = theirs.layout.differences(&ours.layout);
-                    if differences.is_empty() {
-                        differences.push(format!(
-                            "deployment id {} here, {} in the cluster",
-                            ours.deployment_id, theirs.deployment_id
-                        ));
-                    }
-                    bail!(
-                        "this node's drive arguments do not match the cluster's layout in etcd \
-                         (deployment {}): {}. Start every node with the same drive arguments \
-                         and --ec",
-                        theirs.deployment_id,
-                        differences.join("; ")
-                    );
-                }
-            }
-        }
         let control = Arc::new(Self {
             etcd,
             node: node.to_string(),
             nodes: layout.nodes.clone(),
-            record: NodeRecord {
+            record: Mutex::new(NodeRecord {
                 node: node.to_string(),
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 started: unix_seconds(),
-            },
+                pools,
+                pools_generation: 0,
+            }),
             state: Mutex::default(),
             elections: Mutex::default(),
             adopted: watch::Sender::new(false),
@@ -166,6 +186,56 @@ impl ControlPlane {
             .await
             .context("registering this node in etcd")?;
         Ok(control)
+    }
+
+    /// The layout record as etcd holds it now, and its bytes (for a compare-and-swap).
+    pub async fn layout_record(&self) -> Result<(LayoutRecord, Vec<u8>), EtcdError> {
+        let key = format!("{ROOT}layout");
+        let kv = (self.etcd.get(&key).await?)
+            .ok_or_else(|| EtcdError::Refused("etcd holds no layout".into()))?;
+        let record = serde_json::from_slice(&kv.value).map_err(|e| {
+            EtcdError::Refused(format!("etcd holds a layout this release cannot read: {e}"))
+        })?;
+        Ok((record, kv.value))
+    }
+
+    /// Changes the pool list by `change` (which says why not, or changes it), by a
+    /// compare-and-swap of the record, tried again while other nodes change it. Answers
+    /// the list as recorded.
+    pub async fn change_pools(
+        &self,
+        change: impl Fn(&mut PoolList) -> Result<(), String>,
+    ) -> anyhow::Result<PoolList> {
+        let key = format!("{ROOT}layout");
+        loop {
+            let (mut record, stored) = self.layout_record().await?;
+            let mut list = record.pool_list();
+            change(&mut list).map_err(anyhow::Error::msg)?;
+            list.generation += 1;
+            record.pools = list.clone();
+            let encoded = serde_json::to_vec(&record)?;
+            if self.etcd.swap(&key, Some(&stored), Some(&encoded)).await? {
+                return Ok(list);
+            }
+        }
+    }
+
+    /// Notes in this node's record that it applies the pool list of `generation`.
+    pub async fn note_pools(&self, generation: u64) -> Result<(), EtcdError> {
+        let record = {
+            let mut record = self.record.lock().expect("not poisoned");
+            if record.pools_generation == generation {
+                return Ok(());
+            }
+            record.pools_generation = generation;
+            serde_json::to_vec(&*record).expect("serialisable")
+        };
+        let lease = self.state.lock().expect("not poisoned").lease;
+        if let Some(lease) = lease {
+            let key = format!("{ROOT}nodes/{}", self.node);
+            self.etcd.put(&key, &record, Some(lease)).await?;
+        }
+        Ok(())
     }
 
     /// Checks this node's tiers against the cluster's (`fingerprints`, see
@@ -352,7 +422,8 @@ impl ControlPlane {
             Some(lease) if self.etcd.keep_alive(lease).await? => lease,
             _ => {
                 let lease = self.etcd.grant(LEASE_TTL).await?;
-                let record = serde_json::to_vec(&self.record).expect("serialisable");
+                let record = serde_json::to_vec(&*self.record.lock().expect("not poisoned"))
+                    .expect("serialisable");
                 let key = format!("{ROOT}nodes/{}", self.node);
                 self.etcd.put(&key, &record, Some(lease)).await?;
                 // Jobs held on the lapsed lease are gone.

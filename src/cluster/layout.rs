@@ -44,6 +44,10 @@ pub struct ClusterLayout {
     pub data: usize,
     /// Parity shards per set.
     pub parity: usize,
+    /// How many of `sets` each server pool has, in order; empty: one pool of them all (every
+    /// layout recorded before pools existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pool_sets: Vec<usize>,
 }
 
 /// Why drive arguments do not make a layout. The message names the argument, drive, node or
@@ -473,7 +477,23 @@ pub fn plan(
         sets,
         data,
         parity,
+        pool_sets: Vec::new(),
     })
+}
+
+/// Plans each server pool's drives on its own (see [`plan`]) and joins them, pool after pool:
+/// a pool's sets spread over its own nodes, and no drive may be in two pools.
+pub fn plan_pools(
+    pools: Vec<Vec<NodeDrive>>,
+    data: usize,
+    parity: usize,
+    allow_node_loss_risk: bool,
+) -> Result<ClusterLayout, LayoutError> {
+    check_unique(&pools.concat())?;
+    let planned = (pools.into_iter())
+        .map(|drives| plan(drives, data, parity, allow_node_loss_risk))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ClusterLayout::joined(&planned))
 }
 
 /// Refuses the first set (in order) in which one node holds more drives than the set can lose
@@ -540,6 +560,61 @@ fn port_of(host_port: &str) -> Option<u16> {
 const FINGERPRINT_DOMAIN: &[u8] = b"strata cluster layout v1";
 
 impl ClusterLayout {
+    /// One layout of several pools' (each a layout of one pool), in order.
+    pub fn joined(pools: &[ClusterLayout]) -> ClusterLayout {
+        let mut nodes: Vec<String> = Vec::new();
+        for node in pools.iter().flat_map(|pool| &pool.nodes) {
+            if !nodes.contains(node) {
+                nodes.push(node.clone());
+            }
+        }
+        let first = &pools[0];
+        ClusterLayout {
+            nodes,
+            sets: pools.iter().flat_map(|pool| pool.sets.clone()).collect(),
+            data: first.data,
+            parity: first.parity,
+            pool_sets: match pools.len() {
+                1 => Vec::new(),
+                _ => pools.iter().map(|pool| pool.sets.len()).collect(),
+            },
+        }
+    }
+
+    /// Each server pool's layout, in order (its nodes in the order its sets name them, which
+    /// is the order [`plan`] found them in).
+    pub fn pools(&self) -> Vec<ClusterLayout> {
+        let counts = match self.pool_sets.is_empty() {
+            true => vec![self.sets.len()],
+            false => self.pool_sets.clone(),
+        };
+        let mut sets = self.sets.iter();
+        (counts.into_iter())
+            .map(|count| {
+                let pool_sets: Vec<Vec<NodeDrive>> = sets.by_ref().take(count).cloned().collect();
+                let mut nodes: Vec<String> = Vec::new();
+                for drive in pool_sets.iter().flatten() {
+                    if !nodes.contains(&drive.node) {
+                        nodes.push(drive.node.clone());
+                    }
+                }
+                ClusterLayout {
+                    nodes,
+                    sets: pool_sets,
+                    data: self.data,
+                    parity: self.parity,
+                    pool_sets: Vec::new(),
+                }
+            })
+            .collect()
+    }
+
+    /// The id of a one-pool layout: [`Self::deployment_id`] of the pool alone. A
+    /// deployment's first pool has the deployment's id.
+    pub fn pool_id(&self) -> String {
+        self.deployment_id()
+    }
+
     /// Hex SHA-256 of the layout: the geometry, the nodes in order and every set's drives in
     /// order. Nodes started with the same drive arguments and `--ec` get the same fingerprint
     /// on any machine and release; any difference in order gives another.
@@ -551,13 +626,19 @@ impl ClusterLayout {
         hex::encode(self.digest())
     }
 
-    /// A deployment id derived from the fingerprint: its first 16 bytes as a version 8
-    /// (custom) UUID, hyphenated. Stable for a layout: every node of a deployment derives the
-    /// same id, on every start, as long as the drive arguments and `--ec` do not change (and
-    /// two deployments with identical arguments share it).
+    /// A deployment id derived from the first pool's fingerprint: its first 16 bytes as a
+    /// version 8 (custom) UUID, hyphenated. Stable for a layout: every node of a deployment
+    /// derives the same id, on every start, as long as the first pool's drive arguments and
+    /// `--ec` do not change (and two deployments with identical arguments share it). Pools
+    /// added later leave it as it is; once the first pool is retired and dropped, the id
+    /// recorded (in etcd, on the drives) is the deployment's.
     pub fn deployment_id(&self) -> String {
+        let first = match self.pool_sets.len() {
+            0 | 1 => self.digest(),
+            _ => self.pools()[0].digest(),
+        };
         let mut bytes = [0u8; 16];
-        bytes.copy_from_slice(&self.digest()[..16]);
+        bytes.copy_from_slice(&first[..16]);
         uuid::Builder::from_custom_bytes(bytes)
             .into_uuid()
             .to_string()

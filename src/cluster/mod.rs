@@ -4,5 +4,6 @@ pub mod control;
 pub mod drive_service;
 pub mod etcd;
 pub mod layout;
+pub mod pools;
 pub mod seal;
 pub mod throttle;

@@ -10,7 +10,7 @@
 mod mounts;
 mod pools;
 
-pub use pools::PoolShape;
+pub use pools::{recorded as recorded_pool_state, taken as pool_state_taken, PoolShape};
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
@@ -255,7 +255,7 @@ fn pool_sizes(config: &ServerConfig) -> Vec<usize> {
 
 /// The pool list the drives recorded last (the highest generation found); drives formatted
 /// before pools recorded none, and their deployment is the one pool their format gives.
-fn recorded_pools(places: &[Place], formats: &[Option<Format>], set_size: usize) -> PoolList {
+fn pools_on_drives(places: &[Place], formats: &[Option<Format>], set_size: usize) -> PoolList {
     let lists = (places.iter()).filter_map(|p| LocalDrive::read_pools(p.local()?).ok().flatten());
     if let Some(newest) = lists.max_by_key(|list| list.generation) {
         return newest;
@@ -268,6 +268,7 @@ fn recorded_pools(places: &[Place], formats: &[Option<Format>], set_size: usize)
                 id: format.pool_id().to_string(),
                 drives: format.set_count * set_size,
                 state: RecordedPoolState::Active,
+                free: None,
             })
             .into_iter()
             .collect(),
@@ -285,11 +286,23 @@ fn format_new(path: &Path, format: &Format) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The deployment id the formatted drives among `paths` hold, if any.
+pub fn found_deployment_id(paths: &[PathBuf]) -> Option<String> {
+    (paths.iter())
+        .find_map(|path| LocalDrive::read_format(path).ok().flatten())
+        .map(|format| format.deployment_id)
+}
+
 /// Opens (and on first start formats) every drive. In distributed mode this node opens its
-/// own folders, the deployment id is the layout's, and the other nodes' drives are reached
+/// own folders, the deployment id is the cluster's, and the other nodes' drives are reached
 /// over the drive RPC. `formatted_before`: etcd remembers that this node formatted its
-/// drives once (without etcd nothing outside the drives does: false).
-pub fn open(config: &ServerConfig, formatted_before: bool) -> anyhow::Result<Deployment> {
+/// drives once (without etcd nothing outside the drives does: false). `recorded_pools`: the
+/// server pools etcd records for a cluster (without, the drives' record is read).
+pub fn open(
+    config: &ServerConfig,
+    formatted_before: bool,
+    recorded_pools: Option<&PoolList>,
+) -> anyhow::Result<Deployment> {
     let set_size = config.data_shards + config.parity_shards;
     let (places, peers) = places(config)?;
     let formats: Vec<Option<Format>> = (places.iter())
@@ -301,11 +314,14 @@ pub fn open(config: &ServerConfig, formatted_before: bool) -> anyhow::Result<Dep
 
     let found = formats.iter().flatten().next();
     let deployment_id = match (&config.cluster, found) {
-        (Some(cluster), _) => cluster.layout.deployment_id(),
+        (Some(cluster), _) => cluster.deployment_id.clone(),
         (None, Some(first)) => first.deployment_id.clone(),
         (None, None) => uuid::Uuid::new_v4().to_string(),
     };
-    let recorded = recorded_pools(&places, &formats, set_size);
+    let recorded = match recorded_pools {
+        Some(list) => list.clone(),
+        None => pools_on_drives(&places, &formats, set_size),
+    };
     let geometry = (config.data_shards, config.parity_shards);
     let shape = pools::Shape::plan(
         &deployment_id,
@@ -321,8 +337,15 @@ pub fn open(config: &ServerConfig, formatted_before: bool) -> anyhow::Result<Dep
         // lost its drives: they join as replacements, unhealed, so that they never vote a
         // key absent before a heal gave them what the sets hold. Its peers being away at
         // this start (a site power loss) proves nothing.
-        let replacements =
-            config.cluster.is_some() && (formatted_before || other_nodes_hold_records(&places));
+        // A pool that joins a cluster never took a key: its blank drives are new.
+        let joining = (places.iter().enumerate())
+            .filter(|(_, place)| place.local().is_some())
+            .all(|(position, _)| {
+                shape.pool_of(position).state == crate::object::PoolState::Joining
+            });
+        let replacements = config.cluster.is_some()
+            && !joining
+            && (formatted_before || other_nodes_hold_records(&places));
         for (position, place) in places.iter().enumerate() {
             let Some(path) = place.local() else { continue };
             let format = shape.format_for(position);
@@ -332,7 +355,7 @@ pub fn open(config: &ServerConfig, formatted_before: bool) -> anyhow::Result<Dep
             }
         }
         tracing::info!(deployment = %deployment_id, drives = config.drives.len(), "formatted new drives");
-        let mut deployment = open(config, formatted_before)?;
+        let mut deployment = open(config, formatted_before, recorded_pools)?;
         if config.cluster.is_some() {
             // The other nodes may hold the set's objects already: heal once serving.
             deployment.formatted = config.drives.clone();

@@ -122,6 +122,7 @@ impl Shape {
                         id: id.clone(),
                         drives: size,
                         state: RecordedPoolState::Active,
+                        free: None,
                     });
                     (position, id)
                 }
@@ -198,6 +199,7 @@ impl Shape {
 /// A recorded state as the object layer takes it.
 pub fn taken(state: RecordedPoolState) -> PoolState {
     match state {
+        RecordedPoolState::Joining => PoolState::Joining,
         RecordedPoolState::Active => PoolState::Active,
         RecordedPoolState::Decommissioning => PoolState::Decommissioning,
         RecordedPoolState::Retired => PoolState::Retired,
@@ -207,6 +209,7 @@ pub fn taken(state: RecordedPoolState) -> PoolState {
 /// A state as the pool list records it.
 pub fn recorded(state: PoolState) -> RecordedPoolState {
     match state {
+        PoolState::Joining => RecordedPoolState::Joining,
         PoolState::Active => RecordedPoolState::Active,
         PoolState::Decommissioning => RecordedPoolState::Decommissioning,
         PoolState::Retired => RecordedPoolState::Retired,
@@ -298,6 +301,7 @@ mod tests {
                     id: id.into(),
                     drives,
                     state,
+                    free: None,
                 })
                 .collect(),
         }

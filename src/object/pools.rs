@@ -38,8 +38,11 @@ const WEIGHT_STEPS_PER_DOUBLING: f64 = 8.0;
 pub struct Pool {
     /// Its erasure sets, as indexes into the store's sets.
     pub sets: Range<usize>,
-    /// Its weight for new keys: its free space when first asked, coarsened.
+    /// Its weight for new keys: its free space when first asked, coarsened; in a cluster,
+    /// the free space the pool list records (see [`Pool::weigh_by`]).
     weight: OnceCell<f64>,
+    /// The free space a cluster's pool list records for the pool, in bytes (0: none).
+    recorded_free: std::sync::atomic::AtomicU64,
     /// A [`PoolState`].
     state: AtomicU8,
 }
@@ -54,6 +57,9 @@ pub enum PoolState {
     Decommissioning,
     /// It holds nothing: it may be dropped from the command line.
     Retired,
+    /// Added to a cluster by a rolling restart: it takes no new keys until every node runs
+    /// with it (a node that does not would not look for them there).
+    Joining,
 }
 
 impl PoolState {
@@ -62,6 +68,7 @@ impl PoolState {
             PoolState::Active => "active",
             PoolState::Decommissioning => "decommissioning",
             PoolState::Retired => "retired",
+            PoolState::Joining => "joining",
         }
     }
 }
@@ -71,15 +78,24 @@ impl Pool {
         Pool {
             sets,
             weight: OnceCell::new(),
+            recorded_free: Default::default(),
             state: AtomicU8::new(PoolState::Active as u8),
         }
+    }
+
+    /// Weighs new keys by `free` bytes from now on rather than by the pool's own measure:
+    /// the nodes of a cluster weigh alike, so that every node picks the same pool for a new
+    /// key.
+    pub fn weigh_by(&self, free: u64) {
+        self.recorded_free.store(free.max(1), Ordering::Relaxed);
     }
 
     pub fn state(&self) -> PoolState {
         match self.state.load(Ordering::Relaxed) {
             0 => PoolState::Active,
             1 => PoolState::Decommissioning,
-            _ => PoolState::Retired,
+            2 => PoolState::Retired,
+            _ => PoolState::Joining,
         }
     }
 
@@ -255,13 +271,18 @@ impl ObjectStore {
     /// A pool's weight for new keys: the free space its sets can take, asked once, rounded
     /// to a step of a log scale.
     async fn weight(&self, pool: &Pool) -> f64 {
-        *(pool.weight)
-            .get_or_init(|| async {
-                let free = self.pool_free(pool).await.max(1) as f64;
-                ((free.log2() * WEIGHT_STEPS_PER_DOUBLING).round() / WEIGHT_STEPS_PER_DOUBLING)
-                    .exp2()
-            })
-            .await
+        let coarse = |free: u64| {
+            let free = free.max(1) as f64;
+            ((free.log2() * WEIGHT_STEPS_PER_DOUBLING).round() / WEIGHT_STEPS_PER_DOUBLING).exp2()
+        };
+        match pool.recorded_free.load(Ordering::Relaxed) {
+            0 => {
+                *(pool.weight)
+                    .get_or_init(|| async { coarse(self.pool_free(pool).await) })
+                    .await
+            }
+            recorded => coarse(recorded),
+        }
     }
 
     /// Runs `read` on the set that holds `key`: first in the key's first-choice pool, and

@@ -165,18 +165,28 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     };
     raise_open_file_limit();
     // A node whose layout differs from the cluster's is refused before its drives are touched.
-    let control = match config
-        .cluster
-        .as_ref()
-        .filter(|c| !c.etcd.endpoints.is_empty())
-    {
+    // With etcd, the deployment's id and server pools are the ones recorded there.
+    let mut config = config;
+    let found_id = deployment::found_deployment_id(&config.drives);
+    let mut recorded_pools = None;
+    let control = match (config.cluster.as_mut()).filter(|c| !c.etcd.endpoints.is_empty()) {
         Some(cluster) => {
             let etcd = Etcd::connect(cluster.etcd.clone())?;
+            let record =
+                ControlPlane::agree_on_layout(&etcd, &cluster.layout, found_id.as_deref()).await?;
+            cluster.deployment_id = record.deployment_id.clone();
             let seal = RecordSeal::new(cluster.auth()?);
-            Some(ControlPlane::join(etcd, &cluster.layout, &cluster.this_node, seal).await?)
+            let pools = (cluster.layout.pools().iter())
+                .map(|p| p.pool_id())
+                .collect();
+            let node = &cluster.this_node;
+            let control = ControlPlane::join(etcd, &cluster.layout, node, pools, seal).await?;
+            recorded_pools = Some(record.pool_list());
+            Some(control)
         }
         None => None,
     };
+    let config = config;
     // Tiers a node of a cluster could not share are refused before the drives are touched.
     let tier_configs = match &config.lifecycle.tiers_file {
         Some(path) => Some(
@@ -202,9 +212,11 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     };
     let deployment = {
         let config = config.clone();
-        tokio::task::spawn_blocking(move || deployment::open(&config, formatted_before))
-            .await
-            .context("opening drives")??
+        tokio::task::spawn_blocking(move || {
+            deployment::open(&config, formatted_before, recorded_pools.as_ref())
+        })
+        .await
+        .context("opening drives")??
     };
     if let Some(control) = &control {
         control.note_formatted().await?;
@@ -335,17 +347,26 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         },
     );
     let drains = Arc::new(background::decommission::Drains::new(store.pools().len()));
-    if config.cluster.is_none() {
-        jobs.spawn(
-            None,
-            background::decommission::Decommission {
-                store: store.clone(),
-                deployment: deployment.clone(),
-                drains: drains.clone(),
-                duty: config.decommission_duty,
-            },
-        );
+    if let Some(control) = control.as_ref().filter(|_| store.pools().len() > 1) {
+        let follow = background::pool_states::FollowPoolStates {
+            control: Arc::downgrade(control),
+            store: store.clone(),
+            deployment: deployment.clone(),
+        };
+        jobs.spawn(None, follow);
     }
+    spawn_singleton(
+        background::decommission::Decommission {
+            store: store.clone(),
+            deployment: deployment.clone(),
+            control: control.clone(),
+            drains: drains.clone(),
+            duty: config.decommission_duty,
+        },
+        &jobs,
+        &config,
+        control.as_ref(),
+    );
     let rebalancing = Arc::new(background::rebalance::Rebalancing::default());
     if config.cluster.is_none() && store.pools().len() > 1 {
         jobs.spawn(

@@ -53,12 +53,19 @@ pub struct PoolEntry {
     pub drives: usize,
     #[serde(default)]
     pub state: RecordedPoolState,
+    /// In a cluster, the pool's free space when the pools last changed: every node weighs
+    /// new keys by it alike (a node's own measure could pick another pool for a new key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free: Option<u64>,
 }
 
 /// A server pool's state as the pool list records it (see `object::PoolState`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RecordedPoolState {
+    /// Added to a cluster by a rolling restart: served, but it takes no new keys until every
+    /// node runs with it.
+    Joining,
     /// It takes new keys.
     #[default]
     Active,
@@ -71,6 +78,7 @@ pub enum RecordedPoolState {
 impl RecordedPoolState {
     pub fn as_str(self) -> &'static str {
         match self {
+            RecordedPoolState::Joining => "joining",
             RecordedPoolState::Active => "active",
             RecordedPoolState::Decommissioning => "decommissioning",
             RecordedPoolState::Retired => "retired",

@@ -55,10 +55,12 @@ impl PoolTier {
         let server_config = pool_server_config(config, healing);
         let mut deployment = {
             let server_config = server_config.clone();
-            tokio::task::spawn_blocking(move || crate::deployment::open(&server_config, false))
-                .await
-                .context("opening tier drives")?
-                .with_context(|| format!("tier {name}"))?
+            tokio::task::spawn_blocking(move || {
+                crate::deployment::open(&server_config, false, None)
+            })
+            .await
+            .context("opening tier drives")?
+            .with_context(|| format!("tier {name}"))?
         };
         for drive in &deployment.offline {
             tracing::warn!(tier = name, drive = %drive.display(), "tier drive offline; serving degraded");
