@@ -111,6 +111,16 @@ fn wait_for_states(node: &TestServer, want: &[&str]) {
     }
 }
 
+/// `client` with the SDK's default retries (standard mode, 3 attempts).
+fn retrying(client: &Client) -> Client {
+    let config = client.config().to_builder();
+    Client::from_conf(
+        config
+            .retry_config(aws_sdk_s3::config::retry::RetryConfig::standard())
+            .build(),
+    )
+}
+
 /// What was written: (bucket, key) → newest bytes.
 type Written = Arc<Mutex<Vec<(String, String, Vec<u8>)>>>;
 
@@ -121,6 +131,7 @@ async fn write_and_read(
     written: Written,
     stop: Arc<AtomicBool>,
     failures: Arc<Mutex<Vec<String>>>,
+    seed: u64,
 ) -> usize {
     let turn = AtomicUsize::new(0);
     let mut count = 0;
@@ -131,7 +142,7 @@ async fn write_and_read(
             serving[turn.fetch_add(1, Ordering::Relaxed) % serving.len()].clone()
         };
         let key = format!("rolling/{count:04}");
-        let data = payload(3000 + count * 7, count as u64);
+        let data = payload(3000 + count * 7, count as u64 + seed);
         let put = pick()
             .put_object()
             .bucket("plain")
@@ -143,9 +154,15 @@ async fn write_and_read(
             Ok(_) => (written.lock().unwrap()).push(("plain".into(), key, data)),
             Err(e) => failures.lock().unwrap().push(format!("PUT {key}: {e:?}")),
         }
+        // An earlier key, with its newest bytes.
         let earlier = {
             let written = written.lock().unwrap();
-            written[count * 31 % written.len()].clone()
+            let (bucket, key, _) = written[count * 31 % written.len()].clone();
+            let newest = written
+                .iter()
+                .rev()
+                .find(|(b, k, _)| *b == bucket && *k == key);
+            newest.expect("written").clone()
         };
         let got = pick()
             .get_object()
@@ -197,6 +214,13 @@ async fn assert_everything_reads(
     );
     assert_eq!(listed.versions().len(), versions.len());
     assert_eq!(listed.delete_markers().len(), 1);
+    let newest = (listed.versions().iter()).find(|v| v.is_latest() == Some(true));
+    let newest = newest.and_then(|v| v.version_id()).unwrap_or_default();
+    assert_eq!(
+        newest,
+        versions.last().unwrap().0,
+        "the newest version is current"
+    );
     for (version_id, data) in versions {
         let got = ok(
             client
@@ -300,6 +324,7 @@ async fn a_cluster_grows_by_a_pool_online_and_retires_its_first() {
         written.clone(),
         stop.clone(),
         Arc::clone(&failures),
+        0,
     ));
 
     // The new pool's nodes start with both pools: the pool joins, taking no keys yet.
@@ -315,6 +340,7 @@ async fn a_cluster_grows_by_a_pool_online_and_retires_its_first() {
     // (Tried below on a stopped node, so that no request is cut.)
     for &n in first {
         clients.lock().unwrap()[n] = None;
+        tokio::time::sleep(Duration::from_millis(300)).await;
         nodes[n].take().unwrap().kill();
         if n == 0 {
             let mut options = node_options(plan.ports[n], &plan.drives[n], &old_args, EC);
@@ -344,8 +370,6 @@ async fn a_cluster_grows_by_a_pool_online_and_retires_its_first() {
         failed.len()
     );
     assert!(rounds > 20, "only {rounds} rounds");
-    let written: Vec<_> = written.lock().unwrap().clone();
-    let mut written = written;
     // New keys land in the new pool too.
     let client = nodes[4].as_ref().unwrap().client();
     for i in 0..30 {
@@ -354,7 +378,7 @@ async fn a_cluster_grows_by_a_pool_online_and_retires_its_first() {
             payload(300_000 + i, 500 + i as u64),
         );
         put(&client, "plain", &key, &data).await;
-        written.push(("plain".into(), key, data));
+        written.lock().unwrap().push(("plain".into(), key, data));
     }
     let holds_data = |nodes: &[usize]| {
         (nodes.iter())
@@ -375,16 +399,58 @@ async fn a_cluster_grows_by_a_pool_online_and_retires_its_first() {
         &["pool", "decommission", "start", "1"],
     );
     assert!(started.status.success(), "{started:?}");
+    // The client goes on meanwhile, overwriting the keys as they move, now at the SDK's
+    // default retries: a write that races the move of its key on another node may be told
+    // to retry (503) while a node is down, never told it succeeded when it did not.
+    {
+        let mut clients = clients.lock().unwrap();
+        for client in clients.iter_mut().flatten() {
+            *client = retrying(client);
+        }
+    }
+    stop.store(false, Ordering::Relaxed);
+    let traffic = tokio::spawn(write_and_read(
+        clients.clone(),
+        written.clone(),
+        stop.clone(),
+        Arc::clone(&failures),
+        1000,
+    ));
     for node in nodes.iter().flatten() {
         wait_for_states(node, &["decommissioning", "active"]);
     }
+    let history = payload(2500, 77);
+    let put = ok(
+        client
+            .put_object()
+            .bucket("versioned")
+            .key("history")
+            .body(history.clone().into())
+            .send()
+            .await,
+        "a version written during the drain",
+    );
+    versions.push((put.version_id().unwrap().to_string(), history));
     tokio::time::sleep(Duration::from_millis(1500)).await;
+    clients.lock().unwrap()[2] = None;
+    // What was sent to the node before the balancer left it out is answered first.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     nodes[2].as_ref().unwrap().kill();
     tokio::time::sleep(Duration::from_secs(3)).await;
     nodes[2].as_ref().unwrap().restart();
+    clients.lock().unwrap()[2] = Some(retrying(&nodes[2].as_ref().unwrap().client()));
     for node in nodes.iter().flatten() {
         wait_for_states(node, &["retired", "active"]);
     }
+    stop.store(true, Ordering::Relaxed);
+    let rounds = traffic.await.unwrap();
+    let failed = failures.lock().unwrap().clone();
+    assert!(
+        failed.is_empty(),
+        "{} of {rounds} rounds failed: {failed:?}",
+        failed.len()
+    );
+    let written: Vec<_> = written.lock().unwrap().clone();
     for node in nodes.iter().flatten() {
         assert_everything_reads(&node.client(), &written, &versions).await;
     }

@@ -24,7 +24,7 @@ use super::{ObjectError, ObjectKey, ObjectStore};
 use crate::erasure::{DataDir, Encoded, ShardSource};
 use crate::records::commit::Batch;
 use crate::records::copies::{Copies, Guard};
-use crate::records::{Agreement, Change, RecordSet, SCAN_PAGE};
+use crate::records::{Agreement, RecordSet, SCAN_PAGE};
 
 /// What a drain or a rebalance has done since it (or the server) started, for its status and
 /// metrics.
@@ -128,6 +128,14 @@ impl ObjectStore {
                 return Err(e);
             }
         };
+        // The key's records as the destination takes them.
+        let moved_current = current.as_ref().map(fresh);
+        let moved_history = history.as_ref().map(|history| {
+            let mut history = history.clone();
+            history.superseded = None;
+            history.versions = history.versions.iter().map(fresh).collect();
+            history
+        });
         let mut batches: Vec<Batch> = Vec::with_capacity(to.width());
         for i in 0..to.width() {
             let guard = there
@@ -137,14 +145,11 @@ impl ObjectStore {
                 batches.push(Batch::LeaveOut);
                 continue;
             };
-            if let Some(current) = &current {
-                changes.push(OBJECTS.put(db_key.clone(), &fresh(current)));
+            if let Some(current) = &moved_current {
+                changes.push(OBJECTS.put(db_key.clone(), current));
             }
-            if let Some(history) = &history {
-                let mut history = history.clone();
-                history.superseded = None;
-                history.versions = history.versions.iter().map(fresh).collect();
-                changes.push(VERSIONS.put(db_key.clone(), &history));
+            if let Some(history) = &moved_history {
+                changes.push(VERSIONS.put(db_key.clone(), history));
             }
             for (chunk_key, chunks) in &copied.inline {
                 changes.push(INLINE_CHUNKS.put_stored(chunk_key.clone(), chunks[i].to_vec()));
@@ -176,21 +181,40 @@ impl ObjectStore {
             })
             .collect();
         if let Err(e) = from.commit(removals, None).await {
-            // The key stays where it was: the copy goes (nothing else wrote it meanwhile).
-            let undo: Vec<Option<Vec<Change>>> = (0..to.width())
-                .map(|_| {
-                    let mut changes = vec![
-                        OBJECTS.delete(db_key.clone()),
-                        VERSIONS.delete(db_key.clone()),
-                    ];
-                    for (chunk_key, _) in &copied.inline {
-                        changes.push(INLINE_CHUNKS.delete(chunk_key.clone()));
+            // The key stays where it was: the copy goes, on the condition that the
+            // destination still holds just what was committed there (a writer on another
+            // node may have found the key there meanwhile: its write stays, the key in both
+            // pools, the newer served).
+            let (now, now_history) = futures::join!(
+                Copies::<ObjectRecord>::read(to, OBJECTS, db_key.clone()),
+                Copies::<VersionsRecord>::read(to, VERSIONS, db_key.clone())
+            );
+            let unchanged = to.agree(&now).ok().map(|a| a.found()) == Some(moved_current.clone())
+                && to.agree(&now_history).ok().map(|a| a.found()) == Some(moved_history.clone());
+            let undo: Vec<Batch> = (0..to.width())
+                .map(|i| {
+                    let guard = (now.guard_on(to, i, moved_current.as_ref()))
+                        .and(now_history.guard_on(to, i, moved_history.as_ref()));
+                    match guard {
+                        Guard::Expect(mut changes) => {
+                            changes.push(OBJECTS.delete(db_key.clone()));
+                            changes.push(VERSIONS.delete(db_key.clone()));
+                            for (chunk_key, _) in &copied.inline {
+                                changes.push(INLINE_CHUNKS.delete(chunk_key.clone()));
+                            }
+                            Batch::Apply(changes)
+                        }
+                        Guard::Refuse => Batch::Refuse,
+                        Guard::LeaveOut => Batch::LeaveOut,
                     }
-                    Some(changes)
                 })
                 .collect();
-            to.apply_each(undo).await;
-            delete_dirs(bucket, &carried, to).await;
+            match unchanged && to.commit(undo, None).await.is_ok() {
+                true => delete_dirs(bucket, &carried, to).await,
+                false => {
+                    tracing::warn!(bucket = %bucket.name, %key, "a key written while it moved is in two pools: the newer copy is served")
+                }
+            }
             return Err(e.into());
         }
         // A folder a rename took from another key may still be that key's (a rename cut

@@ -149,8 +149,15 @@ impl ObjectStore {
         loop {
             let writing = self.moves.write(bucket.as_str(), key.as_str()).await;
             let set = match self.holder(bucket, key, None).await? {
-                // Nothing new lands in a pool being drained: the key moves out first.
-                Some(set) if !pinned && self.pool_of(set).state() != PoolState::Active => {
+                // Nothing new lands in a pool being drained: the key moves out first. Not
+                // in a cluster, where the one node elected for the drain moves keys (movers
+                // on two nodes would copy into the same folders): the write lands in place,
+                // and the drain moves the key at its next pass.
+                Some(set)
+                    if !pinned
+                        && !set.is_shared_with_other_servers()
+                        && self.pool_of(set).state() != PoolState::Active =>
+                {
                     drop(writing);
                     pinned = !self.move_out(bucket, key, set).await?;
                     continue;
@@ -208,8 +215,11 @@ impl ObjectStore {
         let mut newest: Option<(i64, &RecordSet)> = None;
         for (set, holding) in sets.into_iter().zip(holdings) {
             if let Holding::Key { modified_ms } = holding? {
-                // Held twice (a move between pools not finished): the newer copy is the key.
-                if newest.is_none_or(|(ms, _)| modified_ms > ms) {
+                // Held twice (a move between pools not finished): the newer copy is the key;
+                // of two alike, the one in a pool being drained, which the move leaves only
+                // once the other holds the key for good.
+                let drained = self.pool_of(set).state() != PoolState::Active;
+                if newest.is_none_or(|(ms, _)| modified_ms > ms || (modified_ms == ms && drained)) {
                     newest = Some((modified_ms, set));
                 }
             }
