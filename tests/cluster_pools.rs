@@ -131,7 +131,7 @@ async fn write_and_read(
     written: Written,
     stop: Arc<AtomicBool>,
     failures: Arc<Mutex<Vec<String>>>,
-    seed: u64,
+    (seed, patience): (u64, usize),
 ) -> usize {
     let turn = AtomicUsize::new(0);
     let mut count = 0;
@@ -143,13 +143,26 @@ async fn write_and_read(
         };
         let key = format!("rolling/{count:04}");
         let data = payload(3000 + count * 7, count as u64 + seed);
-        let put = pick()
+        let mut put = pick()
             .put_object()
             .bucket("plain")
             .key(&key)
             .body(data.clone().into())
             .send()
             .await;
+        // A patient client tries a write it was told to retry (503) again, for a while.
+        for _ in 0..patience {
+            match &put {
+                Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 503) => {
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                    put = (pick().put_object().bucket("plain").key(&key))
+                        .body(data.clone().into())
+                        .send()
+                        .await;
+                }
+                _ => break,
+            }
+        }
         match put {
             Ok(_) => (written.lock().unwrap()).push(("plain".into(), key, data)),
             Err(e) => failures.lock().unwrap().push(format!("PUT {key}: {e:?}")),
@@ -324,7 +337,7 @@ async fn a_cluster_grows_by_a_pool_online_and_retires_its_first() {
         written.clone(),
         stop.clone(),
         Arc::clone(&failures),
-        0,
+        (0, 0),
     ));
 
     // The new pool's nodes start with both pools: the pool joins, taking no keys yet.
@@ -414,7 +427,7 @@ async fn a_cluster_grows_by_a_pool_online_and_retires_its_first() {
         written.clone(),
         stop.clone(),
         Arc::clone(&failures),
-        1000,
+        (1000, 20),
     ));
     for node in nodes.iter().flatten() {
         wait_for_states(node, &["decommissioning", "active"]);
