@@ -35,14 +35,29 @@ pub fn is_region_name(name: &str) -> bool {
         && !name.ends_with('-')
 }
 
+/// One server pool as given: how many drives it has, and its erasure geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSpec {
+    pub drives: usize,
+    pub data_shards: usize,
+    pub parity_shards: usize,
+}
+
+impl PoolSpec {
+    pub fn set_size(&self) -> usize {
+        self.data_shards + self.parity_shards
+    }
+}
+
 /// Everything `strata server` needs to start.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub address: SocketAddr,
     /// Every drive, pool after pool.
     pub drives: Vec<PathBuf>,
-    /// How many of `drives` each server pool has, in order (empty: one pool of them all).
-    pub pools: Vec<usize>,
+    /// Each server pool's share of `drives`, in order (empty: one pool of them all, at
+    /// `data_shards` + `parity_shards`).
+    pub pools: Vec<PoolSpec>,
     pub data_shards: usize,
     pub parity_shards: usize,
     pub block_size: usize,

@@ -87,6 +87,7 @@ enum Command {
         etcd: EtcdArgs,
         /// A server pool: its drive folders, space-separated (`--pool "/mnt/a{1...9}"`), or
         /// in a cluster its drive URLs (`--pool "http://node{1...3}:9000/mnt/d{1...2}"`).
+        /// One node's pool may have its own erasure geometry: `--pool "ec=4+2 /mnt/b{1...6}"`.
         /// Repeat it to give each pool, in order; a deployment may add pools at a restart
         /// but never drop or change one (see README, "Growing a deployment").
         #[arg(long = "pool", value_name = "DRIVES", conflicts_with = "drives")]
@@ -309,6 +310,13 @@ fn server_config(
         .map(|pool| pool.split_whitespace().map(str::to_string).collect())
         .collect();
     let mut pools = Vec::new();
+    if layout::is_distributed(&pool_args.concat())
+        && pool_args.iter().flatten().any(|arg| arg.starts_with("ec="))
+    {
+        anyhow::bail!(
+            "ec= in a --pool of several nodes: every pool of a cluster has the deployment's --ec"
+        );
+    }
     let distributed = match pool_args.is_empty() {
         true => vec![layout.drives.clone()],
         false => pool_args.clone(),
@@ -318,7 +326,11 @@ fn server_config(
         if cluster.layout.pool_sets.len() > 1 {
             let set_size = data_shards + parity_shards;
             pools = (cluster.layout.pool_sets.iter())
-                .map(|sets| sets * set_size)
+                .map(|sets| config::PoolSpec {
+                    drives: sets * set_size,
+                    data_shards,
+                    parity_shards,
+                })
                 .collect();
         }
         let here = (cluster.layout.sets.iter().flatten())
@@ -334,10 +346,24 @@ fn server_config(
     } else if !pool_args.is_empty() {
         let mut drives = Vec::new();
         for (index, pool) in pool_args.iter().enumerate() {
-            let pool_drives = config::expand_drive_args(pool)?;
-            config::check_drive_count(pool_drives.len(), data_shards, parity_shards)
+            // `ec=D+P` among a pool's arguments gives it its own geometry.
+            let (geometry, folders): (Vec<&String>, Vec<&String>) =
+                pool.iter().partition(|arg| arg.starts_with("ec="));
+            let (data, parity) = match geometry.as_slice() {
+                [] => (data_shards, parity_shards),
+                [ec] => config::parse_erasure(&ec["ec=".len()..])
+                    .with_context(|| format!("pool {}", index + 1))?,
+                _ => anyhow::bail!("pool {}: ec= is given twice", index + 1),
+            };
+            let folders: Vec<String> = folders.into_iter().cloned().collect();
+            let pool_drives = config::expand_drive_args(&folders)?;
+            config::check_drive_count(pool_drives.len(), data, parity)
                 .with_context(|| format!("pool {}", index + 1))?;
-            pools.push(pool_drives.len());
+            pools.push(config::PoolSpec {
+                drives: pool_drives.len(),
+                data_shards: data,
+                parity_shards: parity,
+            });
             drives.extend(pool_drives);
         }
         (drives, None)

@@ -42,6 +42,15 @@ fn options(drives: &[PathBuf], pools: &[&[PathBuf]]) -> ServerOptions {
     }
 }
 
+/// `options` with pool `pool` (from 0) given its own erasure geometry (`ec=` in its
+/// `--pool`).
+fn with_ec(mut options: ServerOptions, pool: usize, ec: &str) -> ServerOptions {
+    let args = options.drive_args.as_mut().expect("pools given");
+    let value = &mut args[2 * pool + 1];
+    *value = format!("ec={ec} {value}");
+    options
+}
+
 /// Object data folders on `drives`' first drive: one per object written out of line.
 fn data_folders(drive: &Path) -> usize {
     let data = drive.join("data");
@@ -495,14 +504,15 @@ fn wait_for(what: &str, server: &TestServer, done: impl Fn(&serde_json::Value) -
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pool_is_drained_while_it_serves_resumes_after_a_kill_and_is_dropped() {
-    let (_tmp, drives) = TestServer::temp_drives(18);
+    // The second pool is coded 4+2: every key is coded anew as it moves.
+    let (_tmp, drives) = TestServer::temp_drives(15);
     let (first, second) = drives.split_at(9);
     let server = TestServer::start_with(options(first, &[]));
     let (mut written, upload_id) = fill_one_pool(&server.client()).await;
     server.kill();
 
     // A slow drain first, so that the kill comes in the middle of it.
-    let mut slow = options(&drives, &[first, second]);
+    let mut slow = with_ec(options(&drives, &[first, second]), 1, "4+2");
     slow.env
         .push(("STRATA_DECOMMISSION_DUTY".into(), "0.02".into()));
     let server = TestServer::start_with(slow);
@@ -517,6 +527,11 @@ async fn a_pool_is_drained_while_it_serves_resumes_after_a_kill_and_is_dropped()
     );
     let again = strata_admin(&server, &["pool", "decommission", "start", "1"]);
     assert!(!again.status.success(), "a pool is drained once at a time");
+    let (started, said) = rebalance(&server, &["start"]);
+    assert!(
+        !started && said.contains("being decommissioned"),
+        "no rebalance during a drain: {said}"
+    );
     // Clients are served meanwhile: overwrites and new keys, read back at once.
     for i in 0..30 {
         let (key, data) = (format!("small/{i:03}"), payload(77 + i, 5000 + i as u64));
@@ -529,7 +544,7 @@ async fn a_pool_is_drained_while_it_serves_resumes_after_a_kill_and_is_dropped()
     });
     server.kill();
 
-    let mut fast = options(&drives, &[first, second]);
+    let mut fast = with_ec(options(&drives, &[first, second]), 1, "4+2");
     fast.env
         .push(("STRATA_DECOMMISSION_DUTY".into(), "1".into()));
     let server = TestServer::start_with(fast);
@@ -605,9 +620,14 @@ async fn a_pool_is_drained_while_it_serves_resumes_after_a_kill_and_is_dropped()
     server.kill();
 
     // The retired pool leaves the command line; everything reads from the other.
-    let server = TestServer::start_with(options(second, &[second]));
+    let server = TestServer::start_with(with_ec(options(second, &[second]), 0, "4+2"));
     let client = server.client();
     assert_all_read_back(&client, &written).await;
+    let (started, said) = rebalance(&server, &["start"]);
+    assert!(
+        !started && said.contains("two active pools"),
+        "one pool: {said}"
+    );
     let listed = strata_admin(&server, &["pool", "list"]);
     let table = String::from_utf8_lossy(&listed.stdout);
     assert_eq!(table.lines().count(), 2, "one pool: {table}");

@@ -54,12 +54,17 @@ pub fn open_store(drives: &[PathBuf]) -> Arc<ObjectStore> {
 /// way the server opens one started with `--pool` per pool.
 pub fn open_pooled_store(pools: &[Vec<PathBuf>]) -> Arc<ObjectStore> {
     let config = ServerConfig {
-        pools: pools.iter().map(Vec::len).collect(),
+        pools: (pools.iter())
+            .map(|drives| strata::config::PoolSpec {
+                drives: drives.len(),
+                data_shards: DATA,
+                parity_shards: PARITY,
+            })
+            .collect(),
         ..config(&pools.concat())
     };
     let mut deployment = strata::deployment::open(&config, false, None).expect("drives open");
-    let set_size = DATA + PARITY;
-    let ranges = deployment.pools.iter().map(|p| p.sets(set_size)).collect();
+    let ranges = deployment.pools.iter().map(|p| p.sets.clone()).collect();
     ObjectStore::pooled(std::mem::take(&mut deployment.sets), &deployment.id, ranges)
 }
 

@@ -421,7 +421,7 @@ pub(super) async fn info(state: &AdminState) -> Info {
             index,
             id: pool.id.clone(),
             state: state.store.pools()[index].state().as_str().into(),
-            sets: pool.sets(deployment.sets_size()).collect(),
+            sets: pool.sets.clone().collect(),
             total_bytes: space.total,
             free_bytes: space.free,
             holds: counted.get(index).copied().flatten(),

@@ -92,7 +92,7 @@ pub(super) async fn drive_sizes(deployment: &Deployment) -> Vec<Option<DiskInfo>
 pub(super) fn pool_space(deployment: &Deployment, sizes: &[Option<DiskInfo>]) -> Vec<DiskInfo> {
     (deployment.pools.iter())
         .map(|pool| {
-            let sets = pool.sets(deployment.sets_size());
+            let sets = pool.sets.clone();
             let mut sum = DiskInfo::default();
             for (drive, size) in deployment.drives.iter().zip(sizes) {
                 if let (true, Some(size)) = (sets.contains(&drive.set_index), size) {

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 
-use crate::config::ServerConfig;
+use crate::config::{PoolSpec, ServerConfig};
 use crate::erasure::ErasureSet;
 use crate::records::RecordSet;
 use crate::storage::remote::NodeLiveness;
@@ -245,17 +245,21 @@ fn drive_count(config: &ServerConfig) -> usize {
     }
 }
 
-/// How many drives each server pool has, in order.
-fn pool_sizes(config: &ServerConfig) -> Vec<usize> {
+/// Each server pool's drive count and geometry, in order.
+fn pool_specs(config: &ServerConfig) -> Vec<PoolSpec> {
     match config.pools.is_empty() {
-        true => vec![drive_count(config)],
+        true => vec![PoolSpec {
+            drives: drive_count(config),
+            data_shards: config.data_shards,
+            parity_shards: config.parity_shards,
+        }],
         false => config.pools.clone(),
     }
 }
 
 /// The pool list the drives recorded last (the highest generation found); drives formatted
 /// before pools recorded none, and their deployment is the one pool their format gives.
-fn pools_on_drives(places: &[Place], formats: &[Option<Format>], set_size: usize) -> PoolList {
+fn pools_on_drives(places: &[Place], formats: &[Option<Format>]) -> PoolList {
     let lists = (places.iter()).filter_map(|p| LocalDrive::read_pools(p.local()?).ok().flatten());
     if let Some(newest) = lists.max_by_key(|list| list.generation) {
         return newest;
@@ -266,7 +270,7 @@ fn pools_on_drives(places: &[Place], formats: &[Option<Format>], set_size: usize
         pools: first_pool
             .map(|format| PoolEntry {
                 id: format.pool_id().to_string(),
-                drives: format.set_count * set_size,
+                drives: format.set_count * (format.data_shards + format.parity_shards),
                 state: RecordedPoolState::Active,
                 free: None,
             })
@@ -303,7 +307,6 @@ pub fn open(
     formatted_before: bool,
     recorded_pools: Option<&PoolList>,
 ) -> anyhow::Result<Deployment> {
-    let set_size = config.data_shards + config.parity_shards;
     let (places, peers) = places(config)?;
     let formats: Vec<Option<Format>> = (places.iter())
         .map(|place| {
@@ -320,16 +323,9 @@ pub fn open(
     };
     let recorded = match recorded_pools {
         Some(list) => list.clone(),
-        None => pools_on_drives(&places, &formats, set_size),
+        None => pools_on_drives(&places, &formats),
     };
-    let geometry = (config.data_shards, config.parity_shards);
-    let shape = pools::Shape::plan(
-        &deployment_id,
-        geometry,
-        &pool_sizes(config),
-        &formats,
-        &recorded,
-    )?;
+    let shape = pools::Shape::plan(&deployment_id, &pool_specs(config), &formats, &recorded)?;
     if found.is_none() {
         // A new deployment, or with several nodes this node's part of one: the folders here
         // are formatted as they are. But a node whose folders are all blank after it
@@ -393,14 +389,13 @@ pub fn open(
                 let label = drive.label().to_string();
                 let slot = Arc::new(DriveSlot::new(label.clone(), drive));
                 drives.push(slot.clone());
-                positions.push(DrivePosition::remote(label, position / set_size, slot));
+                positions.push(DrivePosition::remote(label, shape.set_of(position), slot));
                 continue;
             }
         };
         let path = &path;
         let formatted_before = formatted.len();
-        let set_start = position / set_size * set_size;
-        let set_members = (set_start..set_start + set_size)
+        let set_members = (shape.set_drives(shape.set_of(position)))
             .filter(|&other| other != position && formats[other].is_some())
             .filter_map(|other| local_paths[other].as_deref());
         let mut unmounted = false;
@@ -430,7 +425,7 @@ pub fn open(
         drives.push(slot.clone());
         positions.push(DrivePosition {
             path: path.clone(),
-            set_index: position / set_size,
+            set_index: shape.set_of(position),
             slot,
             online: AtomicBool::new(online),
             healing: AtomicBool::new(formatted.len() > formatted_before),
@@ -441,18 +436,21 @@ pub fn open(
 
     let mut sets = Vec::new();
     let memory = crate::erasure::MemoryBudget::new(config.limits.memory_budget);
-    for (index, chunk) in drives.chunks(set_size).enumerate() {
-        let online = positions[index * set_size..(index + 1) * set_size]
+    let set_count = shape.pools.last().map_or(0, |pool| pool.sets.end);
+    for index in 0..set_count {
+        let members = shape.set_drives(index);
+        let online = positions[members.clone()]
             .iter()
             .filter(|p| p.is_online())
             .count();
-        if online < config.data_shards {
+        let pool = shape.pool_of(members.start);
+        if online < pool.data_shards {
             tracing::error!(set = index, online, "erasure set has fewer drives than data shards; it cannot serve until drives return");
         }
         let set = ErasureSet::new(
             index,
-            chunk.to_vec(),
-            config.parity_shards,
+            drives[members].to_vec(),
+            pool.parity_shards,
             config.block_size,
         )?;
         let mut set = RecordSet::from(set.with_memory_budget(memory.clone()));
@@ -493,8 +491,7 @@ impl Deployment {
         for drive in self.drives.iter().filter(|d| !d.remote && d.is_online()) {
             match LocalDrive::write_pools(&drive.path, &changed) {
                 Ok(()) => {
-                    let pool = (self.pools.iter())
-                        .position(|p| p.sets(self.sets_size()).contains(&drive.set_index));
+                    let pool = (self.pools.iter()).position(|p| p.sets.contains(&drive.set_index));
                     if let Some(pool) = pool {
                         recorded_in[pool] = true;
                     }
@@ -514,11 +511,6 @@ impl Deployment {
     /// Whether the deployment spans several nodes.
     pub fn is_distributed(&self) -> bool {
         self.config.cluster.is_some()
-    }
-
-    /// How many drives each erasure set has.
-    pub fn sets_size(&self) -> usize {
-        self.shape.set_size()
     }
 
     /// Every node of a cluster in layout order, and whether it answers as this node sees it

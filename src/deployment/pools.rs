@@ -12,6 +12,7 @@ use std::path::Path;
 
 use anyhow::bail;
 
+use crate::config::PoolSpec;
 use crate::object::PoolState;
 use crate::storage::{Format, PoolEntry, PoolList, RecordedPoolState};
 
@@ -19,8 +20,6 @@ use crate::storage::{Format, PoolEntry, PoolList, RecordedPoolState};
 #[derive(Debug, Clone)]
 pub struct Shape {
     pub deployment_id: String,
-    pub data_shards: usize,
-    pub parity_shards: usize,
     /// The pools given, in order.
     pub pools: Vec<PoolShape>,
     /// The pool list to record: every pool ever recorded (retired ones left out of this
@@ -36,14 +35,17 @@ pub struct PoolShape {
     /// Its place in the recorded pool list (what its drives' format records say).
     pub position: usize,
     pub state: PoolState,
-    /// Its drive positions (whole sets, so its sets are `drives / set size`).
+    /// Its drive positions (whole sets).
     pub drives: Range<usize>,
+    /// Its erasure sets, as indexes into the deployment's sets.
+    pub sets: Range<usize>,
+    pub data_shards: usize,
+    pub parity_shards: usize,
 }
 
 impl PoolShape {
-    /// The pool's erasure sets, as indexes into the deployment's sets.
-    pub fn sets(&self, set_size: usize) -> Range<usize> {
-        self.drives.start / set_size..self.drives.end / set_size
+    pub fn set_size(&self) -> usize {
+        self.data_shards + self.parity_shards
     }
 }
 
@@ -54,18 +56,20 @@ impl Shape {
     /// recorded is new and gets a random one.
     pub fn plan(
         deployment_id: &str,
-        (data_shards, parity_shards): (usize, usize),
-        sizes: &[usize],
+        specs: &[PoolSpec],
         formats: &[Option<Format>],
         recorded: &PoolList,
     ) -> anyhow::Result<Self> {
         let mut list = recorded.clone();
         let mut pools: Vec<PoolShape> = Vec::new();
         let mut next = 0;
-        let mut start = 0;
-        for (index, &size) in sizes.iter().enumerate() {
+        let (mut start, mut first_set) = (0, 0);
+        for (index, spec) in specs.iter().enumerate() {
+            let size = spec.drives;
             let drives = start..start + size;
             start += size;
+            let sets = first_set..first_set + size / spec.set_size();
+            first_set = sets.end;
             // What the pool's own drives say it is.
             let formatted = (formats[drives.clone()].iter().flatten())
                 .map(|f| (f.pool_index, f.pool_id().to_string()))
@@ -134,6 +138,9 @@ impl Shape {
                 position,
                 state,
                 drives,
+                sets,
+                data_shards: spec.data_shards,
+                parity_shards: spec.parity_shards,
             });
         }
         if let Some((index, missing)) = (recorded.pools.iter().enumerate())
@@ -154,15 +161,24 @@ impl Shape {
         }
         Ok(Shape {
             deployment_id: deployment_id.to_string(),
-            data_shards,
-            parity_shards,
             pools,
             list,
         })
     }
 
-    pub fn set_size(&self) -> usize {
-        self.data_shards + self.parity_shards
+    /// The erasure set of a drive position.
+    pub fn set_of(&self, position: usize) -> usize {
+        let pool = self.pool_of(position);
+        pool.sets.start + (position - pool.drives.start) / pool.set_size()
+    }
+
+    /// The drive positions of erasure set `set`.
+    pub fn set_drives(&self, set: usize) -> Range<usize> {
+        let pool = (self.pools.iter())
+            .find(|pool| pool.sets.contains(&set))
+            .expect("every set is in a pool");
+        let start = pool.drives.start + (set - pool.sets.start) * pool.set_size();
+        start..start + pool.set_size()
     }
 
     /// The given pool of a drive position.
@@ -179,8 +195,8 @@ impl Shape {
 
     /// The format record of the drive at `position`.
     pub fn format_for(&self, position: usize) -> Format {
-        let set_size = self.set_size();
         let pool = self.pool_of(position);
+        let set_size = pool.set_size();
         let offset = position - pool.drives.start;
         Format {
             version: 1,
@@ -188,8 +204,8 @@ impl Shape {
             set_index: offset / set_size,
             drive_index: offset % set_size,
             set_count: pool.drives.len() / set_size,
-            data_shards: self.data_shards,
-            parity_shards: self.parity_shards,
+            data_shards: pool.data_shards,
+            parity_shards: pool.parity_shards,
             pool_index: pool.position,
             pool_id: (pool.id != self.deployment_id).then(|| pool.id.clone()),
         }
@@ -281,8 +297,7 @@ mod tests {
     fn format(pool_index: usize, id: &str) -> Option<Format> {
         let shape = Shape::plan(
             "dep",
-            (2, 1),
-            &[3],
+            &specs(&[3]),
             &[None, None, None],
             &PoolList::default(),
         )
@@ -318,6 +333,17 @@ mod tests {
         out
     }
 
+    /// Pools of `drives` each, at 2+1.
+    fn specs(drives: &[usize]) -> Vec<PoolSpec> {
+        (drives.iter())
+            .map(|&drives| PoolSpec {
+                drives,
+                data_shards: 2,
+                parity_shards: 1,
+            })
+            .collect()
+    }
+
     const ACTIVE: RecordedPoolState = RecordedPoolState::Active;
     const RETIRED: RecordedPoolState = RecordedPoolState::Retired;
 
@@ -325,7 +351,7 @@ mod tests {
     fn positions_map_to_their_pool_set_and_drive() {
         let list = recorded_list(&[("dep", 3, ACTIVE), ("second", 6, ACTIVE)]);
         let given = formats(&[3, 6], &[Some((0, "dep")), Some((1, "second"))]);
-        let shape = Shape::plan("dep", (2, 1), &[3, 6], &given, &list).unwrap();
+        let shape = Shape::plan("dep", &specs(&[3, 6]), &given, &list).unwrap();
         let first = shape.format_for(2);
         assert_eq!(
             (
@@ -351,7 +377,8 @@ mod tests {
             (1, 1, 1, 2)
         );
         assert_eq!(later.pool_id(), "second");
-        assert_eq!(shape.pools[1].sets(3), 1..3);
+        assert_eq!(shape.pools[1].sets, 1..3);
+        assert_eq!((shape.set_of(7), shape.set_drives(2)), (2, 6..9));
         assert_eq!(shape.list, list, "nothing new to record");
     }
 
@@ -359,23 +386,23 @@ mod tests {
     fn a_start_may_add_pools_but_not_drop_or_change_one() {
         let list = recorded_list(&[("dep", 3, ACTIVE), ("second", 3, ACTIVE)]);
         let both = formats(&[3, 3], &[Some((0, "dep")), Some((1, "second"))]);
-        assert!(Shape::plan("dep", (2, 1), &[3, 3], &both, &list).is_ok());
+        assert!(Shape::plan("dep", &specs(&[3, 3]), &both, &list).is_ok());
         let grown = formats(&[3, 3, 6], &[Some((0, "dep")), Some((1, "second")), None]);
-        let shape = Shape::plan("dep", (2, 1), &[3, 3, 6], &grown, &list).unwrap();
+        let shape = Shape::plan("dep", &specs(&[3, 3, 6]), &grown, &list).unwrap();
         assert_eq!((shape.list.generation, shape.list.pools.len()), (5, 3));
         assert_eq!(shape.pools[2].position, 2);
 
         let first = formats(&[3], &[Some((0, "dep"))]);
-        let dropped = Shape::plan("dep", (2, 1), &[3], &first, &list).unwrap_err();
+        let dropped = Shape::plan("dep", &specs(&[3]), &first, &list).unwrap_err();
         assert!(
             dropped.to_string().contains("cannot be dropped"),
             "{dropped}"
         );
         let resized = formats(&[3, 6], &[Some((0, "dep")), Some((1, "second"))]);
-        let resized = Shape::plan("dep", (2, 1), &[3, 6], &resized, &list).unwrap_err();
+        let resized = Shape::plan("dep", &specs(&[3, 6]), &resized, &list).unwrap_err();
         assert!(resized.to_string().contains("with 3 drives"), "{resized}");
         let swapped = formats(&[3, 3], &[Some((1, "second")), Some((0, "dep"))]);
-        let swapped = Shape::plan("dep", (2, 1), &[3, 3], &swapped, &list).unwrap_err();
+        let swapped = Shape::plan("dep", &specs(&[3, 3]), &swapped, &list).unwrap_err();
         assert!(swapped.to_string().contains("original order"), "{swapped}");
     }
 
@@ -383,7 +410,7 @@ mod tests {
     fn a_retired_pool_may_be_left_out_and_keeps_its_place() {
         let list = recorded_list(&[("dep", 3, RETIRED), ("second", 3, ACTIVE)]);
         let without = formats(&[3], &[Some((1, "second"))]);
-        let shape = Shape::plan("dep", (2, 1), &[3], &without, &list).unwrap();
+        let shape = Shape::plan("dep", &specs(&[3]), &without, &list).unwrap();
         assert_eq!(
             (shape.pools[0].id.as_str(), shape.pools[0].position),
             ("second", 1)
@@ -395,13 +422,13 @@ mod tests {
         );
         assert_eq!(shape.list, list, "the retired pool stays recorded");
         let with = formats(&[3, 3], &[Some((0, "dep")), Some((1, "second"))]);
-        let shape = Shape::plan("dep", (2, 1), &[3, 3], &with, &list).unwrap();
+        let shape = Shape::plan("dep", &specs(&[3, 3]), &with, &list).unwrap();
         assert_eq!(shape.pools[0].state, PoolState::Retired);
         let draining = recorded_list(&[
             ("dep", 3, RecordedPoolState::Decommissioning),
             ("second", 3, ACTIVE),
         ]);
-        let early = Shape::plan("dep", (2, 1), &[3], &without, &draining).unwrap_err();
+        let early = Shape::plan("dep", &specs(&[3]), &without, &draining).unwrap_err();
         assert!(early.to_string().contains("decommissioning"), "{early}");
     }
 
@@ -409,7 +436,7 @@ mod tests {
     fn a_drive_formatted_for_another_pool_or_place_is_named() {
         let list = recorded_list(&[("dep", 3, ACTIVE), ("second", 3, ACTIVE)]);
         let given = formats(&[3, 3], &[Some((0, "dep")), Some((1, "second"))]);
-        let shape = Shape::plan("dep", (2, 1), &[3, 3], &given, &list).unwrap();
+        let shape = Shape::plan("dep", &specs(&[3, 3]), &given, &list).unwrap();
         let path = Path::new("/d");
         let in_second = shape.format_for(4);
         assert!(check_format(path, &in_second, &shape.format_for(4)).is_ok());

@@ -99,12 +99,6 @@ impl ObjectStore {
         if open_uploads(from, &upload_prefix).await? > 0 {
             return Ok(Moved::Pinned);
         }
-        let geometry = |set: &RecordSet| (set.data_shards(), set.parity_shards(), set.block_size());
-        if geometry(from) != geometry(to) {
-            return Err(ObjectError::NotImplemented(
-                "moving keys between pools of different erasure geometry".into(),
-            ));
-        }
 
         // The destination must hold nothing of the key (leftovers of a move cut short aside).
         let (there, there_history) = futures::join!(
@@ -129,11 +123,13 @@ impl ObjectStore {
             }
         };
         // The key's records as the destination takes them.
-        let moved_current = current.as_ref().map(fresh);
+        let moved_current = current.as_ref().map(|record| fresh(record, to));
         let moved_history = history.as_ref().map(|history| {
             let mut history = history.clone();
             history.superseded = None;
-            history.versions = history.versions.iter().map(fresh).collect();
+            history.versions = (history.versions.iter())
+                .map(|record| fresh(record, to))
+                .collect();
             history
         });
         let mut batches: Vec<Batch> = Vec::with_capacity(to.width());
@@ -254,12 +250,18 @@ pub(super) async fn open_uploads(set: &RecordSet, prefix: &[u8]) -> Result<u64, 
     }
 }
 
-/// A record as a set that never held another value of it stores it: the data folder copied
-/// is the version's own, whatever key a rename took the source's from.
-fn fresh(record: &ObjectRecord) -> ObjectRecord {
+/// A record as the set `to`, which never held another value of it, stores it: the data
+/// folder copied is the version's own, whatever key a rename took the source's from, and
+/// its data is coded as `to` codes it.
+fn fresh(record: &ObjectRecord, to: &RecordSet) -> ObjectRecord {
     let mut record = record.clone();
     record.superseded = None;
     record.data_from = None;
+    if record.has_local_data() {
+        record.data_shards = to.data_shards() as u8;
+        record.parity_shards = to.parity_shards() as u8;
+        record.block_size = to.block_size() as u32;
+    }
     record
 }
 
@@ -273,7 +275,8 @@ struct Copied {
 }
 
 /// Copies every version's data from `from` to `to`: shard files are decoded part by part and
-/// encoded again (the same geometry gives the same chunks); inline chunks are rebuilt.
+/// encoded again, as `to` codes them; inline chunks are rebuilt (decoded and encoded again
+/// when `to` codes otherwise than `from`).
 async fn copy_data(
     bucket: &BucketRecord,
     key: &ObjectKey,
@@ -294,7 +297,22 @@ async fn copy_data(
                     .into_iter()
                     .map(|c| c.ok().flatten().map(|b| ShardSource::Inline(b.into())))
                     .collect();
-            let chunks = from.rebuild_inline(version.size, sources).await?;
+            let geometry = |set: &RecordSet| (set.data_shards(), set.parity_shards());
+            let chunks = match geometry(from) == geometry(to) {
+                true => from.rebuild_inline(version.size, sources).await?,
+                false => {
+                    let reader = Arc::new(from.part_reader(version.size, sources)?);
+                    let stream = reader.stream_range(0, version.size);
+                    let (unread, _) = mpsc::channel(1);
+                    let written = to
+                        .write_stream(stream, "inline", usize::MAX, unread)
+                        .await?;
+                    let Encoded::Inline(chunks) = written.encoded else {
+                        return Err(ObjectError::Internal("an inline copy was staged".into()));
+                    };
+                    chunks
+                }
+            };
             copied.bytes += version.size;
             copied.inline.push((chunk_key, chunks));
             continue;

@@ -361,17 +361,30 @@ mod tests {
     use crate::storage::sim::CrashController;
     use crate::storage::Drive;
 
-    /// A pool of one set of 6+3 simulated drives, each of which can be made to fail.
+    /// A pool of one set of simulated drives (6+3 unless told), each of which can be made
+    /// to fail.
     struct SimPool {
         _sim: CrashController,
         drives: Vec<Arc<FaultyDrive>>,
+        parity: usize,
+        /// Whether other servers write its set too (a cluster's).
+        shared: bool,
     }
 
     impl SimPool {
         fn new() -> Self {
-            let sim = CrashController::new(9);
+            Self::coded(6, 3)
+        }
+
+        fn coded(data: usize, parity: usize) -> Self {
+            let sim = CrashController::new(data + parity);
             let drives = sim.drives().into_iter().map(FaultyDrive::new).collect();
-            SimPool { _sim: sim, drives }
+            SimPool {
+                _sim: sim,
+                drives,
+                parity,
+                shared: false,
+            }
         }
 
         fn set(&self, index: usize) -> RecordSet {
@@ -380,7 +393,13 @@ mod tests {
                 .iter()
                 .map(|d| d.clone() as Arc<dyn Drive>)
                 .collect();
-            ErasureSet::new(index, drives, 3, 64 << 10).unwrap().into()
+            let set: RecordSet = ErasureSet::new(index, drives, self.parity, 64 << 10)
+                .unwrap()
+                .into();
+            match self.shared {
+                true => set.shared_with_other_servers(std::time::Duration::from_secs(10)),
+                false => set,
+            }
         }
     }
 
@@ -539,8 +558,18 @@ mod tests {
 
     #[tokio::test]
     async fn a_drained_pool_gives_every_version_to_the_others_and_ends_empty() {
+        drain_gives_every_version_to(SimPool::new()).await;
+    }
+
+    #[tokio::test]
+    async fn a_drain_into_a_pool_of_another_geometry_codes_the_data_anew() {
+        drain_gives_every_version_to(SimPool::coded(4, 2)).await;
+    }
+
+    /// Fills a pool of 6+3, adds `second`, and drains the first into it.
+    async fn drain_gives_every_version_to(second: SimPool) {
         use crate::object::{MoveProgress, Versioning};
-        let (first, second) = (SimPool::new(), SimPool::new());
+        let first = SimPool::new();
         let alone = store_of(&[&first]);
         alone.create_bucket(&bucket()).await.unwrap();
         alone
@@ -639,6 +668,29 @@ mod tests {
             .rename_object(&plain, &key(51), &key(50), &renamed)
             .await)
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn in_a_cluster_a_write_of_a_key_in_a_drained_pool_lands_in_place() {
+        use crate::object::MoveProgress;
+        let (mut first, mut second) = (SimPool::new(), SimPool::new());
+        (first.shared, second.shared) = (true, true);
+        let alone = store_of(&[&first]);
+        alone.create_bucket(&bucket()).await.unwrap();
+        put(&alone, &key(0), b"before the drain").await;
+        drop(alone);
+        let store = store_of(&[&first, &second]);
+        store.pools()[0].set_state(PoolState::Decommissioning);
+        put(&store, &key(0), b"during the drain").await;
+        assert!(
+            held_by(&store, 0, &key(0)).await && !held_by(&store, 1, &key(0)).await,
+            "only the node elected for the drain moves keys: the write lands in place"
+        );
+        let progress = MoveProgress::default();
+        let pass = store.drain_pass(0, &progress, || async {}).await.unwrap();
+        assert!(pass.drained(), "{pass:?}");
+        assert!(!held_by(&store, 0, &key(0)).await && held_by(&store, 1, &key(0)).await);
+        assert_eq!(get(&store, &key(0)).await.unwrap(), b"during the drain");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -273,9 +273,7 @@ impl Metrics {
             .map(|(drive, space)| DriveSample {
                 pool: 1
                     + (deployment.pools.iter())
-                        .position(|pool| {
-                            pool.sets(deployment.sets_size()).contains(&drive.set_index)
-                        })
+                        .position(|pool| pool.sets.contains(&drive.set_index))
                         .unwrap_or(0),
                 set: drive.set_index + 1,
                 drive: drive.path.display().to_string(),

@@ -223,8 +223,10 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     }
     let mut deployment = deployment;
     let set_count = deployment.sets.len();
-    let pools = (deployment.pools.iter())
-        .map(|pool| pool.sets(config.data_shards + config.parity_shards))
+    let pools = deployment
+        .pools
+        .iter()
+        .map(|pool| pool.sets.clone())
         .collect();
     let store = ObjectStore::pooled(std::mem::take(&mut deployment.sets), &deployment.id, pools);
     for (pool, given) in store.pools().iter().zip(&deployment.pools) {
