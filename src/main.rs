@@ -87,7 +87,7 @@ enum Command {
         etcd: EtcdArgs,
         /// A server pool: its drive folders, space-separated (`--pool "/mnt/a{1...9}"`), or
         /// in a cluster its drive URLs (`--pool "http://node{1...3}:9000/mnt/d{1...2}"`).
-        /// One node's pool may have its own erasure geometry: `--pool "ec=4+2 /mnt/b{1...6}"`.
+        /// A pool may have its own erasure geometry: `--pool "ec=4+2 /mnt/b{1...6}"`.
         /// Repeat it to give each pool, in order; a deployment may add pools at a restart
         /// but never drop or change one (see README, "Growing a deployment").
         #[arg(long = "pool", value_name = "DRIVES", conflicts_with = "drives")]
@@ -310,29 +310,19 @@ fn server_config(
         .map(|pool| pool.split_whitespace().map(str::to_string).collect())
         .collect();
     let mut pools = Vec::new();
-    if layout::is_distributed(&pool_args.concat())
-        && pool_args.iter().flatten().any(|arg| arg.starts_with("ec="))
-    {
-        anyhow::bail!(
-            "ec= in a --pool of several nodes: every pool of a cluster has the deployment's --ec"
-        );
-    }
     let distributed = match pool_args.is_empty() {
         true => vec![layout.drives.clone()],
         false => pool_args.clone(),
     };
     let (drives, cluster) = if layout::is_distributed(&distributed.concat()) {
         let cluster = cluster_config(address, data_shards, parity_shards, &layout, distributed)?;
-        if cluster.layout.pool_sets.len() > 1 {
-            let set_size = data_shards + parity_shards;
-            pools = (cluster.layout.pool_sets.iter())
-                .map(|sets| config::PoolSpec {
-                    drives: sets * set_size,
-                    data_shards,
-                    parity_shards,
-                })
-                .collect();
-        }
+        pools = (cluster.layout.pools().iter())
+            .map(|pool| config::PoolSpec {
+                drives: pool.sets.iter().map(Vec::len).sum(),
+                data_shards: pool.data,
+                parity_shards: pool.parity,
+            })
+            .collect();
         let here = (cluster.layout.sets.iter().flatten())
             .filter(|drive| drive.node == cluster.this_node)
             .map(|drive| PathBuf::from(&drive.path))
@@ -346,16 +336,7 @@ fn server_config(
     } else if !pool_args.is_empty() {
         let mut drives = Vec::new();
         for (index, pool) in pool_args.iter().enumerate() {
-            // `ec=D+P` among a pool's arguments gives it its own geometry.
-            let (geometry, folders): (Vec<&String>, Vec<&String>) =
-                pool.iter().partition(|arg| arg.starts_with("ec="));
-            let (data, parity) = match geometry.as_slice() {
-                [] => (data_shards, parity_shards),
-                [ec] => config::parse_erasure(&ec["ec=".len()..])
-                    .with_context(|| format!("pool {}", index + 1))?,
-                _ => anyhow::bail!("pool {}: ec= is given twice", index + 1),
-            };
-            let folders: Vec<String> = folders.into_iter().cloned().collect();
+            let (folders, data, parity) = pool_geometry(index, pool, (data_shards, parity_shards))?;
             let pool_drives = config::expand_drive_args(&folders)?;
             config::check_drive_count(pool_drives.len(), data, parity)
                 .with_context(|| format!("pool {}", index + 1))?;
@@ -456,6 +437,24 @@ fn secret_from_env(name: &str) -> anyhow::Result<Option<Zeroizing<Vec<u8>>>> {
 
 /// Distributed mode: the layout every node is started with, which node this is, and the
 /// secret the nodes share.
+/// A `--pool`'s drive arguments and erasure geometry: `ec=D+P` among its arguments gives it
+/// its own, else it has `--ec`'s (`default`).
+fn pool_geometry(
+    index: usize,
+    args: &[String],
+    default: (usize, usize),
+) -> anyhow::Result<(Vec<String>, usize, usize)> {
+    let (geometry, drives): (Vec<&String>, Vec<&String>) =
+        args.iter().partition(|arg| arg.starts_with("ec="));
+    let (data, parity) = match geometry.as_slice() {
+        [] => default,
+        [ec] => config::parse_erasure(&ec["ec=".len()..])
+            .with_context(|| format!("pool {}", index + 1))?,
+        _ => anyhow::bail!("pool {}: ec= is given twice", index + 1),
+    };
+    Ok((drives.into_iter().cloned().collect(), data, parity))
+}
+
 fn cluster_config(
     address: SocketAddr,
     data: usize,
@@ -463,10 +462,12 @@ fn cluster_config(
     arguments: &Layout,
     pools: Vec<Vec<String>>,
 ) -> anyhow::Result<config::ClusterConfig> {
-    let pools = (pools.iter())
-        .map(|pool| layout::expand_endpoints(pool))
-        .collect::<Result<Vec<_>, _>>()?;
-    let plan = layout::plan_pools(pools, data, parity, arguments.allow_node_loss_risk)?;
+    let mut planned = Vec::new();
+    for (index, pool) in pools.iter().enumerate() {
+        let (drives, data, parity) = pool_geometry(index, pool, (data, parity))?;
+        planned.push((layout::expand_endpoints(&drives)?, data, parity));
+    }
+    let plan = layout::plan_pools(planned, arguments.allow_node_loss_risk)?;
     if plan.pool_sets.len() > 1 && arguments.etcd.is_empty() {
         anyhow::bail!(
             "a cluster of several server pools keeps its pool list in etcd: give --etcd (the \

@@ -48,6 +48,10 @@ pub struct ClusterLayout {
     /// layout recorded before pools existed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pool_sets: Vec<usize>,
+    /// Each server pool's data and parity shards, in order, beside `pool_sets` (empty: every
+    /// pool at `data` + `parity`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pool_geometry: Vec<(usize, usize)>,
 }
 
 /// Why drive arguments do not make a layout. The message names the argument, drive, node or
@@ -478,20 +482,24 @@ pub fn plan(
         data,
         parity,
         pool_sets: Vec::new(),
+        pool_geometry: Vec::new(),
     })
 }
 
-/// Plans each server pool's drives on its own (see [`plan`]) and joins them, pool after pool:
-/// a pool's sets spread over its own nodes, and no drive may be in two pools.
+/// Plans each server pool's drives (with its data and parity shards) on its own (see
+/// [`plan`]) and joins them, pool after pool: a pool's sets spread over its own nodes, and
+/// no drive may be in two pools.
 pub fn plan_pools(
-    pools: Vec<Vec<NodeDrive>>,
-    data: usize,
-    parity: usize,
+    pools: Vec<(Vec<NodeDrive>, usize, usize)>,
     allow_node_loss_risk: bool,
 ) -> Result<ClusterLayout, LayoutError> {
-    check_unique(&pools.concat())?;
+    let every: Vec<NodeDrive> = pools
+        .iter()
+        .flat_map(|(drives, ..)| drives.clone())
+        .collect();
+    check_unique(&every)?;
     let planned = (pools.into_iter())
-        .map(|drives| plan(drives, data, parity, allow_node_loss_risk))
+        .map(|(drives, data, parity)| plan(drives, data, parity, allow_node_loss_risk))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(ClusterLayout::joined(&planned))
 }
@@ -578,6 +586,13 @@ impl ClusterLayout {
                 1 => Vec::new(),
                 _ => pools.iter().map(|pool| pool.sets.len()).collect(),
             },
+            pool_geometry: match pools
+                .iter()
+                .all(|p| (p.data, p.parity) == (first.data, first.parity))
+            {
+                true => Vec::new(),
+                false => pools.iter().map(|pool| (pool.data, pool.parity)).collect(),
+            },
         }
     }
 
@@ -589,8 +604,10 @@ impl ClusterLayout {
             false => self.pool_sets.clone(),
         };
         let mut sets = self.sets.iter();
-        (counts.into_iter())
-            .map(|count| {
+        (counts.into_iter().enumerate())
+            .map(|(index, count)| {
+                let (data, parity) =
+                    (self.pool_geometry.get(index).copied()).unwrap_or((self.data, self.parity));
                 let pool_sets: Vec<Vec<NodeDrive>> = sets.by_ref().take(count).cloned().collect();
                 let mut nodes: Vec<String> = Vec::new();
                 for drive in pool_sets.iter().flatten() {
@@ -601,9 +618,10 @@ impl ClusterLayout {
                 ClusterLayout {
                     nodes,
                     sets: pool_sets,
-                    data: self.data,
-                    parity: self.parity,
+                    data,
+                    parity,
                     pool_sets: Vec::new(),
+                    pool_geometry: Vec::new(),
                 }
             })
             .collect()
