@@ -626,6 +626,16 @@ mod tests {
         }
         let again = store.drain_pass(0, &progress, || async {}).await.unwrap();
         assert_eq!(again.keys_seen, 0);
+        // The moved records say how the destination codes their data (inline and not).
+        let coded = (second.drives.len() - second.parity, second.parity);
+        for i in [2, 3] {
+            let set = store.set_in(&store.pools[1], &bucket(), &key(i));
+            let db_key = object_key(bucket().as_str(), key(i).as_str());
+            let record = set.read_agreed::<ObjectRecord>(OBJECTS, &db_key).await;
+            let record = record.unwrap().found().expect("moved");
+            let geometry = (record.data_shards as usize, record.parity_shards as usize);
+            assert_eq!(geometry, coded, "key {i}");
+        }
 
         let mut after = versions(&store).await;
         assert_eq!(after.len(), before.len() + 1);
