@@ -7,7 +7,9 @@
 //! source, conditional on the source still holding what was read; the source's data goes
 //! only after that removal won its quorum. Writers of the key wait while it moves (see
 //! [`super::key_locks::MoveGate`]), so no write lands on the source after the copy; between
-//! the two commits both sets hold the same records, and either answers a read alike.
+//! the two commits both sets hold the same records, and either answers a read alike. A move
+//! cut short there (a crash, a lost quorum) is finished by the next one: it finds the
+//! destination holding just what it would commit, and goes on to the source's removal.
 
 use std::ops::Bound;
 use std::sync::atomic::AtomicU64;
@@ -100,28 +102,6 @@ impl ObjectStore {
             return Ok(Moved::Pinned);
         }
 
-        // The destination must hold nothing of the key (leftovers of a move cut short aside).
-        let (there, there_history) = futures::join!(
-            Copies::<ObjectRecord>::read(to, OBJECTS, db_key.clone()),
-            Copies::<VersionsRecord>::read(to, VERSIONS, db_key.clone())
-        );
-        if !matches!(to.agree(&there)?, Agreement::NotFound)
-            || !matches!(to.agree(&there_history)?, Agreement::NotFound)
-        {
-            return Err(ObjectError::Internal(format!(
-                "{}/{key} is in two pools (the newer copy is served); it is not moved",
-                bucket.name
-            )));
-        }
-
-        let copied = copy_data(bucket, key, &carried, from, to).await;
-        let copied = match copied {
-            Ok(copied) => copied,
-            Err(e) => {
-                delete_dirs(bucket, &carried, to).await;
-                return Err(e);
-            }
-        };
         // The key's records as the destination takes them.
         let moved_current = current.as_ref().map(|record| fresh(record, to));
         let moved_history = history.as_ref().map(|history| {
@@ -132,30 +112,42 @@ impl ObjectStore {
                 .collect();
             history
         });
-        let mut batches: Vec<Batch> = Vec::with_capacity(to.width());
-        for i in 0..to.width() {
-            let guard = there
-                .guard_on(to, i, None)
-                .and(there_history.guard_on(to, i, None));
-            let Guard::Expect(mut changes) = guard else {
-                batches.push(Batch::LeaveOut);
-                continue;
-            };
-            if let Some(current) = &moved_current {
-                changes.push(OBJECTS.put(db_key.clone(), current));
+        let inline_keys: Vec<Vec<u8>> = (carried.iter())
+            .filter(|v| v.has_local_data() && v.inline)
+            .map(|v| inline_key(&bucket.name, key.as_str(), v.data_id))
+            .collect();
+
+        // The destination holds nothing of the key, or just what this move commits there: a
+        // move of it cut short between its two commits (a crash, a lost quorum), which goes
+        // on from there. Anything else is a key written in both pools.
+        let (there, there_history) = futures::join!(
+            Copies::<ObjectRecord>::read(to, OBJECTS, db_key.clone()),
+            Copies::<VersionsRecord>::read(to, VERSIONS, db_key.clone())
+        );
+        let held_there = (to.agree(&there)?.found(), to.agree(&there_history)?.found());
+        let bytes = match held_there {
+            (None, None) => {
+                let moved = (&moved_current, &moved_history);
+                let committed = match copy_data(bucket, key, &carried, from, to).await {
+                    Ok(copied) => {
+                        (commit_copy(to, &db_key, (&there, &there_history), moved, &copied).await)
+                            .map(|()| copied.bytes)
+                    }
+                    Err(e) => Err(e),
+                };
+                if committed.is_err() {
+                    delete_dirs(bucket, &carried, to).await;
+                }
+                committed?
             }
-            if let Some(history) = &moved_history {
-                changes.push(VERSIONS.put(db_key.clone(), history));
+            held if held == (moved_current.clone(), moved_history.clone()) => 0,
+            _ => {
+                return Err(ObjectError::Internal(format!(
+                    "{}/{key} is in two pools (the newer copy is served); it is not moved",
+                    bucket.name
+                )))
             }
-            for (chunk_key, chunks) in &copied.inline {
-                changes.push(INLINE_CHUNKS.put_stored(chunk_key.clone(), chunks[i].to_vec()));
-            }
-            batches.push(Batch::Apply(changes));
-        }
-        if let Err(e) = to.commit(batches, Some(&copied.data_on)).await {
-            delete_dirs(bucket, &carried, to).await;
-            return Err(e.into());
-        }
+        };
 
         // The source lets go of the key, if it still holds what was read.
         let _lock = self.locks.write(&bucket.name, key.as_str()).await;
@@ -166,7 +158,7 @@ impl ObjectStore {
                     Guard::Expect(mut changes) => {
                         changes.push(OBJECTS.delete(db_key.clone()));
                         changes.push(VERSIONS.delete(db_key.clone()));
-                        for (chunk_key, _) in &copied.inline {
+                        for chunk_key in &inline_keys {
                             changes.push(INLINE_CHUNKS.delete(chunk_key.clone()));
                         }
                         Batch::Apply(changes)
@@ -195,7 +187,7 @@ impl ObjectStore {
                         Guard::Expect(mut changes) => {
                             changes.push(OBJECTS.delete(db_key.clone()));
                             changes.push(VERSIONS.delete(db_key.clone()));
-                            for (chunk_key, _) in &copied.inline {
+                            for chunk_key in &inline_keys {
                                 changes.push(INLINE_CHUNKS.delete(chunk_key.clone()));
                             }
                             Batch::Apply(changes)
@@ -221,7 +213,7 @@ impl ObjectStore {
         delete_dirs(bucket, &own, from).await;
         Ok(Moved::Done {
             versions: carried.len() as u64,
-            bytes: copied.bytes,
+            bytes,
         })
     }
 }
@@ -340,6 +332,37 @@ async fn copy_data(
         }
     }
     Ok(copied)
+}
+
+/// Commits the key's records `moved` on `to`, with the inline chunks `copied` there, on
+/// the condition that `to` still holds nothing of the key (`there`, as read).
+async fn commit_copy(
+    to: &RecordSet,
+    db_key: &[u8],
+    (there, there_history): (&Copies<ObjectRecord>, &Copies<VersionsRecord>),
+    (current, history): (&Option<ObjectRecord>, &Option<VersionsRecord>),
+    copied: &Copied,
+) -> Result<(), ObjectError> {
+    let batches = (0..to.width())
+        .map(|i| {
+            let guard = (there.guard_on(to, i, None)).and(there_history.guard_on(to, i, None));
+            let Guard::Expect(mut changes) = guard else {
+                return Batch::LeaveOut;
+            };
+            if let Some(current) = current {
+                changes.push(OBJECTS.put(db_key.to_vec(), current));
+            }
+            if let Some(history) = history {
+                changes.push(VERSIONS.put(db_key.to_vec(), history));
+            }
+            for (chunk_key, chunks) in &copied.inline {
+                changes.push(INLINE_CHUNKS.put_stored(chunk_key.clone(), chunks[i].to_vec()));
+            }
+            Batch::Apply(changes)
+        })
+        .collect();
+    to.commit(batches, Some(&copied.data_on)).await?;
+    Ok(())
 }
 
 /// Deletes the data folders of `versions` from `set` (what a move copied there, or left).

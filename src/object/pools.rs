@@ -703,6 +703,49 @@ mod tests {
         assert_eq!(get(&store, &key(0)).await.unwrap(), b"during the drain");
     }
 
+    #[tokio::test]
+    async fn a_move_cut_short_between_its_commits_is_finished_by_the_next_pass() {
+        use crate::object::{MoveProgress, Versioning};
+        let (first, second) = (SimPool::new(), SimPool::new());
+        let alone = store_of(&[&first]);
+        alone.create_bucket(&bucket()).await.unwrap();
+        (alone.set_versioning(&bucket(), Versioning::Enabled).await).unwrap();
+        let large: &'static [u8] = Box::leak(vec![7u8; 300 << 10].into_boxed_slice());
+        put(&alone, &key(0), b"inline").await;
+        put(&alone, &key(0), large).await;
+        let before = versions(&alone).await;
+        drop(alone);
+        let store = store_of(&[&first, &second]);
+        store.spread_records_to_every_set().await.unwrap();
+        store.pools()[0].set_state(PoolState::Decommissioning);
+
+        // The destination takes the key's records, then neither the source's removal nor
+        // the undo of the copy reaches a quorum: as if the mover died between its commits.
+        for drive in &first.drives[..4] {
+            drive.fail(&[Call::MetaApply]);
+        }
+        for drive in &second.drives {
+            drive.fail_after(Call::MetaApply, 1);
+        }
+        let record = store.bucket(&bucket()).await.unwrap();
+        let (from, to) = (
+            store.set_in(&store.pools[0], &bucket(), &key(0)),
+            store.set_in(&store.pools[1], &bucket(), &key(0)),
+        );
+        assert!(store.move_key(&record, &key(0), from, to).await.is_err());
+        for drive in first.drives.iter().chain(&second.drives) {
+            drive.recover();
+        }
+        assert!(held_by(&store, 0, &key(0)).await && held_by(&store, 1, &key(0)).await);
+
+        let progress = MoveProgress::default();
+        let pass = store.drain_pass(0, &progress, || async {}).await.unwrap();
+        assert!(pass.drained(), "{pass:?}");
+        assert!(!held_by(&store, 0, &key(0)).await && held_by(&store, 1, &key(0)).await);
+        assert_eq!(versions(&store).await, before);
+        assert_eq!(get(&store, &key(0)).await.unwrap(), large);
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn keys_written_during_a_drain_end_in_one_pool_with_their_newest_bytes() {
         use crate::object::MoveProgress;
