@@ -574,6 +574,8 @@ impl From<ObjectError> for S3Error {
             // Writers on other servers kept winning the race for this key: back off.
             ObjectError::Conflict => S3Error::from_code(C::SlowDown),
             ObjectError::Unavailable(_) => S3Error::from_code(C::ServiceUnavailable),
+            // Clients retry a 503; the retry finds the key in the pool it moved to.
+            ObjectError::Moved => S3Error::from_code(C::ServiceUnavailable),
             ObjectError::DriveFull => S3Error::from_code(C::InsufficientStorage),
             ObjectError::Body(io) => {
                 S3Error::from_io(&io).unwrap_or_else(|| S3Error::from_code(C::IncompleteBody))

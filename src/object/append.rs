@@ -382,6 +382,7 @@ fn appended_record(
         renamed_by: None,
         lent_data: None,
         data_from: None,
+        pool_moves: 0,
         ..version.clone()
     }
 }

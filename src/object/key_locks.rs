@@ -67,6 +67,8 @@ pub struct MoveGate {
 struct KeyState {
     writers: usize,
     moving: bool,
+    /// The set a writer in flight found the key in, and chose for that.
+    found_in: Option<usize>,
 }
 
 /// A writer of a key in flight; the key does not move until it is dropped.
@@ -122,12 +124,30 @@ impl MoveGate {
         })
     }
 
+    /// The set a writer of `key` in flight chose because it held the key, if one did.
+    pub fn found_in(&self, bucket: &str, key: &str) -> Option<usize> {
+        let keys = self.keys.lock().expect("move gate");
+        let name = (bucket.to_string(), key.to_string());
+        keys.get(&name).and_then(|state| state.found_in)
+    }
+
     fn leave(&self, key: &(String, String), change: impl FnOnce(&mut KeyState)) {
         let mut keys = self.keys.lock().expect("move gate");
         if let Some(state) = keys.get_mut(key) {
             change(state);
             if state.writers == 0 && !state.moving {
                 keys.remove(key);
+            }
+        }
+    }
+}
+
+impl Writing<'_> {
+    /// Notes that this writer chose the set `set` because it holds the key.
+    pub fn found_in(&self, set: usize) {
+        if let Some((gate, key)) = &self.gate {
+            if let Some(state) = gate.keys.lock().expect("move gate").get_mut(key) {
+                state.found_in = Some(set);
             }
         }
     }

@@ -147,6 +147,10 @@ pub enum ObjectError {
     /// tried again for a while and gave up.
     #[error("the record changed under a concurrent writer")]
     Conflict,
+    /// The key moved to another server pool while the write was in flight (see
+    /// `ObjectStore::not_moved_away`): a try again finds it there.
+    #[error("the key moved to another server pool during the write")]
+    Moved,
     /// Too few drives answered, took the write, or took it in time: the answer is 503 until
     /// they are back. (One of [`ErasureError::ReadQuorum`], [`ErasureError::WriteQuorum`],
     /// [`ErasureError::CommitDeadline`].)

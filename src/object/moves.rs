@@ -242,13 +242,14 @@ pub(super) async fn open_uploads(set: &RecordSet, prefix: &[u8]) -> Result<u64, 
     }
 }
 
-/// A record as the set `to`, which never held another value of it, stores it: the data
-/// folder copied is the version's own, whatever key a rename took the source's from, and
-/// its data is coded as `to` codes it.
+/// A record as the set `to`, which never held another value of it, stores it: counted as
+/// moved once more, the data folder copied is the version's own, whatever key a rename took the
+/// source's from, and its data is coded as `to` codes it.
 fn fresh(record: &ObjectRecord, to: &RecordSet) -> ObjectRecord {
     let mut record = record.clone();
     record.superseded = None;
     record.data_from = None;
+    record.pool_moves += 1;
     if record.has_local_data() {
         record.data_shards = to.data_shards() as u8;
         record.parity_shards = to.parity_shards() as u8;

@@ -176,6 +176,7 @@ impl ObjectStore {
             renamed_by: None,
             lent_data: None,
             data_from: None,
+            pool_moves: 0,
         };
         let mut data_holders = None;
         let inline = match outcome.encoded {
@@ -252,6 +253,9 @@ impl ObjectStore {
             Ok(Agreement::NotFound) => Ok(None),
             Err(e) => Err(e),
         };
+        if let Ok(None) = agreed {
+            self.not_moved_away(set, &bucket.name, key.as_str(), false)?;
+        }
         if let Some(condition) = version.condition {
             let judged = match agreed_or_conflict(set, &current)? {
                 Agreement::Found { value, .. } => Some(value),
@@ -579,7 +583,9 @@ impl ObjectStore {
                     }
                     Some(Some(value))
                 }
-                Ok(_) => {
+                Ok(agreed) => {
+                    let holds_key = matches!(agreed, Agreement::Found { .. });
+                    self.not_moved_away(set, bucket.as_str(), key.as_str(), holds_key)?;
                     only_if.allows(None)?;
                     return Ok(false);
                 }

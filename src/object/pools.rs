@@ -109,9 +109,10 @@ impl Pool {
 enum Holding {
     Nothing,
     /// The newest version's (or delete marker's) time, or 0 when only older versions are
-    /// listed.
+    /// listed, and how many moves between pools carried it.
     Key {
         modified_ms: i64,
+        pool_moves: u32,
     },
 }
 
@@ -162,10 +163,34 @@ impl ObjectStore {
                     pinned = !self.move_out(bucket, key, set).await?;
                     continue;
                 }
-                Some(set) => set,
+                Some(set) => {
+                    writing.found_in(set.index());
+                    set
+                }
                 None => self.set_in(self.first_choice(bucket, key).await, bucket, key),
             };
             return Ok((set, writing));
+        }
+    }
+
+    /// A writer's check, before it commits, that its key did not move away: one that chose
+    /// `set` because it held the key, and now finds nothing of it there, lost a race with a
+    /// move by another server (this one's moves wait for its writers). Recreating the key
+    /// there would leave it in two pools, so the client is told to try again
+    /// ([`ObjectError::Moved`]): the next try finds the key where it went.
+    pub(super) fn not_moved_away(
+        &self,
+        set: &RecordSet,
+        bucket: &str,
+        key: &str,
+        holds_key: bool,
+    ) -> Result<(), ObjectError> {
+        let moved = !holds_key
+            && set.is_shared_with_other_servers()
+            && self.moves.found_in(bucket, key) == Some(set.index());
+        match moved {
+            true => Err(ObjectError::Moved),
+            false => Ok(()),
         }
     }
 
@@ -212,15 +237,19 @@ impl ObjectStore {
             .filter(|set| known_empty.is_none_or(|empty| !std::ptr::eq(*set, empty)))
             .collect();
         let holdings = join_all(sets.iter().map(|set| holding(set, bucket, key))).await;
-        let mut newest: Option<(i64, &RecordSet)> = None;
+        let mut newest: Option<((i64, std::cmp::Reverse<u32>), &RecordSet)> = None;
         for (set, holding) in sets.into_iter().zip(holdings) {
-            if let Holding::Key { modified_ms } = holding? {
+            if let Holding::Key {
+                modified_ms,
+                pool_moves,
+            } = holding?
+            {
                 // Held twice (a move between pools not finished): the newer copy is the key;
-                // of two alike, the one in a pool being drained, which the move leaves only
-                // once the other holds the key for good.
-                let drained = self.pool_of(set).state() != PoolState::Active;
-                if newest.is_none_or(|(ms, _)| modified_ms > ms || (modified_ms == ms && drained)) {
-                    newest = Some((modified_ms, set));
+                // of two alike, the one the move copied from (moved fewer times), which it
+                // leaves only once the other holds the key for good. Every writer so meets every other in one set.
+                let rank = (modified_ms, std::cmp::Reverse(pool_moves));
+                if newest.is_none_or(|(newest, _)| rank > newest) {
+                    newest = Some((rank, set));
                 }
             }
         }
@@ -339,10 +368,16 @@ async fn holding(
     if let Agreement::Found { value, .. } = current? {
         return Ok(Holding::Key {
             modified_ms: value.modified_ms,
+            pool_moves: value.pool_moves,
         });
     }
     Ok(match versions? {
-        Agreement::Found { .. } => Holding::Key { modified_ms: 0 },
+        Agreement::Found { value, .. } => Holding::Key {
+            modified_ms: 0,
+            pool_moves: (value.versions.iter().map(|v: &ObjectRecord| v.pool_moves))
+                .max()
+                .unwrap_or(0),
+        },
         Agreement::NotFound => Holding::Nothing,
     })
 }
@@ -744,6 +779,97 @@ mod tests {
         assert!(!held_by(&store, 0, &key(0)).await && held_by(&store, 1, &key(0)).await);
         assert_eq!(versions(&store).await, before);
         assert_eq!(get(&store, &key(0)).await.unwrap(), large);
+    }
+
+    #[tokio::test]
+    async fn a_key_held_twice_by_a_cut_short_move_is_the_copy_it_was_moved_from() {
+        let (first, second) = (SimPool::new(), SimPool::new());
+        let store = store_of(&[&first, &second]);
+        store.create_bucket(&bucket()).await.unwrap();
+        // A key of the second pool, moved to the first (which comes first in the list), the
+        // move cut short between its commits: both pools hold the same version.
+        let mut i = 0;
+        loop {
+            put(&store, &key(i), b"in the second pool").await;
+            if held_by(&store, 1, &key(i)).await {
+                break;
+            }
+            i += 1;
+        }
+        let (from, to) = (
+            store.set_in(&store.pools[1], &bucket(), &key(i)),
+            store.set_in(&store.pools[0], &bucket(), &key(i)),
+        );
+        for drive in &second.drives[..4] {
+            drive.fail(&[Call::MetaApply]);
+        }
+        for drive in &first.drives {
+            drive.fail_after(Call::MetaApply, 1);
+        }
+        let record = store.bucket(&bucket()).await.unwrap();
+        assert!(store.move_key(&record, &key(i), from, to).await.is_err());
+        for drive in first.drives.iter().chain(&second.drives) {
+            drive.recover();
+        }
+        assert!(held_by(&store, 0, &key(i)).await && held_by(&store, 1, &key(i)).await);
+        // Every writer goes to the copy the move came from, so writers that chose before
+        // the copy and after it meet in one set.
+        let holder = store.holder(&bucket(), &key(i), None).await.unwrap();
+        assert!(std::ptr::eq(holder.unwrap(), from));
+    }
+
+    #[tokio::test]
+    async fn a_write_that_loses_its_key_to_a_move_on_another_server_is_told_to_try_again() {
+        let (mut first, mut second) = (SimPool::new(), SimPool::new());
+        (first.shared, second.shared) = (true, true);
+        let (here, there) = (store_of(&[&first, &second]), store_of(&[&first, &second]));
+        here.create_bucket(&bucket()).await.unwrap();
+        let key = key(0);
+        put(&here, &key, b"old").await;
+        let home = usize::from(held_by(&here, 1, &key).await);
+        let (from, to) = (
+            here.set_in(&here.pools[home], &bucket(), &key),
+            here.set_in(&here.pools[1 - home], &bucket(), &key),
+        );
+
+        // Another server starts an overwrite: it finds the key where it is.
+        let (sender, receiver) = futures::channel::mpsc::unbounded::<std::io::Result<Bytes>>();
+        sender
+            .unbounded_send(Ok(Bytes::from_static(b"new ")))
+            .unwrap();
+        let writer = {
+            let (there, key) = (there.clone(), key.clone());
+            tokio::spawn(async move {
+                let body: crate::body::ByteStream = Box::pin(receiver);
+                let options = PutOptions::default();
+                there.put_object(&bucket(), &key, body, options).await
+            })
+        };
+        while there
+            .moves
+            .found_in(bucket().as_str(), key.as_str())
+            .is_none()
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        // Meanwhile this server moves the key to the other pool.
+        let record = here.bucket(&bucket()).await.unwrap();
+        let moved = here.move_key(&record, &key, from, to).await.unwrap();
+        assert!(matches!(moved, Moved::Done { .. }), "{moved:?}");
+        sender
+            .unbounded_send(Ok(Bytes::from_static(b"bytes")))
+            .unwrap();
+        drop(sender);
+        let written = writer.await.unwrap();
+        assert!(
+            matches!(written, Err(ObjectError::Moved)),
+            "the write must not put the key back where it was: {written:?}"
+        );
+        assert!(!held_by(&here, home, &key).await && held_by(&here, 1 - home, &key).await);
+        // The client's next try lands where the key went.
+        put(&there, &key, b"new bytes").await;
+        assert!(!held_by(&here, home, &key).await && held_by(&here, 1 - home, &key).await);
+        assert_eq!(get(&here, &key).await.unwrap(), b"new bytes");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

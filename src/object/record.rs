@@ -298,6 +298,11 @@ pub struct ObjectRecord {
     /// folder is deleted with this version only once that key's current version is another.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_from: Option<String>,
+    /// How many moves between server pools carried this version. Until a move removes the
+    /// key from the pool it left, both pools hold it, and the copy moved fewer times is the
+    /// key's: a writer who chose that pool before the copy meets those who come after.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pool_moves: u32,
 }
 
 /// A rename's `x-amz-client-token` and the source it named.
@@ -428,6 +433,7 @@ impl ObjectRecord {
             renamed_by: None,
             lent_data: None,
             data_from: None,
+            pool_moves: 0,
         }
     }
 }

@@ -150,6 +150,9 @@ impl ObjectStore {
             Agreement::Found { value, .. } => Some(value),
             Agreement::NotFound => None,
         };
+        let src_held = !matches!(agreed_or_conflict(set, &src_records)?, Agreement::NotFound);
+        self.not_moved_away(set, name, key.as_str(), dest.is_some())?;
+        self.not_moved_away(set, name, source.as_str(), src_held)?;
         let dest_current = dest.as_ref().filter(|v| !v.delete_marker);
         let src = match agreed_or_conflict(set, &src_records)? {
             Agreement::Found { value, holders } if !value.delete_marker => Some(Source {
@@ -240,6 +243,8 @@ impl ObjectStore {
             key_versions(set, name, source.as_str())
         );
         let (dest_current, src_current) = (dest_current?, src_current?);
+        self.not_moved_away(set, name, key.as_str(), dest_current.holds_key())?;
+        self.not_moved_away(set, name, source.as_str(), src_current.holds_key())?;
         let newest =
             |versions: &[ObjectRecord]| versions.first().filter(|v| !v.delete_marker).cloned();
         let src = newest(&src_current.versions).map(|version| Source {
@@ -338,6 +343,7 @@ impl ObjectStore {
             sse,
             lent_data: None,
             data_from: None,
+            pool_moves: 0,
             renamed_by: (options.client_token.clone()).map(|client_token| RenameToken {
                 client_token,
                 source: source.as_str().to_string(),

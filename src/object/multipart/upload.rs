@@ -571,6 +571,7 @@ impl ObjectStore {
             renamed_by: None,
             lent_data: None,
             data_from: None,
+            pool_moves: 0,
         };
         let mut extra = vec![UPLOADS.put(
             upload_key(bucket.as_str(), key.as_str(), upload_id),

@@ -75,6 +75,11 @@ pub(crate) struct KeyVersions {
 }
 
 impl KeyVersions {
+    /// Whether the set holds any record of the key.
+    pub fn holds_key(&self) -> bool {
+        self.state.is_some() || self.object.is_some()
+    }
+
     pub fn find(&self, version_id: &str) -> Option<&ObjectRecord> {
         self.versions.iter().find(|v| v.has_version_id(version_id))
     }
@@ -355,6 +360,7 @@ impl ObjectStore {
     ) -> Result<(), ObjectError> {
         let _guard = self.locks.write(&bucket.name, key.as_str()).await;
         let current = key_versions(set, &bucket.name, key.as_str()).await?;
+        self.not_moved_away(set, &bucket.name, key.as_str(), current.holds_key())?;
         if let Some(condition) = version.condition {
             condition.check(current.versions.first().filter(|v| !v.delete_marker))?;
         }
@@ -448,6 +454,7 @@ impl ObjectStore {
         let (set, _writing) = self.set_for(name, key).await?;
         let _guard = self.locks.write(&bucket.name, key.as_str()).await;
         let current = key_versions(set, &bucket.name, key.as_str()).await?;
+        self.not_moved_away(set, &bucket.name, key.as_str(), current.holds_key())?;
         if !only_if.allows(current.versions.first().filter(|v| !v.delete_marker))? {
             return Ok(Deleted::default());
         }
@@ -484,6 +491,7 @@ impl ObjectStore {
         let (set, _writing) = self.set_for(bucket, key).await?;
         let _guard = self.locks.write(bucket.as_str(), key.as_str()).await;
         let current = key_versions(set, bucket.as_str(), key.as_str()).await?;
+        self.not_moved_away(set, bucket.as_str(), key.as_str(), current.holds_key())?;
         let removed = Deleted {
             version_id: Some(version_id.to_string()),
             delete_marker: false,
@@ -661,5 +669,6 @@ pub(crate) fn delete_marker(versioning: Option<Versioning>, set: &RecordSet) -> 
         renamed_by: None,
         lent_data: None,
         data_from: None,
+        pool_moves: 0,
     }
 }
