@@ -1,6 +1,7 @@
 //! Server pools of several nodes, with the pool list in etcd: a cluster of three nodes grows
 //! by a second pool of three nodes through a rolling restart while a client writes and
-//! reads, then its first pool (2+1) is decommissioned into the new one (4+2), a node killed
+//! reads, the pools are rebalanced while the client overwrites keys through every node,
+//! then its first pool (2+1) is decommissioned into the new one (4+2), a node killed
 //! mid-drain and restarted, and dropped from the command line. Nothing is lost.
 
 mod common;
@@ -112,6 +113,23 @@ fn wait_for_states(node: &TestServer, want: &[&str]) {
         );
         std::thread::sleep(Duration::from_millis(250));
     }
+}
+
+/// `strata admin pool rebalance status --json` through `node`.
+fn rebalance_status(node: &TestServer) -> Value {
+    let output = strata_admin(node, &["pool", "rebalance", "status", "--json"]);
+    assert!(output.status.success(), "{output:?}");
+    serde_json::from_slice(&output.stdout).expect("the status is JSON")
+}
+
+/// Each pool's used fraction, as a rebalance status counts it.
+fn used_fractions(status: &Value) -> Vec<f64> {
+    (status["pools"].as_array().unwrap().iter())
+        .map(|pool| {
+            let usage = &pool["usage"];
+            usage["bytes"].as_f64().unwrap() / usage["capacity"].as_f64().unwrap()
+        })
+        .collect()
 }
 
 /// `client` with the SDK's default retries (standard mode, 3 attempts).
@@ -426,21 +444,86 @@ async fn a_cluster_grows_by_a_pool_online_and_retires_its_first() {
     };
     assert!(holds_data(second), "no new key went to the new pool");
 
-    // Pool 1 is decommissioned; a node of it is killed in the middle and comes back.
-    let started = strata_admin(
-        nodes[1].as_ref().unwrap(),
-        &["pool", "decommission", "start", "1"],
+    // The pools are rebalanced: started through a node of pool 2, run by whichever node
+    // is elected, watched through a node of pool 1, while the client overwrites keys
+    // through every node (a write that races its key's move is told to retry, 503).
+    let uneven = used_fractions(&rebalance_status(nodes[0].as_ref().unwrap()));
+    assert!(
+        uneven[0] > uneven[1],
+        "pool 1 holds the keys from before: {uneven:?}"
     );
+    let started = strata_admin(nodes[4].as_ref().unwrap(), &["pool", "rebalance", "start"]);
     assert!(started.status.success(), "{started:?}");
-    // The client goes on meanwhile, overwriting the keys as they move, now at the SDK's
-    // default retries: a write that races the move of its key on another node may be told
-    // to retry (503) while a node is down, never told it succeeded when it did not.
     {
         let mut clients = clients.lock().unwrap();
         for client in clients.iter_mut().flatten() {
             *client = retrying(client);
         }
     }
+    stop.store(false, Ordering::Relaxed);
+    let traffic = tokio::spawn(write_and_read(
+        clients.clone(),
+        written.clone(),
+        stop.clone(),
+        Arc::clone(&failures),
+        (500, 20),
+    ));
+    let history = payload(2400, 66);
+    let put = ok(
+        client
+            .put_object()
+            .bucket("versioned")
+            .key("history")
+            .body(history.clone().into())
+            .send()
+            .await,
+        "a version written during the rebalance",
+    );
+    versions.push((put.version_id().unwrap().to_string(), history));
+    // Long enough for writes to meet moves; the rest of the rebalance runs alone.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    stop.store(true, Ordering::Relaxed);
+    let rounds = traffic.await.unwrap();
+    let failed = failures.lock().unwrap().clone();
+    assert!(
+        failed.is_empty(),
+        "{} of {rounds} rounds failed: {failed:?}",
+        failed.len()
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let evened = loop {
+        let status = rebalance_status(nodes[0].as_ref().unwrap());
+        if status["state"] == "completed" {
+            break used_fractions(&status);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the rebalance did not complete: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let gap = |f: &[f64]| (f[0] - f[1]).abs();
+    assert!(
+        evened[1] > uneven[1] && gap(&evened) < gap(&uneven),
+        "from {uneven:?} to {evened:?}"
+    );
+    {
+        let written: Vec<_> = written.lock().unwrap().clone();
+        for n in [1, 5] {
+            let client = nodes[n].as_ref().unwrap().client();
+            assert_everything_reads(&client, &written, &versions).await;
+        }
+    }
+
+    // Pool 1 is decommissioned; a node of it is killed in the middle and comes back.
+    let started = strata_admin(
+        nodes[1].as_ref().unwrap(),
+        &["pool", "decommission", "start", "1"],
+    );
+    assert!(started.status.success(), "{started:?}");
+    // The client goes on meanwhile, overwriting the keys as they move: a write that races
+    // the move of its key on another node may be told to retry (503) while a node is down,
+    // never told it succeeded when it did not.
     stop.store(false, Ordering::Relaxed);
     let traffic = tokio::spawn(write_and_read(
         clients.clone(),

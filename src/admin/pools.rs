@@ -151,9 +151,6 @@ pub(super) async fn rebalance(
     match query.map(|q| q.get("action")) {
         None => {}
         Some(Some("start")) => {
-            if state.deployment.is_distributed() {
-                return conflict("rebalancing pools of several nodes is not supported yet");
-            }
             let pools = store.pools();
             if pools
                 .iter()

@@ -1,9 +1,9 @@
 //! Rebalances: the job that evens the server pools' used fractions, pass after pass, paced,
 //! until a pass finds nothing to move (see [`crate::object::ObjectStore::rebalance_pass`]).
-//! An operator starts and stops it; its state is a deployment-wide record, so a rebalance
-//! cut short by a restart goes on at the next start.
+//! An operator starts and stops it, on any node; its state is a deployment-wide record, so a
+//! rebalance cut short by a restart goes on at the next start, and in a cluster the one node
+//! elected for it reads that record before every pass and after every key it moves.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -50,14 +50,12 @@ pub struct RebalanceRecord {
     pub ended_ms: Option<i64>,
 }
 
-/// The rebalance as this server knows it: the record, and what it moved since this server
-/// started it (or started).
+/// The rebalance as this server knows it: the record, as last read, and what this server
+/// moved since it started it (or started).
 #[derive(Debug, Default)]
 pub struct Rebalancing {
     /// `None` until read from the deployment (or when none ever ran).
     record: Mutex<Option<RebalanceRecord>>,
-    /// Whether the record was read since the server started.
-    loaded: AtomicBool,
     pub progress: MoveProgress,
     pub last_pass: Mutex<Option<RebalancePass>>,
 }
@@ -73,17 +71,13 @@ impl Rebalancing {
             .is_some_and(|r| r.state == RebalanceState::Running)
     }
 
-    /// Reads the recorded rebalance, once.
+    /// Reads the recorded rebalance again (another node may have started or stopped it).
     pub async fn load(&self, store: &ObjectStore) -> Result<(), ObjectError> {
-        if self.loaded.load(Ordering::Relaxed) {
-            return Ok(());
-        }
         let recorded = match store.system_get(RECORD).await? {
             Some(bytes) => serde_json::from_slice(&bytes).ok(),
             None => None,
         };
         *self.record.lock().expect("rebalance") = recorded;
-        self.loaded.store(true, Ordering::Relaxed);
         Ok(())
     }
 
@@ -101,7 +95,9 @@ impl Rebalancing {
         Ok(record)
     }
 
-    /// Ends the running rebalance as `state`; what moved stays moved. `None` when none runs.
+    /// Ends the running rebalance as `state`; what moved stays moved. `None` when none runs
+    /// (another node may have ended it first: the record changes only if it still says
+    /// running).
     pub async fn end(
         &self,
         store: &ObjectStore,
@@ -115,7 +111,13 @@ impl Rebalancing {
             ended_ms: Some(now_ms()),
             ..running
         };
-        self.write(store, ended).await?;
+        let expected = serde_json::to_vec(&running).expect("a record serializes");
+        let bytes = serde_json::to_vec(&ended).expect("a record serializes");
+        if !store.system_put_if(RECORD, Some(&expected), bytes).await? {
+            self.load(store).await?;
+            return Ok(None);
+        }
+        *self.record.lock().expect("rebalance") = Some(ended);
         Ok(Some(ended))
     }
 
@@ -123,12 +125,11 @@ impl Rebalancing {
         let bytes = serde_json::to_vec(&record).expect("a record serializes");
         store.system_put(RECORD, bytes).await?;
         *self.record.lock().expect("rebalance") = Some(record);
-        self.loaded.store(true, Ordering::Relaxed);
         Ok(())
     }
 }
 
-/// The job.
+/// The job (one node's in a cluster: it is elected).
 pub struct Rebalance {
     pub store: Arc<ObjectStore>,
     pub rebalancing: Arc<Rebalancing>,
@@ -154,7 +155,14 @@ impl Worker for Rebalance {
             return Ok("no rebalance is running".into());
         }
         let pacer = tokio::sync::Mutex::new(Pacer::new(Pace::configured(Some(self.duty), None)));
-        let pace = || async { pacer.lock().await.work_done(1).await };
+        let store = &self.store;
+        // A stop asked on another node is heard after the next key.
+        let pace = || async {
+            pacer.lock().await.work_done(1).await;
+            if let Err(e) = rebalancing.load(store).await {
+                tracing::warn!(error = %e, "could not read the rebalance's record");
+            }
+        };
         let keep_going = || rebalancing.is_running();
         let pass = (self.store)
             .rebalance_pass(&rebalancing.progress, keep_going, pace)

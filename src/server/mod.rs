@@ -370,14 +370,16 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
         control.as_ref(),
     );
     let rebalancing = Arc::new(background::rebalance::Rebalancing::default());
-    if config.cluster.is_none() && store.pools().len() > 1 {
-        jobs.spawn(
-            None,
+    if store.pools().len() > 1 {
+        spawn_singleton(
             background::rebalance::Rebalance {
                 store: store.clone(),
                 rebalancing: rebalancing.clone(),
                 duty: config.decommission_duty,
             },
+            &jobs,
+            &config,
+            control.as_ref(),
         );
     }
     let metrics = Arc::new(Metrics::new(&config.metrics, usage.clone()));
