@@ -326,7 +326,7 @@ impl ObjectStore {
 
     /// Runs `read` on the set that holds `key`: first in the key's first-choice pool, and
     /// only when that holds nothing of it (`NoSuchKey`, `NoSuchVersion`) in the pool that
-    /// does, if another.
+    /// does, if another; after a miss there too, once more wherever it is.
     pub(super) async fn read_where_held<'a, T, F, Fut>(
         &'a self,
         bucket: &BucketName,
@@ -341,14 +341,32 @@ impl ObjectStore {
             [only] => return read(self.set_in(only, bucket, key)).await,
             _ => self.set_in(self.first_choice(bucket, key).await, bucket, key),
         };
-        match read(first).await {
-            Err(e @ (ObjectError::NoSuchKey | ObjectError::NoSuchVersion)) => {
-                match self.holder(bucket, key, Some(first)).await? {
-                    Some(holder) => read(holder).await,
-                    None => Err(e),
-                }
+        let missed = |read: &Result<T, ObjectError>| {
+            matches!(
+                read,
+                Err(ObjectError::NoSuchKey | ObjectError::NoSuchVersion)
+            )
+        };
+        let looked = read(first).await;
+        if !missed(&looked) {
+            return looked;
+        }
+        if let Some(holder) = self.holder(bucket, key, Some(first)).await? {
+            let looked = read(holder).await;
+            if !missed(&looked) {
+                return looked;
             }
-            other => other,
+        }
+        // A key moving between pools is in the destination before it leaves the source, yet
+        // two looks can miss it: the destination looked at before the move's copy, the
+        // source after its removal. With two pools one of them was the first choice, which
+        // holds it now; with more, it may be any.
+        match self.pools.len() {
+            2 => read(first).await,
+            _ => match self.holder(bucket, key, None).await? {
+                Some(holder) => read(holder).await,
+                None => looked,
+            },
         }
     }
 }
@@ -870,6 +888,56 @@ mod tests {
         put(&there, &key, b"new bytes").await;
         assert!(!held_by(&here, home, &key).await && held_by(&here, 1 - home, &key).await);
         assert_eq!(get(&here, &key).await.unwrap(), b"new bytes");
+    }
+
+    #[tokio::test]
+    async fn a_read_that_looks_on_both_sides_of_a_move_still_finds_the_key() {
+        use std::sync::atomic::AtomicBool;
+        let (first, second) = (SimPool::new(), SimPool::new());
+        let alone = store_of(&[&first]);
+        alone.create_bucket(&bucket()).await.unwrap();
+        for i in 0..20 {
+            put(&alone, &key(i), b"moving").await;
+        }
+        drop(alone);
+        let store = store_of(&[&first, &second]);
+        store.spread_records_to_every_set().await.unwrap();
+        // A key of the first pool whose first choice is now the second.
+        let mut moving = None;
+        for i in 0..20 {
+            if std::ptr::eq(
+                store.first_choice(&bucket(), &key(i)).await,
+                &store.pools[1],
+            ) {
+                moving = Some(key(i));
+                break;
+            }
+        }
+        let key = moving.expect("a key whose first choice is the new pool");
+        let record = store.bucket(&bucket()).await.unwrap();
+        let (from, to) = (
+            store.set_in(&store.pools[0], &bucket(), &key),
+            store.set_in(&store.pools[1], &bucket(), &key),
+        );
+        // The read looks at the key's first choice, which misses it; the key moves there
+        // before the read looks at the pool it came from.
+        let db_key = object_key(bucket().as_str(), key.as_str());
+        let first_look = AtomicBool::new(true);
+        let found = store
+            .read_where_held(&bucket(), &key, |set| {
+                let (store, record, key, db_key) = (&store, &record, &key, db_key.clone());
+                let first_look = first_look.swap(false, Ordering::SeqCst);
+                async move {
+                    let found = set.read_agreed::<ObjectRecord>(OBJECTS, &db_key).await?;
+                    if first_look {
+                        let moved = store.move_key(record, key, from, to).await?;
+                        assert!(matches!(moved, Moved::Done { .. }), "{moved:?}");
+                    }
+                    found.found().ok_or(ObjectError::NoSuchKey)
+                }
+            })
+            .await;
+        assert!(found.is_ok(), "{found:?}");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
