@@ -494,6 +494,8 @@ async fn a_cluster_grows_by_a_pool_online_and_retires_its_first() {
     let evened = loop {
         let status = rebalance_status(nodes[0].as_ref().unwrap());
         if status["state"] == "completed" {
+            // Counted by the node that moved the keys, read through another.
+            assert!(status["keys_moved"].as_u64() > Some(0), "{status}");
             break used_fractions(&status);
         }
         assert!(
@@ -557,6 +559,10 @@ async fn a_cluster_grows_by_a_pool_online_and_retires_its_first() {
     clients.lock().unwrap()[2] = Some(retrying(&nodes[2].as_ref().unwrap().client()));
     for node in nodes.iter().flatten() {
         wait_for_states(node, &["retired", "active"]);
+        // Whichever node drained the pool, every node tells how it went.
+        let drain = &info(node)["pools"][0]["decommission"];
+        assert!(drain["keys_moved"].as_u64() > Some(0), "{drain}");
+        assert_eq!(drain["keys_left"], 0, "{drain}");
     }
     stop.store(true, Ordering::Relaxed);
     let rounds = traffic.await.unwrap();

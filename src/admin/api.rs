@@ -323,19 +323,7 @@ pub struct PoolInfo {
     pub decommission: Option<DrainView>,
 }
 
-/// A pool's drain as this server did it since the drain (or the server) started.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct DrainView {
-    /// Unix milliseconds.
-    pub started_ms: i64,
-    pub keys_moved: u64,
-    pub versions_moved: u64,
-    pub bytes_moved: u64,
-    pub failures: u64,
-    /// What the last pass over the pool left there (none yet: `None`).
-    pub keys_left: Option<u64>,
-    pub open_uploads: Option<u64>,
-}
+pub use crate::background::decommission::DrainView;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SetInfo {
@@ -416,8 +404,14 @@ pub(super) async fn info(state: &AdminState) -> Info {
         .collect();
     let pool_spaces = pools::pool_space(deployment, &sizes);
     let counted = state.usage.latest().map(|u| u.pools).unwrap_or_default();
-    let pools = (deployment.pools.iter().zip(pool_spaces).enumerate())
-        .map(|(index, (pool, space))| PoolInfo {
+    let mut pools = Vec::with_capacity(deployment.pools.len());
+    for (index, (pool, space)) in deployment.pools.iter().zip(pool_spaces).enumerate() {
+        // In a cluster the node elected for the drain publishes how it goes.
+        let decommission = match &state.control {
+            Some(_) => DrainView::published(&state.store, &pool.id).await,
+            None => state.drains.pool(index).view(),
+        };
+        pools.push(PoolInfo {
             index,
             id: pool.id.clone(),
             state: state.store.pools()[index].state().as_str().into(),
@@ -425,9 +419,9 @@ pub(super) async fn info(state: &AdminState) -> Info {
             total_bytes: space.total,
             free_bytes: space.free,
             holds: counted.get(index).copied().flatten(),
-            decommission: drain_view(state.drains.pool(index)),
-        })
-        .collect();
+            decommission,
+        });
+    }
     let mut cluster = match &state.control {
         Some(control) => Some(cluster_info(control).await),
         None => pinged_nodes(deployment),
@@ -443,24 +437,6 @@ pub(super) async fn info(state: &AdminState) -> Info {
         heal: state.healer.status(&state.store).into(),
         cluster,
     }
-}
-
-fn drain_view(drain: &crate::background::decommission::PoolDrain) -> Option<DrainView> {
-    use std::sync::atomic::Ordering::Relaxed;
-    let started_ms = drain.started_ms.load(Relaxed);
-    if started_ms == 0 {
-        return None;
-    }
-    let last = *drain.last_pass.lock().expect("drain");
-    Some(DrainView {
-        started_ms,
-        keys_moved: drain.progress.keys.load(Relaxed),
-        versions_moved: drain.progress.versions.load(Relaxed),
-        bytes_moved: drain.progress.bytes.load(Relaxed),
-        failures: drain.progress.failures.load(Relaxed),
-        keys_left: last.map(|pass| pass.keys_left),
-        open_uploads: last.map(|pass| pass.open_uploads),
-    })
 }
 
 /// A cluster without etcd: the nodes as this node's pings see them.

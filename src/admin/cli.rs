@@ -503,7 +503,7 @@ async fn decommission(client: &AdminClient, command: DecommissionCommand) -> any
 fn render_drain(pool: &PoolInfo, now_ms: i64) -> String {
     let head = format!("pool {} ({}): {}", pool.index + 1, pool.id, pool.state);
     let Some(drain) = &pool.decommission else {
-        return format!("{head}; no decommission has run since the server started");
+        return format!("{head}; no decommission has reported progress since it started");
     };
     let seconds = ((now_ms - drain.started_ms).max(1) as f64) / 1000.0;
     let rate = drain.bytes_moved as f64 / seconds;
@@ -1570,7 +1570,7 @@ mod tests {
             holds: None,
             decommission: None,
         };
-        assert!(render_drain(&pool, 0).contains("no decommission has run"));
+        assert!(render_drain(&pool, 0).contains("no decommission has reported progress"));
         pool.decommission = Some(DrainView {
             started_ms: 0,
             keys_moved: 75,

@@ -7,8 +7,9 @@ use indicatif::HumanBytes;
 use serde::{Deserialize, Serialize};
 
 use super::api::{error, info, json, AdminError, AdminState, DISK_INFO_TIMEOUT};
+use crate::background::decommission::DrainView;
 use crate::background::pool_states::record_pool_state;
-use crate::background::rebalance::RebalanceState;
+use crate::background::rebalance::{RebalanceState, Rebalancing};
 use crate::deployment::Deployment;
 use crate::object::{PoolState, PoolUsage};
 use crate::query::Query;
@@ -67,6 +68,10 @@ pub(super) async fn decommission(
         .map_err(|e| AdminError::internal(e.to_string()))?;
     if new_state == PoolState::Decommissioning {
         state.drains.restart(index);
+        let pool_id = &state.deployment.pools[index].id;
+        if let Some(view) = state.drains.pool(index).view() {
+            DrainView::publish_now(&state.store, pool_id, &view).await;
+        }
     }
     tracing::warn!(
         pool = index + 1,
@@ -114,7 +119,7 @@ pub struct RebalanceView {
     /// Unix milliseconds.
     pub started_ms: Option<i64>,
     pub ended_ms: Option<i64>,
-    /// What this server moved since it started the rebalance (or started).
+    /// What the server that rebalances moved since it started the rebalance (or started).
     pub keys_moved: u64,
     pub versions_moved: u64,
     pub bytes_moved: u64,
@@ -185,7 +190,6 @@ pub(super) async fn rebalance(
 }
 
 async fn rebalance_view(state: &AdminState) -> Result<RebalanceView, AdminError> {
-    use std::sync::atomic::Ordering::Relaxed;
     let rebalancing = &state.rebalancing;
     let record = rebalancing.record();
     let last_pass = rebalancing.last_pass.lock().expect("rebalance").clone();
@@ -204,15 +208,21 @@ async fn rebalance_view(state: &AdminState) -> Result<RebalanceView, AdminError>
             counted
         }
     };
-    let progress = &rebalancing.progress;
+    // In a cluster the node elected for the rebalance publishes what it moved.
+    let moved = match &state.control {
+        Some(_) => Rebalancing::published(&state.store)
+            .await
+            .unwrap_or_default(),
+        None => rebalancing.progress.counts(),
+    };
     Ok(RebalanceView {
         state: record.map_or("none", |r| r.state.as_str()).into(),
         started_ms: record.map(|r| r.started_ms),
         ended_ms: record.and_then(|r| r.ended_ms),
-        keys_moved: progress.keys.load(Relaxed),
-        versions_moved: progress.versions.load(Relaxed),
-        bytes_moved: progress.bytes.load(Relaxed),
-        failures: progress.failures.load(Relaxed),
+        keys_moved: moved.keys,
+        versions_moved: moved.versions,
+        bytes_moved: moved.bytes,
+        failures: moved.failures,
         pools: (usage.into_iter().enumerate())
             .map(|(index, usage)| PoolFill { index, usage })
             .collect(),

@@ -9,9 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
 
 use crate::background::pace::{Pace, Pacer};
 use crate::background::pool_states::{nodes_behind, record_pool_state};
+use crate::background::published::Published;
 use crate::background::Worker;
 use crate::cluster::control::ControlPlane;
 use crate::deployment::Deployment;
@@ -33,6 +35,60 @@ pub struct PoolDrain {
     /// When the drain (re)started here, in Unix milliseconds; 0 if it never did.
     pub started_ms: AtomicI64,
     pub last_pass: Mutex<Option<DrainPass>>,
+}
+
+/// A pool's drain as the server that drains it did it since the drain (or the server)
+/// started.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DrainView {
+    /// Unix milliseconds.
+    pub started_ms: i64,
+    pub keys_moved: u64,
+    pub versions_moved: u64,
+    pub bytes_moved: u64,
+    pub failures: u64,
+    /// What the last pass over the pool left there (none yet: `None`).
+    pub keys_left: Option<u64>,
+    pub open_uploads: Option<u64>,
+}
+
+impl DrainView {
+    /// What the node that drains the pool with id `pool_id` last published.
+    pub async fn published(store: &ObjectStore, pool_id: &str) -> Option<DrainView> {
+        Published::read(store, &published_record(pool_id)).await
+    }
+
+    /// Publishes `view` as the drain of the pool with id `pool_id` (a drain just started).
+    pub async fn publish_now(store: &ObjectStore, pool_id: &str, view: &DrainView) {
+        let published = Published::new(published_record(pool_id));
+        published.write(store, view, true).await;
+    }
+}
+
+/// The deployment-wide record of a pool's drain's progress.
+fn published_record(pool_id: &str) -> String {
+    format!("pools/drain/{pool_id}")
+}
+
+impl PoolDrain {
+    /// Where the drain stands here; `None` when none started here.
+    pub fn view(&self) -> Option<DrainView> {
+        let started_ms = self.started_ms.load(Ordering::Relaxed);
+        if started_ms == 0 {
+            return None;
+        }
+        let last = *self.last_pass.lock().expect("drain");
+        let moved = self.progress.counts();
+        Some(DrainView {
+            started_ms,
+            keys_moved: moved.keys,
+            versions_moved: moved.versions,
+            bytes_moved: moved.bytes,
+            failures: moved.failures,
+            keys_left: last.map(|pass| pass.keys_left),
+            open_uploads: last.map(|pass| pass.open_uploads),
+        })
+    }
 }
 
 impl Drains {
@@ -96,9 +152,19 @@ impl Worker for Decommission {
             }
             let pacer =
                 tokio::sync::Mutex::new(Pacer::new(Pace::configured(Some(self.duty), None)));
-            let pace = || async { pacer.lock().await.work_done(1).await };
+            let published = Published::new(published_record(&self.deployment.pools[index].id));
+            let store = &self.store;
+            let pace = || async {
+                pacer.lock().await.work_done(1).await;
+                if let Some(view) = drain.view() {
+                    published.write(store, &view, false).await;
+                }
+            };
             let pass = self.store.drain_pass(index, &drain.progress, pace).await?;
             *drain.last_pass.lock().expect("drain") = Some(pass);
+            if let Some(view) = drain.view() {
+                published.write(store, &view, true).await;
+            }
             if !pass.drained() {
                 done.push(format!(
                     "pool {}: {} keys left, {} uploads open",

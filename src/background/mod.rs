@@ -12,6 +12,7 @@ pub mod identities;
 pub mod pace;
 pub mod peers;
 pub mod pool_states;
+pub mod published;
 pub mod rebalance;
 pub mod stale_uploads;
 pub mod usage;

@@ -4,6 +4,7 @@
 //! rebalance cut short by a restart goes on at the next start, and in a cluster the one node
 //! elected for it reads that record before every pass and after every key it moves.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,14 +12,18 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::background::pace::{Pace, Pacer};
+use crate::background::published::Published;
 use crate::background::Worker;
-use crate::object::{now_ms, MoveProgress, ObjectError, ObjectStore, RebalancePass};
+use crate::object::{now_ms, MoveCounts, MoveProgress, ObjectError, ObjectStore, RebalancePass};
 
 /// The pause between passes.
 const INTERVAL: Duration = Duration::from_secs(2);
 
 /// The deployment-wide record of the last rebalance.
 const RECORD: &str = "pools/rebalance";
+
+/// What the node that rebalances moved, published for the others.
+const PROGRESS_RECORD: &str = "pools/rebalance/progress";
 
 /// Where the last rebalance stands, as recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,6 +62,9 @@ pub struct Rebalancing {
     /// `None` until read from the deployment (or when none ever ran).
     record: Mutex<Option<RebalanceRecord>>,
     pub progress: MoveProgress,
+    /// The start (Unix milliseconds) of the rebalance `progress` counts for: another node
+    /// may have started a new one since.
+    counting: AtomicI64,
     pub last_pass: Mutex<Option<RebalancePass>>,
 }
 
@@ -69,6 +77,11 @@ impl Rebalancing {
     pub fn is_running(&self) -> bool {
         self.record()
             .is_some_and(|r| r.state == RebalanceState::Running)
+    }
+
+    /// What the node that rebalances last published of what it moved.
+    pub async fn published(store: &ObjectStore) -> Option<MoveCounts> {
+        Published::read(store, PROGRESS_RECORD).await
     }
 
     /// Reads the recorded rebalance again (another node may have started or stopped it).
@@ -90,9 +103,20 @@ impl Rebalancing {
             ended_ms: None,
         };
         self.write(store, record).await?;
-        self.progress.reset();
-        *self.last_pass.lock().expect("rebalance") = None;
+        self.count_for(&record);
+        let nothing_yet = MoveCounts::default();
+        Published::new(PROGRESS_RECORD.into())
+            .write(store, &nothing_yet, true)
+            .await;
         Ok(record)
+    }
+
+    /// Counts afresh if `record` is another rebalance than the one counted.
+    fn count_for(&self, record: &RebalanceRecord) {
+        if self.counting.swap(record.started_ms, Ordering::Relaxed) != record.started_ms {
+            self.progress.reset();
+            *self.last_pass.lock().expect("rebalance") = None;
+        }
     }
 
     /// Ends the running rebalance as `state`; what moved stays moved. `None` when none runs
@@ -151,22 +175,33 @@ impl Worker for Rebalance {
     async fn run_once(&mut self) -> anyhow::Result<String> {
         let rebalancing = &self.rebalancing;
         rebalancing.load(&self.store).await?;
-        if !rebalancing.is_running() {
+        let Some(running) = rebalancing
+            .record()
+            .filter(|r| r.state == RebalanceState::Running)
+        else {
             return Ok("no rebalance is running".into());
-        }
+        };
+        rebalancing.count_for(&running);
         let pacer = tokio::sync::Mutex::new(Pacer::new(Pace::configured(Some(self.duty), None)));
         let store = &self.store;
+        let published = Published::new(PROGRESS_RECORD.into());
         // A stop asked on another node is heard after the next key.
         let pace = || async {
             pacer.lock().await.work_done(1).await;
             if let Err(e) = rebalancing.load(store).await {
                 tracing::warn!(error = %e, "could not read the rebalance's record");
             }
+            published
+                .write(store, &rebalancing.progress.counts(), false)
+                .await;
         };
         let keep_going = || rebalancing.is_running();
         let pass = (self.store)
             .rebalance_pass(&rebalancing.progress, keep_going, pace)
             .await?;
+        published
+            .write(store, &rebalancing.progress.counts(), true)
+            .await;
         *rebalancing.last_pass.lock().expect("rebalance") = Some(pass.clone());
         if !pass.balanced() || !rebalancing.is_running() {
             return Ok(format!(

@@ -55,7 +55,7 @@ pub use digest::hashing::ExpectedChecksum;
 pub use drain::DrainPass;
 pub use heal::objects::{HealDepth, HealReport, HealScope};
 pub use list::{ListEntry, ListPage, ListQuery};
-pub use moves::{MoveProgress, Moved};
+pub use moves::{MoveCounts, MoveProgress, Moved};
 pub use multipart::list::{UploadEntry, UploadQuery, UploadsPage};
 pub use multipart::upload::{
     CompleteOptions, CompletedPart, PartsPage, UploadOptions, MAX_PART_NUMBER,

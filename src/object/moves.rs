@@ -39,7 +39,26 @@ pub struct MoveProgress {
     pub failures: AtomicU64,
 }
 
+/// What a [`MoveProgress`] counted, at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MoveCounts {
+    pub keys: u64,
+    pub versions: u64,
+    pub bytes: u64,
+    pub failures: u64,
+}
+
 impl MoveProgress {
+    pub fn counts(&self) -> MoveCounts {
+        let load = |counter: &AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed);
+        MoveCounts {
+            keys: load(&self.keys),
+            versions: load(&self.versions),
+            bytes: load(&self.bytes),
+            failures: load(&self.failures),
+        }
+    }
+
     /// Counts afresh (a drain or a rebalance started again).
     pub fn reset(&self) {
         for counter in [&self.keys, &self.versions, &self.bytes, &self.failures] {
