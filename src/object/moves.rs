@@ -168,6 +168,14 @@ impl ObjectStore {
             }
         };
 
+        // An upload opened through another server while the key was copied keeps it where
+        // it is: the copy goes (see `ObjectStore::moved_while_upload_opened`).
+        if open_uploads(from, &upload_prefix).await? > 0 {
+            let moved = (&moved_current, &moved_history);
+            take_back(bucket, key, &carried, to, moved, &inline_keys).await;
+            return Ok(Moved::Pinned);
+        }
+
         // The source lets go of the key, if it still holds what was read.
         let _lock = self.locks.write(&bucket.name, key.as_str()).await;
         let removals: Vec<Batch> = (0..from.width())
@@ -192,36 +200,8 @@ impl ObjectStore {
             // destination still holds just what was committed there (a writer on another
             // node may have found the key there meanwhile: its write stays, the key in both
             // pools, the newer served).
-            let (now, now_history) = futures::join!(
-                Copies::<ObjectRecord>::read(to, OBJECTS, db_key.clone()),
-                Copies::<VersionsRecord>::read(to, VERSIONS, db_key.clone())
-            );
-            let unchanged = to.agree(&now).ok().map(|a| a.found()) == Some(moved_current.clone())
-                && to.agree(&now_history).ok().map(|a| a.found()) == Some(moved_history.clone());
-            let undo: Vec<Batch> = (0..to.width())
-                .map(|i| {
-                    let guard = (now.guard_on(to, i, moved_current.as_ref()))
-                        .and(now_history.guard_on(to, i, moved_history.as_ref()));
-                    match guard {
-                        Guard::Expect(mut changes) => {
-                            changes.push(OBJECTS.delete(db_key.clone()));
-                            changes.push(VERSIONS.delete(db_key.clone()));
-                            for chunk_key in &inline_keys {
-                                changes.push(INLINE_CHUNKS.delete(chunk_key.clone()));
-                            }
-                            Batch::Apply(changes)
-                        }
-                        Guard::Refuse => Batch::Refuse,
-                        Guard::LeaveOut => Batch::LeaveOut,
-                    }
-                })
-                .collect();
-            match unchanged && to.commit(undo, None).await.is_ok() {
-                true => delete_dirs(bucket, &carried, to).await,
-                false => {
-                    tracing::warn!(bucket = %bucket.name, %key, "a key written while it moved is in two pools: the newer copy is served")
-                }
-            }
+            let moved = (&moved_current, &moved_history);
+            take_back(bucket, key, &carried, to, moved, &inline_keys).await;
             return Err(e.into());
         }
         // A folder a rename took from another key may still be that key's (a rename cut
@@ -234,6 +214,54 @@ impl ObjectStore {
             versions: carried.len() as u64,
             bytes,
         })
+    }
+}
+
+/// Takes a move's copy back from `to` (records `moved`, inline chunks `inline_keys`, data of
+/// `carried`), on the condition that it still holds just what the move committed there: a
+/// writer on another server may have found the key there meanwhile, and its write stays,
+/// the key then in two pools, the newer copy served.
+async fn take_back(
+    bucket: &BucketRecord,
+    key: &ObjectKey,
+    carried: &[&ObjectRecord],
+    to: &RecordSet,
+    (current, history): (&Option<ObjectRecord>, &Option<VersionsRecord>),
+    inline_keys: &[Vec<u8>],
+) {
+    let db_key = object_key(&bucket.name, key.as_str());
+    let (now, now_history) = futures::join!(
+        Copies::<ObjectRecord>::read(to, OBJECTS, db_key.clone()),
+        Copies::<VersionsRecord>::read(to, VERSIONS, db_key.clone())
+    );
+    let unchanged = to.agree(&now).ok().map(|a| a.found()).as_ref() == Some(current)
+        && to.agree(&now_history).ok().map(|a| a.found()).as_ref() == Some(history);
+    let undo: Vec<Batch> = (0..to.width())
+        .map(|i| {
+            let guard = (now.guard_on(to, i, current.as_ref())).and(now_history.guard_on(
+                to,
+                i,
+                history.as_ref(),
+            ));
+            match guard {
+                Guard::Expect(mut changes) => {
+                    changes.push(OBJECTS.delete(db_key.clone()));
+                    changes.push(VERSIONS.delete(db_key.clone()));
+                    for chunk_key in inline_keys {
+                        changes.push(INLINE_CHUNKS.delete(chunk_key.clone()));
+                    }
+                    Batch::Apply(changes)
+                }
+                Guard::Refuse => Batch::Refuse,
+                Guard::LeaveOut => Batch::LeaveOut,
+            }
+        })
+        .collect();
+    match unchanged && to.commit(undo, None).await.is_ok() {
+        true => delete_dirs(bucket, carried, to).await,
+        false => {
+            tracing::warn!(bucket = %bucket.name, %key, "a key written while it moved is in two pools: the newer copy is served")
+        }
     }
 }
 

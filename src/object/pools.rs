@@ -194,6 +194,24 @@ impl ObjectStore {
         }
     }
 
+    /// Whether `key` moved away from `set` while an upload of it was opened there (by
+    /// another server's move: this one's wait for its writers). Checked after the upload's
+    /// record is committed, as a move checks for uploads after its copy is committed: of
+    /// the two, at least one sees the other, so either the upload is refused here or the
+    /// move takes its copy back and leaves the key with the upload.
+    pub(super) async fn moved_while_upload_opened(
+        &self,
+        set: &RecordSet,
+        bucket: &BucketName,
+        key: &ObjectKey,
+    ) -> Result<bool, ObjectError> {
+        if self.pools.len() < 2 || !set.is_shared_with_other_servers() {
+            return Ok(false);
+        }
+        let elsewhere = self.holder(bucket, key, Some(set)).await?;
+        Ok(elsewhere.is_some())
+    }
+
     /// The pool a set belongs to.
     fn pool_of(&self, set: &RecordSet) -> &Pool {
         (self.pools.iter())
@@ -938,6 +956,101 @@ mod tests {
             })
             .await;
         assert!(found.is_ok(), "{found:?}");
+    }
+
+    /// Two servers over shared pools, a key of `data` written through the first; the pool
+    /// that holds it, and the drives of each pool.
+    async fn two_servers() -> (Arc<ObjectStore>, Arc<ObjectStore>, usize, [SimPool; 2]) {
+        let (mut first, mut second) = (SimPool::new(), SimPool::new());
+        (first.shared, second.shared) = (true, true);
+        let (here, there) = (store_of(&[&first, &second]), store_of(&[&first, &second]));
+        here.create_bucket(&bucket()).await.unwrap();
+        put(&here, &key(0), b"old").await;
+        let home = usize::from(held_by(&here, 1, &key(0)).await);
+        (here, there, home, [first, second])
+    }
+
+    async fn uploads_open(store: &ObjectStore, pool: usize, key: &ObjectKey) -> u64 {
+        let set = store.set_in(&store.pools[pool], &bucket(), key);
+        let prefix = [object_key(bucket().as_str(), key.as_str()).as_slice(), &[0]].concat();
+        super::super::moves::open_uploads(set, &prefix)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_upload_opened_on_another_server_where_its_key_is_moving_away_is_refused() {
+        let (here, there, home, pools) = two_servers().await;
+        let key = key(0);
+        // Commits reach the key's pool late: the upload's record lands after the move
+        // looked for uploads, before the move's removal.
+        for drive in &pools[home].drives {
+            drive.slow_down_writes(std::time::Duration::from_millis(400));
+        }
+        let opening = {
+            let (there, key) = (there.clone(), key.clone());
+            tokio::spawn(async move {
+                (there.create_multipart_upload(&bucket(), &key, Default::default())).await
+            })
+        };
+        while there
+            .moves
+            .found_in(bucket().as_str(), key.as_str())
+            .is_none()
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        let record = here.bucket(&bucket()).await.unwrap();
+        let (from, to) = (
+            here.set_in(&here.pools[home], &bucket(), &key),
+            here.set_in(&here.pools[1 - home], &bucket(), &key),
+        );
+        let moved = here.move_key(&record, &key, from, to).await.unwrap();
+        assert!(matches!(moved, Moved::Done { .. }), "{moved:?}");
+        let opened = opening.await.unwrap();
+        assert!(
+            matches!(opened, Err(ObjectError::Moved)),
+            "an upload left where its key is not: {opened:?}"
+        );
+        assert_eq!(uploads_open(&here, home, &key).await, 0);
+        assert!(!held_by(&here, home, &key).await && held_by(&here, 1 - home, &key).await);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_move_that_meets_an_upload_opened_on_another_server_leaves_the_key_with_it() {
+        use crate::object::CompleteOptions;
+        let (here, there, home, pools) = two_servers().await;
+        let key = key(0);
+        // The move's copy reaches its destination late: an upload opens meanwhile.
+        for drive in &pools[1 - home].drives {
+            drive.slow_down_writes(std::time::Duration::from_millis(400));
+        }
+        let moving = {
+            let (here, key) = (here.clone(), key.clone());
+            tokio::spawn(async move {
+                let record = here.bucket(&bucket()).await.unwrap();
+                let (from, to) = (
+                    here.set_in(&here.pools[home], &bucket(), &key),
+                    here.set_in(&here.pools[1 - home], &bucket(), &key),
+                );
+                here.move_key(&record, &key, from, to).await
+            })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        let (upload_id, part) = open_upload(&there, &key, b"new").await;
+        let moved = moving.await.unwrap().unwrap();
+        assert_eq!(moved, Moved::Pinned, "the key stays with its upload");
+        assert!(held_by(&here, home, &key).await && !held_by(&here, 1 - home, &key).await);
+        let options = CompleteOptions {
+            parts: vec![part],
+            ..CompleteOptions::default()
+        };
+        (there
+            .complete_multipart_upload(&bucket(), &key, &upload_id, options)
+            .await)
+            .unwrap();
+        assert!(held_by(&here, home, &key).await && !held_by(&here, 1 - home, &key).await);
+        assert_eq!(get(&here, &key).await.unwrap(), b"new");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -186,6 +186,15 @@ impl ObjectStore {
         ];
         set.commit_guarded(vec![Some(batch); set.width()], &[], None)
             .await?;
+        if self.moved_while_upload_opened(set, bucket, key).await? {
+            // Best effort: an upload left behind is aborted with the stale ones.
+            drop(_writing);
+            let aborted = self.abort_multipart_upload(bucket, key, &upload_id).await;
+            if let Err(e) = aborted {
+                tracing::warn!(%bucket, %key, error = %e, "could not abort an upload opened where its key had left");
+            }
+            return Err(ObjectError::Moved);
+        }
         Ok((upload_id, record))
     }
 
