@@ -429,6 +429,13 @@ async fn a_second_pool_added_at_a_restart_serves_old_keys_and_takes_new_ones() {
     assert!(refused.contains("original order"), "{refused}");
     let plain = TestServer::try_start(options(first, &[]));
     expect_refused(plain, "a start of the first pool's drives alone");
+    // A pool keeps the geometry its drives were formatted with.
+    let recoded = with_ec(options(&drives, &[first, second]), 1, "5+4");
+    let refused = expect_refused(TestServer::try_start(recoded), "another geometry");
+    assert!(
+        refused.contains("formatted for 1 set(s) of 6+3") && refused.contains("5+4"),
+        "{refused}"
+    );
 
     // And everything still reads after a restart as recorded, which shows both pools.
     let server = TestServer::start_with(options(&drives, &[first, second]));
