@@ -67,8 +67,18 @@ pub struct MoveGate {
 struct KeyState {
     writers: usize,
     moving: bool,
-    /// The set a writer in flight found the key in, and chose for that.
-    found_in: Option<usize>,
+    /// The set a writer in flight chose, and why.
+    chosen: Option<Chosen>,
+}
+
+/// Why a writer chose the set it writes to (by the set's index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chosen {
+    /// The set holds the key.
+    Held(usize),
+    /// No pool held the key, and the pools' placement may differ between servers (a pool
+    /// joins or just turned active): the same new key may be created in another pool at once.
+    NewWhileSettling(usize),
 }
 
 /// A writer of a key in flight; the key does not move until it is dropped.
@@ -124,11 +134,11 @@ impl MoveGate {
         })
     }
 
-    /// The set a writer of `key` in flight chose because it held the key, if one did.
-    pub fn found_in(&self, bucket: &str, key: &str) -> Option<usize> {
+    /// The set a writer of `key` in flight chose, and why, if it said.
+    pub fn chosen(&self, bucket: &str, key: &str) -> Option<Chosen> {
         let keys = self.keys.lock().expect("move gate");
         let name = (bucket.to_string(), key.to_string());
-        keys.get(&name).and_then(|state| state.found_in)
+        keys.get(&name).and_then(|state| state.chosen)
     }
 
     fn leave(&self, key: &(String, String), change: impl FnOnce(&mut KeyState)) {
@@ -143,11 +153,11 @@ impl MoveGate {
 }
 
 impl Writing<'_> {
-    /// Notes that this writer chose the set `set` because it holds the key.
-    pub fn found_in(&self, set: usize) {
+    /// Notes which set this writer chose, and why.
+    pub fn chose(&self, chosen: Chosen) {
         if let Some((gate, key)) = &self.gate {
             if let Some(state) = gate.keys.lock().expect("move gate").get_mut(key) {
-                state.found_in = Some(set);
+                state.chosen = Some(chosen);
             }
         }
     }

@@ -220,15 +220,15 @@ impl ObjectStore {
 /// Takes a move's copy back from `to` (records `moved`, inline chunks `inline_keys`, data of
 /// `carried`), on the condition that it still holds just what the move committed there: a
 /// writer on another server may have found the key there meanwhile, and its write stays,
-/// the key then in two pools, the newer copy served.
-async fn take_back(
+/// the key then in two pools, the newer copy served. Whether it was taken back.
+pub(super) async fn take_back(
     bucket: &BucketRecord,
     key: &ObjectKey,
     carried: &[&ObjectRecord],
     to: &RecordSet,
     (current, history): (&Option<ObjectRecord>, &Option<VersionsRecord>),
     inline_keys: &[Vec<u8>],
-) {
+) -> bool {
     let db_key = object_key(&bucket.name, key.as_str());
     let (now, now_history) = futures::join!(
         Copies::<ObjectRecord>::read(to, OBJECTS, db_key.clone()),
@@ -257,12 +257,14 @@ async fn take_back(
             }
         })
         .collect();
-    match unchanged && to.commit(undo, None).await.is_ok() {
+    let taken = unchanged && to.commit(undo, None).await.is_ok();
+    match taken {
         true => delete_dirs(bucket, carried, to).await,
         false => {
-            tracing::warn!(bucket = %bucket.name, %key, "a key written while it moved is in two pools: the newer copy is served")
+            tracing::warn!(bucket = %bucket.name, %key, "a key written meanwhile is in two pools: the newer copy is served")
         }
     }
+    taken
 }
 
 /// Multipart uploads open in `set` whose record keys start with `prefix` (an upload's key

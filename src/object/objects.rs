@@ -264,8 +264,12 @@ impl ObjectStore {
             // A delete's tombstone is no object.
             condition.check(judged.as_ref().filter(|v| !v.delete_marker))?;
         }
+        let created = matches!(agreed, Ok(None));
         commit_over(set, bucket, key, &current, agreed.ok(), version).await?;
         drop(guard);
+        if created {
+            self.created_alone(set, bucket, key, version.record).await?;
+        }
         self.delete_data(
             set,
             bucket,

@@ -20,8 +20,9 @@ use futures::future::join_all;
 use siphasher::sip::SipHasher24;
 use tokio::sync::OnceCell;
 
-use super::key_locks::{MoveGate, Writing};
+use super::key_locks::{Chosen, MoveGate, Writing};
 use super::moves::Moved;
+use super::record::BucketRecord;
 use super::record::{object_key, upload_key, ObjectRecord, OBJECTS, UPLOADS, VERSIONS};
 use super::{BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::records::{Agreement, RecordSet};
@@ -45,7 +46,13 @@ pub struct Pool {
     recorded_free: std::sync::atomic::AtomicU64,
     /// A [`PoolState`].
     state: AtomicU8,
+    /// When this server saw it turn from joining to active.
+    activated: std::sync::Mutex<Option<std::time::Instant>>,
 }
+
+/// How long after a pool turns active servers may still place new keys differently: each
+/// follows the pool list within about a second.
+const SETTLING: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Whether a pool takes new keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -80,6 +87,7 @@ impl Pool {
             weight: OnceCell::new(),
             recorded_free: Default::default(),
             state: AtomicU8::new(PoolState::Active as u8),
+            activated: std::sync::Mutex::new(None),
         }
     }
 
@@ -100,7 +108,18 @@ impl Pool {
     }
 
     pub fn set_state(&self, state: PoolState) {
+        let was = self.state();
         self.state.store(state as u8, Ordering::Relaxed);
+        if (was, state) == (PoolState::Joining, PoolState::Active) {
+            *self.activated.lock().expect("pool") = Some(std::time::Instant::now());
+        }
+    }
+
+    /// Whether servers may place new keys differently because of this pool: it joins, or
+    /// turned active moments ago.
+    fn settling(&self) -> bool {
+        let activated = *self.activated.lock().expect("pool");
+        self.state() == PoolState::Joining || activated.is_some_and(|at| at.elapsed() < SETTLING)
     }
 }
 
@@ -164,10 +183,16 @@ impl ObjectStore {
                     continue;
                 }
                 Some(set) => {
-                    writing.found_in(set.index());
+                    writing.chose(Chosen::Held(set.index()));
                     set
                 }
-                None => self.set_in(self.first_choice(bucket, key).await, bucket, key),
+                None => {
+                    let set = self.set_in(self.first_choice(bucket, key).await, bucket, key);
+                    if set.is_shared_with_other_servers() && self.placement_settling() {
+                        writing.chose(Chosen::NewWhileSettling(set.index()));
+                    }
+                    set
+                }
             };
             return Ok((set, writing));
         }
@@ -187,8 +212,60 @@ impl ObjectStore {
     ) -> Result<(), ObjectError> {
         let moved = !holds_key
             && set.is_shared_with_other_servers()
-            && self.moves.found_in(bucket, key) == Some(set.index());
+            && self.moves.chosen(bucket, key) == Some(Chosen::Held(set.index()));
         match moved {
+            true => Err(ObjectError::Moved),
+            false => Ok(()),
+        }
+    }
+
+    /// Whether the servers of the deployment may place a new key in different pools now.
+    fn placement_settling(&self) -> bool {
+        self.pools.len() > 1 && self.pools.iter().any(Pool::settling)
+    }
+
+    /// A writer's check, after it committed a new key while placement settles (see
+    /// [`Chosen::NewWhileSettling`]), that no other server created the key in another pool
+    /// at once. Both look after their commits, so at least one sees the other; one that
+    /// does takes its creation back (if nothing changed it since) and is told to try again,
+    /// and the retry finds the key where the other put it.
+    pub(super) async fn created_alone(
+        &self,
+        set: &RecordSet,
+        bucket: &BucketRecord,
+        key: &ObjectKey,
+        created: &ObjectRecord,
+    ) -> Result<(), ObjectError> {
+        let chosen = self.moves.chosen(&bucket.name, key.as_str());
+        if chosen != Some(Chosen::NewWhileSettling(set.index())) {
+            return Ok(());
+        }
+        let name = BucketName::parse(&bucket.name).map_err(|_| ObjectError::NoSuchBucket)?;
+        if self.holder(&name, key, Some(set)).await?.is_none() {
+            return Ok(());
+        }
+        let db_key = object_key(&bucket.name, key.as_str());
+        let (current, history) = futures::join!(
+            set.read_agreed::<ObjectRecord>(OBJECTS, &db_key),
+            set.read_agreed::<super::record::VersionsRecord>(VERSIONS, &db_key)
+        );
+        let (current, history) = (current?.found(), history?.found());
+        let ours = |record: &ObjectRecord| record.data_id == created.data_id;
+        let untouched = current.as_ref().is_some_and(ours)
+            && history
+                .as_ref()
+                .is_none_or(|h| matches!(h.versions.as_slice(), [only] if ours(only)));
+        // A version written over this one since keeps it (in a history) or deleted its
+        // data: either way it stays as it is, the key in two pools, the newer served.
+        let taken = untouched && {
+            let inline = (created.inline)
+                .then(|| super::record::inline_key(&bucket.name, key.as_str(), created.data_id));
+            let carried: Vec<&ObjectRecord> = current.iter().collect();
+            let records = (&current, &history);
+            super::moves::take_back(bucket, key, &carried, set, records, inline.as_slice()).await
+        };
+        tracing::warn!(bucket = %bucket.name, %key, taken, "a new key was created in two pools at once while a pool turned active");
+        match taken {
             true => Err(ObjectError::Moved),
             false => Ok(()),
         }
@@ -883,7 +960,7 @@ mod tests {
         };
         while there
             .moves
-            .found_in(bucket().as_str(), key.as_str())
+            .chosen(bucket().as_str(), key.as_str())
             .is_none()
         {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
@@ -995,7 +1072,7 @@ mod tests {
         };
         while there
             .moves
-            .found_in(bucket().as_str(), key.as_str())
+            .chosen(bucket().as_str(), key.as_str())
             .is_none()
         {
             tokio::time::sleep(std::time::Duration::from_millis(2)).await;
@@ -1051,6 +1128,81 @@ mod tests {
             .unwrap();
         assert!(held_by(&here, home, &key).await && !held_by(&here, 1 - home, &key).await);
         assert_eq!(get(&here, &key).await.unwrap(), b"new");
+    }
+
+    /// A put of `key` through `store` whose body waits for `rest`, once the writer chose its
+    /// set.
+    async fn put_held(
+        store: &Arc<ObjectStore>,
+        key: &ObjectKey,
+    ) -> (
+        tokio::task::JoinHandle<Result<ObjectRecord, ObjectError>>,
+        futures::channel::mpsc::UnboundedSender<std::io::Result<Bytes>>,
+    ) {
+        let (sender, receiver) = futures::channel::mpsc::unbounded::<std::io::Result<Bytes>>();
+        let writer = {
+            let (store, key) = (store.clone(), key.clone());
+            tokio::spawn(async move {
+                let body: crate::body::ByteStream = Box::pin(receiver);
+                let options = PutOptions::default();
+                store.put_object(&bucket(), &key, body, options).await
+            })
+        };
+        while store
+            .moves
+            .chosen(bucket().as_str(), key.as_str())
+            .is_none()
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        (writer, sender)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_new_key_created_through_two_servers_as_a_pool_turns_active_lands_in_one_pool() {
+        let (mut first, mut second) = (SimPool::new(), SimPool::new());
+        (first.shared, second.shared) = (true, true);
+        let (ahead, behind) = (store_of(&[&first, &second]), store_of(&[&first, &second]));
+        ahead.create_bucket(&bucket()).await.unwrap();
+        // The second pool joins; one server has heard that it turned active, the other not.
+        for store in [&ahead, &behind] {
+            store.pools()[1].set_state(PoolState::Joining);
+        }
+        ahead.pools()[1].set_state(PoolState::Active);
+        let mut new_key = None;
+        for i in 0..40 {
+            if std::ptr::eq(
+                ahead.first_choice(&bucket(), &key(i)).await,
+                &ahead.pools[1],
+            ) {
+                new_key = Some(key(i));
+                break;
+            }
+        }
+        let key = new_key.expect("a key whose first choice is the new pool");
+        // Both create the key at once: each chose its pool before either committed.
+        let (through_ahead, rest_ahead) = put_held(&ahead, &key).await;
+        let (through_behind, rest_behind) = put_held(&behind, &key).await;
+        rest_ahead
+            .unbounded_send(Ok(Bytes::from_static(b"ahead")))
+            .unwrap();
+        drop(rest_ahead);
+        through_ahead.await.unwrap().unwrap();
+        rest_behind
+            .unbounded_send(Ok(Bytes::from_static(b"behind")))
+            .unwrap();
+        drop(rest_behind);
+        let second_write = through_behind.await.unwrap();
+        assert!(
+            matches!(second_write, Err(ObjectError::Moved)),
+            "the second creation must not stay in the other pool: {second_write:?}"
+        );
+        assert!(!held_by(&ahead, 0, &key).await && held_by(&ahead, 1, &key).await);
+        assert_eq!(get(&behind, &key).await.unwrap(), b"ahead");
+        // The client's retry finds the key where it is.
+        put(&behind, &key, b"behind").await;
+        assert!(!held_by(&ahead, 0, &key).await && held_by(&ahead, 1, &key).await);
+        assert_eq!(get(&ahead, &key).await.unwrap(), b"behind");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -358,7 +358,7 @@ impl ObjectStore {
         key: &ObjectKey,
         version: &crate::object::objects::NewVersion<'_>,
     ) -> Result<(), ObjectError> {
-        let _guard = self.locks.write(&bucket.name, key.as_str()).await;
+        let guard = self.locks.write(&bucket.name, key.as_str()).await;
         let current = key_versions(set, &bucket.name, key.as_str()).await?;
         self.not_moved_away(set, &bucket.name, key.as_str(), current.holds_key())?;
         if let Some(condition) = version.condition {
@@ -385,7 +385,14 @@ impl ObjectStore {
             extra: version.extra.clone(),
             decided_on: version.decided_on.clone(),
         };
-        self.commit_versions(set, bucket, key, &current, next).await
+        let created = !current.holds_key();
+        self.commit_versions(set, bucket, key, &current, next)
+            .await?;
+        drop(guard);
+        if created {
+            self.created_alone(set, bucket, key, version.record).await?;
+        }
+        Ok(())
     }
 
     /// Deletes a key or one version of it. Without a version id, a versioned bucket gets a
