@@ -134,11 +134,15 @@ impl MoveGate {
         })
     }
 
-    /// The set a writer of `key` in flight chose, and why, if it said.
+    /// The set the writer of `key` in flight chose, and why, if it said. Only while it is
+    /// the key's one writer here: with others in flight (an upload's completion, an append
+    /// that puts) the note may be another's, and no commit acts on it.
     pub fn chosen(&self, bucket: &str, key: &str) -> Option<Chosen> {
         let keys = self.keys.lock().expect("move gate");
         let name = (bucket.to_string(), key.to_string());
-        keys.get(&name).and_then(|state| state.chosen)
+        keys.get(&name)
+            .filter(|state| state.writers == 1)
+            .and_then(|state| state.chosen)
     }
 
     fn leave(&self, key: &(String, String), change: impl FnOnce(&mut KeyState)) {

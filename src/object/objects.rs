@@ -253,7 +253,8 @@ impl ObjectStore {
             Ok(Agreement::NotFound) => Ok(None),
             Err(e) => Err(e),
         };
-        if let Ok(None) = agreed {
+        let created = matches!(agreed, Ok(None));
+        if created {
             self.not_moved_away(set, &bucket.name, key.as_str(), false)?;
         }
         if let Some(condition) = version.condition {
@@ -264,7 +265,6 @@ impl ObjectStore {
             // A delete's tombstone is no object.
             condition.check(judged.as_ref().filter(|v| !v.delete_marker))?;
         }
-        let created = matches!(agreed, Ok(None));
         commit_over(set, bucket, key, &current, agreed.ok(), version).await?;
         drop(guard);
         if created {

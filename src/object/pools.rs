@@ -22,8 +22,10 @@ use tokio::sync::OnceCell;
 
 use super::key_locks::{Chosen, MoveGate, Writing};
 use super::moves::Moved;
-use super::record::BucketRecord;
-use super::record::{object_key, upload_key, ObjectRecord, OBJECTS, UPLOADS, VERSIONS};
+use super::record::{
+    inline_key, object_key, upload_key, BucketRecord, ObjectRecord, VersionsRecord, OBJECTS,
+    UPLOADS, VERSIONS,
+};
 use super::{BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::records::{Agreement, RecordSet};
 
@@ -227,8 +229,12 @@ impl ObjectStore {
     /// A writer's check, after it committed a new key while placement settles (see
     /// [`Chosen::NewWhileSettling`]), that no other server created the key in another pool
     /// at once. Both look after their commits, so at least one sees the other; one that
-    /// does takes its creation back (if nothing changed it since) and is told to try again,
-    /// and the retry finds the key where the other put it.
+    /// does takes its creation back (if nothing changed it since) and is told to try again
+    /// ([`ObjectError::Moved`]), and the retry finds the key where the other put it.
+    ///
+    /// Any other answer leaves the committed version as it is (`Ok`): the caller deletes
+    /// the data of a write that failed, so an error here must mean the version is gone.
+    /// A look that cannot tell (a pool without its read quorum) keeps it too.
     pub(super) async fn created_alone(
         &self,
         set: &RecordSet,
@@ -240,16 +246,21 @@ impl ObjectStore {
         if chosen != Some(Chosen::NewWhileSettling(set.index())) {
             return Ok(());
         }
-        let name = BucketName::parse(&bucket.name).map_err(|_| ObjectError::NoSuchBucket)?;
-        if self.holder(&name, key, Some(set)).await?.is_none() {
+        let Ok(name) = BucketName::parse(&bucket.name) else {
+            return Ok(());
+        };
+        if !matches!(self.holder(&name, key, Some(set)).await, Ok(Some(_))) {
             return Ok(());
         }
         let db_key = object_key(&bucket.name, key.as_str());
         let (current, history) = futures::join!(
             set.read_agreed::<ObjectRecord>(OBJECTS, &db_key),
-            set.read_agreed::<super::record::VersionsRecord>(VERSIONS, &db_key)
+            set.read_agreed::<VersionsRecord>(VERSIONS, &db_key)
         );
-        let (current, history) = (current?.found(), history?.found());
+        let (Ok(current), Ok(history)) = (current, history) else {
+            return Ok(());
+        };
+        let (current, history) = (current.found(), history.found());
         let ours = |record: &ObjectRecord| record.data_id == created.data_id;
         let untouched = current.as_ref().is_some_and(ours)
             && history
@@ -258,8 +269,8 @@ impl ObjectStore {
         // A version written over this one since keeps it (in a history) or deleted its
         // data: either way it stays as it is, the key in two pools, the newer served.
         let taken = untouched && {
-            let inline = (created.inline)
-                .then(|| super::record::inline_key(&bucket.name, key.as_str(), created.data_id));
+            let inline =
+                (created.inline).then(|| inline_key(&bucket.name, key.as_str(), created.data_id));
             let carried: Vec<&ObjectRecord> = current.iter().collect();
             let records = (&current, &history);
             super::moves::take_back(bucket, key, &carried, set, records, inline.as_slice()).await
@@ -341,7 +352,8 @@ impl ObjectStore {
             {
                 // Held twice (a move between pools not finished): the newer copy is the key;
                 // of two alike, the one the move copied from (moved fewer times), which it
-                // leaves only once the other holds the key for good. Every writer so meets every other in one set.
+                // leaves only once the other holds the key for good: so writers that chose
+                // before the copy and after it meet in one set.
                 let rank = (modified_ms, std::cmp::Reverse(pool_moves));
                 if newest.is_none_or(|(newest, _)| rank > newest) {
                     newest = Some((rank, set));
@@ -487,7 +499,7 @@ async fn holding(
     Ok(match versions? {
         Agreement::Found { value, .. } => Holding::Key {
             modified_ms: 0,
-            pool_moves: (value.versions.iter().map(|v: &ObjectRecord| v.pool_moves))
+            pool_moves: (value.versions.iter().map(|v| v.pool_moves))
                 .max()
                 .unwrap_or(0),
         },
@@ -1203,6 +1215,29 @@ mod tests {
         put(&behind, &key, b"behind").await;
         assert!(!held_by(&ahead, 0, &key).await && held_by(&ahead, 1, &key).await);
         assert_eq!(get(&ahead, &key).await.unwrap(), b"behind");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_new_key_whose_check_for_another_copy_cannot_be_answered_is_kept_whole() {
+        let (mut first, mut second) = (SimPool::new(), SimPool::new());
+        (first.shared, second.shared) = (true, true);
+        let behind = store_of(&[&first, &second]);
+        behind.create_bucket(&bucket()).await.unwrap();
+        behind.pools()[1].set_state(PoolState::Joining);
+        let key = key(0);
+        // Its data out of line, so that a write taken for failed would delete it.
+        let (through_behind, rest) = put_held(&behind, &key).await;
+        // The joining pool stops answering before the writer looks there after its commit.
+        for drive in &second.drives[..6] {
+            drive.fail(&[Call::MetaGet, Call::MetaScan]);
+        }
+        let large = vec![5u8; 300 << 10];
+        rest.unbounded_send(Ok(Bytes::from(large.clone()))).unwrap();
+        drop(rest);
+        let written = through_behind.await.unwrap();
+        assert!(written.is_ok(), "the write is committed: {written:?}");
+        assert!(held_by(&behind, 0, &key).await);
+        assert_eq!(get(&behind, &key).await.unwrap(), large);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

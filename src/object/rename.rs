@@ -150,11 +150,12 @@ impl ObjectStore {
             Agreement::Found { value, .. } => Some(value),
             Agreement::NotFound => None,
         };
-        let src_held = !matches!(agreed_or_conflict(set, &src_records)?, Agreement::NotFound);
+        let src_agreed = agreed_or_conflict(set, &src_records)?;
+        let src_held = !matches!(src_agreed, Agreement::NotFound);
         self.not_moved_away(set, name, key.as_str(), dest.is_some())?;
         self.not_moved_away(set, name, source.as_str(), src_held)?;
         let dest_current = dest.as_ref().filter(|v| !v.delete_marker);
-        let src = match agreed_or_conflict(set, &src_records)? {
+        let src = match src_agreed {
             Agreement::Found { value, holders } if !value.delete_marker => Some(Source {
                 version: value,
                 holders,

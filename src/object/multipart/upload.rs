@@ -188,7 +188,6 @@ impl ObjectStore {
             .await?;
         if self.moved_while_upload_opened(set, bucket, key).await? {
             // Best effort: an upload left behind is aborted with the stale ones.
-            drop(_writing);
             let aborted = self.abort_multipart_upload(bucket, key, &upload_id).await;
             if let Err(e) = aborted {
                 tracing::warn!(%bucket, %key, error = %e, "could not abort an upload opened where its key had left");
