@@ -17,7 +17,7 @@ use crate::background::published::Published;
 use crate::background::Worker;
 use crate::cluster::control::ControlPlane;
 use crate::deployment::Deployment;
-use crate::object::{now_ms, DrainPass, MoveProgress, ObjectStore, PoolState};
+use crate::object::{now_ms, DrainPass, MoveCounts, MoveProgress, ObjectStore, PoolState};
 
 /// The pause between passes.
 const INTERVAL: Duration = Duration::from_secs(2);
@@ -71,6 +71,17 @@ fn published_record(pool_id: &str) -> String {
 }
 
 impl PoolDrain {
+    /// Goes on counting a drain from `view`, as another server published it.
+    fn resume(&self, view: &DrainView) {
+        self.progress.restore(MoveCounts {
+            keys: view.keys_moved,
+            versions: view.versions_moved,
+            bytes: view.bytes_moved,
+            failures: view.failures,
+        });
+        self.started_ms.store(view.started_ms, Ordering::Relaxed);
+    }
+
     /// Where the drain stands here; `None` when none started here.
     pub fn view(&self) -> Option<DrainView> {
         let started_ms = self.started_ms.load(Ordering::Relaxed);
@@ -147,12 +158,18 @@ impl Worker for Decommission {
                 }
             }
             let drain = self.drains.pool(index);
+            let pool_id = &self.deployment.pools[index].id;
             if drain.started_ms.load(Ordering::Relaxed) == 0 {
-                self.drains.restart(index);
+                // A drain this node takes over (another drained before it stopped) goes on
+                // counting from what that one published.
+                match DrainView::published(&self.store, pool_id).await {
+                    Some(view) => drain.resume(&view),
+                    None => self.drains.restart(index),
+                }
             }
             let pacer =
                 tokio::sync::Mutex::new(Pacer::new(Pace::configured(Some(self.duty), None)));
-            let published = Published::new(published_record(&self.deployment.pools[index].id));
+            let published = Published::new(published_record(pool_id));
             let store = &self.store;
             let pace = || async {
                 pacer.lock().await.work_done(1).await;

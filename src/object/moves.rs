@@ -59,6 +59,16 @@ impl MoveProgress {
         }
     }
 
+    /// Counts on from `counts` (a drain another server began).
+    pub fn restore(&self, counts: MoveCounts) {
+        let store =
+            |counter: &AtomicU64, value| counter.store(value, std::sync::atomic::Ordering::Relaxed);
+        store(&self.keys, counts.keys);
+        store(&self.versions, counts.versions);
+        store(&self.bytes, counts.bytes);
+        store(&self.failures, counts.failures);
+    }
+
     /// Counts afresh (a drain or a rebalance started again).
     pub fn reset(&self) {
         for counter in [&self.keys, &self.versions, &self.bytes, &self.failures] {
