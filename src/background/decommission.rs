@@ -71,15 +71,38 @@ fn published_record(pool_id: &str) -> String {
 }
 
 impl PoolDrain {
-    /// Goes on counting a drain from `view`, as another server published it.
-    fn resume(&self, view: &DrainView) {
-        self.progress.restore(MoveCounts {
+    /// Before a pass: counts on from what was last published for the drain, when that is
+    /// of a later start than this server's figures (another server drained, or the admin
+    /// request that started the drain reached this one) or further along in the same one
+    /// (another server drained while this one waited). Nothing published: counts afresh.
+    fn catch_up(&self, published: Option<&DrainView>) {
+        let Some(view) = published else {
+            if self.started_ms.load(Ordering::Relaxed) == 0 {
+                self.start();
+            }
+            return;
+        };
+        let started_ms = self.started_ms.load(Ordering::Relaxed);
+        let mine = self.progress.counts();
+        let theirs = MoveCounts {
             keys: view.keys_moved,
             versions: view.versions_moved,
             bytes: view.bytes_moved,
             failures: view.failures,
-        });
-        self.started_ms.store(view.started_ms, Ordering::Relaxed);
+        };
+        if view.started_ms > started_ms {
+            self.progress.restore(theirs);
+            self.started_ms.store(view.started_ms, Ordering::Relaxed);
+        } else if view.started_ms == started_ms && theirs.keys > mine.keys {
+            self.progress.restore(theirs);
+        }
+    }
+
+    /// Starts counting afresh.
+    fn start(&self) {
+        self.progress.reset();
+        self.started_ms.store(now_ms(), Ordering::Relaxed);
+        *self.last_pass.lock().expect("drain") = None;
     }
 
     /// Where the drain stands here; `None` when none started here.
@@ -115,10 +138,7 @@ impl Drains {
 
     /// Starts counting a drain of pool `index` afresh.
     pub fn restart(&self, index: usize) {
-        let drain = &self.pools[index];
-        drain.progress.reset();
-        drain.started_ms.store(now_ms(), Ordering::Relaxed);
-        *drain.last_pass.lock().expect("drain") = None;
+        self.pools[index].start();
     }
 }
 
@@ -159,14 +179,9 @@ impl Worker for Decommission {
             }
             let drain = self.drains.pool(index);
             let pool_id = &self.deployment.pools[index].id;
-            if drain.started_ms.load(Ordering::Relaxed) == 0 {
-                // A drain this node takes over (another drained before it stopped) goes on
-                // counting from what that one published.
-                match DrainView::published(&self.store, pool_id).await {
-                    Some(view) => drain.resume(&view),
-                    None => self.drains.restart(index),
-                }
-            }
+            // A drain this node takes over goes on counting from what the last one to
+            // drain published.
+            drain.catch_up(DrainView::published(&self.store, pool_id).await.as_ref());
             let pacer =
                 tokio::sync::Mutex::new(Pacer::new(Pace::configured(Some(self.duty), None)));
             let published = Published::new(published_record(pool_id));
@@ -204,5 +219,62 @@ impl Worker for Decommission {
             true => "no pool is being decommissioned".into(),
             false => done.join("; "),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn published(started_ms: i64, keys_moved: u64) -> DrainView {
+        DrainView {
+            started_ms,
+            keys_moved,
+            versions_moved: keys_moved,
+            bytes_moved: keys_moved * 100,
+            ..DrainView::default()
+        }
+    }
+
+    #[test]
+    fn a_server_that_started_a_drain_another_ran_counts_on_from_what_that_one_published() {
+        // The admin request started the drain here; another server was elected and moved
+        // every key, then stopped; this one takes over and finds nothing left to move.
+        let drains = Drains::new(1);
+        drains.restart(0);
+        let drain = drains.pool(0);
+        let started_ms = drain.started_ms.load(Ordering::Relaxed);
+        drain.catch_up(Some(&published(started_ms, 40)));
+        let view = drain.view().unwrap();
+        assert_eq!((view.started_ms, view.keys_moved), (started_ms, 40));
+        assert_eq!(view.bytes_moved, 4000);
+    }
+
+    #[test]
+    fn a_server_that_never_drained_takes_the_published_figures_and_its_own_are_kept() {
+        let drains = Drains::new(1);
+        let drain = drains.pool(0);
+        drain.catch_up(Some(&published(1_000, 7)));
+        assert_eq!(drain.view().unwrap().keys_moved, 7);
+        // Its own counting went further than what it last published: kept.
+        drain.progress.restore(MoveCounts {
+            keys: 9,
+            ..MoveCounts::default()
+        });
+        drain.catch_up(Some(&published(1_000, 7)));
+        assert_eq!(drain.view().unwrap().keys_moved, 9);
+        // Figures of an older start count for nothing.
+        drain.catch_up(Some(&published(500, 70)));
+        assert_eq!(drain.view().unwrap().keys_moved, 9);
+    }
+
+    #[test]
+    fn with_nothing_published_a_drain_is_counted_from_its_start_here() {
+        let drains = Drains::new(1);
+        let drain = drains.pool(0);
+        assert!(drain.view().is_none());
+        drain.catch_up(None);
+        let view = drain.view().unwrap();
+        assert!(view.started_ms > 0 && view.keys_moved == 0, "{view:?}");
     }
 }

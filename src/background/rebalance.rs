@@ -55,6 +55,15 @@ pub struct RebalanceRecord {
     pub ended_ms: Option<i64>,
 }
 
+/// What a rebalance moved, as the node that runs it publishes it.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+struct PublishedProgress {
+    /// The start of the rebalance the figures are of (Unix milliseconds).
+    started_ms: i64,
+    #[serde(flatten)]
+    moved: MoveCounts,
+}
+
 /// The rebalance as this server knows it: the record, as last read, and what this server
 /// moved since it started it (or started).
 #[derive(Debug, Default)]
@@ -81,7 +90,27 @@ impl Rebalancing {
 
     /// What the node that rebalances last published of what it moved.
     pub async fn published(store: &ObjectStore) -> Option<MoveCounts> {
-        Published::read(store, PROGRESS_RECORD).await
+        let progress: PublishedProgress = Published::read(store, PROGRESS_RECORD).await?;
+        Some(progress.moved)
+    }
+
+    /// Before a pass of the rebalance that started at `started_ms`: counts on from what
+    /// was published of it when that is further along (another node ran it until now).
+    async fn catch_up(&self, store: &ObjectStore, started_ms: i64) {
+        let published: Option<PublishedProgress> = Published::read(store, PROGRESS_RECORD).await;
+        if let Some(theirs) = published.filter(|p| p.started_ms == started_ms) {
+            if theirs.moved.keys > self.progress.counts().keys {
+                self.progress.restore(theirs.moved);
+            }
+        }
+    }
+
+    /// What this server counted, to publish.
+    fn to_publish(&self) -> PublishedProgress {
+        PublishedProgress {
+            started_ms: self.counting.load(Ordering::Relaxed),
+            moved: self.progress.counts(),
+        }
     }
 
     /// Reads the recorded rebalance again (another node may have started or stopped it).
@@ -104,9 +133,8 @@ impl Rebalancing {
         };
         self.write(store, record).await?;
         self.count_for(&record);
-        let nothing_yet = MoveCounts::default();
         Published::new(PROGRESS_RECORD.into())
-            .write(store, &nothing_yet, true)
+            .write(store, &self.to_publish(), true)
             .await;
         Ok(record)
     }
@@ -182,6 +210,7 @@ impl Worker for Rebalance {
             return Ok("no rebalance is running".into());
         };
         rebalancing.count_for(&running);
+        rebalancing.catch_up(&self.store, running.started_ms).await;
         let pacer = tokio::sync::Mutex::new(Pacer::new(Pace::configured(Some(self.duty), None)));
         let store = &self.store;
         let published = Published::new(PROGRESS_RECORD.into());
@@ -192,7 +221,7 @@ impl Worker for Rebalance {
                 tracing::warn!(error = %e, "could not read the rebalance's record");
             }
             published
-                .write(store, &rebalancing.progress.counts(), false)
+                .write(store, &rebalancing.to_publish(), false)
                 .await;
         };
         let keep_going = || rebalancing.is_running();
@@ -200,7 +229,7 @@ impl Worker for Rebalance {
             .rebalance_pass(&rebalancing.progress, keep_going, pace)
             .await?;
         published
-            .write(store, &rebalancing.progress.counts(), true)
+            .write(store, &rebalancing.to_publish(), true)
             .await;
         *rebalancing.last_pass.lock().expect("rebalance") = Some(pass.clone());
         if !pass.balanced() || !rebalancing.is_running() {
@@ -214,5 +243,46 @@ impl Worker for Rebalance {
             .await?;
         tracing::info!("the server pools are even: the rebalance is complete");
         Ok("the pools are even: rebalance complete".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::erasure::ErasureSet;
+    use crate::storage::sim::CrashController;
+
+    fn store() -> (CrashController, Arc<ObjectStore>) {
+        let sim = CrashController::new(9);
+        let set = ErasureSet::new(0, sim.drives(), 3, 64 << 10).unwrap();
+        (sim, ObjectStore::new(vec![set], "rebalance"))
+    }
+
+    fn keys(n: u64) -> MoveCounts {
+        MoveCounts {
+            keys: n,
+            ..MoveCounts::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_server_that_takes_over_a_rebalance_counts_on_from_what_was_published() {
+        let (_sim, store) = store();
+        // Started through this server; another ran it, moved 12 keys and stopped.
+        let here = Rebalancing::default();
+        let record = here.start(&store).await.unwrap();
+        let runner = Rebalancing::default();
+        runner.count_for(&record);
+        runner.progress.restore(keys(12));
+        Published::new(PROGRESS_RECORD.into())
+            .write(&store, &runner.to_publish(), true)
+            .await;
+        here.catch_up(&store, record.started_ms).await;
+        assert_eq!(here.progress.counts().keys, 12);
+        assert_eq!(Rebalancing::published(&store).await, Some(keys(12)));
+        // Figures of another rebalance count for nothing.
+        let other = Rebalancing::default();
+        other.catch_up(&store, record.started_ms + 1).await;
+        assert_eq!(other.progress.counts().keys, 0);
     }
 }
