@@ -189,7 +189,10 @@ impl ObjectStore {
                     set
                 }
                 None => {
-                    let set = self.set_in(self.first_choice(bucket, key).await, bucket, key);
+                    let set = match self.upload_holder(bucket, key, None).await? {
+                        Some(set) => set,
+                        None => self.set_in(self.first_choice(bucket, key).await, bucket, key),
+                    };
                     if set.is_shared_with_other_servers() && self.placement_settling() {
                         writing.chose(Chosen::NewWhileSettling(set.index()));
                     }
@@ -249,7 +252,13 @@ impl ObjectStore {
         let Ok(name) = BucketName::parse(&bucket.name) else {
             return Ok(());
         };
-        if !matches!(self.holder(&name, key, Some(set)).await, Ok(Some(_))) {
+        // Another pool holds the key, or an upload of it (whose completion would put it
+        // there).
+        let (held, upload) = futures::join!(
+            self.holder(&name, key, Some(set)),
+            self.upload_holder(&name, key, Some(set))
+        );
+        if !matches!(held, Ok(Some(_))) && !matches!(upload, Ok(Some(_))) {
             return Ok(());
         }
         let db_key = object_key(&bucket.name, key.as_str());
@@ -361,6 +370,34 @@ impl ObjectStore {
             }
         }
         Ok(newest.map(|(_, set)| set))
+    }
+
+    /// The set of the pool where an upload of `key` is open, if any: a new key goes there,
+    /// or the upload's completion (where its parts are) would put the key in a second pool
+    /// when the pools' weights changed since it opened.
+    /// Asks every pool but `other_than`'s.
+    async fn upload_holder(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        other_than: Option<&RecordSet>,
+    ) -> Result<Option<&RecordSet>, ObjectError> {
+        let prefix = [object_key(bucket.as_str(), key.as_str()).as_slice(), &[0]].concat();
+        let sets: Vec<&RecordSet> = (self.pools.iter())
+            .map(|pool| self.set_in(pool, bucket, key))
+            .filter(|set| other_than.is_none_or(|other| !std::ptr::eq(*set, other)))
+            .collect();
+        let open = join_all(
+            sets.iter()
+                .map(|set| super::moves::open_uploads(set, &prefix)),
+        )
+        .await;
+        for (set, open) in sets.into_iter().zip(open) {
+            if open? > 0 {
+                return Ok(Some(set));
+            }
+        }
+        Ok(None)
     }
 
     /// The set that holds a multipart upload: the pool whose set of the key holds its
@@ -606,6 +643,13 @@ mod tests {
         let bucket = bucket();
         let set = store.set_in(&store.pools[pool], &bucket, key);
         holding(set, &bucket, key).await.unwrap() != Holding::Nothing
+    }
+
+    /// Whether `pool`'s set of `key` holds an open upload of it.
+    async fn held_by_upload(store: &ObjectStore, pool: usize, key: &ObjectKey) -> bool {
+        let set = store.set_in(&store.pools[pool], &bucket(), key);
+        let holder = store.upload_holder(&bucket(), key, None).await.unwrap();
+        holder.is_some_and(|holder| std::ptr::eq(holder, set))
     }
 
     #[tokio::test]
@@ -997,6 +1041,58 @@ mod tests {
         assert_eq!(get(&here, &key).await.unwrap(), b"new bytes");
     }
 
+    /// A tag or ACL change through another server that finds its key moved away meanwhile
+    /// is told to try again (503); before, it was answered NoSuchKey.
+    #[tokio::test]
+    async fn a_metadata_change_that_loses_its_key_to_a_move_on_another_server_is_told_to_try_again()
+    {
+        let (mut first, mut second) = (SimPool::new(), SimPool::new());
+        (first.shared, second.shared) = (true, true);
+        let (here, there) = (store_of(&[&first, &second]), store_of(&[&first, &second]));
+        here.create_bucket(&bucket()).await.unwrap();
+        let key = key(0);
+        put(&here, &key, b"tagged").await;
+        let home = usize::from(held_by(&here, 1, &key).await);
+        let (from, to) = (
+            here.set_in(&here.pools[home], &bucket(), &key),
+            here.set_in(&here.pools[1 - home], &bucket(), &key),
+        );
+
+        // The other server's change has found the key's set, and waits for the key's lock
+        // (held here by the test) before it reads the key there.
+        let lock = there.locks.write(bucket().as_str(), key.as_str()).await;
+        let change = {
+            let (there, key) = (there.clone(), key.clone());
+            tokio::spawn(async move {
+                let change = |now: &ObjectRecord| Ok(now.clone());
+                there
+                    .update_object_metadata(&bucket(), &key, None, change)
+                    .await
+            })
+        };
+        while there
+            .moves
+            .chosen(bucket().as_str(), key.as_str())
+            .is_none()
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let record = here.bucket(&bucket()).await.unwrap();
+        let moved = here.move_key(&record, &key, from, to).await.unwrap();
+        assert!(matches!(moved, Moved::Done { .. }), "{moved:?}");
+        drop(lock);
+        let changed = change.await.unwrap();
+        assert!(matches!(changed, Err(ObjectError::Moved)), "{changed:?}");
+        // The client's next try finds the key where it went.
+        let change = |now: &ObjectRecord| Ok(now.clone());
+        there
+            .update_object_metadata(&bucket(), &key, None, change)
+            .await
+            .unwrap();
+        assert!(!held_by(&here, home, &key).await && held_by(&here, 1 - home, &key).await);
+        assert_eq!(get(&here, &key).await.unwrap(), b"tagged");
+    }
+
     #[tokio::test]
     async fn a_read_that_looks_on_both_sides_of_a_move_still_finds_the_key() {
         use std::sync::atomic::AtomicBool;
@@ -1217,6 +1313,63 @@ mod tests {
         assert_eq!(get(&ahead, &key).await.unwrap(), b"behind");
     }
 
+    /// A new key written through one server while another opens an upload of it in the
+    /// other pool, as that pool turns active: the write, which sees the upload after its
+    /// commit, takes its creation back; its retry lands with the upload. Before, the key
+    /// stayed, and the upload's completion put it in the other pool too.
+    #[tokio::test]
+    async fn a_new_key_written_as_an_upload_of_it_opens_in_the_other_pool_lands_with_the_upload() {
+        use crate::object::CompleteOptions;
+        let (mut first, mut second) = (SimPool::new(), SimPool::new());
+        (first.shared, second.shared) = (true, true);
+        let (ahead, behind) = (store_of(&[&first, &second]), store_of(&[&first, &second]));
+        ahead.create_bucket(&bucket()).await.unwrap();
+        for store in [&ahead, &behind] {
+            store.pools()[1].set_state(PoolState::Joining);
+        }
+        ahead.pools()[1].set_state(PoolState::Active);
+        let mut new_key = None;
+        for i in 0..40 {
+            if std::ptr::eq(
+                ahead.first_choice(&bucket(), &key(i)).await,
+                &ahead.pools[1],
+            ) {
+                new_key = Some(key(i));
+                break;
+            }
+        }
+        let key = new_key.expect("a key whose first choice is the new pool");
+        // The server behind chooses the first pool for a write; the one ahead opens an
+        // upload in the new pool before that write commits.
+        let (through_behind, rest_behind) = put_held(&behind, &key).await;
+        let (upload_id, part) = open_upload(&ahead, &key, b"the upload's bytes").await;
+        assert!(held_by_upload(&ahead, 1, &key).await);
+        rest_behind
+            .unbounded_send(Ok(Bytes::from_static(b"behind")))
+            .unwrap();
+        drop(rest_behind);
+        let written = through_behind.await.unwrap();
+        assert!(
+            matches!(written, Err(ObjectError::Moved)),
+            "the write must not stay in the other pool: {written:?}"
+        );
+        assert!(!held_by(&ahead, 0, &key).await);
+        // The client's retry lands with the upload, and so does its completion.
+        put(&behind, &key, b"behind").await;
+        assert!(!held_by(&ahead, 0, &key).await && held_by(&ahead, 1, &key).await);
+        let options = CompleteOptions {
+            parts: vec![part],
+            condition: None,
+            checksum: None,
+        };
+        (ahead
+            .complete_multipart_upload(&bucket(), &key, &upload_id, options)
+            .await)
+            .unwrap();
+        assert!(!held_by(&ahead, 0, &key).await);
+        assert_eq!(get(&behind, &key).await.unwrap(), b"the upload's bytes");
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_new_key_whose_check_for_another_copy_cannot_be_answered_is_kept_whole() {
         let (mut first, mut second) = (SimPool::new(), SimPool::new());
@@ -1366,6 +1519,42 @@ mod tests {
         assert!(pass.drained(), "{pass:?}");
         assert!(!held_by(&store, 0, &key(1)).await && held_by(&store, 1, &key(1)).await);
         assert_eq!(get(&store, &key(1)).await.unwrap(), b"the upload's bytes");
+    }
+
+    /// A new key written while an upload of it is open lands with the upload, even when
+    /// the pools' weights have changed since the upload opened; before, the write went to
+    /// the new first choice and the upload's completion left the key in two pools.
+    #[tokio::test]
+    async fn a_new_key_with_an_open_upload_is_written_where_the_upload_is() {
+        use crate::object::CompleteOptions;
+        let (first, second) = (SimPool::new(), SimPool::new());
+        let store = store_of(&[&first, &second]);
+        store.create_bucket(&bucket()).await.unwrap();
+        let key = key(3);
+        let (upload_id, part) = open_upload(&store, &key, b"the upload's bytes").await;
+        let upload_pool = usize::from(held_by_upload(&store, 1, &key).await);
+        // The pool the upload is in fills up: new keys now go to the other.
+        store.pools[upload_pool].weigh_by(1);
+        store.pools[1 - upload_pool].weigh_by(1 << 50);
+        assert!(std::ptr::eq(
+            store.first_choice(&bucket(), &key).await,
+            &store.pools[1 - upload_pool]
+        ));
+        put(&store, &key, b"a plain write").await;
+        assert!(held_by(&store, upload_pool, &key).await);
+        assert!(!held_by(&store, 1 - upload_pool, &key).await);
+
+        let options = CompleteOptions {
+            parts: vec![part],
+            condition: None,
+            checksum: None,
+        };
+        (store
+            .complete_multipart_upload(&bucket(), &key, &upload_id, options)
+            .await)
+            .unwrap();
+        assert!(!held_by(&store, 1 - upload_pool, &key).await);
+        assert_eq!(get(&store, &key).await.unwrap(), b"the upload's bytes");
     }
 
     #[tokio::test]

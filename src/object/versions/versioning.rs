@@ -543,6 +543,7 @@ impl ObjectStore {
         let (set, _writing) = self.set_for(bucket, key).await?;
         let _guard = self.locks.write(bucket.as_str(), key.as_str()).await;
         let current = key_versions(set, bucket.as_str(), key.as_str()).await?;
+        self.not_moved_away(set, bucket.as_str(), key.as_str(), current.holds_key())?;
         let index = select(&current.versions, version_id)?;
         let version = &current.versions[index];
         let mut record = change(version)?;
