@@ -67,8 +67,8 @@ pub struct MoveGate {
 struct KeyState {
     writers: usize,
     moving: bool,
-    /// The set a writer in flight chose, and why.
-    chosen: Option<Chosen>,
+    /// The sets its writers in flight chose, and why (one entry per writer that said).
+    chosen: Vec<Chosen>,
 }
 
 /// Why a writer chose the set it writes to (by the set's index).
@@ -84,6 +84,7 @@ pub enum Chosen {
 /// A writer of a key in flight; the key does not move until it is dropped.
 pub struct Writing<'a> {
     gate: Option<(&'a MoveGate, (String, String))>,
+    chosen: Option<Chosen>,
 }
 
 /// A key being moved; writers of it wait until this is dropped.
@@ -95,7 +96,10 @@ pub struct Moving<'a> {
 impl MoveGate {
     /// A writer that needs no gate (a store of one pool, where keys never move).
     pub fn none() -> Writing<'static> {
-        Writing { gate: None }
+        Writing {
+            gate: None,
+            chosen: None,
+        }
     }
 
     /// Enters a writer of `key`, once it is not moving.
@@ -112,6 +116,7 @@ impl MoveGate {
                     state.writers += 1;
                     return Writing {
                         gate: Some((self, name)),
+                        chosen: None,
                     };
                 }
             }
@@ -134,15 +139,16 @@ impl MoveGate {
         })
     }
 
-    /// The set the writer of `key` in flight chose, and why, if it said. Only while it is
-    /// the key's one writer here: with others in flight (an upload's completion, an append
-    /// that puts) the note may be another's, and no commit acts on it.
-    pub fn chosen(&self, bucket: &str, key: &str) -> Option<Chosen> {
+    /// The sets the writers of `key` in flight here chose, and why (those that said). A
+    /// check after a commit acts when any chose as it asks: writers of a key on one server
+    /// choose alike unless the key changed between their looks, and then the check's
+    /// answer (try again) is the safe one.
+    pub fn choices(&self, bucket: &str, key: &str) -> Vec<Chosen> {
         let keys = self.keys.lock().expect("move gate");
         let name = (bucket.to_string(), key.to_string());
         keys.get(&name)
-            .filter(|state| state.writers == 1)
-            .and_then(|state| state.chosen)
+            .map(|state| state.chosen.clone())
+            .unwrap_or_default()
     }
 
     fn leave(&self, key: &(String, String), change: impl FnOnce(&mut KeyState)) {
@@ -157,11 +163,12 @@ impl MoveGate {
 }
 
 impl Writing<'_> {
-    /// Notes which set this writer chose, and why.
-    pub fn chose(&self, chosen: Chosen) {
+    /// Notes which set this writer chose, and why (once).
+    pub fn chose(&mut self, chosen: Chosen) {
         if let Some((gate, key)) = &self.gate {
             if let Some(state) = gate.keys.lock().expect("move gate").get_mut(key) {
-                state.chosen = Some(chosen);
+                state.chosen.push(chosen);
+                self.chosen = Some(chosen);
             }
         }
     }
@@ -170,7 +177,13 @@ impl Writing<'_> {
 impl Drop for Writing<'_> {
     fn drop(&mut self) {
         if let Some((gate, key)) = &self.gate {
-            gate.leave(key, |state| state.writers -= 1);
+            let chosen = self.chosen;
+            gate.leave(key, |state| {
+                state.writers -= 1;
+                if let Some(at) = state.chosen.iter().position(|c| Some(*c) == chosen) {
+                    state.chosen.swap_remove(at);
+                }
+            });
         }
     }
 }

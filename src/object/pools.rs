@@ -169,7 +169,7 @@ impl ObjectStore {
         // Whether the key stays in a drained pool for an upload open there.
         let mut pinned = false;
         loop {
-            let writing = self.moves.write(bucket.as_str(), key.as_str()).await;
+            let mut writing = self.moves.write(bucket.as_str(), key.as_str()).await;
             let set = match self.holder(bucket, key, None).await? {
                 // Nothing new lands in a pool being drained: the key moves out first. Not
                 // in a cluster, where the one node elected for the drain moves keys (movers
@@ -217,7 +217,7 @@ impl ObjectStore {
     ) -> Result<(), ObjectError> {
         let moved = !holds_key
             && set.is_shared_with_other_servers()
-            && self.moves.chosen(bucket, key) == Some(Chosen::Held(set.index()));
+            && (self.moves.choices(bucket, key)).contains(&Chosen::Held(set.index()));
         match moved {
             true => Err(ObjectError::Moved),
             false => Ok(()),
@@ -245,8 +245,8 @@ impl ObjectStore {
         key: &ObjectKey,
         created: &ObjectRecord,
     ) -> Result<(), ObjectError> {
-        let chosen = self.moves.chosen(&bucket.name, key.as_str());
-        if chosen != Some(Chosen::NewWhileSettling(set.index())) {
+        let choices = self.moves.choices(&bucket.name, key.as_str());
+        if !choices.contains(&Chosen::NewWhileSettling(set.index())) {
             return Ok(());
         }
         let Ok(name) = BucketName::parse(&bucket.name) else {
@@ -1016,8 +1016,8 @@ mod tests {
         };
         while there
             .moves
-            .chosen(bucket().as_str(), key.as_str())
-            .is_none()
+            .choices(bucket().as_str(), key.as_str())
+            .is_empty()
         {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
@@ -1039,6 +1039,39 @@ mod tests {
         put(&there, &key, b"new bytes").await;
         assert!(!held_by(&here, home, &key).await && held_by(&here, 1 - home, &key).await);
         assert_eq!(get(&here, &key).await.unwrap(), b"new bytes");
+    }
+
+    /// Two overwrites of a key in flight on one server when another server moves the key:
+    /// both are told to try again. Before, a server acted on a writer's choice only while it
+    /// was the key's one writer, and both put the key back where it was.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writers_of_a_key_in_flight_together_all_meet_its_move_on_another_server() {
+        let (mut first, mut second) = (SimPool::new(), SimPool::new());
+        (first.shared, second.shared) = (true, true);
+        let (here, there) = (store_of(&[&first, &second]), store_of(&[&first, &second]));
+        here.create_bucket(&bucket()).await.unwrap();
+        let key = key(0);
+        put(&here, &key, b"old").await;
+        let home = usize::from(held_by(&here, 1, &key).await);
+        let (from, to) = (
+            here.set_in(&here.pools[home], &bucket(), &key),
+            here.set_in(&here.pools[1 - home], &bucket(), &key),
+        );
+        let writers = [put_held(&there, &key).await, put_held(&there, &key).await];
+        let record = here.bucket(&bucket()).await.unwrap();
+        let moved = here.move_key(&record, &key, from, to).await.unwrap();
+        assert!(matches!(moved, Moved::Done { .. }), "{moved:?}");
+        for (writer, rest) in writers {
+            rest.unbounded_send(Ok(Bytes::from_static(b"new"))).unwrap();
+            drop(rest);
+            let written = writer.await.unwrap();
+            assert!(matches!(written, Err(ObjectError::Moved)), "{written:?}");
+        }
+        assert!(!held_by(&here, home, &key).await && held_by(&here, 1 - home, &key).await);
+        assert!(there
+            .moves
+            .choices(bucket().as_str(), key.as_str())
+            .is_empty());
     }
 
     /// A tag or ACL change through another server that finds its key moved away meanwhile
@@ -1072,8 +1105,8 @@ mod tests {
         };
         while there
             .moves
-            .chosen(bucket().as_str(), key.as_str())
-            .is_none()
+            .choices(bucket().as_str(), key.as_str())
+            .is_empty()
         {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
@@ -1180,8 +1213,8 @@ mod tests {
         };
         while there
             .moves
-            .chosen(bucket().as_str(), key.as_str())
-            .is_none()
+            .choices(bucket().as_str(), key.as_str())
+            .is_empty()
         {
             tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         }
@@ -1247,6 +1280,8 @@ mod tests {
         tokio::task::JoinHandle<Result<ObjectRecord, ObjectError>>,
         futures::channel::mpsc::UnboundedSender<std::io::Result<Bytes>>,
     ) {
+        let choices = || store.moves.choices(bucket().as_str(), key.as_str()).len();
+        let before = choices();
         let (sender, receiver) = futures::channel::mpsc::unbounded::<std::io::Result<Bytes>>();
         let writer = {
             let (store, key) = (store.clone(), key.clone());
@@ -1256,11 +1291,7 @@ mod tests {
                 store.put_object(&bucket(), &key, body, options).await
             })
         };
-        while store
-            .moves
-            .chosen(bucket().as_str(), key.as_str())
-            .is_none()
-        {
+        while choices() == before {
             tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         }
         (writer, sender)
