@@ -265,17 +265,15 @@ impl ObjectStore {
             // A delete's tombstone is no object.
             condition.check(judged.as_ref().filter(|v| !v.delete_marker))?;
         }
-        commit_over(set, bucket, key, &current, agreed.ok(), version).await?;
+        let agreed = agreed.ok();
+        commit_over(set, bucket, key, &current, agreed.clone(), version).await?;
         drop(guard);
         if created {
             self.created_alone(set, bucket, key, version.record).await?;
         }
-        self.delete_data(
-            set,
-            bucket,
-            replaced_versions(&current, Some(version.record.data_id)),
-        )
-        .await;
+        let agreed = agreed.flatten();
+        let replaced = replaced_versions(&current, agreed.as_ref(), Some(version.record.data_id));
+        self.delete_data(set, bucket, replaced).await;
         Ok(())
     }
 
@@ -302,7 +300,7 @@ impl ObjectStore {
             condition: None,
         };
         commit_over(set, bucket, key, current, Some(Some(agreed.clone())), &new).await?;
-        let mut replaced = replaced_versions(current, Some(record.data_id));
+        let mut replaced = replaced_versions(current, Some(&agreed), Some(record.data_id));
         // Data moved to a tier leaves the drives (or the tier it was in).
         if record.tier != agreed.tier {
             replaced.push(agreed);
@@ -609,11 +607,12 @@ impl ObjectStore {
             };
             let took =
                 commit_over(set, &bucket_record, key, &current, agreed.clone(), &version).await?;
-            if let (Some(Some(replaced)), true) = (agreed, took == set.width()) {
-                remove_tombstone(set, &bucket_record, key, &tombstone, replaced).await;
+            let agreed = agreed.flatten();
+            if let (Some(replaced), true) = (&agreed, took == set.width()) {
+                remove_tombstone(set, &bucket_record, key, &tombstone, replaced.clone()).await;
             }
             drop(guard);
-            let replaced = replaced_versions(&current, Some(tombstone.data_id));
+            let replaced = replaced_versions(&current, agreed.as_ref(), Some(tombstone.data_id));
             self.delete_data(set, &bucket_record, replaced).await;
             Ok(true)
         })

@@ -222,8 +222,12 @@ impl ObjectStore {
         if took == set.width() {
             remove_tombstone(set, bucket, source, &tombstone, src.version.clone()).await;
         }
-        let mut replaced = replaced_versions(&dest_records, Some(renamed.data_id));
-        replaced.extend(replaced_versions(&src_records, Some(tombstone.data_id)));
+        let mut replaced = replaced_versions(&dest_records, dest.as_ref(), Some(renamed.data_id));
+        replaced.extend(replaced_versions(
+            &src_records,
+            Some(&src.version),
+            Some(tombstone.data_id),
+        ));
         // The data the new version took over stays.
         replaced.retain(|version| version.data_id != renamed.data_id);
         self.delete_data(set, bucket, replaced).await;

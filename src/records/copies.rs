@@ -136,13 +136,11 @@ impl<T: Replica> Copies<T> {
         let Some(condition) = self.unchanged_on(i) else {
             return Guard::LeaveOut;
         };
-        let settled = match (&self.decoded[i], &self.stored[i]) {
-            (_, Some(None)) | (Ok(None), _) => true,
-            (Ok(Some(held)), _) => agreed.is_some_and(|agreed| self.accounts_for(agreed, held)),
-            // A copy it cannot decode is not this server's to replace.
-            (Err(_), Some(Some(_))) => return Guard::Refuse,
-            _ => false,
-        };
+        // A copy it cannot decode is not this server's to replace.
+        if let (Err(_), Some(Some(_))) = (&self.decoded[i], &self.stored[i]) {
+            return Guard::Refuse;
+        }
+        let settled = self.settled_on(i, agreed);
         let cut_short = || match &self.stored[i] {
             Some(Some(bytes)) => set.cut_short((self.table.meta(), &self.key), bytes, self.window),
             _ => true,
@@ -166,6 +164,16 @@ impl<T: Replica> Copies<T> {
                 .map_or(Guard::LeaveOut, |held| Guard::Expect(vec![held])),
             Ok(Some(_)) => Guard::Refuse,
             _ => Guard::LeaveOut,
+        }
+    }
+
+    /// Whether drive `i` holds nothing, `agreed`, or a value `agreed` replaced: nothing
+    /// there is another writer's commit in flight, which its writer may still retry.
+    pub fn settled_on(&self, i: usize, agreed: Option<&T>) -> bool {
+        match (&self.decoded[i], &self.stored[i]) {
+            (_, Some(None)) | (Ok(None), _) => true,
+            (Ok(Some(held)), _) => agreed.is_some_and(|agreed| self.accounts_for(agreed, held)),
+            _ => false,
         }
     }
 

@@ -75,16 +75,22 @@ pub(crate) fn agreed_or_conflict(
     }
 }
 
-/// The versions, other than `keep`, that drives held as current or superseded: their data
-/// can go once a newer version is committed. Data a rename passed to another key is not
-/// among them.
+/// The versions, other than `keep`, that drives held as current or superseded where what
+/// they held is settled on `agreed` (the record a commit was decided on, see
+/// [`Copies::settled_on`]): their data can go once a newer version is committed. A copy of
+/// another writer's commit in flight is not among them: that writer may still retry its
+/// commit, with the same data. Nor is data a rename passed to another key.
 pub(crate) fn replaced_versions(
-    records: &RecordAnswers,
+    records: &DriveRecords,
+    agreed: Option<&ObjectRecord>,
     keep: Option<uuid::Uuid>,
 ) -> Vec<ObjectRecord> {
     let lent = lent_data(records);
     let mut out: Vec<ObjectRecord> = Vec::new();
-    for record in records.iter().flatten().flatten() {
+    let settled = (records.iter().enumerate())
+        .filter(|(i, _)| records.settled_on(*i, agreed))
+        .map(|(_, record)| record);
+    for record in settled.flatten().flatten() {
         for version in record.with_superseded() {
             let id = version.data_id;
             if Some(id) != keep && !lent.contains(&id) && !out.iter().any(|o| o.data_id == id) {

@@ -315,18 +315,20 @@ impl ObjectStore {
             .await;
         }
         // Shard folders of versions gone from the new state go now: the state is committed.
+        // Only versions the decision accounted for: a drive's copy of another writer's
+        // commit in flight names data that writer may still commit, on a retry.
         let mut gone: Vec<ObjectRecord> = Vec::new();
-        let known = current
-            .states
-            .iter()
-            .flatten()
-            .flatten()
+        let states = (current.states.iter().enumerate())
+            .filter(|(i, _)| current.states.settled_on(*i, current.state.as_ref()))
+            .map(|(_, state)| state);
+        let records = (current.records.iter().enumerate())
+            .filter(|(i, _)| current.records.settled_on(*i, current.object.as_ref()))
+            .map(|(_, record)| record);
+        let known = (states.flatten().flatten())
             .flat_map(VersionsRecord::with_superseded)
             .flat_map(|s| s.versions.iter())
             .chain(
-                current
-                    .records
-                    .iter()
+                records
                     .flatten()
                     .flatten()
                     .flat_map(ObjectRecord::with_superseded),
