@@ -866,6 +866,69 @@ async fn a_put_whose_commit_another_server_overtook_keeps_its_data() {
     }
 }
 
+/// The same for a part: an UploadPart through one server whose commit reaches two drives
+/// and the others late, overtaken by an upload of the same part through another server. The
+/// first one's retry commits its part, and the upload completes with it, whole. Before, the
+/// other server deleted the part's file as one its commit replaced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_part_whose_commit_another_server_overtook_keeps_its_file() {
+    let drives = Drives::new();
+    let (x, x_drives) = drives.shared_server(DEADLINE);
+    let (y, _) = drives.shared_server(DEADLINE);
+    x.create_bucket(&bucket()).await.unwrap();
+    y.forget_agreed_buckets();
+    let (upload_id, _) = x
+        .create_multipart_upload(&bucket(), &key("parted"), UploadOptions::default())
+        .await
+        .unwrap();
+    let upload_part = |store: &Arc<ObjectStore>, data: Vec<u8>| {
+        let (store, upload_id) = (store.clone(), upload_id.clone());
+        async move {
+            let options = PutOptions::default();
+            (store.upload_part(
+                &bucket(),
+                &key("parted"),
+                &upload_id,
+                1,
+                body(&data),
+                options,
+            ))
+            .await
+            .map(|part| part.etag)
+        }
+    };
+
+    for drive in &x_drives[2..] {
+        drive.slow_down_writes(400 * MS);
+    }
+    let parts_on_0 = || {
+        let unbounded = std::ops::Bound::Unbounded;
+        drives.faulty[0].meta_scan(MetaTable::Parts, unbounded, Vec::new(), 10)
+    };
+    let data = payload(LARGE, 2);
+    let slow = tokio::spawn(upload_part(&x, data.clone()));
+    while parts_on_0().await.unwrap().is_empty() {
+        tokio::time::sleep(MS).await;
+    }
+    upload_part(&y, payload(LARGE, 3)).await.unwrap();
+    let etag = slow.await.unwrap().unwrap();
+    for drive in &x_drives {
+        drive.slow_down_writes(std::time::Duration::ZERO);
+    }
+    (x.complete_multipart_upload(
+        &bucket(),
+        &key("parted"),
+        &upload_id,
+        completing_part_one(&etag),
+    ))
+    .await
+    .unwrap();
+    for store in [&x, &y] {
+        let got = read(store, "parted").await;
+        assert!(got.as_ref().ok() == Some(&data), "{:?}", got.err());
+    }
+}
+
 /// Two servers sharing the drives, their metadata calls slowed down so that their reads and
 /// commits overlap, and a bucket made through the first.
 async fn two_slow_servers() -> (Drives, [Arc<ObjectStore>; 2]) {

@@ -718,7 +718,12 @@ async fn commit_part_once(
     let batches = vec![Some(vec![put]); set.width()];
     set.commit_guarded(batches, &guards, data_holders.as_deref())
         .await?;
-    let mut replaced: Vec<String> = (earlier.iter().flatten().flatten())
+    // Only the copies the decision accounted for: another node's commit of this part in
+    // flight names a file that node may still commit, on a retry.
+    let settled = (earlier.iter().enumerate())
+        .filter(|(i, _)| earlier.settled_on(*i, agreed.as_ref()))
+        .map(|(_, copy)| copy);
+    let mut replaced: Vec<String> = (settled.flatten().flatten())
         .map(|p| p.info.file.clone())
         .filter(|f| !f.is_empty() && *f != info.file)
         .collect();
