@@ -4,15 +4,16 @@
 //! pools a GET first asks each pool whether it holds the key (goal: p50 within 1.2x of one
 //! pool). A third deployment is filled while it has one pool and read after it grew a second
 //! one: about half its keys are then looked for in the new pool first (until moved there).
-//! HEAD of a missing key shows the cost of asking both pools when neither has it. Then the
-//! first pool of that deployment (its 4 KiB keys and 64 objects of 4 MiB) is drained into
-//! the second, unpaced: the decommission's rate in objects and bytes per second. Last, a
-//! deployment filled the same way is rebalanced after it grew, unpaced: passes until the
-//! pools are even, with their rate, and how much each pool holds at the end.
+//! HEAD of a missing key shows the cost of asking both pools when neither has it, and a PUT
+//! of a new key what a write pays to find that no pool holds the key or an upload of it.
+//! Then the first pool of that deployment (its 4 KiB keys and 64 objects of 4 MiB) is
+//! drained into the second, unpaced: the decommission's rate in objects and bytes per
+//! second. Last, a deployment filled the same way is rebalanced after it grew, unpaced:
+//! passes until the pools are even, with their rate, and how much each pool holds at the end.
 //!
 //! Run: `cargo bench --bench pools`. Overrides (env): STRATA_BENCH_KEYS (keys per
-//! deployment, 500), STRATA_BENCH_SAMPLES (timed calls per figure, 2000). The `summary:`
-//! line carries the ratios.
+//! deployment, 500), STRATA_BENCH_SAMPLES (timed calls per figure, 2000), STRATA_BENCH_PUTS
+//! (new-key PUTs of each deployment, 300). The `summary:` line carries the ratios.
 
 mod common;
 
@@ -52,6 +53,24 @@ async fn head_missing(store: &ObjectStore, i: usize) -> f64 {
     let started = Instant::now();
     let head = store.head_object(&bucket("bench"), &missing, None).await;
     assert!(head.is_err(), "the key is absent");
+    started.elapsed().as_secs_f64() * 1e3
+}
+
+/// A PUT of 4 KiB under a key no pool holds yet: with several pools the write asks each
+/// pool whether it holds the key, then whether an upload of it is open there.
+async fn put_new(store: &ObjectStore, n: usize, data: &Bytes) -> f64 {
+    let name = ObjectKey::parse(&format!("new/{n:06}")).expect("valid key");
+    let body = futures::stream::iter([Ok(data.clone())]);
+    let started = Instant::now();
+    (store
+        .put_object(
+            &bucket("bench"),
+            &name,
+            Box::pin(body),
+            PutOptions::default(),
+        )
+        .await)
+        .expect("put");
     started.elapsed().as_secs_f64() * 1e3
 }
 
@@ -144,6 +163,19 @@ fn main() {
          keys written before the second pool {get_grown:.3} ms"
     );
     println!("HEAD of a missing key p50: one pool {head_one:.3} ms, two pools {head_two:.3} ms");
+    let puts = env_or("STRATA_BENCH_PUTS", 300usize);
+    let (mut put_one, mut put_two) = (vec![], vec![]);
+    runtime.block_on(async {
+        for n in 0..puts {
+            put_one.push(put_new(&one, n, &data).await);
+            put_two.push(put_new(&two, n, &data).await);
+        }
+    });
+    let (put_one, put_two) = (median(&put_one), median(&put_two));
+    println!(
+        "4 KiB PUT of a new key p50 ({puts} of each, alternating): one pool {put_one:.3} ms, \
+         two pools {put_two:.3} ms"
+    );
     grown.pools()[0].set_state(PoolState::Decommissioning);
     let progress = MoveProgress::default();
     let started = Instant::now();
@@ -192,9 +224,10 @@ fn main() {
     }
     println!(
         "summary: 4 KiB GET two pools / one pool {:.2}x (goal <= 1.2x); keys from before the \
-         second pool {:.2}x; missing-key HEAD {:.2}x",
+         second pool {:.2}x; missing-key HEAD {:.2}x; new-key 4 KiB PUT {:.2}x",
         get_two / get_one,
         get_grown / get_one,
-        head_two / head_one
+        head_two / head_one,
+        put_two / put_one
     );
 }

@@ -170,7 +170,12 @@ impl ObjectStore {
         let mut pinned = false;
         loop {
             let mut writing = self.moves.write(bucket.as_str(), key.as_str()).await;
-            let set = match self.holder(bucket, key, None).await? {
+            // Both looks at once: a new key's write waits for one round of reads, not two.
+            let (held, upload) = futures::join!(
+                self.holder(bucket, key, None),
+                self.upload_holder(bucket, key, None)
+            );
+            let set = match held? {
                 // Nothing new lands in a pool being drained: the key moves out first. Not
                 // in a cluster, where the one node elected for the drain moves keys (movers
                 // on two nodes would copy into the same folders): the write lands in place,
@@ -189,7 +194,7 @@ impl ObjectStore {
                     set
                 }
                 None => {
-                    let set = match self.upload_holder(bucket, key, None).await? {
+                    let set = match upload? {
                         Some(set) => set,
                         None => self.set_in(self.first_choice(bucket, key).await, bucket, key),
                     };
