@@ -269,6 +269,18 @@ mod tests {
     }
 
     #[test]
+    fn a_drain_started_again_is_counted_afresh_by_the_server_that_drained_before() {
+        // This server drained, then the drain was cancelled and started again through
+        // another: the new start's published figures (nothing moved) replace its own.
+        let drains = Drains::new(1);
+        let drain = drains.pool(0);
+        drain.catch_up(Some(&published(1_000, 30)));
+        drain.catch_up(Some(&published(2_000, 0)));
+        let view = drain.view().unwrap();
+        assert_eq!((view.started_ms, view.keys_moved), (2_000, 0));
+    }
+
+    #[test]
     fn with_nothing_published_a_drain_is_counted_from_its_start_here() {
         let drains = Drains::new(1);
         let drain = drains.pool(0);

@@ -163,7 +163,7 @@ impl MoveGate {
 }
 
 impl Writing<'_> {
-    /// Notes which set this writer chose, and why (once).
+    /// Notes which set this writer chose, and why (a writer chooses once).
     pub fn chose(&mut self, chosen: Chosen) {
         if let Some((gate, key)) = &self.gate {
             if let Some(state) = gate.keys.lock().expect("move gate").get_mut(key) {
