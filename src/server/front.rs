@@ -39,7 +39,13 @@ pub fn router(state: Arc<AppState>) -> axum::Router {
     axum::Router::new().fallback(handle).with_state(state)
 }
 
-async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Response {
+/// A request's blocking drive work started together crosses to the blocking pool together
+/// (see [`handoff`](crate::storage::handoff)).
+async fn handle(state: State<Arc<AppState>>, request: Request) -> Response {
+    crate::storage::handoff::together(serve(state, request)).await
+}
+
+async fn serve(State(state): State<Arc<AppState>>, request: Request) -> Response {
     // Load-balancer probes: unsigned, frequent, and kept out of the request log.
     if let Some(probe) = health::probe(&request) {
         let control = state.admin.control.as_deref();

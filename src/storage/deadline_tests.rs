@@ -20,6 +20,9 @@ struct Hanging {
 struct HangState {
     hung: AtomicBool,
     calls: AtomicUsize,
+    /// Metadata reads block the blocking thread that runs them (as a disk stuck in a read
+    /// does), where `hung` only never answers.
+    blocks: Arc<AtomicBool>,
 }
 
 impl HangState {
@@ -103,6 +106,14 @@ impl Drive for Hanging {
         key: Vec<u8>,
     ) -> Result<Option<Vec<u8>>, DriveError> {
         self.state.enter().await;
+        let blocks = self.state.blocks.clone();
+        crate::storage::handoff::run(move || {
+            while blocks.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Ok(())
+        })
+        .await?;
         self.inner.meta_get(table, key).await
     }
     async fn meta_apply(&self, ops: Vec<MetaOp>) -> Result<Replaced, DriveError> {
@@ -394,4 +405,32 @@ async fn a_store_with_a_hung_drive_serves_every_request_in_bounded_time() {
         took < DEADLINE * 4,
         "requests on a stalled drive took {took:?}"
     );
+}
+
+/// A request's reads of its drives cross to one blocking thread together; a drive whose read
+/// blocks that thread is still marked stalled at its deadline, and the drives queued behind
+/// it answer long before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drive_that_blocks_a_shared_hand_off_is_stalled_at_its_deadline_alone() {
+    let (states, drives) = drives(Duration::from_secs(60));
+    states[0].blocks.store(true, Ordering::SeqCst);
+    let started = Instant::now();
+    let reads = crate::storage::handoff::together(futures::future::join_all(drives.iter().map(
+        |d| async {
+            let got = d.meta_get(MetaTable::Objects, b"k".to_vec()).await;
+            (got, started.elapsed())
+        },
+    )))
+    .await;
+    states[0].blocks.store(false, Ordering::SeqCst);
+
+    let (first, took) = &reads[0];
+    assert!(matches!(first, Err(DriveError::Offline(_))), "{first:?}");
+    assert!(*took >= DEADLINE && *took < DEADLINE * 3, "took {took:?}");
+    assert!(drives[0].is_stalled());
+    for (i, (got, took)) in reads.iter().enumerate().skip(1) {
+        assert!(matches!(got, Ok(None)), "drive {i}: {got:?}");
+        assert!(*took < DEADLINE / 2, "drive {i} took {took:?}");
+        assert!(!drives[i].is_stalled(), "drive {i}");
+    }
 }

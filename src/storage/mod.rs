@@ -10,6 +10,7 @@ mod direct;
 mod error;
 pub mod faulty;
 mod format;
+pub mod handoff;
 mod local;
 pub mod pause;
 pub mod remote;
