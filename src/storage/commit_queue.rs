@@ -63,13 +63,9 @@ impl CommitQueue {
             !std::mem::replace(&mut queue.committing, true)
         };
         if lead {
-            // A thread of its own: a request that goes away must not strand the others, and
-            // the groups are committed one after another without crossing back to the
-            // runtime in between.
+            // A task of its own: a request that goes away must not strand the others.
             let queue = self.clone();
-            drop(tokio::task::spawn_blocking(move || {
-                queue.commit_groups(commit_group)
-            }));
+            tokio::spawn(async move { queue.commit_groups(Arc::new(commit_group)).await });
         }
         answer
             .await
@@ -82,10 +78,10 @@ impl CommitQueue {
         self.groups.load(Ordering::Relaxed)
     }
 
-    /// Commits groups while batches wait (on a blocking thread).
-    fn commit_groups<F>(&self, commit_group: F)
+    /// Commits groups while batches wait.
+    async fn commit_groups<F>(&self, commit_group: Arc<F>)
     where
-        F: Fn(Vec<Vec<MetaOp>>) -> GroupOutcome,
+        F: Fn(Vec<Vec<MetaOp>>) -> GroupOutcome + Send + Sync + 'static,
     {
         loop {
             let group: Vec<Waiting> = {
@@ -99,11 +95,10 @@ impl CommitQueue {
             };
             let (batches, outcomes): (Vec<_>, Vec<_>) =
                 group.into_iter().map(|w| (w.ops, w.outcome)).unzip();
-            let committed =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| commit_group(batches)))
-                    .unwrap_or_else(|_| {
-                        Err(DriveError::Io(std::io::Error::other("commit panicked")))
-                    });
+            let commit_group = commit_group.clone();
+            let committed = tokio::task::spawn_blocking(move || commit_group(batches))
+                .await
+                .unwrap_or_else(|e| Err(DriveError::Io(std::io::Error::other(e))));
             self.groups.fetch_add(1, Ordering::Relaxed);
             match committed {
                 Ok(each) => {
