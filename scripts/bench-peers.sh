@@ -62,14 +62,11 @@ start_server() {
     endpoint=http://127.0.0.1:$port
     rm -rf "$work/store" && mkdir -p "$work/store"
     case $name in
-    strata)
+    strata | baseline)
+        local bin=$strata
+        [[ $name == baseline ]] && bin=$BASELINE_BIN
         STRATA_ROOT_USER=$ACCESS STRATA_ROOT_PASSWORD=$SECRET STRATA_LOG=warn \
-            "$strata" server --address "127.0.0.1:$port" "$work"/store/d{1..9} \
-            >"$work/$name.log" 2>&1 &
-        ;;
-    baseline)
-        STRATA_ROOT_USER=$ACCESS STRATA_ROOT_PASSWORD=$SECRET STRATA_LOG=warn \
-            "$BASELINE_BIN" server --address "127.0.0.1:$port" "$work"/store/d{1..9} \
+            "$bin" server --address "127.0.0.1:$port" "$work"/store/d{1..9} \
             >"$work/$name.log" 2>&1 &
         ;;
     rclone)

@@ -72,7 +72,7 @@ pub struct LocalDrive {
     commits: Arc<CommitQueue>,
     /// Folders below `data/` already made durable.
     data_dirs: Arc<DurableDirs>,
-    /// Whether the format record was in place when last looked for.
+    /// How a call checks that the drive is still in place.
     presence: Arc<Presence>,
 }
 
