@@ -408,7 +408,9 @@ pub(super) async fn info(state: &AdminState) -> Info {
     for (index, (pool, space)) in deployment.pools.iter().zip(pool_spaces).enumerate() {
         // In a cluster the node elected for the drain publishes how it goes.
         let decommission = match &state.control {
-            Some(_) => DrainView::published(&state.store, &pool.id).await,
+            Some(_) => (DrainView::published(&state.store, &pool.id).await)
+                .ok()
+                .flatten(),
             None => state.drains.pool(index).view(),
         };
         pools.push(PoolInfo {

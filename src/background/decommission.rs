@@ -17,7 +17,9 @@ use crate::background::published::Published;
 use crate::background::Worker;
 use crate::cluster::control::ControlPlane;
 use crate::deployment::Deployment;
-use crate::object::{now_ms, DrainPass, MoveCounts, MoveProgress, ObjectStore, PoolState};
+use crate::object::{
+    now_ms, DrainPass, MoveCounts, MoveProgress, ObjectError, ObjectStore, PoolState,
+};
 
 /// The pause between passes.
 const INTERVAL: Duration = Duration::from_secs(2);
@@ -54,7 +56,10 @@ pub struct DrainView {
 
 impl DrainView {
     /// What the node that drains the pool with id `pool_id` last published.
-    pub async fn published(store: &ObjectStore, pool_id: &str) -> Option<DrainView> {
+    pub async fn published(
+        store: &ObjectStore,
+        pool_id: &str,
+    ) -> Result<Option<DrainView>, ObjectError> {
         Published::read(store, &published_record(pool_id)).await
     }
 
@@ -71,6 +76,14 @@ fn published_record(pool_id: &str) -> String {
 }
 
 impl PoolDrain {
+    /// Before a pass over the pool with id `pool_id`: catches up with what was published of
+    /// its drain. An error when that cannot be read: a server taking over must not count
+    /// afresh and publish nothing moved over what the last one moved.
+    async fn catch_up_with(&self, store: &ObjectStore, pool_id: &str) -> Result<(), ObjectError> {
+        self.catch_up(DrainView::published(store, pool_id).await?.as_ref());
+        Ok(())
+    }
+
     /// Before a pass: counts on from what was last published for the drain, when that is
     /// of a later start than this server's figures (another server drained, or the admin
     /// request that started the drain reached this one) or further along in the same one
@@ -181,7 +194,13 @@ impl Worker for Decommission {
             let pool_id = &self.deployment.pools[index].id;
             // A drain this node takes over goes on counting from what the last one to
             // drain published.
-            drain.catch_up(DrainView::published(&self.store, pool_id).await.as_ref());
+            if let Err(e) = drain.catch_up_with(&self.store, pool_id).await {
+                done.push(format!(
+                    "pool {}: where its drain stands cannot be read ({e}); trying again",
+                    index + 1
+                ));
+                continue;
+            }
             let pacer =
                 tokio::sync::Mutex::new(Pacer::new(Pace::configured(Some(self.duty), None)));
             let published = Published::new(published_record(pool_id));
@@ -278,6 +297,37 @@ mod tests {
         drain.catch_up(Some(&published(2_000, 0)));
         let view = drain.view().unwrap();
         assert_eq!((view.started_ms, view.keys_moved), (2_000, 0));
+    }
+
+    /// Before, an unreadable record was taken for nothing published: a server that took the
+    /// drain over after a restart, while a node was down, counted afresh from zero and
+    /// published that over the figures of the drain that had moved every key.
+    #[tokio::test]
+    async fn a_server_that_cannot_read_the_published_figures_does_not_count_afresh() {
+        use crate::erasure::ErasureSet;
+        use crate::storage::faulty::{Call, FaultyDrive};
+        use crate::storage::sim::CrashController;
+
+        let sim = CrashController::new(9);
+        let drives: Vec<_> = sim.drives().into_iter().map(FaultyDrive::new).collect();
+        let set_drives = drives.iter().map(|d| d.clone() as _).collect();
+        let set = ErasureSet::new(0, set_drives, 3, 64 << 10).unwrap();
+        let store = ObjectStore::new(vec![set], "drain");
+        DrainView::publish_now(&store, "pool-1", &published(1_000, 40)).await;
+
+        let drain = Drains::new(1);
+        let drain = drain.pool(0);
+        for drive in &drives[..4] {
+            drive.fail(&[Call::MetaGet]);
+        }
+        assert!(drain.catch_up_with(&store, "pool-1").await.is_err());
+        assert!(drain.view().is_none(), "{:?}", drain.view());
+        for drive in &drives {
+            drive.recover();
+        }
+        drain.catch_up_with(&store, "pool-1").await.unwrap();
+        let view = drain.view().unwrap();
+        assert_eq!((view.started_ms, view.keys_moved), (1_000, 40));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::object::ObjectStore;
+use crate::object::{ObjectError, ObjectStore};
 
 /// How often a job in progress writes its figures.
 const EVERY: Duration = Duration::from_secs(2);
@@ -43,9 +43,14 @@ impl Published {
         }
     }
 
-    /// The figures last published as `record`, if any (and readable).
-    pub async fn read<T: DeserializeOwned>(store: &ObjectStore, record: &str) -> Option<T> {
-        let bytes = store.system_get(record).await.ok()??;
-        serde_json::from_slice(&bytes).ok()
+    /// The figures last published as `record`; `None` when none were (or they do not
+    /// parse). An error when the record cannot be read: a job must not take that for
+    /// nothing published.
+    pub async fn read<T: DeserializeOwned>(
+        store: &ObjectStore,
+        record: &str,
+    ) -> Result<Option<T>, ObjectError> {
+        let bytes = store.system_get(record).await?;
+        Ok(bytes.and_then(|bytes| serde_json::from_slice(&bytes).ok()))
     }
 }

@@ -90,19 +90,22 @@ impl Rebalancing {
 
     /// What the node that rebalances last published of what it moved.
     pub async fn published(store: &ObjectStore) -> Option<MoveCounts> {
-        let progress: PublishedProgress = Published::read(store, PROGRESS_RECORD).await?;
+        let progress: PublishedProgress = Published::read(store, PROGRESS_RECORD).await.ok()??;
         Some(progress.moved)
     }
 
     /// Before a pass of the rebalance that started at `started_ms`: counts on from what
     /// was published of it when that is further along (another node ran it until now).
-    async fn catch_up(&self, store: &ObjectStore, started_ms: i64) {
-        let published: Option<PublishedProgress> = Published::read(store, PROGRESS_RECORD).await;
+    /// An error when that cannot be read: the pass must not publish its own figures over
+    /// further ones.
+    async fn catch_up(&self, store: &ObjectStore, started_ms: i64) -> Result<(), ObjectError> {
+        let published: Option<PublishedProgress> = Published::read(store, PROGRESS_RECORD).await?;
         if let Some(theirs) = published.filter(|p| p.started_ms == started_ms) {
             if theirs.moved.keys > self.progress.counts().keys {
                 self.progress.restore(theirs.moved);
             }
         }
+        Ok(())
     }
 
     /// What this server counted, to publish.
@@ -210,7 +213,9 @@ impl Worker for Rebalance {
             return Ok("no rebalance is running".into());
         };
         rebalancing.count_for(&running);
-        rebalancing.catch_up(&self.store, running.started_ms).await;
+        rebalancing
+            .catch_up(&self.store, running.started_ms)
+            .await?;
         let pacer = tokio::sync::Mutex::new(Pacer::new(Pace::configured(Some(self.duty), None)));
         let store = &self.store;
         let published = Published::new(PROGRESS_RECORD.into());
@@ -277,12 +282,49 @@ mod tests {
         Published::new(PROGRESS_RECORD.into())
             .write(&store, &runner.to_publish(), true)
             .await;
-        here.catch_up(&store, record.started_ms).await;
+        here.catch_up(&store, record.started_ms).await.unwrap();
         assert_eq!(here.progress.counts().keys, 12);
         assert_eq!(Rebalancing::published(&store).await, Some(keys(12)));
         // Figures of another rebalance count for nothing.
         let other = Rebalancing::default();
-        other.catch_up(&store, record.started_ms + 1).await;
+        other.catch_up(&store, record.started_ms + 1).await.unwrap();
         assert_eq!(other.progress.counts().keys, 0);
+    }
+
+    /// Before, an unreadable record counted as nothing published: the server taking over
+    /// went on from zero and published that over what the last one moved.
+    #[tokio::test]
+    async fn a_server_that_cannot_read_the_published_figures_does_not_pass() {
+        use crate::storage::faulty::{Call, FaultyDrive};
+
+        let sim = CrashController::new(9);
+        let drives: Vec<_> = sim.drives().into_iter().map(FaultyDrive::new).collect();
+        let set_drives = drives.iter().map(|d| d.clone() as _).collect();
+        let set = ErasureSet::new(0, set_drives, 3, 64 << 10).unwrap();
+        let store = ObjectStore::new(vec![set], "rebalance");
+        let runner = Rebalancing::default();
+        let record = runner.start(&store).await.unwrap();
+        runner.progress.restore(keys(12));
+        Published::new(PROGRESS_RECORD.into())
+            .write(&store, &runner.to_publish(), true)
+            .await;
+
+        let taking_over = Rebalancing::default();
+        taking_over.count_for(&record);
+        for drive in &drives[..4] {
+            drive.fail(&[Call::MetaGet]);
+        }
+        assert!(taking_over
+            .catch_up(&store, record.started_ms)
+            .await
+            .is_err());
+        for drive in &drives {
+            drive.recover();
+        }
+        taking_over
+            .catch_up(&store, record.started_ms)
+            .await
+            .unwrap();
+        assert_eq!(taking_over.progress.counts().keys, 12);
     }
 }
