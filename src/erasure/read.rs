@@ -321,8 +321,9 @@ impl ErasureSet {
 impl ErasureSet {
     /// Of the drives that hold a part (`holders`), those a read asks first, as
     /// [`PartReader::read_block`] orders them: as many as there are data shards, this
-    /// node's drives before other nodes', then in drive order (data shards first).
-    fn first_to_read(&self, holders: &[bool]) -> Vec<bool> {
+    /// node's drives before other nodes', then in drive order (data shards first). As many
+    /// as a read quorum of records, too.
+    pub(crate) fn first_to_read(&self, holders: &[bool]) -> Vec<bool> {
         let mut order: Vec<usize> = (0..holders.len()).filter(|&i| holders[i]).collect();
         in_read_order(&mut order, |i| self.drives[i].is_remote());
         let mut first = vec![false; holders.len()];

@@ -25,8 +25,8 @@ use crate::erasure::{DataDir, Encoded, ErasureError, PartSpan, ShardSource, Writ
 use crate::object::digest::hashing::{self, ExpectedChecksum};
 use crate::object::digest::md5_lanes::Md5Lanes;
 use crate::object::versions::agreed::{
-    agree_on_version, agreed_or_conflict, held_for_commit, read_records, read_records_with_data,
-    replaced_versions, DriveRecords,
+    agree_on_version, agreed_or_conflict, complete_records, held_for_commit, read_records,
+    read_records_with_data, read_records_with_data_sparingly, replaced_versions, DriveRecords,
 };
 use crate::object::versions::versioning::{delete_marker, version_id_for};
 use crate::records::copies::Guard;
@@ -369,24 +369,42 @@ impl ObjectStore {
     ) -> Result<ObjectRecord, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
         let _guard = self.locks.read(bucket.as_str(), key.as_str()).await;
-        let read = |set| self.read_version(set, &bucket_record, key, version_id);
+        let read = |set| self.read_version(set, &bucket_record, key, version_id, Reach::Record);
         let (record, ..) = self.read_where_held(bucket, key, read).await?;
         Ok(record)
     }
 
     /// The version a read names (the newest when `version_id` is `None`), the drives that
-    /// hold its data, and every drive's `Objects` record. Called under the key's read lock.
+    /// hold its data, and each drive's `Objects` record (as far as `reach` asks drives).
+    /// Called under the key's read lock.
     async fn read_version(
         &self,
         set: &RecordSet,
         bucket: &BucketRecord,
         key: &ObjectKey,
         version_id: Option<&str>,
+        reach: Reach,
     ) -> Result<(ObjectRecord, Vec<bool>, DriveRecords), ObjectError> {
         if let Some(id) = version_id {
             return self.find_version(set, &bucket.name, key.as_str(), id).await;
         }
-        let records = read_records_with_data(set, &bucket.name, key.as_str()).await;
+        let (bucket_name, key_name) = (&bucket.name, key.as_str());
+        let records = match reach {
+            Reach::Every => read_records_with_data(set, bucket_name, key_name).await,
+            Reach::Record | Reach::Data => {
+                let records = read_records_with_data_sparingly(set, bucket_name, key_name).await;
+                let data_in_files = match agree_on_version(set, &records) {
+                    Ok(Agreement::Found { value, .. }) => !value.inline && value.tier.is_none(),
+                    _ => false,
+                };
+                // A version read from shard files needs every drive that holds it, so that
+                // a damaged shard is made up from parity.
+                match reach == Reach::Data && data_in_files {
+                    true => complete_records(set, bucket_name, key_name, records).await,
+                    false => records,
+                }
+            }
+        };
         match agree_on_version(set, &records)? {
             Agreement::Found { value, holders } if !value.delete_marker => {
                 Ok((value, holders, records))
@@ -402,6 +420,27 @@ impl ObjectStore {
         key: &ObjectKey,
         options: GetOptions,
     ) -> Result<GetResult, ObjectError> {
+        // A small object is read from the drives a sparing read of its records asked: when
+        // its data does not decode from those, it is read again from every drive.
+        match self
+            .read_object(bucket, key, options.clone(), Reach::Data)
+            .await?
+        {
+            Some(read) => Ok(read),
+            None => (self.read_object(bucket, key, options, Reach::Every).await)?
+                .ok_or(ObjectError::Unavailable(ErasureError::ReadQuorum)),
+        }
+    }
+
+    /// [`Self::get_object`], asking drives as far as `reach` says; `None` when the data did
+    /// not decode from drives some of which were not asked.
+    async fn read_object(
+        &self,
+        bucket: &BucketName,
+        key: &ObjectKey,
+        options: GetOptions,
+        reach: Reach,
+    ) -> Result<Option<GetResult>, ObjectError> {
         let bucket_record = self.bucket(bucket).await?;
 
         // Shard files are opened under the read lock: an overwrite that commits afterwards
@@ -410,7 +449,7 @@ impl ObjectStore {
         let (version_id, bucket_record) = (options.version_id.as_deref(), &bucket_record);
         let read = |set| async move {
             let found = self
-                .read_version(set, bucket_record, key, version_id)
+                .read_version(set, bucket_record, key, version_id, reach)
                 .await?;
             Ok((set, found))
         };
@@ -418,13 +457,14 @@ impl ObjectStore {
         if let Some(ReadIf(read)) = &options.read_if {
             if !read(&record) {
                 let body: ByteStream = Box::pin(futures::stream::empty());
-                return Ok(GetResult {
+                return Ok(Some(GetResult {
                     record,
                     range: None,
                     body,
-                });
+                }));
             }
         }
+        let partial = records.is_partial();
         // What to read of the stored bytes, and how to open each piece of an encrypted
         // version (only the packages that hold the span are read).
         let (range, pieces) = if options.raw {
@@ -465,14 +505,15 @@ impl ObjectStore {
         let first = body.next().await;
         let body: ByteStream = match first {
             None => Box::pin(futures::stream::empty()),
+            Some(Err(_)) if partial => return Ok(None),
             Some(Err(e)) => return Err(read_failure(e)),
             Some(Ok(chunk)) => Box::pin(futures::stream::once(async { Ok(chunk) }).chain(body)),
         };
-        Ok(GetResult {
+        Ok(Some(GetResult {
             record,
             range,
             body,
-        })
+        }))
     }
 
     /// Streams of stored bytes `start..end` of a version (sealed, if it is encrypted): from
@@ -780,6 +821,18 @@ pub(crate) async fn write_verified(
 }
 
 /// Turns a failed first read into the error it stands for.
+/// How many drives a read of a key's newest version asks for its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// Every drive of the set.
+    Every,
+    /// A read quorum when those agree: the record alone is wanted (HEAD).
+    Record,
+    /// A read quorum when those agree and the data is inline or in a tier (a small GET);
+    /// every drive when the data is in shard files.
+    Data,
+}
+
 fn read_failure(err: std::io::Error) -> ObjectError {
     match err
         .into_inner()

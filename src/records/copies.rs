@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 
 use super::in_flight::{Mark, ReadWindow};
 use super::table::{Change, Table};
-use super::{codec, RecordError, RecordSet, Replica};
+use super::{codec, Agreement, RecordError, RecordSet, Replica};
 use crate::storage::{DriveError, ScanPage, RELATED_LIMIT};
 
 /// One record's copies on the drives of a set; derefs to the decoded answers, drive by drive.
@@ -22,6 +22,8 @@ pub(crate) struct Copies<T> {
     /// What each drive held under the related prefix, when it was read with the record.
     related: Option<Vec<ScanPage>>,
     window: ReadWindow,
+    /// The drives a sparing read left alone (see [`Copies::read_related_sparingly`]).
+    not_asked: Vec<bool>,
 }
 
 /// What one drive is asked to do with a commit decided on copies of a record.
@@ -67,17 +69,7 @@ impl<T: DeserializeOwned> Copies<T> {
     ) -> Self {
         let began = (Instant::now(), set.mark((table.meta(), &key)));
         let answers = set.stored_related_all(table, &key, related).await;
-        let mut pages = Vec::with_capacity(answers.len());
-        let answers = (answers.into_iter())
-            .map(|answer| {
-                let (found, page) = match answer {
-                    Ok((found, page)) => (Ok(found), page),
-                    Err(e) => (Err(e), ScanPage::new()),
-                };
-                pages.push(page);
-                found
-            })
-            .collect();
+        let (answers, pages) = split_related(answers);
         Self::from_answers((table, key), answers, Some(pages), began)
     }
 
@@ -104,7 +96,7 @@ impl<T: DeserializeOwned> Copies<T> {
         // A copy this server cannot decode (written in a newer record format during a
         // rolling upgrade) is no answer, never an absence: taken for absent, it would read
         // as 404 and be overwritten.
-        let decoded = answers
+        let decoded: Vec<_> = answers
             .into_iter()
             .map(|answer| {
                 let bytes = answer?;
@@ -114,6 +106,7 @@ impl<T: DeserializeOwned> Copies<T> {
                     .transpose()
             })
             .collect();
+        let not_asked = vec![false; decoded.len()];
         Self {
             table,
             key,
@@ -121,7 +114,95 @@ impl<T: DeserializeOwned> Copies<T> {
             stored,
             related,
             window,
+            not_asked,
         }
+    }
+}
+
+/// Each drive's answer to a read with related entries, split into the record and the page.
+#[allow(clippy::type_complexity)]
+fn split_related(
+    answers: Vec<Result<(Option<Vec<u8>>, ScanPage), DriveError>>,
+) -> (Vec<Result<Option<Vec<u8>>, DriveError>>, Vec<ScanPage>) {
+    answers
+        .into_iter()
+        .map(|answer| match answer {
+            Ok((found, page)) => (Ok(found), page),
+            Err(e) => (Err(e), ScanPage::new()),
+        })
+        .unzip()
+}
+
+impl<T: DeserializeOwned + Replica> Copies<T> {
+    /// [`Self::read_related`] from a read quorum of drives, the first a data read turns to
+    /// (this node's own, then others'), when every one of them holds the same value, or
+    /// holds nothing: the agreement then answers as it does with the other drives down,
+    /// and soundly, since any write quorum meets any read quorum, so no acknowledged write
+    /// can be missing from all of them. Otherwise the other drives are read too.
+    pub async fn read_related_sparingly<R>(
+        set: &RecordSet,
+        table: Table<T>,
+        key: Vec<u8>,
+        related: (Table<R>, &[u8]),
+    ) -> Self {
+        let began = (Instant::now(), set.mark((table.meta(), &key)));
+        let asked = set.first_to_read(&vec![true; set.width()]);
+        let answers = set.stored_related_of(&asked, table, &key, related).await;
+        let (answers, pages) = split_related(answers);
+        let mut copies = Self::from_answers((table, key), answers, Some(pages), began);
+        copies.not_asked = asked.iter().map(|asked| !asked).collect();
+        match copies.agreed_by_every_asked(set) {
+            true => copies,
+            false => copies.complete(set, related).await,
+        }
+    }
+
+    /// Whether every drive asked answered, and all hold the value agreed on (or nothing).
+    fn agreed_by_every_asked(&self, set: &RecordSet) -> bool {
+        let mut asked = (self.decoded.iter().zip(&self.not_asked))
+            .filter(|(_, skipped)| !**skipped)
+            .map(|(copy, _)| copy);
+        match set.agree(&self.decoded) {
+            Ok(Agreement::Found { value, .. }) => {
+                asked.all(|copy| matches!(copy, Ok(Some(held)) if held.is_current(&value)))
+            }
+            Ok(Agreement::NotFound) => asked.all(|copy| matches!(copy, Ok(None))),
+            Err(_) => false,
+        }
+    }
+}
+
+impl<T: DeserializeOwned> Copies<T> {
+    /// Whether a sparing read left drives alone.
+    pub fn is_partial(&self) -> bool {
+        self.not_asked.contains(&true)
+    }
+
+    /// The same copies with the drives a sparing read left alone read too (with what
+    /// `related` holds, as they were read).
+    pub async fn complete<R>(mut self, set: &RecordSet, related: (Table<R>, &[u8])) -> Self {
+        if !self.is_partial() {
+            return self;
+        }
+        let answers = set
+            .stored_related_of(&self.not_asked, self.table, &self.key, related)
+            .await;
+        let (answers, pages) = split_related(answers);
+        let began = (self.window.started, self.window.mark);
+        let mut rest =
+            Self::from_answers((self.table, self.key.clone()), answers, Some(pages), began);
+        for (i, &skipped) in self.not_asked.iter().enumerate() {
+            if skipped {
+                std::mem::swap(&mut self.decoded[i], &mut rest.decoded[i]);
+                std::mem::swap(&mut self.stored[i], &mut rest.stored[i]);
+                if let (Some(mine), Some(theirs)) = (&mut self.related, &mut rest.related) {
+                    std::mem::swap(&mut mine[i], &mut theirs[i]);
+                }
+            }
+        }
+        self.window.ended = rest.window.ended;
+        self.not_asked.fill(false);
+        self
     }
 }
 

@@ -35,14 +35,31 @@ impl RecordSet {
         &self,
         table: Table<T>,
         key: &[u8],
+        related: (Table<R>, &[u8]),
+    ) -> DriveResults<(Option<Vec<u8>>, ScanPage)> {
+        let every = vec![true; self.drives().len()];
+        self.stored_related_of(&every, table, key, related).await
+    }
+
+    /// [`Self::stored_related_all`] of the drives `asked` names; the others answer offline
+    /// without being asked.
+    pub(super) async fn stored_related_of<T, R>(
+        &self,
+        asked: &[bool],
+        table: Table<T>,
+        key: &[u8],
         (related, prefix): (Table<R>, &[u8]),
     ) -> DriveResults<(Option<Vec<u8>>, ScanPage)> {
         let (table, related) = (table.meta(), related.meta());
-        join_all(
-            self.drives()
-                .iter()
-                .map(|d| d.meta_get_related(table, key.to_vec(), (related, prefix.to_vec()))),
-        )
+        join_all(self.drives().iter().zip(asked).map(|(d, &ask)| async move {
+            match ask {
+                true => {
+                    d.meta_get_related(table, key.to_vec(), (related, prefix.to_vec()))
+                        .await
+                }
+                false => Err(DriveError::Offline(format!("{} (not asked)", d.label()))),
+            }
+        }))
         .await
     }
 

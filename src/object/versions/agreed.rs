@@ -44,6 +44,29 @@ pub(crate) async fn read_records_with_data(
     Copies::read_related(set, OBJECTS, db_key, (INLINE_CHUNKS, &chunks)).await
 }
 
+/// [`read_records_with_data`] from a read quorum of drives when those agree (see
+/// [`Copies::read_related_sparingly`]): what a HEAD, or a GET of a small object, needs.
+pub(crate) async fn read_records_with_data_sparingly(
+    set: &RecordSet,
+    bucket: &str,
+    key: &str,
+) -> DriveRecords {
+    let db_key = object_key(bucket, key);
+    let chunks = inline_prefix(bucket, key);
+    Copies::read_related_sparingly(set, OBJECTS, db_key, (INLINE_CHUNKS, &chunks)).await
+}
+
+/// `records` of a sparing read, with the drives it left alone read too.
+pub(crate) async fn complete_records(
+    set: &RecordSet,
+    bucket: &str,
+    key: &str,
+    records: DriveRecords,
+) -> DriveRecords {
+    let chunks = inline_prefix(bucket, key);
+    records.complete(set, (INLINE_CHUNKS, &chunks)).await
+}
+
 /// The version of a key the drives agree on (see [`crate::records::agreement`]), with the
 /// drives that hold its data: any revision of it shares the shards.
 pub(crate) fn agree_on_version(
