@@ -315,8 +315,8 @@ mod tests {
         let store = ObjectStore::new(vec![set], "drain");
         DrainView::publish_now(&store, "pool-1", &published(1_000, 40)).await;
 
-        let drain = Drains::new(1);
-        let drain = drain.pool(0);
+        let drains = Drains::new(1);
+        let drain = drains.pool(0);
         for drive in &drives[..4] {
             drive.fail(&[Call::MetaGet]);
         }
@@ -328,6 +328,19 @@ mod tests {
         drain.catch_up_with(&store, "pool-1").await.unwrap();
         let view = drain.view().unwrap();
         assert_eq!((view.started_ms, view.keys_moved), (1_000, 40));
+
+        // Figures this server cannot decode (a newer release's) are no more nothing
+        // published than figures it cannot read.
+        let undecodable = published_record("pool-2");
+        store
+            .system_put(&undecodable, b"{\"started\": [".to_vec())
+            .await
+            .unwrap();
+        assert!(Drains::new(1)
+            .pool(0)
+            .catch_up_with(&store, "pool-2")
+            .await
+            .is_err());
     }
 
     #[test]

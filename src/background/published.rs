@@ -43,14 +43,18 @@ impl Published {
         }
     }
 
-    /// The figures last published as `record`; `None` when none were (or they do not
-    /// parse). An error when the record cannot be read: a job must not take that for
-    /// nothing published.
+    /// The figures last published as `record`; `None` when none were. An error when the
+    /// record cannot be read or decoded (written by a newer release): a job must not take
+    /// that for nothing published.
     pub async fn read<T: DeserializeOwned>(
         store: &ObjectStore,
         record: &str,
     ) -> Result<Option<T>, ObjectError> {
-        let bytes = store.system_get(record).await?;
-        Ok(bytes.and_then(|bytes| serde_json::from_slice(&bytes).ok()))
+        let Some(bytes) = store.system_get(record).await? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| ObjectError::Internal(format!("{record} does not decode: {e}")))
     }
 }

@@ -106,7 +106,11 @@ async fn a_read_whose_first_drives_disagree_asks_the_others() {
     let bucket = BucketName::parse("calls").unwrap();
     store.create_bucket(&bucket).await.unwrap();
     let key = ObjectKey::parse("ckpt").unwrap();
-    let (old, new) = (Bytes::from(vec![1u8; SMALL]), Bytes::from(vec![2u8; SMALL]));
+    // Of other sizes, so that a HEAD tells them apart.
+    let (old, new) = (
+        Bytes::from(vec![1u8; SMALL - 1]),
+        Bytes::from(vec![2u8; SMALL]),
+    );
     let put = |data: Bytes| store.put_object(&bucket, &key, body(data), PutOptions::default());
     put(old).await.unwrap();
     for drive in &drives[..3] {

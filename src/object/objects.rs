@@ -389,23 +389,24 @@ impl ObjectStore {
             return self.find_version(set, &bucket.name, key.as_str(), id).await;
         }
         let (bucket_name, key_name) = (&bucket.name, key.as_str());
-        let records = match reach {
+        let mut records = match reach {
             Reach::Every => read_records_with_data(set, bucket_name, key_name).await,
             Reach::Record | Reach::Data => {
-                let records = read_records_with_data_sparingly(set, bucket_name, key_name).await;
-                let data_in_files = match agree_on_version(set, &records) {
-                    Ok(Agreement::Found { value, .. }) => !value.inline && value.tier.is_none(),
-                    _ => false,
-                };
-                // A version read from shard files needs every drive that holds it, so that
-                // a damaged shard is made up from parity.
-                match reach == Reach::Data && data_in_files {
-                    true => complete_records(set, bucket_name, key_name, records).await,
-                    false => records,
-                }
+                read_records_with_data_sparingly(set, bucket_name, key_name).await
             }
         };
-        match agree_on_version(set, &records)? {
+        let mut agreed = agree_on_version(set, &records);
+        // A version read from shard files needs every drive that holds it, so that a
+        // damaged shard is made up from parity.
+        if reach == Reach::Data && records.is_partial() {
+            if let Ok(Agreement::Found { value, .. }) = &agreed {
+                if !value.inline && value.tier.is_none() {
+                    records = complete_records(set, bucket_name, key_name, records).await;
+                    agreed = agree_on_version(set, &records);
+                }
+            }
+        }
+        match agreed? {
             Agreement::Found { value, holders } if !value.delete_marker => {
                 Ok((value, holders, records))
             }
@@ -820,7 +821,6 @@ pub(crate) async fn write_verified(
     }
 }
 
-/// Turns a failed first read into the error it stands for.
 /// How many drives a read of a key's newest version asks for its records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Reach {
@@ -833,6 +833,7 @@ enum Reach {
     Data,
 }
 
+/// Turns a failed first read into the error it stands for.
 fn read_failure(err: std::io::Error) -> ObjectError {
     match err
         .into_inner()

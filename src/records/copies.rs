@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use super::in_flight::{Mark, ReadWindow};
 use super::table::{Change, Table};
 use super::{codec, Agreement, RecordError, RecordSet, Replica};
+use crate::erasure::DriveResults;
 use crate::storage::{DriveError, ScanPage, RELATED_LIMIT};
 
 /// One record's copies on the drives of a set; derefs to the decoded answers, drive by drive.
@@ -120,10 +121,9 @@ impl<T: DeserializeOwned> Copies<T> {
 }
 
 /// Each drive's answer to a read with related entries, split into the record and the page.
-#[allow(clippy::type_complexity)]
 fn split_related(
-    answers: Vec<Result<(Option<Vec<u8>>, ScanPage), DriveError>>,
-) -> (Vec<Result<Option<Vec<u8>>, DriveError>>, Vec<ScanPage>) {
+    answers: DriveResults<(Option<Vec<u8>>, ScanPage)>,
+) -> (DriveResults<Option<Vec<u8>>>, Vec<ScanPage>) {
     answers
         .into_iter()
         .map(|answer| match answer {
