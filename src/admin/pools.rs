@@ -7,7 +7,7 @@ use indicatif::HumanBytes;
 use serde::{Deserialize, Serialize};
 
 use super::api::{error, info, json, AdminError, AdminState, DISK_INFO_TIMEOUT};
-use crate::background::decommission::DrainView;
+use crate::background::decommission::start_drain;
 use crate::background::pool_states::record_pool_state;
 use crate::background::rebalance::{RebalanceState, Rebalancing};
 use crate::deployment::Deployment;
@@ -61,18 +61,18 @@ pub(super) async fn decommission(
             ));
         }
     }
-    let change = (pools[index].state(), new_state);
     let control = state.control.as_deref();
-    record_pool_state(&state.deployment, &state.store, control, index, change)
-        .await
-        .map_err(|e| AdminError::internal(e.to_string()))?;
-    if new_state == PoolState::Decommissioning {
-        state.drains.restart(index);
-        let pool_id = &state.deployment.pools[index].id;
-        if let Some(view) = state.drains.pool(index).view() {
-            DrainView::publish_now(&state.store, pool_id, &view).await;
+    let (store, deployment) = (&state.store, &state.deployment);
+    let changed = match new_state {
+        PoolState::Decommissioning => {
+            start_drain(&state.drains, store, deployment, control, index).await
         }
-    }
+        _ => {
+            let change = (pools[index].state(), new_state);
+            record_pool_state(deployment, store, control, index, change).await
+        }
+    };
+    changed.map_err(|e| AdminError::internal(format!("{e:#}")))?;
     tracing::warn!(
         pool = index + 1,
         state = new_state.as_str(),

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use anyhow::Context;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
@@ -60,14 +61,27 @@ impl DrainView {
         store: &ObjectStore,
         pool_id: &str,
     ) -> Result<Option<DrainView>, ObjectError> {
-        Published::read(store, &published_record(pool_id)).await
+        Published::look(store, &published_record(pool_id)).await
     }
+}
 
-    /// Publishes `view` as the drain of the pool with id `pool_id` (a drain just started).
-    pub async fn publish_now(store: &ObjectStore, pool_id: &str, view: &DrainView) {
-        let published = Published::new(published_record(pool_id));
-        published.write(store, view, true).await;
-    }
+/// Starts draining pool `index` (the caller checked the pools allow it): the drain's start is
+/// counted here and published first, and only then is the pool recorded decommissioning. So
+/// a node that drains it always finds its start published; one that counted from a start of
+/// its own would have this one, published later, overtake its figures with nothing moved.
+pub async fn start_drain(
+    drains: &Drains,
+    store: &ObjectStore,
+    deployment: &Arc<Deployment>,
+    control: Option<&ControlPlane>,
+    index: usize,
+) -> anyhow::Result<()> {
+    drains.pools[index].start();
+    let view = drains.pools[index].view().expect("a drain just started");
+    let published = Published::new(published_record(&deployment.pools[index].id));
+    (published.replace(store, &view).await).context("publishing the drain's start")?;
+    let change = (PoolState::Active, PoolState::Decommissioning);
+    record_pool_state(deployment, store, control, index, change).await
 }
 
 /// The deployment-wide record of a pool's drain's progress.
@@ -76,11 +90,15 @@ fn published_record(pool_id: &str) -> String {
 }
 
 impl PoolDrain {
-    /// Before a pass over the pool with id `pool_id`: catches up with what was published of
-    /// its drain. An error when that cannot be read: a server taking over must not count
-    /// afresh and publish nothing moved over what the last one moved.
-    async fn catch_up_with(&self, store: &ObjectStore, pool_id: &str) -> Result<(), ObjectError> {
-        self.catch_up(DrainView::published(store, pool_id).await?.as_ref());
+    /// Before a pass: catches up with what was `published` of the drain (read now). An error
+    /// when that cannot be read: a server taking over must not count afresh and publish
+    /// nothing moved over what the last one moved.
+    async fn catch_up_with(
+        &self,
+        store: &ObjectStore,
+        published: &Published,
+    ) -> Result<(), ObjectError> {
+        self.catch_up(published.read(store).await?.as_ref());
         Ok(())
     }
 
@@ -148,11 +166,6 @@ impl Drains {
     pub fn pool(&self, index: usize) -> &PoolDrain {
         &self.pools[index]
     }
-
-    /// Starts counting a drain of pool `index` afresh.
-    pub fn restart(&self, index: usize) {
-        self.pools[index].start();
-    }
 }
 
 /// The job (one node's in a cluster: it is elected).
@@ -191,10 +204,10 @@ impl Worker for Decommission {
                 }
             }
             let drain = self.drains.pool(index);
-            let pool_id = &self.deployment.pools[index].id;
+            let published = Published::new(published_record(&self.deployment.pools[index].id));
             // A drain this node takes over goes on counting from what the last one to
             // drain published.
-            if let Err(e) = drain.catch_up_with(&self.store, pool_id).await {
+            if let Err(e) = drain.catch_up_with(&self.store, &published).await {
                 done.push(format!(
                     "pool {}: where its drain stands cannot be read ({e}); trying again",
                     index + 1
@@ -203,7 +216,6 @@ impl Worker for Decommission {
             }
             let pacer =
                 tokio::sync::Mutex::new(Pacer::new(Pace::configured(Some(self.duty), None)));
-            let published = Published::new(published_record(pool_id));
             let store = &self.store;
             let pace = || async {
                 pacer.lock().await.work_done(1).await;
@@ -244,6 +256,18 @@ impl Worker for Decommission {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::erasure::ErasureSet;
+    use crate::storage::faulty::{Call, FaultyDrive};
+    use crate::storage::sim::CrashController;
+
+    /// A store of one 6+3 set whose drives can be told to fail.
+    fn faulty_store() -> (CrashController, Vec<Arc<FaultyDrive>>, Arc<ObjectStore>) {
+        let sim = CrashController::new(9);
+        let drives: Vec<_> = sim.drives().into_iter().map(FaultyDrive::new).collect();
+        let set_drives = drives.iter().map(|d| d.clone() as _).collect();
+        let set = ErasureSet::new(0, set_drives, 3, 64 << 10).unwrap();
+        (sim, drives, ObjectStore::new(vec![set], "drain"))
+    }
 
     fn published(started_ms: i64, keys_moved: u64) -> DrainView {
         DrainView {
@@ -260,8 +284,8 @@ mod tests {
         // The admin request started the drain here; another server was elected and moved
         // every key, then stopped; this one takes over and finds nothing left to move.
         let drains = Drains::new(1);
-        drains.restart(0);
         let drain = drains.pool(0);
+        drain.start();
         let started_ms = drain.started_ms.load(Ordering::Relaxed);
         drain.catch_up(Some(&published(started_ms, 40)));
         let view = drain.view().unwrap();
@@ -304,28 +328,24 @@ mod tests {
     /// published that over the figures of the drain that had moved every key.
     #[tokio::test]
     async fn a_server_that_cannot_read_the_published_figures_does_not_count_afresh() {
-        use crate::erasure::ErasureSet;
-        use crate::storage::faulty::{Call, FaultyDrive};
-        use crate::storage::sim::CrashController;
-
-        let sim = CrashController::new(9);
-        let drives: Vec<_> = sim.drives().into_iter().map(FaultyDrive::new).collect();
-        let set_drives = drives.iter().map(|d| d.clone() as _).collect();
-        let set = ErasureSet::new(0, set_drives, 3, 64 << 10).unwrap();
-        let store = ObjectStore::new(vec![set], "drain");
-        DrainView::publish_now(&store, "pool-1", &published(1_000, 40)).await;
+        let (_sim, drives, store) = faulty_store();
+        let record = || Published::new(published_record("pool-1"));
+        record()
+            .replace(&store, &published(1_000, 40))
+            .await
+            .unwrap();
 
         let drains = Drains::new(1);
         let drain = drains.pool(0);
         for drive in &drives[..4] {
             drive.fail(&[Call::MetaGet]);
         }
-        assert!(drain.catch_up_with(&store, "pool-1").await.is_err());
+        assert!(drain.catch_up_with(&store, &record()).await.is_err());
         assert!(drain.view().is_none(), "{:?}", drain.view());
         for drive in &drives {
             drive.recover();
         }
-        drain.catch_up_with(&store, "pool-1").await.unwrap();
+        drain.catch_up_with(&store, &record()).await.unwrap();
         let view = drain.view().unwrap();
         assert_eq!((view.started_ms, view.keys_moved), (1_000, 40));
 
@@ -338,9 +358,41 @@ mod tests {
             .unwrap();
         assert!(Drains::new(1)
             .pool(0)
-            .catch_up_with(&store, "pool-2")
+            .catch_up_with(&store, &Published::new(undecodable))
             .await
             .is_err());
+    }
+
+    /// Before, the pool was recorded decommissioning first and the drain's start published
+    /// after: a node that drained in between counted from a start of its own, and the start,
+    /// published late, overtook its figures with nothing moved (every node then told of a
+    /// drain that had moved no key).
+    #[tokio::test]
+    async fn a_pool_drains_only_once_the_drain_start_is_published() {
+        let dir = tempfile::tempdir().unwrap();
+        let (deployment, _, _) = crate::background::test_deployment(dir.path());
+        let (_sim, drives, store) = faulty_store();
+        let drains = Drains::new(1);
+        for drive in &drives[..4] {
+            drive.fail(&[Call::MetaApply]);
+        }
+        let refused = start_drain(&drains, &store, &deployment, None, 0).await;
+        assert!(refused.is_err(), "{refused:?}");
+        assert_eq!(store.pools()[0].state(), PoolState::Active);
+
+        for drive in &drives {
+            drive.recover();
+        }
+        start_drain(&drains, &store, &deployment, None, 0)
+            .await
+            .unwrap();
+        assert_eq!(store.pools()[0].state(), PoolState::Decommissioning);
+        // Whichever node drains it counts from that start.
+        let elsewhere = Drains::new(1);
+        let published = Published::new(published_record(&deployment.pools[0].id));
+        (elsewhere.pool(0).catch_up_with(&store, &published).await).unwrap();
+        let started_ms = |drains: &Drains| drains.pool(0).view().unwrap().started_ms;
+        assert_eq!(started_ms(&elsewhere), started_ms(&drains));
     }
 
     #[test]

@@ -90,16 +90,21 @@ impl Rebalancing {
 
     /// What the node that rebalances last published of what it moved.
     pub async fn published(store: &ObjectStore) -> Option<MoveCounts> {
-        let progress: PublishedProgress = Published::read(store, PROGRESS_RECORD).await.ok()??;
+        let progress: PublishedProgress = Published::look(store, PROGRESS_RECORD).await.ok()??;
         Some(progress.moved)
     }
 
     /// Before a pass of the rebalance that started at `started_ms`: counts on from what
-    /// was published of it when that is further along (another node ran it until now).
-    /// An error when that cannot be read: the pass must not publish its own figures over
-    /// further ones.
-    async fn catch_up(&self, store: &ObjectStore, started_ms: i64) -> Result<(), ObjectError> {
-        let published: Option<PublishedProgress> = Published::read(store, PROGRESS_RECORD).await?;
+    /// was `published` of it (read now) when that is further along (another node ran it
+    /// until now). An error when that cannot be read: the pass must not publish its own
+    /// figures over further ones.
+    async fn catch_up(
+        &self,
+        store: &ObjectStore,
+        published: &Published,
+        started_ms: i64,
+    ) -> Result<(), ObjectError> {
+        let published: Option<PublishedProgress> = published.read(store).await?;
         if let Some(theirs) = published.filter(|p| p.started_ms == started_ms) {
             if theirs.moved.keys > self.progress.counts().keys {
                 self.progress.restore(theirs.moved);
@@ -136,9 +141,11 @@ impl Rebalancing {
         };
         self.write(store, record).await?;
         self.count_for(&record);
-        Published::new(PROGRESS_RECORD.into())
-            .write(store, &self.to_publish(), true)
-            .await;
+        // The figures say which start they are of: stale ones are never taken for these.
+        let published = Published::new(PROGRESS_RECORD.into());
+        if let Err(e) = published.replace(store, &self.to_publish()).await {
+            tracing::warn!(error = %e, "could not publish the rebalance's start");
+        }
         Ok(record)
     }
 
@@ -213,12 +220,12 @@ impl Worker for Rebalance {
             return Ok("no rebalance is running".into());
         };
         rebalancing.count_for(&running);
+        let published = Published::new(PROGRESS_RECORD.into());
         rebalancing
-            .catch_up(&self.store, running.started_ms)
+            .catch_up(&self.store, &published, running.started_ms)
             .await?;
         let pacer = tokio::sync::Mutex::new(Pacer::new(Pace::configured(Some(self.duty), None)));
         let store = &self.store;
-        let published = Published::new(PROGRESS_RECORD.into());
         // A stop asked on another node is heard after the next key.
         let pace = || async {
             pacer.lock().await.work_done(1).await;
@@ -280,14 +287,21 @@ mod tests {
         runner.count_for(&record);
         runner.progress.restore(keys(12));
         Published::new(PROGRESS_RECORD.into())
-            .write(&store, &runner.to_publish(), true)
-            .await;
-        here.catch_up(&store, record.started_ms).await.unwrap();
+            .replace(&store, &runner.to_publish())
+            .await
+            .unwrap();
+        let published = Published::new(PROGRESS_RECORD.into());
+        here.catch_up(&store, &published, record.started_ms)
+            .await
+            .unwrap();
         assert_eq!(here.progress.counts().keys, 12);
         assert_eq!(Rebalancing::published(&store).await, Some(keys(12)));
         // Figures of another rebalance count for nothing.
         let other = Rebalancing::default();
-        other.catch_up(&store, record.started_ms + 1).await.unwrap();
+        (other
+            .catch_up(&store, &published, record.started_ms + 1)
+            .await)
+            .unwrap();
         assert_eq!(other.progress.counts().keys, 0);
     }
 
@@ -306,23 +320,25 @@ mod tests {
         let record = runner.start(&store).await.unwrap();
         runner.progress.restore(keys(12));
         Published::new(PROGRESS_RECORD.into())
-            .write(&store, &runner.to_publish(), true)
-            .await;
+            .replace(&store, &runner.to_publish())
+            .await
+            .unwrap();
 
+        let published = Published::new(PROGRESS_RECORD.into());
         let taking_over = Rebalancing::default();
         taking_over.count_for(&record);
         for drive in &drives[..4] {
             drive.fail(&[Call::MetaGet]);
         }
         assert!(taking_over
-            .catch_up(&store, record.started_ms)
+            .catch_up(&store, &published, record.started_ms)
             .await
             .is_err());
         for drive in &drives {
             drive.recover();
         }
         taking_over
-            .catch_up(&store, record.started_ms)
+            .catch_up(&store, &published, record.started_ms)
             .await
             .unwrap();
         assert_eq!(taking_over.progress.counts().keys, 12);
