@@ -142,15 +142,22 @@ impl Operation {
                     .await
                     .map(drop)
             }
-            Operation::Delete => store.delete_object(&bucket, &key, None).await.map(drop),
+            Operation::Delete => {
+                let deleted = store.delete_object(&bucket, &key, None).await.map(drop);
+                store.tidied().await;
+                deleted
+            }
             Operation::DeleteVersion(id) => {
                 store.delete_object(&bucket, &key, Some(id)).await.map(drop)
             }
             Operation::RenameFrom(source) => {
                 let options = RenameOptions::default();
-                store
+                let renamed = store
                     .rename_object(&bucket, &key, &self::key(source), &options)
-                    .await
+                    .await;
+                // The power is cut at the drive calls of its tidying-up too.
+                store.tidied().await;
+                renamed
             }
             Operation::Append(offset, data) => store
                 .append_object(&bucket, &key, *offset, body(data), PutOptions::default())

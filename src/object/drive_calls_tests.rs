@@ -96,6 +96,65 @@ async fn read_all(store: &ObjectStore, bucket: &BucketName, key: &ObjectKey) -> 
 /// A read that asks only a read quorum of drives asks the others as soon as those
 /// disagree: here three of them missed the last write, which the three others and the
 /// drives not asked hold, and the GET answers it (a read of six alone could only say 503).
+/// A rename or a DELETE in an unversioned bucket answers after its reads and one commit, as
+/// a PUT does; the tombstone goes a moment later, with any others of the moment (before, a
+/// second commit on every drive came first: 36 drive calls for a rename).
+#[tokio::test]
+async fn a_rename_or_delete_answers_after_one_commit_and_its_tombstone_goes_after() {
+    let sim = CrashController::new(9);
+    let set = ErasureSet::new(0, sim.drives(), 3, 1 << 20).unwrap();
+    let store = ObjectStore::new(vec![set], "calls");
+    let bucket = BucketName::parse("calls").unwrap();
+    store.create_bucket(&bucket).await.unwrap();
+    let (tmp, ckpt) = (
+        ObjectKey::parse("ckpt.tmp").unwrap(),
+        ObjectKey::parse("ckpt").unwrap(),
+    );
+    let data = Bytes::from(vec![7u8; 300 << 10]);
+    let options = PutOptions::default();
+    store
+        .put_object(&bucket, &tmp, body(data.clone()), options)
+        .await
+        .unwrap();
+
+    sim.reset_calls();
+    let options = super::RenameOptions::default();
+    store
+        .rename_object(&bucket, &ckpt, &tmp, &options)
+        .await
+        .unwrap();
+    // The test's runtime has one thread: nothing spawned ran yet.
+    let renamed = sim.calls();
+    assert!(
+        renamed <= 27,
+        "rename: {renamed} drive calls {:?}",
+        sim.calls_by_kind()
+    );
+
+    store.tidied().await;
+    let source_record = b"calls\0ckpt.tmp".to_vec();
+    for i in 0..9 {
+        let held =
+            (sim.drive(i)).meta_get(crate::storage::MetaTable::Objects, source_record.clone());
+        assert_eq!(held.await.unwrap(), None, "drive {i}");
+    }
+    assert_eq!(read_all(&store, &bucket, &ckpt).await, data);
+
+    // So does a DELETE (27 drive calls before).
+    let small = ObjectKey::parse("small").unwrap();
+    let options = PutOptions::default();
+    let data = Bytes::from(vec![7u8; SMALL]);
+    (store.put_object(&bucket, &small, body(data), options).await).unwrap();
+    sim.reset_calls();
+    store.delete_object(&bucket, &small, None).await.unwrap();
+    let deleted = sim.calls();
+    assert!(
+        deleted <= 18,
+        "DELETE: {deleted} drive calls {:?}",
+        sim.calls_by_kind()
+    );
+}
+
 #[tokio::test]
 async fn a_read_whose_first_drives_disagree_asks_the_others() {
     let sim = CrashController::new(9);

@@ -303,6 +303,12 @@ impl ObjectStore {
     pub fn sets(&self) -> &[RecordSet] {
         &self.sets
     }
+
+    /// Waits until the tidy-up changes asked so far (tombstones taken away after a rename)
+    /// are applied: at shutdown, so that heal has less to do, and in tests.
+    pub async fn tidied(&self) {
+        futures::future::join_all(self.sets.iter().map(RecordSet::tidied)).await;
+    }
 }
 
 /// How long a read-decide-commit step keeps trying while it loses races: long enough for a

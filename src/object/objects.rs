@@ -601,8 +601,8 @@ impl ObjectStore {
     /// version it replaced, committed like any version. Removing the record outright would
     /// let a delete that misses its quorum be seen before it is undone (readers take a key
     /// for absent once enough drives lack it), and seen again after a retry: a reader could
-    /// find the object gone, then back. The tombstone is taken away once every drive holds
-    /// it, else by heal (readers skip it meanwhile).
+    /// find the object gone, then back. The tombstone is taken away a moment after every
+    /// drive took it, else by heal (readers skip it meanwhile).
     pub async fn delete_object_if(
         &self,
         bucket: &BucketName,
@@ -651,7 +651,9 @@ impl ObjectStore {
                 commit_over(set, &bucket_record, key, &current, agreed.clone(), &version).await?;
             let agreed = agreed.flatten();
             if let (Some(replaced), true) = (&agreed, took == set.width()) {
-                remove_tombstone(set, &bucket_record, key, &tombstone, replaced.clone()).await;
+                // Not waited for: the delete answers after one commit.
+                let removal = tombstone_removal(&bucket_record, key, &tombstone, replaced.clone());
+                set.apply_all_later(removal);
             }
             drop(guard);
             let replaced = replaced_versions(&current, agreed.as_ref(), Some(tombstone.data_id));
@@ -662,16 +664,15 @@ impl ObjectStore {
     }
 }
 
-/// Takes a committed tombstone (written over `replaced` on every drive) away, with the
+/// What takes a committed tombstone (written over `replaced` on every drive) away, with the
 /// inline chunks of the version it replaced. A drive where a later write replaced it keeps
 /// that; one that misses this keeps the tombstone until heal removes it.
-pub(crate) async fn remove_tombstone(
-    set: &RecordSet,
+pub(crate) fn tombstone_removal(
     bucket: &BucketRecord,
     key: &ObjectKey,
     tombstone: &ObjectRecord,
     mut replaced: ObjectRecord,
-) {
+) -> Vec<Change> {
     let db_key = object_key(&bucket.name, key.as_str());
     replaced.superseded = None;
     let mut held = tombstone.clone();
@@ -686,7 +687,7 @@ pub(crate) async fn remove_tombstone(
         std::iter::once(&replaced),
         |_| false,
     ));
-    set.apply_all(ops).await;
+    ops
 }
 
 /// Writes `version` over the records drives hold now (`current`, read under the key's write

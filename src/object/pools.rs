@@ -813,6 +813,8 @@ mod tests {
                 .unwrap();
         }
         let before = versions(&alone).await;
+        // As a server does when it stops.
+        alone.tidied().await;
         drop(alone);
 
         let store = store_of(&[&first, &second]);
@@ -923,6 +925,8 @@ mod tests {
         put(&alone, &key(0), b"inline").await;
         put(&alone, &key(0), large).await;
         let before = versions(&alone).await;
+        // As a server does when it stops.
+        alone.tidied().await;
         drop(alone);
         let store = store_of(&[&first, &second]);
         store.spread_records_to_every_set().await.unwrap();

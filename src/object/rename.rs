@@ -27,7 +27,7 @@ use uuid::Uuid;
 
 use super::commit::{guarded_on_records, guarded_on_versions};
 use super::object_lock::{self, ObjectLock};
-use super::objects::{batches_over, remove_tombstone, NewVersion};
+use super::objects::{batches_over, tombstone_removal, NewVersion};
 use super::record::{inline_key, BucketRecord, ObjectRecord, RenameToken, INLINE_CHUNKS};
 use super::{now_ms, retry_conflicts, Agreement, BucketName, ObjectError, ObjectKey, ObjectStore};
 use crate::encryption::CustomerKey;
@@ -220,7 +220,13 @@ impl ObjectStore {
         );
         let took = self.commit_carried(set, batches, &carried).await?;
         if took == set.width() {
-            remove_tombstone(set, bucket, source, &tombstone, src.version.clone()).await;
+            // Not waited for: the rename answers after one commit, as a PUT does.
+            set.apply_all_later(tombstone_removal(
+                bucket,
+                source,
+                &tombstone,
+                src.version.clone(),
+            ));
         }
         let mut replaced = replaced_versions(&dest_records, dest.as_ref(), Some(renamed.data_id));
         replaced.extend(replaced_versions(

@@ -300,6 +300,7 @@ async fn a_delete_missed_by_some_drives_stays_deleted_and_heal_clears_its_tombst
         .delete_object(&bucket, &everywhere, None)
         .await
         .unwrap();
+    store.tidied().await;
     assert_eq!(records_on(&faulty, "property", "everywhere").await, 0);
 
     let key = put("ckpt").await;

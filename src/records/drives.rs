@@ -108,6 +108,18 @@ impl RecordSet {
         .await
     }
 
+    /// Applies the same changes on every drive a moment from now, together with others
+    /// asked meanwhile, and answers at once: for changes that only tidy up, each conditional
+    /// on what it removes (see [`super::tidy`]).
+    pub fn apply_all_later(&self, changes: Vec<Change>) {
+        self.tidying.later(self.drives(), ops(changes));
+    }
+
+    /// Waits until every change [`Self::apply_all_later`] was asked for is applied.
+    pub async fn tidied(&self) {
+        self.tidying.settled().await;
+    }
+
     /// Applies `batches[i]` on drive `i` (`None`: leave it alone; no commit: see the
     /// module's note).
     pub async fn apply_each(&self, batches: Vec<Option<Vec<Change>>>) -> DriveResults<()> {

@@ -19,6 +19,7 @@ pub mod in_flight;
 pub mod revisioned;
 pub mod scan;
 mod table;
+mod tidy;
 
 use std::ops::Deref;
 use std::time::Duration;
@@ -60,6 +61,8 @@ pub struct RecordSet {
     writers: Writers,
     /// This server's commits in flight (see [`in_flight`]).
     local_commits: LocalCommits,
+    /// Changes that only tidy up, waiting to go together (see [`tidy`]).
+    tidying: tidy::Tidying,
 }
 
 impl From<ErasureSet> for RecordSet {
@@ -69,6 +72,7 @@ impl From<ErasureSet> for RecordSet {
             set,
             writers: Writers::ThisServer,
             local_commits: LocalCommits::default(),
+            tidying: tidy::Tidying::default(),
         }
     }
 }

@@ -508,6 +508,7 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     serve_console(&config, address, &state, certificates.clone()).await?;
     let signal = shutdown_signal();
     tracing::info!("listening on {scheme}://{address}");
+    let store = state.admin.store.clone();
 
     listener::serve(
         listener,
@@ -518,6 +519,8 @@ pub async fn run(config: ServerConfig) -> anyhow::Result<()> {
     )
     .await
     .context("serving")?;
+    // A drive that does not answer leaves the rest to heal.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), store.tidied()).await;
     if let Some(control) = &control {
         // The jobs this node held move to another at once, not after the lease's TTL.
         control.leave().await;
