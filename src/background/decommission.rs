@@ -256,18 +256,8 @@ impl Worker for Decommission {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::erasure::ErasureSet;
-    use crate::storage::faulty::{Call, FaultyDrive};
-    use crate::storage::sim::CrashController;
-
-    /// A store of one 6+3 set whose drives can be told to fail.
-    fn faulty_store() -> (CrashController, Vec<Arc<FaultyDrive>>, Arc<ObjectStore>) {
-        let sim = CrashController::new(9);
-        let drives: Vec<_> = sim.drives().into_iter().map(FaultyDrive::new).collect();
-        let set_drives = drives.iter().map(|d| d.clone() as _).collect();
-        let set = ErasureSet::new(0, set_drives, 3, 64 << 10).unwrap();
-        (sim, drives, ObjectStore::new(vec![set], "drain"))
-    }
+    use crate::background::faulty_store;
+    use crate::storage::faulty::Call;
 
     fn published(started_ms: i64, keys_moved: u64) -> DrainView {
         DrainView {

@@ -205,6 +205,26 @@ pub(crate) fn test_deployment(
     (std::sync::Arc::new(deployment), store, config)
 }
 
+/// A store of one 6+3 set over simulated drives that can be told to fail, for the jobs'
+/// tests: the simulation (keep it alive), the drives, the store.
+#[cfg(test)]
+pub(crate) fn faulty_store() -> (
+    crate::storage::sim::CrashController,
+    Vec<std::sync::Arc<crate::storage::faulty::FaultyDrive>>,
+    std::sync::Arc<crate::object::ObjectStore>,
+) {
+    use crate::storage::faulty::FaultyDrive;
+    let sim = crate::storage::sim::CrashController::new(9);
+    let drives: Vec<_> = sim.drives().into_iter().map(FaultyDrive::new).collect();
+    let set_drives = drives.iter().map(|d| d.clone() as _).collect();
+    let set = crate::erasure::ErasureSet::new(0, set_drives, 3, 64 << 10).unwrap();
+    (
+        sim,
+        drives,
+        crate::object::ObjectStore::new(vec![set], "jobs"),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

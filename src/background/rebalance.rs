@@ -309,13 +309,9 @@ mod tests {
     /// went on from zero and published that over what the last one moved.
     #[tokio::test]
     async fn a_server_that_cannot_read_the_published_figures_does_not_pass() {
-        use crate::storage::faulty::{Call, FaultyDrive};
+        use crate::storage::faulty::Call;
 
-        let sim = CrashController::new(9);
-        let drives: Vec<_> = sim.drives().into_iter().map(FaultyDrive::new).collect();
-        let set_drives = drives.iter().map(|d| d.clone() as _).collect();
-        let set = ErasureSet::new(0, set_drives, 3, 64 << 10).unwrap();
-        let store = ObjectStore::new(vec![set], "rebalance");
+        let (_sim, drives, store) = crate::background::faulty_store();
         let runner = Rebalancing::default();
         let record = runner.start(&store).await.unwrap();
         runner.progress.restore(keys(12));
