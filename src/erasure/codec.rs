@@ -77,25 +77,51 @@ impl Codec {
         shards: Vec<Option<Bytes>>,
         block_len: usize,
     ) -> Result<Bytes, ErasureError> {
-        let mut block = BytesMut::with_capacity(block_len);
-        if shards[..self.data_shards].iter().all(Option::is_some) {
-            for shard in shards.into_iter().take(self.data_shards).flatten() {
-                let take = (block_len - block.len()).min(shard.len());
-                block.extend_from_slice(&shard[..take]);
-            }
-            return Ok(block.freeze());
+        let pieces = self.decode_block_pieces(shards, block_len)?;
+        if let [piece] = &pieces[..] {
+            return Ok(piece.clone());
         }
-        let mut owned: Vec<Option<Vec<u8>>> =
-            shards.into_iter().map(|s| s.map(|s| s.to_vec())).collect();
-        self.rs
-            .reconstruct_data(&mut owned)
-            .map_err(|_| ErasureError::ReadQuorum)?;
-        for shard in owned.into_iter().take(self.data_shards) {
-            let shard = shard.expect("reconstructed");
-            let take = (block_len - block.len()).min(shard.len());
-            block.extend_from_slice(&shard[..take]);
+        let mut block = BytesMut::with_capacity(block_len);
+        for piece in pieces {
+            block.extend_from_slice(&piece);
         }
         Ok(block.freeze())
+    }
+
+    /// The block as consecutive pieces: the data shards themselves (cut to `block_len`) when
+    /// all of them were read, so a read that streams the pieces out copies no byte; else
+    /// the data shards rebuilt from the others.
+    pub fn decode_block_pieces(
+        &self,
+        shards: Vec<Option<Bytes>>,
+        block_len: usize,
+    ) -> Result<Vec<Bytes>, ErasureError> {
+        let data: Vec<Bytes> = if shards[..self.data_shards].iter().all(Option::is_some) {
+            shards
+                .into_iter()
+                .take(self.data_shards)
+                .flatten()
+                .collect()
+        } else {
+            let mut owned: Vec<Option<Vec<u8>>> =
+                shards.into_iter().map(|s| s.map(|s| s.to_vec())).collect();
+            self.rs
+                .reconstruct_data(&mut owned)
+                .map_err(|_| ErasureError::ReadQuorum)?;
+            (owned.into_iter().take(self.data_shards))
+                .map(|shard| Bytes::from(shard.expect("reconstructed")))
+                .collect()
+        };
+        let mut left = block_len;
+        Ok(data
+            .into_iter()
+            .map(|shard| {
+                let take = left.min(shard.len());
+                left -= take;
+                shard.slice(..take)
+            })
+            .filter(|piece| !piece.is_empty())
+            .collect())
     }
 }
 
@@ -163,6 +189,23 @@ mod tests {
                 assert_eq!(&decoded[..], &block[..], "len {len} mask {mask:09b}");
             }
         }
+    }
+
+    #[test]
+    fn a_block_whose_data_shards_were_all_read_is_those_shards_uncopied() {
+        let codec = Codec::new(6, 3).unwrap();
+        let block = payload(1_000_003);
+        let shards = verified(&codec.encode_block(&block));
+        let read: Vec<*const u8> = shards
+            .iter()
+            .take(6)
+            .flatten()
+            .map(|s| s.as_ptr())
+            .collect();
+        let pieces = codec.decode_block_pieces(shards, block.len()).unwrap();
+        let pieces_at: Vec<*const u8> = pieces.iter().map(|p| p.as_ptr()).collect();
+        assert_eq!(pieces_at, read);
+        assert_eq!(pieces.concat(), &block[..]);
     }
 
     #[test]

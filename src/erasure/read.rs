@@ -164,6 +164,16 @@ impl PartReader {
 
     /// Reads and verifies block `index`, reconstructing it from parity when needed.
     pub async fn read_block(&self, index: u64) -> Result<Bytes, ErasureError> {
+        let pieces = self.read_block_pieces(index).await?;
+        Ok(match &pieces[..] {
+            [piece] => piece.clone(),
+            _ => pieces.concat().into(),
+        })
+    }
+
+    /// Block `index` as [`Codec::decode_block_pieces`] gives it: its data shards as read, when
+    /// none had to be rebuilt.
+    pub async fn read_block_pieces(&self, index: u64) -> Result<Vec<Bytes>, ErasureError> {
         let block_start = index * self.block_size as u64;
         let block_len = (self.size - block_start).min(self.block_size as u64) as usize;
         let chunk_len = CHECKSUM_LEN + self.codec.shard_len(block_len);
@@ -217,10 +227,10 @@ impl PartReader {
             }
         }
         if shards[..data_shards].iter().all(Option::is_some) {
-            return self.codec.decode_block(shards, block_len);
+            return self.codec.decode_block_pieces(shards, block_len);
         }
         let codec = self.codec.clone();
-        tokio::task::spawn_blocking(move || codec.decode_block(shards, block_len))
+        tokio::task::spawn_blocking(move || codec.decode_block_pieces(shards, block_len))
             .await
             .map_err(|e| ErasureError::Codec(e.to_string()))?
     }
@@ -363,15 +373,56 @@ where
     let stream = blocks
         .map(|block| async move {
             let (reader, index, start, end) = block.map_err(std::io::Error::other)?;
-            let block = reader
-                .read_block(index)
+            let pieces = reader
+                .read_block_pieces(index)
                 .await
                 .map_err(std::io::Error::other)?;
             let block_start = index * reader.block_size as u64;
             let from = start.saturating_sub(block_start) as usize;
-            let to = ((end - block_start) as usize).min(block.len());
-            Ok(block.slice(from..to))
+            let to = (end - block_start) as usize;
+            Ok::<_, std::io::Error>(within(pieces, from, to))
         })
-        .buffered(READ_AHEAD);
+        .buffered(READ_AHEAD)
+        .flat_map(|pieces| {
+            let pieces: Vec<std::io::Result<Bytes>> = match pieces {
+                Ok(pieces) => pieces.into_iter().map(Ok).collect(),
+                Err(e) => vec![Err(e)],
+            };
+            futures::stream::iter(pieces)
+        });
     Box::pin(stream)
+}
+
+/// Bytes `from..to` of the block made of `pieces` (`to` may lie past its end), as slices of
+/// the pieces: a block is streamed out as it was read, uncopied.
+fn within(pieces: Vec<Bytes>, from: usize, to: usize) -> Vec<Bytes> {
+    let mut at = 0;
+    let mut out = Vec::with_capacity(pieces.len());
+    for piece in pieces {
+        let (start, end) = (at, at + piece.len());
+        at = end;
+        let (cut_from, cut_to) = (from.max(start), to.min(end));
+        if cut_from < cut_to {
+            out.push(piece.slice(cut_from - start..cut_to - start));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_of_a_block_is_cut_from_its_pieces() {
+        let pieces: Vec<Bytes> = [&b"abc"[..], b"defg", b"hi"].map(Bytes::from_static).into();
+        let cut = |from, to| within(pieces.clone(), from, to).concat();
+        assert_eq!(cut(0, 9), b"abcdefghi");
+        assert_eq!(cut(2, 8), b"cdefgh");
+        assert_eq!(cut(3, 7), b"defg");
+        assert_eq!(cut(4, 100), b"efghi");
+        assert!(within(pieces.clone(), 5, 5).is_empty());
+        // No empty slices: each piece a range does not reach is left out.
+        assert_eq!(within(pieces.clone(), 3, 7).len(), 1);
+    }
 }
