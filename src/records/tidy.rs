@@ -47,6 +47,7 @@ impl Tidying {
         if std::mem::replace(&mut waiting.scheduled, true) {
             return;
         }
+        drop(waiting);
         let (waiting, drives) = (self.waiting.clone(), drives.to_vec());
         tokio::spawn(async move {
             tokio::time::sleep(WAIT).await;
