@@ -110,6 +110,7 @@ impl PoolDrain {
         let Some(view) = published else {
             if self.started_ms.load(Ordering::Relaxed) == 0 {
                 self.start();
+                tracing::info!("no start of the drain is published: counted from now");
             }
             return;
         };
@@ -121,11 +122,20 @@ impl PoolDrain {
             bytes: view.bytes_moved,
             failures: view.failures,
         };
-        if view.started_ms > started_ms {
+        let take = view.started_ms > started_ms
+            || (view.started_ms == started_ms && theirs.keys > mine.keys);
+        if take {
+            // Rare (a start, or another node's drain taken over), and what to look for
+            // when a drain's figures look wrong.
+            tracing::info!(
+                started_ms = view.started_ms,
+                keys_moved = theirs.keys,
+                own_started_ms = started_ms,
+                own_keys_moved = mine.keys,
+                "the drain counts on from the published figures"
+            );
             self.progress.restore(theirs);
             self.started_ms.store(view.started_ms, Ordering::Relaxed);
-        } else if view.started_ms == started_ms && theirs.keys > mine.keys {
-            self.progress.restore(theirs);
         }
     }
 
