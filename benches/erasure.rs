@@ -25,7 +25,7 @@ const LOST: usize = 3;
 struct Fixture {
     codec: Codec,
     block: Bytes,
-    /// Verified shards of `block`, as `decode_block` takes them: all, or the first `LOST` missing.
+    /// Verified shards of `block`, as `decode_block_pieces` takes them: all, or the first `LOST` missing.
     healthy_shards: Vec<Option<Bytes>>,
     degraded_shards: Vec<Option<Bytes>>,
     /// The server's read path (bitrot verify, then join or reconstruct) over in-memory chunks.
@@ -97,7 +97,7 @@ fn erasure(c: &mut Criterion) {
     // `read_block`, which has just verified and copied them.
     let decode = |shards: &Vec<Option<Bytes>>| {
         let shards = shards.clone();
-        timed(|| f.codec.decode_block(shards, BLOCK).expect("decodes"))
+        timed(|| f.codec.decode_block_pieces(shards, BLOCK).expect("decodes"))
     };
     let mut rows: Vec<Row> = vec![
         (
@@ -105,11 +105,11 @@ fn erasure(c: &mut Criterion) {
             Box::new(|| timed(|| f.codec.encode_block(black_box(&f.block)))),
         ),
         (
-            "decode_block, healthy (join only)",
+            "decode_block_pieces, healthy (slices, no copy)",
             Box::new(|| decode(&f.healthy_shards)),
         ),
         (
-            "decode_block, 3 data lost (RS)",
+            "decode_block_pieces, 3 data lost (RS)",
             Box::new(|| decode(&f.degraded_shards)),
         ),
         (

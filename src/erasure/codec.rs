@@ -70,27 +70,10 @@ impl Codec {
             .collect()
     }
 
-    /// Rebuilds a block of `block_len` bytes from verified shards (`None` = missing).
-    /// Needs at least `data_shards` of them.
-    pub fn decode_block(
-        &self,
-        shards: Vec<Option<Bytes>>,
-        block_len: usize,
-    ) -> Result<Bytes, ErasureError> {
-        let pieces = self.decode_block_pieces(shards, block_len)?;
-        if let [piece] = &pieces[..] {
-            return Ok(piece.clone());
-        }
-        let mut block = BytesMut::with_capacity(block_len);
-        for piece in pieces {
-            block.extend_from_slice(&piece);
-        }
-        Ok(block.freeze())
-    }
-
-    /// The block as consecutive pieces: the data shards themselves (cut to `block_len`) when
-    /// all of them were read, so a read that streams the pieces out copies no byte; else
-    /// the data shards rebuilt from the others.
+    /// Rebuilds a block of `block_len` bytes from verified shards (`None` = missing; at
+    /// least `data_shards` are needed), as consecutive pieces: the data shards themselves
+    /// (cut to `block_len`) when all of them were read, so a read that streams the pieces
+    /// out copies no byte; else the data shards rebuilt from the others.
     pub fn decode_block_pieces(
         &self,
         shards: Vec<Option<Bytes>>,
@@ -185,7 +168,7 @@ mod tests {
                         *shard = None;
                     }
                 }
-                let decoded = codec.decode_block(shards, len).unwrap();
+                let decoded = codec.decode_block_pieces(shards, len).unwrap().concat();
                 assert_eq!(&decoded[..], &block[..], "len {len} mask {mask:09b}");
             }
         }
@@ -217,7 +200,7 @@ mod tests {
             *shard = None;
         }
         assert!(matches!(
-            codec.decode_block(shards, block.len()),
+            codec.decode_block_pieces(shards, block.len()),
             Err(ErasureError::ReadQuorum)
         ));
     }
@@ -232,7 +215,10 @@ mod tests {
                 *shard = None;
             }
             assert_eq!(
-                &codec.decode_block(shards, block.len()).unwrap()[..],
+                &codec
+                    .decode_block_pieces(shards, block.len())
+                    .unwrap()
+                    .concat()[..],
                 &block[..]
             );
         }
