@@ -147,6 +147,11 @@ impl<T: DeserializeOwned + Replica> Copies<T> {
     ) -> Self {
         let began = (Instant::now(), set.mark((table.meta(), &key)));
         let asked = set.first_to_read(&vec![true; set.width()]);
+        // Sound only while a write quorum and the drives asked always share a drive.
+        debug_assert_eq!(
+            asked.iter().filter(|&&asked| asked).count(),
+            set.read_quorum()
+        );
         let answers = set.stored_related_of(&asked, table, &key, related).await;
         let (answers, pages) = split_related(answers);
         let mut copies = Self::from_answers((table, key), answers, Some(pages), began);

@@ -29,10 +29,9 @@ pub(crate) struct Tidying {
 
 #[derive(Default)]
 struct Waiting {
-    /// Each change is one drive transaction of its own.
+    /// Each change is one drive transaction of its own. While any wait, a task is
+    /// scheduled to take them.
     changes: Vec<Vec<MetaOp>>,
-    /// A task will apply them.
-    scheduled: bool,
     /// Changes asked and not applied yet, these included.
     unapplied: usize,
 }
@@ -42,20 +41,17 @@ impl Tidying {
     /// came meanwhile.
     pub(crate) fn later(&self, drives: &[Arc<dyn Drive>], change: Vec<MetaOp>) {
         let mut waiting = self.waiting.lock().expect("tidying");
+        let scheduled = !waiting.changes.is_empty();
         waiting.changes.push(change);
         waiting.unapplied += 1;
-        if std::mem::replace(&mut waiting.scheduled, true) {
+        if scheduled {
             return;
         }
         drop(waiting);
         let (waiting, drives) = (self.waiting.clone(), drives.to_vec());
         tokio::spawn(async move {
             tokio::time::sleep(WAIT).await;
-            let changes = {
-                let mut waiting = waiting.lock().expect("tidying");
-                waiting.scheduled = false;
-                std::mem::take(&mut waiting.changes)
-            };
+            let changes = std::mem::take(&mut waiting.lock().expect("tidying").changes);
             let applied = changes.len();
             join_all(drives.into_iter().map(|drive| {
                 let applies = changes.clone().into_iter().map(move |ops| {
